@@ -1,0 +1,43 @@
+# The two set-up commands of the README: `make demo` and `make test`. Both work on a fresh
+# machine with Python 3.11 and make; they create .venv and install what they need.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+# mypy cannot follow setuptools' editable import hook, so it reads the sources through a tree
+# of links laid out as the installed package (agentgen/dsl -> dsl, ...).
+TYPECHECK_TREE := build/typecheck
+PACKAGES := dsl codegen runtime templates
+
+.PHONY: demo test lint typecheck typecheck-tree regen clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/agentgen validate examples/records/design.py
+
+typecheck-tree:
+	@mkdir -p $(TYPECHECK_TREE)/agentgen
+	@for p in $(PACKAGES); do ln -sfn ../../../$$p $(TYPECHECK_TREE)/agentgen/$$p; done
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed-dev typecheck-tree
+	MYPYPATH=$(TYPECHECK_TREE) $(BIN)/mypy -p agentgen.dsl -p agentgen.codegen -p agentgen.runtime
+
+test: lint typecheck
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,135 @@
+"""What every DSL function does first: find the context, record the caller's line, check the
+scope, and sort its positional arguments into values and an optional trailing body."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar, overload
+
+from agentgen.dsl.eval import EvalContext, context
+from agentgen.dsl.expr import Expr
+from agentgen.dsl.location import SourceLoc, caller_loc
+from agentgen.dsl.names import name_problem
+
+E = TypeVar("E", bound=Expr)
+A = TypeVar("A", bound=Expr)
+B = TypeVar("B", bound=Expr)
+C = TypeVar("C", bound=Expr)
+D = TypeVar("D", bound=Expr)
+
+
+class Invalid:
+    """Returned by value constructors (``FromRegistry``...) whose arguments were rejected.
+
+    The error is already reported; consumers of the value skip it silently so that one mistake
+    does not cascade into several messages.
+    """
+
+    def __repr__(self) -> str:
+        return "<invalid>"
+
+
+INVALID = Invalid()
+
+
+def describe_scope(expr: Expr | None) -> str:
+    return "at the top level of the design" if expr is None else f"inside {expr.eval_name()}"
+
+
+@dataclass
+class Call:
+    """One DSL call in progress."""
+
+    ctx: EvalContext
+    loc: SourceLoc
+    func: str
+
+    @property
+    def scope(self) -> Expr | None:
+        return self.ctx.current()
+
+    def error(self, message: str, *, related: tuple[SourceLoc, ...] = ()) -> None:
+        self.ctx.report(self.loc, message, related=related)
+
+    def scope_error(self, belongs: str) -> None:
+        self.error(f"{self.func} is not valid {describe_scope(self.scope)}; it belongs {belongs}")
+
+    @overload
+    def expect(self, kinds: tuple[type[A]], belongs: str) -> A | None: ...
+    @overload
+    def expect(self, kinds: tuple[type[A], type[B]], belongs: str) -> A | B | None: ...
+    @overload
+    def expect(self, kinds: tuple[type[A], type[B], type[C]], belongs: str) -> A | B | C | None: ...
+    @overload
+    def expect(
+        self, kinds: tuple[type[A], type[B], type[C], type[D]], belongs: str
+    ) -> A | B | C | D | None: ...
+    def expect(self, kinds: tuple[type[Expr], ...], belongs: str) -> Expr | None:
+        """The current scope if it is one of ``kinds``; otherwise report a scope error."""
+        scope = self.scope
+        if isinstance(scope, kinds):
+            return scope
+        self.scope_error(belongs)
+        return None
+
+    def at_top_level(self, belongs: str = "at the top level of the design") -> bool:
+        if self.scope is None:
+            return True
+        self.scope_error(belongs)
+        return False
+
+    def name(self, kind: str, value: object, *, mcp_tool: bool = False) -> str | None:
+        problem = name_problem(kind, value, mcp_tool=mcp_tool)
+        if problem is not None:
+            self.error(problem)
+            return None
+        assert isinstance(value, str)
+        return value
+
+    def text(self, what: str, value: object, *, allow_empty: bool = False) -> str | None:
+        if not isinstance(value, str):
+            self.error(f"{self.func} {what} must be a string, got {type(value).__name__}")
+            return None
+        if not allow_empty and not value.strip():
+            self.error(f"{self.func} {what} cannot be empty")
+            return None
+        return value
+
+    def split_body(self, args: tuple[object, ...]) -> tuple[list[object], object | None]:
+        """Separate the optional trailing body from the other positional arguments.
+
+        The body is the last argument when it is callable; any other callable argument means
+        more than one body was given.
+        """
+        values = list(args)
+        body: object | None = None
+        if values and callable(values[-1]) and not isinstance(values[-1], Expr):
+            body = values.pop()
+        extra_bodies = [v for v in values if callable(v) and not isinstance(v, Expr)]
+        if extra_bodies:
+            self.error(f"{self.func} accepts at most one body (a trailing callable)")
+            values = [v for v in values if v not in extra_bodies]
+        return values, body
+
+    def too_many(self, values: list[object], expected: str) -> None:
+        self.error(f"{self.func} takes {expected}; got {len(values)} extra argument(s)")
+
+
+def begin(func: str) -> Call:
+    return Call(context(), caller_loc(), func)
+
+
+def open_scope(call: Call, expr: E, body: object | None) -> E:
+    """Run ``body`` (if any) with ``expr`` as the current scope and return ``expr``.
+
+    Without a body the caller may still use ``expr`` in a ``with`` block.
+    """
+    if body is not None:
+        from agentgen.dsl.eval import run_body
+
+        run_body(call.ctx, expr, body, call.func)
+    return expr
+
+
+Body = Callable[[], object]

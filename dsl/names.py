@@ -1,0 +1,60 @@
+"""Naming rules for design identifiers.
+
+Service, agent, toolset, registry and local tool names become Python package, module and method
+names and parts of the fixed tool IDs (``toolset.tool``), so they must be lower snake_case
+identifiers. Tools of external MCP servers keep the server's names, which may use dashes and
+capitals; their Python identifiers are derived (and collisions rejected).
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+
+IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
+MCP_TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+MAX_NAME_LENGTH = 64
+
+
+def q(value: str) -> str:
+    """Quote a name for a message (double quotes, escapes visible)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def sanitize(value: str) -> str:
+    """A lower snake_case suggestion for a name that is not one."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", value)
+    snake = re.sub(r"[^a-z0-9]+", "_", spaced.lower()).strip("_")
+    snake = re.sub(r"_+", "_", snake)
+    if snake and snake[0].isdigit():
+        snake = f"n{snake}"
+    return snake
+
+
+def python_identifier(name: str) -> str:
+    """The Python identifier used for a tool name in generated code."""
+    return name.replace("-", "_").lower()
+
+
+def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | None:
+    """Why ``value`` is not a valid ``kind`` name, or None when it is."""
+    if not isinstance(value, str):
+        return f"{kind} name must be a string, got {type(value).__name__}"
+    if not value:
+        return f"{kind} name cannot be empty"
+    if len(value) > MAX_NAME_LENGTH:
+        return f"{kind} name {q(value)} is longer than {MAX_NAME_LENGTH} characters"
+    pattern = MCP_TOOL_NAME if mcp_tool else IDENTIFIER
+    if not pattern.match(value):
+        suggestion = sanitize(value)
+        rule = (
+            "letters, digits, '_' and '-', starting with a letter"
+            if mcp_tool
+            else "a lower snake_case identifier (a-z, 0-9, _; starting with a letter)"
+        )
+        hint = f"; try {q(suggestion)}" if suggestion and suggestion != value else ""
+        return f"{kind} name {q(value)} must be {rule}{hint}"
+    if keyword.iskeyword(python_identifier(value)):
+        return f"{kind} name {q(value)} is a Python keyword; generated code cannot use it"
+    return None

@@ -1,0 +1,88 @@
+"""Run policy: limits and tag filters applied to an agent's catalog before the model sees it
+and again, with the same predicate, when a call is executed."""
+
+from __future__ import annotations
+
+from agentgen.dsl.call import Call, begin, open_scope
+from agentgen.dsl.expr import AgentExpr, RunPolicyExpr, TagClauseExpr
+
+
+def RunPolicy(*args: object) -> RunPolicyExpr:
+    """The agent's default run policy (``MaxToolCalls``, ``AllowTags``, ``DenyTags``...)."""
+    call = begin("RunPolicy")
+    values, body = call.split_body(args)
+    if values:
+        call.too_many(values, "only a body")
+    agent = call.expect((AgentExpr,), "inside an Agent body")
+    expr = RunPolicyExpr(call.loc, agent)
+    if agent is not None:
+        if agent.policy is not None:
+            call.error(
+                f"{agent.eval_name()} already has a RunPolicy (line {agent.policy.loc.line})"
+            )
+        else:
+            agent.policy = expr
+    return open_scope(call, expr, body)
+
+
+def _count(call: Call, value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        call.error(f"{call.func} takes an integer, got {type(value).__name__}")
+        return None
+    if value < 0:
+        call.error(f"{call.func} must be non-negative, got {value}")
+        return None
+    return value
+
+
+def _set_cap(func: str, attr: str, value: int) -> None:
+    call = begin(func)
+    policy = call.expect((RunPolicyExpr,), "inside a RunPolicy body")
+    count = _count(call, value)
+    if policy is None or count is None:
+        return
+    if getattr(policy, attr) is not None:
+        call.error(f"{func} is already set for this RunPolicy")
+        return
+    setattr(policy, attr, count)
+
+
+def MaxToolCalls(count: int) -> None:
+    """At most ``count`` tool calls per run."""
+    _set_cap("MaxToolCalls", "max_tool_calls", count)
+
+
+def MaxConsecutiveFailedToolCalls(count: int) -> None:
+    """Stop the run after ``count`` failed tool calls in a row."""
+    _set_cap("MaxConsecutiveFailedToolCalls", "max_consecutive_failed_tool_calls", count)
+
+
+def _tag_clause(func: str, tags: tuple[str, ...], *, allow: bool) -> None:
+    call = begin(func)
+    policy = call.expect((RunPolicyExpr,), "inside a RunPolicy body")
+    if not tags:
+        call.error(f"{func} needs at least one tag")
+        return
+    values = [call.text("tag", tag) for tag in tags]
+    if policy is None or any(v is None for v in values):
+        return
+    clean = tuple(v for v in values if v is not None)
+    clause = (
+        TagClauseExpr(call.loc, allowed_any=clean)
+        if allow
+        else TagClauseExpr(call.loc, denied_any=clean)
+    )
+    policy.tag_clauses.append(clause)
+
+
+def AllowTags(*tags: str) -> None:
+    """Keep only tools that have at least one of ``tags`` (each call adds a clause; all apply)."""
+    _tag_clause("AllowTags", tags, allow=True)
+
+
+def DenyTags(*tags: str) -> None:
+    """Drop tools that have any of ``tags``."""
+    _tag_clause("DenyTags", tags, allow=False)
+
+
+__all__ = ["AllowTags", "DenyTags", "MaxConsecutiveFailedToolCalls", "MaxToolCalls", "RunPolicy"]

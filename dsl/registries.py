@@ -1,0 +1,254 @@
+"""Registries: catalogs whose toolsets are published by providers and resolved at run time."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from agentgen.dsl.call import Call, Invalid, begin, open_scope
+from agentgen.dsl.expr import (
+    ExportExpr,
+    RegistryExpr,
+    RegistrySource,
+    RetryExpr,
+    ToolsetExpr,
+    UseExpr,
+    VersionExpr,
+)
+from agentgen.dsl.names import q
+
+Duration = float | int | str | timedelta
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a number of seconds, a ``timedelta`` or a string such as ``"1m30s"``.
+
+    Raises ValueError with the reason.
+    """
+    if isinstance(value, bool):
+        raise ValueError("expected a duration, got bool")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, str):
+        text = value.strip()
+        pos, seconds = 0, 0.0
+        for match in _DURATION_PART.finditer(text):
+            if match.start() != pos:
+                break
+            seconds += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+            pos = match.end()
+        if not text or pos != len(text):
+            raise ValueError(
+                f"invalid duration {q(value)}: use a number of seconds or a string like "
+                '"250ms", "10s", "1m30s", "2h"'
+            )
+    else:
+        raise ValueError(f"expected a duration, got {type(value).__name__}")
+    if seconds < 0:
+        raise ValueError(f"must be non-negative, got {value}")
+    return seconds
+
+
+def Registry(name: str, *args: object) -> RegistryExpr:
+    """Declare a registry (``URL`` required; ``Description``, ``Timeout``, ``Retry``...)."""
+    call = begin("Registry")
+    values, body = call.split_body(args)
+    if values:
+        call.too_many(values, "a name and a body")
+    expr = RegistryExpr(call.loc, None, name=name if isinstance(name, str) else "")
+    call.name("registry", name)
+    if call.at_top_level("at the top level of the design (assign it: Company = Registry(...))"):
+        call.ctx.root.registries.append(expr)
+    return open_scope(call, expr, body)
+
+
+def _registry_scope(call: Call) -> RegistryExpr | None:
+    return call.expect((RegistryExpr,), "inside a Registry body")
+
+
+def URL(url: str) -> None:
+    """The registry's address (required)."""
+    call = begin("URL")
+    registry = _registry_scope(call)
+    value = call.text("url", url)
+    if registry is None or value is None:
+        return
+    if registry.url is not None:
+        call.error(f"URL is already set for {registry.eval_name()}")
+        return
+    registry.url, registry.url_loc = value, call.loc
+
+
+def APIVersion(version: str) -> None:
+    """The registry API version (defaults to ``v1``)."""
+    call = begin("APIVersion")
+    registry = _registry_scope(call)
+    value = call.text("version", version)
+    if registry is not None and value is not None:
+        registry.api_version = value
+
+
+def _duration_setting(func: str, attr: str, value: Duration) -> None:
+    call = begin(func)
+    registry = _registry_scope(call)
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        call.error(f"{func} {exc}")
+        return
+    if registry is not None:
+        setattr(registry, attr, seconds)
+
+
+def Timeout(value: Duration) -> None:
+    """How long one registry request may take."""
+    _duration_setting("Timeout", "timeout", value)
+
+
+def SyncInterval(value: Duration) -> None:
+    """How often consumers may refresh listings of this registry."""
+    _duration_setting("SyncInterval", "sync_interval", value)
+
+
+def CacheTTL(value: Duration) -> None:
+    """How long a registry listing may be cached between planning activities."""
+    _duration_setting("CacheTTL", "cache_ttl", value)
+
+
+def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration = 5.0) -> None:
+    """Retry failed registry requests ``max_retries`` times with exponential backoff."""
+    call = begin("Retry")
+    registry = _registry_scope(call)
+    ok = True
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int):
+        call.error(f"Retry max_retries must be an integer, got {type(max_retries).__name__}")
+        ok = False
+    elif max_retries < 0:
+        call.error(f"Retry max_retries must be non-negative, got {max_retries}")
+        ok = False
+    bounds: list[float] = []
+    for label, value in (("backoff_base", backoff_base), ("backoff_max", backoff_max)):
+        try:
+            bounds.append(parse_duration(value))
+        except ValueError as exc:
+            call.error(f"Retry {label} {exc}")
+            ok = False
+    if registry is not None and ok:
+        registry.retry = RetryExpr(call.loc, max_retries, bounds[0], bounds[1])
+
+
+def FromRegistry(registry: RegistryExpr | None, toolset: str) -> RegistrySource | Invalid:
+    """The source of a registry-backed toolset: ``Toolset(FromRegistry(Company, "records"))``."""
+    call = begin("FromRegistry")
+    given: object = registry  # a design may pass anything; say what was wrong
+    ok = True
+    if given is None:
+        call.error("FromRegistry requires a Registry(...) expression, got None")
+        ok = False
+    elif not isinstance(given, RegistryExpr):
+        call.error(f"FromRegistry requires a Registry(...) expression, got {type(given).__name__}")
+        ok = False
+    if not isinstance(toolset, str) or not toolset:
+        call.error("FromRegistry requires a non-empty toolset name")
+        ok = False
+    if not ok:
+        return Invalid()
+    assert isinstance(registry, RegistryExpr)
+    return RegistrySource(registry=registry, toolset=toolset, loc=call.loc)
+
+
+def Version(version: str) -> None:
+    """Inside the ``Use`` of a registry toolset: require that current published version.
+
+    The pin belongs to this consumer only and never selects an archived version.
+    """
+    call = begin("Version")
+    scope = call.scope
+    if isinstance(scope, ToolsetExpr) and scope.is_registry:
+        call.error(
+            "Version belongs inside the consuming Use(...) of this toolset: it pins that "
+            "consumer only"
+        )
+        return
+    use = call.expect((UseExpr, ToolsetExpr), "inside the consuming Use(...) of a registry toolset")
+    if use is None:
+        return
+    target = use.target if isinstance(use, UseExpr) else use
+    if isinstance(target, RegistryExpr):
+        call.error(
+            "Version pins one registry toolset; a whole registry cannot be pinned (use "
+            "Toolset(FromRegistry(...)) for the toolset to pin)"
+        )
+        return
+    if not isinstance(target, ToolsetExpr) or not target.is_registry:
+        call.error("Version is only valid for FromRegistry toolsets")
+        return
+    assert isinstance(use, UseExpr)
+    if not isinstance(version, str) or not version.strip() or version != version.strip():
+        call.error(
+            f"Version must be a non-empty string without surrounding spaces, got {version!r}"
+        )
+        return
+    if use.version is not None:
+        call.error(f"Version is already set for {use.eval_name()} (line {use.version.loc.line})")
+        return
+    use.version = VersionExpr(call.loc, version)
+
+
+def PublishTo(registry: RegistryExpr) -> None:
+    """Publish the enclosing toolset's full contract to ``registry`` (provider side)."""
+    call = begin("PublishTo")
+    scope = call.scope
+    if isinstance(scope, UseExpr):
+        target = scope.target
+        if isinstance(target, RegistryExpr) or (
+            isinstance(target, ToolsetExpr) and target.is_registry
+        ):
+            call.error(
+                "PublishTo on a registry reference: a consumer cannot publish provider contracts"
+            )
+            return
+        if not scope.defines:
+            call.error("PublishTo in a Use: publish from the toolset's own definition")
+            return
+        toolset: ToolsetExpr | None = target if isinstance(target, ToolsetExpr) else None
+    elif isinstance(scope, ExportExpr):
+        toolset = scope.toolset
+    else:
+        toolset = call.expect((ToolsetExpr,), "inside a Toolset or Export body")
+    if toolset is None:
+        return
+    if toolset.is_registry:
+        call.error(f"registry toolset {q(toolset.name)} cannot be published: its provider owns it")
+        return
+    given: object = registry  # a design may pass anything; say what was wrong
+    if not isinstance(given, RegistryExpr):
+        call.error(f"PublishTo requires a Registry(...) expression, got {type(given).__name__}")
+        return
+    for existing, loc in toolset.publish_to:
+        if existing is registry:
+            call.error(
+                f"{toolset.eval_name()} is already published to {registry.eval_name()} "
+                f"(line {loc.line})"
+            )
+            return
+    toolset.publish_to.append((registry, call.loc))
+
+
+__all__ = [
+    "URL",
+    "APIVersion",
+    "CacheTTL",
+    "FromRegistry",
+    "PublishTo",
+    "Registry",
+    "Retry",
+    "SyncInterval",
+    "Timeout",
+    "Version",
+]

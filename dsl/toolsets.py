@@ -1,0 +1,454 @@
+"""Toolsets, tools, and what describes them: types, titles, tags, confirmation, bounds,
+server data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentgen.dsl.call import Call, Invalid, begin, open_scope
+from agentgen.dsl.expr import (
+    BoundsExpr,
+    ConfirmationExpr,
+    ExportExpr,
+    Expr,
+    ExternalMCPSource,
+    LocalSource,
+    RegistryExpr,
+    RegistrySource,
+    ServerDataAudience,
+    ServerDataExpr,
+    ServiceExpr,
+    ToolExpr,
+    ToolRefExpr,
+    ToolsetExpr,
+    ToolsetSource,
+    TypeExpr,
+    UseExpr,
+)
+from agentgen.dsl.names import q
+
+_AUDIENCES: tuple[ServerDataAudience, ...] = ("timeline", "internal", "evidence")
+
+
+def Toolset(*args: object) -> ToolsetExpr:
+    """Define a toolset at the top level of the design.
+
+    Forms: ``Toolset(name, body)``, ``Toolset(FromRegistry(registry, toolset))`` (name taken
+    from the source unless given), ``Toolset(name, FromExternalMCP(service, toolset), body)``.
+    """
+    call = begin("Toolset")
+    values, body = call.split_body(args)
+    names = [v for v in values if isinstance(v, str)]
+    sources = [v for v in values if isinstance(v, LocalSource | ExternalMCPSource | RegistrySource)]
+    invalid = [v for v in values if isinstance(v, Invalid)]
+    others = [v for v in values if v not in names and v not in sources and v not in invalid]
+    for other in others:
+        call.error(
+            "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; "
+            f"got {type(other).__name__}"
+        )
+    if len(names) > 1:
+        call.error(f"Toolset accepts one name, got {len(names)}")
+    if len(sources) > 1:
+        call.error(f"Toolset accepts one source, got {len(sources)}")
+    source: ToolsetSource = sources[0] if sources else LocalSource()
+    name = names[0] if names else None
+    if name is None and isinstance(source, RegistrySource | ExternalMCPSource):
+        name = source.toolset
+    expr = ToolsetExpr(call.loc, None, name=name or "", source=source)
+    if name is None:
+        if not invalid:
+            call.error("toolset name cannot be empty: Toolset(name, body)")
+    else:
+        call.name("toolset", name)
+    if call.at_top_level("at the top level of the design (assign it: Records = Toolset(...))"):
+        call.ctx.root.toolsets.append(expr)
+    return open_scope(call, expr, body)
+
+
+def FromExternalMCP(service: str, toolset: str) -> ExternalMCPSource | Invalid:
+    """A toolset served by an external MCP server; declare its tools (with schemas) inline."""
+    call = begin("FromExternalMCP")
+    ok_service = call.text("service", service)
+    ok_toolset = call.text("toolset", toolset)
+    if ok_service is None or ok_toolset is None:
+        return Invalid()
+    return ExternalMCPSource(service=ok_service, toolset=ok_toolset)
+
+
+def _tool_container(call: Call) -> ToolsetExpr | UseExpr | ExportExpr | None:
+    scope = call.scope
+    if isinstance(scope, ToolsetExpr):
+        if scope.is_registry:
+            call.error(
+                f"registry toolset {q(scope.name)} cannot declare inline Tool schemas or "
+                "subsets: its provider owns the tool definitions"
+            )
+            return None
+        return scope
+    if isinstance(scope, UseExpr):
+        target = scope.target
+        if isinstance(target, RegistryExpr) or (
+            isinstance(target, ToolsetExpr) and target.is_registry
+        ):
+            call.error(
+                "a registry reference cannot declare inline Tool schemas or subsets: the "
+                "registry's provider owns the tool definitions"
+            )
+            return None
+        return scope if target is not None else None
+    if isinstance(scope, ExportExpr):
+        return scope if scope.toolset is not None else None
+    call.scope_error("inside a Toolset, Use or Export body")
+    return None
+
+
+def Tool(name: str, *args: object) -> ToolExpr:
+    """Declare a tool (``Tool(name, description, body)``), or inside the ``Use`` of an existing
+    toolset select one of its tools by name (``Tool("lookup")``)."""
+    call = begin("Tool")
+    values, body = call.split_body(args)
+    description: str | None = None
+    if values:
+        description = call.text("description", values[0])
+        if len(values) > 1:
+            call.too_many(values[1:], "a name, a description and an optional body")
+    container = _tool_container(call)
+    toolset: ToolsetExpr | None = None
+    if isinstance(container, ToolsetExpr):
+        toolset = container
+    elif isinstance(container, UseExpr | ExportExpr) and container_defines(container):
+        toolset = _defined_toolset(container)
+    mcp = toolset is not None and isinstance(toolset.source, ExternalMCPSource)
+    expr = ToolExpr(call.loc, toolset, name=name if isinstance(name, str) else "")
+    expr.description = description
+    if isinstance(container, UseExpr | ExportExpr) and not container_defines(container):
+        # A subset of an existing toolset: only the local name is meaningful.
+        if call.name("tool", name, mcp_tool=True) is not None:
+            if description is not None or body is not None:
+                call.error(
+                    "the Use or Export of an existing toolset selects its tools by name only: "
+                    f"Tool({q(name)}); declare descriptions and types in its Toolset"
+                )
+            container.subset.append(ToolRefExpr(call.loc, name))
+        return expr
+    if call.name("tool", name, mcp_tool=mcp) is not None and toolset is not None:
+        toolset.tools.append(expr)
+    return open_scope(call, expr, body)
+
+
+def container_defines(container: UseExpr | ExportExpr) -> bool:
+    return container.defines
+
+
+def _defined_toolset(container: UseExpr | ExportExpr) -> ToolsetExpr | None:
+    if isinstance(container, UseExpr):
+        return container.target if isinstance(container.target, ToolsetExpr) else None
+    return container.toolset
+
+
+def _set_type(func: str, value: Any) -> None:
+    call = begin(func)
+    tool = call.expect((ToolExpr,), "inside a Tool body")
+    if tool is None:
+        return
+    field = "args" if func == "Args" else "result"
+    previous: TypeExpr | None = getattr(tool, field)
+    if previous is not None:
+        call.error(f"{func} is already declared for {tool.eval_name()} (line {previous.loc.line})")
+        return
+    mcp = isinstance(tool.parent, ToolsetExpr) and isinstance(tool.parent.source, ExternalMCPSource)
+    from pydantic import BaseModel
+
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        setattr(tool, field, TypeExpr(call.loc, value))
+    elif isinstance(value, dict):
+        if mcp:
+            setattr(tool, field, TypeExpr(call.loc, value))
+        else:
+            call.error(
+                f"{func} takes a pydantic model class; JSON Schema dicts are only accepted "
+                "for tools of FromExternalMCP toolsets"
+            )
+    else:
+        shown = value.__name__ if isinstance(value, type) else type(value).__name__
+        call.error(f"{func} takes a pydantic model class (a BaseModel subclass), got {shown}")
+
+
+def Args(value: Any) -> None:
+    """The tool's payload type: a pydantic model (JSON Schema dict for external MCP tools)."""
+    _set_type("Args", value)
+
+
+def Return(value: Any) -> None:
+    """The tool's result type: a pydantic model (JSON Schema dict for external MCP tools)."""
+    _set_type("Return", value)
+
+
+def Title(text: str) -> None:
+    """A display title for a tool or a confirmation (tools default to the humanised name)."""
+    call = begin("Title")
+    scope = call.expect((ToolExpr, ConfirmationExpr), "inside a Tool or Confirmation body")
+    value = call.text("text", text)
+    if scope is None or value is None:
+        return
+    if scope.title is not None:
+        call.error(f"Title is already set for {scope.eval_name()}")
+        return
+    scope.title = value
+
+
+def _describable(call: Call) -> Expr | None:
+    scope = call.scope
+    if isinstance(scope, UseExpr | ExportExpr):
+        if scope.defines:
+            return _defined_toolset(scope)
+        call.error(
+            "Description here would change a toolset other consumers share; describe it in "
+            "its Toolset definition"
+        )
+        return None
+    return call.expect(
+        (ServiceExpr, ToolsetExpr, ToolExpr, RegistryExpr),
+        "inside a Service, Toolset, Tool or Registry body",
+    )
+
+
+def Description(text: str) -> None:
+    """Describe the enclosing service, toolset, tool or registry."""
+    call = begin("Description")
+    target = _describable(call)
+    value = call.text("text", text)
+    if target is None or value is None:
+        return
+    assert isinstance(target, ServiceExpr | ToolsetExpr | ToolExpr | RegistryExpr)
+    if target.description is not None:
+        call.error(f"description of {target.eval_name()} is already set")
+        return
+    target.description = value
+
+
+def Tags(*tags: str) -> None:
+    """Tags of a tool or a defining toolset; run policies filter on them."""
+    call = begin("Tags")
+    scope = call.scope
+    target: ToolExpr | ToolsetExpr | None
+    if isinstance(scope, UseExpr):
+        target_expr = scope.target
+        if isinstance(target_expr, RegistryExpr) or (
+            isinstance(target_expr, ToolsetExpr) and target_expr.is_registry
+        ):
+            call.error(
+                "Tags on a registry reference: tool tags belong to the provider; filter "
+                "them with this agent's RunPolicy instead"
+            )
+            return
+        if not scope.defines:
+            call.error(
+                "Tags in a Use would change a toolset other consumers share; declare tags on "
+                "its Toolset or Tool, or filter with RunPolicy"
+            )
+            return
+        target = _defined_toolset(scope)
+    elif isinstance(scope, ExportExpr) and scope.defines:
+        target = scope.toolset
+    else:
+        target = call.expect((ToolExpr, ToolsetExpr), "inside a Tool or Toolset body")
+    if not tags:
+        call.error("Tags needs at least one tag")
+    if target is None:
+        return
+    for tag in tags:
+        value = call.text("tag", tag)
+        if value is None:
+            continue
+        if value in target.tags:
+            call.error(f"tag {q(value)} is repeated on {target.eval_name()}")
+            continue
+        target.tags.append(value)
+
+
+def RequiredLabels(*labels: str) -> None:
+    """Run labels the tool needs (e.g. a tenant ID); runs without them fail at start."""
+    call = begin("RequiredLabels")
+    tool = call.expect((ToolExpr,), "inside a Tool body")
+    if not labels:
+        call.error("RequiredLabels needs at least one label name")
+    if tool is None:
+        return
+    for label in labels:
+        value = call.text("label", label)
+        if value is None:
+            continue
+        if value in tool.required_labels:
+            call.error(f"required label {q(value)} is repeated on {tool.eval_name()}")
+            continue
+        tool.required_labels.append(value)
+
+
+# --------------------------------------------------------------------------- confirmation
+
+
+def Confirmation(*args: object) -> ConfirmationExpr:
+    """Ask a human before the tool runs: ``PromptTemplate`` and ``DeniedResultTemplate`` inside.
+
+    Templates are Jinja2, rendered against the canonical JSON argument names.
+    """
+    call = begin("Confirmation")
+    values, body = call.split_body(args)
+    if values:
+        call.too_many(values, "only a body")
+    tool = call.expect((ToolExpr,), "inside a Tool body")
+    expr = ConfirmationExpr(call.loc, tool)
+    if tool is not None:
+        if tool.confirmation is not None:
+            call.error(
+                f"{tool.eval_name()} already has a Confirmation (line {tool.confirmation.loc.line})"
+            )
+        else:
+            tool.confirmation = expr
+    return open_scope(call, expr, body)
+
+
+def PromptTemplate(template: str) -> None:
+    """The question shown to the approver (Jinja2 over the call's arguments)."""
+    call = begin("PromptTemplate")
+    confirmation = call.expect((ConfirmationExpr,), "inside a Confirmation body")
+    value = call.text("template", template)
+    if confirmation is None or value is None:
+        return
+    if confirmation.prompt_template is not None:
+        call.error("PromptTemplate is already set for this Confirmation")
+        return
+    confirmation.prompt_template, confirmation.prompt_loc = value, call.loc
+
+
+def DeniedResultTemplate(template: str) -> None:
+    """The tool result the model sees when the approver says no (Jinja2 over the arguments)."""
+    call = begin("DeniedResultTemplate")
+    confirmation = call.expect((ConfirmationExpr,), "inside a Confirmation body")
+    value = call.text("template", template)
+    if confirmation is None or value is None:
+        return
+    if confirmation.denied_result_template is not None:
+        call.error("DeniedResultTemplate is already set for this Confirmation")
+        return
+    confirmation.denied_result_template, confirmation.denied_loc = value, call.loc
+
+
+# --------------------------------------------------------------------------- bounded results
+
+
+def BoundedResult(*args: object) -> BoundsExpr:
+    """The tool returns a bounded slice of a larger result; ``Cursor``/``NextCursor`` configure
+    paging and ``ContinueWith`` names the tool that fetches the next page."""
+    call = begin("BoundedResult")
+    values, body = call.split_body(args)
+    if values:
+        call.too_many(values, "only an optional body")
+    tool = call.expect((ToolExpr,), "inside a Tool body")
+    expr = BoundsExpr(call.loc, tool)
+    if tool is not None:
+        if tool.bounds is not None:
+            call.error(f"{tool.eval_name()} already has a BoundedResult")
+        else:
+            tool.bounds = expr
+    return open_scope(call, expr, body)
+
+
+def _bounds_field(func: str, attr: str, field: str) -> None:
+    call = begin(func)
+    bounds = call.expect((BoundsExpr,), "inside a BoundedResult body")
+    value = call.text("field name", field)
+    if bounds is None or value is None:
+        return
+    if getattr(bounds, attr) is not None:
+        call.error(f"{func} is already set for this BoundedResult")
+        return
+    setattr(bounds, attr, value)
+    setattr(bounds, f"{attr}_loc", call.loc)
+
+
+def Cursor(field: str) -> None:
+    """The optional string field of the tool's Args that carries the page cursor."""
+    _bounds_field("Cursor", "cursor", field)
+
+
+def NextCursor(field: str) -> None:
+    """The optional string field of the tool's result that carries the next page's cursor."""
+    _bounds_field("NextCursor", "next_cursor", field)
+
+
+def ContinueWith(tool: str) -> None:
+    """The tool (same toolset) that fetches further pages; it is never deferred."""
+    call = begin("ContinueWith")
+    bounds = call.expect((BoundsExpr,), "inside a BoundedResult body")
+    value = call.text("tool name", tool)
+    if bounds is None or value is None:
+        return
+    if bounds.continue_with is not None:
+        call.error("ContinueWith is already set for this BoundedResult")
+        return
+    bounds.continue_with, bounds.continue_loc = value, call.loc
+
+
+# --------------------------------------------------------------------------- server data
+
+
+def ServerData(
+    kind: str,
+    schema: Any,
+    description: str | None = None,
+    *,
+    audience: ServerDataAudience = "timeline",
+) -> ServerDataExpr:
+    """Data the tool returns for the application, never shown to the model."""
+    call = begin("ServerData")
+    tool = call.expect((ToolExpr,), "inside a Tool body")
+    expr = ServerDataExpr(call.loc, tool, kind=kind if isinstance(kind, str) else "")
+    if not isinstance(kind, str) or not kind:
+        call.error("ServerData kind must be a non-empty string")
+    from pydantic import BaseModel
+
+    if schema is None:
+        call.error(f"ServerData({q(expr.kind)}) requires a schema type")
+    elif isinstance(schema, type) and issubclass(schema, BaseModel):
+        expr.schema = TypeExpr(call.loc, schema)
+    else:
+        call.error(
+            f"ServerData({q(expr.kind)}) schema must be a pydantic model class, got "
+            f"{type(schema).__name__}"
+        )
+    if description is not None:
+        expr.description = call.text("description", description)
+    if audience not in _AUDIENCES:
+        call.error(
+            f"ServerData({q(expr.kind)}) audience must be one of "
+            f"{', '.join(_AUDIENCES)}; got {audience!r}"
+        )
+    else:
+        expr.audience = audience
+    if tool is not None:
+        tool.server_data.append(expr)
+    return expr
+
+
+__all__ = [
+    "Args",
+    "BoundedResult",
+    "Confirmation",
+    "ContinueWith",
+    "Cursor",
+    "DeniedResultTemplate",
+    "Description",
+    "FromExternalMCP",
+    "NextCursor",
+    "PromptTemplate",
+    "RequiredLabels",
+    "Return",
+    "ServerData",
+    "Tags",
+    "Title",
+    "Tool",
+    "Toolset",
+]

@@ -1,0 +1,519 @@
+"""Rules that need the whole design: prepare → validate → finalize.
+
+They run after every DSL call of the design ran, so a rule may look at anything: duplicates
+across the design, overlapping sources within an agent, ``Deferred`` names against the full
+list of tools a consumer compiles (local tools, tools of agents exported as tools, external MCP
+tools declared inline), paging partners, template variables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from urllib.parse import urlparse
+
+from jinja2 import TemplateSyntaxError, meta
+from jinja2.sandbox import SandboxedEnvironment
+
+from agentgen.dsl.errors import DesignError
+from agentgen.dsl.expr import (
+    AgentExpr,
+    ExportExpr,
+    Expr,
+    ExternalMCPSource,
+    RegistryExpr,
+    RegistrySource,
+    RootExpr,
+    ServiceExpr,
+    ToolExpr,
+    ToolRefExpr,
+    ToolsetExpr,
+    TypeExpr,
+    UseExpr,
+)
+from agentgen.dsl.location import SourceLoc
+from agentgen.dsl.names import python_identifier, q
+from agentgen.dsl.types import Property, SchemaProblem, properties, type_name
+
+DEFAULT_API_VERSION = "v1"
+_URL_SCHEMES = ("http", "https", "grpc", "grpcs")
+#: Names a confirmation template may use besides the tool's argument names.
+TEMPLATE_GLOBALS = frozenset({"args"})
+
+
+def prepare(root: RootExpr) -> None:
+    """Fill in defaults before validation reads the tree."""
+    for registry in root.registries:
+        if registry.api_version is None:
+            registry.api_version = DEFAULT_API_VERSION
+
+
+def validate(root: RootExpr) -> list[DesignError]:
+    return _Validator(root).run()
+
+
+def finalize(root: RootExpr) -> None:
+    """Resolve what each consumer compiles: its tools and the local names it defers."""
+    for agent in root.agents():
+        for use in agent.uses:
+            target = use.target
+            if not isinstance(target, ToolsetExpr) or target.is_registry:
+                continue
+            use.resolved_tools = _selected(target, use.subset)
+            if use.defers_all:
+                partners = continuation_tools(target)
+                use.resolved_deferred = sorted(
+                    t.name for t in use.resolved_tools if t.name not in partners
+                )
+            else:
+                use.resolved_deferred = sorted(name for name, _ in use.deferred_names)
+    owners: list[ServiceExpr | AgentExpr] = [*root.services, *root.agents()]
+    for owner in owners:
+        for export in owner.exports:
+            if export.toolset is not None:
+                export.resolved_tools = _selected(export.toolset, export.subset)
+
+
+def continuation_tools(toolset: ToolsetExpr) -> dict[str, str]:
+    """Tools named by another tool's ``ContinueWith``: continuation name → source tool name."""
+    return {
+        tool.bounds.continue_with: tool.name
+        for tool in toolset.tools
+        if tool.bounds is not None and tool.bounds.continue_with is not None
+    }
+
+
+def _selected(toolset: ToolsetExpr, subset: Sequence[ToolRefExpr]) -> list[ToolExpr]:
+    if not subset:
+        return list(toolset.tools)
+    wanted = {ref.name for ref in subset}
+    return [tool for tool in toolset.tools if tool.name in wanted]
+
+
+class _Validator:
+    def __init__(self, root: RootExpr) -> None:
+        self.root = root
+        self.errors: list[DesignError] = []
+
+    def error(
+        self,
+        expr: Expr,
+        message: str,
+        *,
+        loc: SourceLoc | None = None,
+        related: tuple[SourceLoc, ...] = (),
+    ) -> None:
+        self.errors.append(DesignError(loc or expr.loc, expr.where(), message, related))
+
+    def run(self) -> list[DesignError]:
+        self.unique(self.root.services, "service")
+        self.unique(self.root.registries, "registry")
+        self.unique(self.root.toolsets, "toolset")
+        for registry in self.root.registries:
+            self.registry(registry)
+        for toolset in self.root.toolsets:
+            self.toolset(toolset)
+        for service in self.root.services:
+            self.unique(service.agents, "agent", scope=f" within {service.eval_name()}")
+            self.exports(service)
+            for agent in service.agents:
+                self.agent(agent)
+        return self.errors
+
+    # ------------------------------------------------------------------ helpers
+
+    def unique(
+        self,
+        exprs: Iterable[ServiceExpr | AgentExpr | RegistryExpr | ToolsetExpr | ToolExpr],
+        kind: str,
+        *,
+        scope: str = "",
+    ) -> None:
+        first: dict[str, Expr] = {}
+        for expr in exprs:
+            if not expr.name:
+                continue
+            if expr.name in first:
+                other = first[expr.name]
+                self.error(
+                    expr,
+                    f"{kind} name {q(expr.name)} duplicates a {kind} declared at "
+                    f"{other.loc.short()}{scope}",
+                    related=(other.loc,),
+                )
+            else:
+                first[expr.name] = expr
+
+    # ------------------------------------------------------------------ registries
+
+    def registry(self, registry: RegistryExpr) -> None:
+        if registry.url is None:
+            self.error(registry, 'registry URL is required; set it with URL("https://...")')
+        else:
+            loc = registry.url_loc or registry.loc
+            parsed = urlparse(registry.url)
+            if parsed.scheme not in _URL_SCHEMES or not parsed.netloc:
+                self.error(
+                    registry,
+                    f"invalid registry URL {q(registry.url)}: expected an absolute "
+                    f"{'/'.join(_URL_SCHEMES)} URL such as https://registry.example",
+                    loc=loc,
+                )
+            else:
+                try:
+                    _ = parsed.port
+                except ValueError as exc:
+                    self.error(registry, f"invalid registry URL {q(registry.url)}: {exc}", loc=loc)
+        retry = registry.retry
+        if retry is not None and retry.backoff_max > 0 and retry.backoff_base > retry.backoff_max:
+            self.error(
+                registry,
+                f"Retry backoff_base ({retry.backoff_base:g}s) must not exceed backoff_max "
+                f"({retry.backoff_max:g}s)",
+                loc=retry.loc,
+            )
+
+    # ------------------------------------------------------------------ toolsets and tools
+
+    def toolset(self, toolset: ToolsetExpr) -> None:
+        if toolset.is_registry:
+            return
+        if not toolset.tools:
+            if isinstance(toolset.source, ExternalMCPSource):
+                self.error(
+                    toolset,
+                    "external MCP toolsets require inline Tool declarations (with their "
+                    "schemas); declare the tools in the Toolset body",
+                )
+            else:
+                self.error(toolset, "toolset declares no tools; add Tool(...) to its body")
+        self.unique(toolset.tools, "tool", scope=f" in {toolset.eval_name()}")
+        identifiers: dict[str, ToolExpr] = {}
+        for tool in toolset.tools:
+            ident = python_identifier(tool.name)
+            other = identifiers.get(ident)
+            if other is not None and other.name != tool.name:
+                self.error(
+                    tool,
+                    f"tool names {q(other.name)} and {q(tool.name)} map to the same Python "
+                    f"identifier {q(ident)}",
+                    related=(other.loc,),
+                )
+            identifiers.setdefault(ident, tool)
+            self.tool(tool)
+        self.paging(toolset)
+
+    def tool(self, tool: ToolExpr) -> None:
+        if tool.description is None or not tool.description.strip():
+            self.error(
+                tool,
+                "tool needs a description (Tool(name, description) or Description(...)): "
+                "models choose tools by it and tool search indexes it",
+            )
+        args = self.props(tool, tool.args, "Args")
+        self.props(tool, tool.result, "Return")
+        kinds: dict[str, SourceLoc] = {}
+        for data in tool.server_data:
+            if data.kind in kinds:
+                self.error(
+                    data,
+                    f"ServerData kind {q(data.kind)} must be unique within a tool (first at "
+                    f"line {kinds[data.kind].line})",
+                    related=(kinds[data.kind],),
+                )
+            elif data.kind:
+                kinds[data.kind] = data.loc
+        confirmation = tool.confirmation
+        if confirmation is not None:
+            for label, text, loc in (
+                ("PromptTemplate", confirmation.prompt_template, confirmation.prompt_loc),
+                (
+                    "DeniedResultTemplate",
+                    confirmation.denied_result_template,
+                    confirmation.denied_loc,
+                ),
+            ):
+                if text is None:
+                    self.error(confirmation, f"Confirmation requires a {label}(...)")
+                else:
+                    self.template(confirmation, label, text, loc or confirmation.loc, args)
+
+    def props(self, tool: ToolExpr, expr: TypeExpr | None, func: str) -> dict[str, Property] | None:
+        if expr is None:
+            return {}
+        try:
+            return properties(expr)
+        except SchemaProblem as exc:
+            self.error(
+                tool, f"{func} model {type_name(expr)} has no JSON Schema: {exc}", loc=expr.loc
+            )
+            return None
+
+    def template(
+        self,
+        expr: Expr,
+        label: str,
+        text: str,
+        loc: SourceLoc,
+        args: dict[str, Property] | None,
+    ) -> None:
+        env = SandboxedEnvironment()
+        try:
+            ast = env.parse(text)
+        except TemplateSyntaxError as exc:
+            self.error(expr, f"{label} is not a valid template: {exc.message}", loc=loc)
+            return
+        if args is None:
+            return
+        unknown = sorted(meta.find_undeclared_variables(ast) - set(args) - TEMPLATE_GLOBALS)
+        if unknown:
+            known = ", ".join(sorted(args)) or "none"
+            self.error(
+                expr,
+                f"{label} refers to {', '.join(q(n) for n in unknown)}, which the tool's Args "
+                f"do not declare (arguments: {known}; optional ones are read as "
+                '{{ args.get("name") }})',
+                loc=loc,
+            )
+
+    def paging(self, toolset: ToolsetExpr) -> None:
+        referenced: dict[str, ToolExpr] = {}
+        for tool in toolset.tools:
+            bounds = tool.bounds
+            if bounds is None:
+                continue
+            if bounds.cursor is not None and bounds.next_cursor is None:
+                self.error(bounds, "Cursor() requires NextCursor() to configure paging")
+            if bounds.next_cursor is not None and bounds.cursor is None:
+                self.error(bounds, "NextCursor() requires Cursor() to configure paging")
+            if bounds.cursor is not None:
+                self.paging_field(
+                    tool,
+                    tool.args,
+                    "Args",
+                    "Cursor",
+                    bounds.cursor,
+                    bounds.cursor_loc or bounds.loc,
+                )
+            if bounds.next_cursor is not None:
+                self.paging_field(
+                    tool,
+                    tool.result,
+                    "Return",
+                    "NextCursor",
+                    bounds.next_cursor,
+                    bounds.next_cursor_loc or bounds.loc,
+                )
+            name = bounds.continue_with
+            if name is None:
+                continue
+            loc = bounds.continue_loc or bounds.loc
+            if not bounds.paging:
+                self.error(bounds, "ContinueWith requires Cursor() and NextCursor()", loc=loc)
+            partner = toolset.tool(name)
+            if partner is None:
+                self.error(
+                    bounds,
+                    f"ContinueWith references unknown tool {q(name)} (tools of "
+                    f"{toolset.eval_name()}: {', '.join(t.name for t in toolset.tools)})",
+                    loc=loc,
+                )
+                continue
+            if partner is tool:
+                self.error(bounds, "ContinueWith cannot name the tool itself", loc=loc)
+                continue
+            if name in referenced:
+                self.error(
+                    bounds,
+                    f"continuation tool {q(name)} is referenced by more than one bounded tool "
+                    f"({q(referenced[name].name)} and {q(tool.name)})",
+                    loc=loc,
+                )
+            referenced.setdefault(name, tool)
+            if partner.bounds is None or partner.bounds.cursor is None:
+                self.error(
+                    bounds,
+                    f"continuation tool {q(name)} must declare Cursor(...) inside its own "
+                    "BoundedResult",
+                    loc=loc,
+                )
+
+    def paging_field(
+        self,
+        tool: ToolExpr,
+        expr: TypeExpr | None,
+        where: str,
+        func: str,
+        field: str,
+        loc: SourceLoc,
+    ) -> None:
+        if expr is None:
+            self.error(tool, f"{func}({q(field)}) needs the tool to declare {where}(...)", loc=loc)
+            return
+        try:
+            props = properties(expr)
+        except SchemaProblem:
+            return  # reported by props()
+        prop = props.get(field)
+        if prop is None:
+            self.error(
+                tool,
+                f"{func}({q(field)}): {where} type {type_name(expr)} has no field {q(field)} "
+                f"(fields: {', '.join(sorted(props)) or 'none'})",
+                loc=loc,
+            )
+        elif prop.required or not prop.is_string:
+            self.error(
+                tool,
+                f"{func}({q(field)}): field {q(field)} of {type_name(expr)} must be an "
+                "optional string (str | None = None)",
+                loc=loc,
+            )
+
+    # ------------------------------------------------------------------ agents and services
+
+    def exports(self, owner: ServiceExpr | AgentExpr) -> None:
+        seen: dict[int, ExportExpr] = {}
+        for export in owner.exports:
+            toolset = export.toolset
+            if toolset is None:
+                continue
+            if id(toolset) in seen:
+                self.error(
+                    export,
+                    f"{owner.eval_name()} exports {toolset.eval_name()} more than once (first "
+                    f"at line {seen[id(toolset)].loc.line})",
+                )
+            seen.setdefault(id(toolset), export)
+            self.subset(export, toolset, export.subset)
+
+    def subset(self, expr: Expr, toolset: ToolsetExpr, subset: Sequence[ToolRefExpr]) -> None:
+        names: dict[str, SourceLoc] = {}
+        for ref in subset:
+            if ref.name in names:
+                self.error(
+                    expr,
+                    f"tool {q(ref.name)} is selected more than once (first at line "
+                    f"{names[ref.name].line})",
+                    loc=ref.loc,
+                )
+            elif toolset.tool(ref.name) is None:
+                self.error(
+                    expr,
+                    f"selects unknown tool {q(ref.name)} of {toolset.eval_name()} (its tools: "
+                    f"{', '.join(t.name for t in toolset.tools) or 'none'})",
+                    loc=ref.loc,
+                )
+            names.setdefault(ref.name, ref.loc)
+
+    def agent(self, agent: AgentExpr) -> None:
+        self.exports(agent)
+        toolsets: dict[int, UseExpr] = {}
+        registries: dict[int, UseExpr] = {}
+        sources: dict[tuple[int, str], UseExpr] = {}
+        for use in agent.uses:
+            target = use.target
+            if isinstance(target, RegistryExpr):
+                if id(target) in registries:
+                    first = registries[id(target)]
+                    self.error(
+                        use,
+                        f"{agent.eval_name()} consumes registry {q(target.name)} more than once "
+                        f"(first at line {first.loc.line})",
+                        related=(first.loc,),
+                    )
+                for (reg, name), other in sources.items():
+                    if reg == id(target):
+                        self.error(
+                            use,
+                            f"whole registry {q(target.name)} overlaps its toolset {q(name)} "
+                            f"already used at line {other.loc.line}; "
+                            "consume either the whole registry or named toolsets",
+                            related=(other.loc,),
+                        )
+                registries.setdefault(id(target), use)
+                continue
+            if not isinstance(target, ToolsetExpr):
+                continue
+            if id(target) in toolsets:
+                first = toolsets[id(target)]
+                self.error(
+                    use,
+                    f"{agent.eval_name()} uses {target.eval_name()} more than once (first at "
+                    f"line {first.loc.line})",
+                    related=(first.loc,),
+                )
+                continue
+            toolsets[id(target)] = use
+            if target.owner == "agent-export" and target.parent is agent:
+                self.error(use, f"{agent.eval_name()} cannot use a toolset it exports itself")
+            if isinstance(target.source, RegistrySource):
+                self.registry_source(agent, use, target.source, registries, sources)
+            else:
+                self.subset(use, target, use.subset)
+                self.deferred(agent, use, target)
+
+    def registry_source(
+        self,
+        agent: AgentExpr,
+        use: UseExpr,
+        source: RegistrySource,
+        registries: dict[int, UseExpr],
+        sources: dict[tuple[int, str], UseExpr],
+    ) -> None:
+        registry = source.registry
+        whole = registries.get(id(registry))
+        if whole is not None:
+            self.error(
+                use,
+                f"registry toolset {q(source.toolset)} overlaps whole registry "
+                f"{q(registry.name)} consumed at line {whole.loc.line}; consume either the "
+                "whole registry or named toolsets",
+                related=(whole.loc,),
+            )
+        key = (id(registry), source.toolset)
+        if key in sources:
+            first = sources[key]
+            self.error(
+                use,
+                f"{agent.eval_name()} uses registry toolset {q(source.toolset)} of registry "
+                f"{q(registry.name)} more than once (first at line {first.loc.line})",
+                related=(first.loc,),
+            )
+        sources.setdefault(key, use)
+
+    def deferred(self, agent: AgentExpr, use: UseExpr, toolset: ToolsetExpr) -> None:
+        if not use.deferred_names:
+            return
+        all_names = {t.name for t in toolset.tools}
+        included = list(dict.fromkeys(t.name for t in _selected(toolset, use.subset)))
+        partners = continuation_tools(toolset)
+        agent_id = f"{agent.service.name}.{agent.name}"
+        for name, loc in use.deferred_names:
+            prefix = f"agent {q(agent_id)} toolset {q(toolset.name)}: Deferred selects"
+            if name in included:
+                if name in partners:
+                    self.error(
+                        use,
+                        f"{prefix} {q(name)}, which continues the pagination of "
+                        f"{q(partners[name])}: continuation tools are never deferred",
+                        loc=loc,
+                    )
+                continue
+            if name in all_names:
+                self.error(
+                    use,
+                    f"{prefix} tool {q(name)}, which this Use does not include (it includes: "
+                    f"{', '.join(included)})",
+                    loc=loc,
+                )
+                continue
+            hint = ""
+            local = name.rsplit(".", 1)[-1]
+            if local != name and local in included:
+                hint = f"; use the local name {q(local)}, not a qualified one"
+            self.error(
+                use,
+                f"{prefix} unknown tool {q(name)} (its tools: {', '.join(included) or 'none'})"
+                f"{hint}",
+                loc=loc,
+            )

@@ -1,0 +1,78 @@
+"""Shared helpers: run a design given as source text and look at its errors.
+
+Designs in tests mark the lines where an error is expected with ``# <-``, so each rule's test
+checks the reported line as well as the text.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentgen.codegen.loader import load_design
+from agentgen.dsl.errors import DesignError, DesignErrors
+from agentgen.dsl.expr import RootExpr
+
+HEADER = "from agentgen.dsl import *\n"
+MARK = "# <-"
+
+
+class DesignRunner:
+    """Writes a design into a temporary folder, loads it, returns its tree or its errors."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.count = 0
+
+    def write(self, source: str, name: str | None = None) -> Path:
+        self.count += 1
+        path = self.tmp_path / (name or f"design_{self.count}.py")
+        path.write_text(HEADER + textwrap.dedent(source))
+        return path
+
+    def load(self, source: str) -> RootExpr:
+        return load_design(self.write(source))
+
+    def errors(self, source: str) -> list[DesignError]:
+        path = self.write(source)
+        try:
+            load_design(path)
+        except DesignErrors as exc:
+            return exc.errors
+        raise AssertionError("the design validated, errors were expected")
+
+    def check(self, source: str, *fragments: str) -> list[DesignError]:
+        """Assert the errors are on the marked lines and each contains its fragment(s).
+
+        ``fragments`` are matched in order against the errors sorted by line; pass one per
+        expected error.
+        """
+        errors = self.errors(source)
+        expected_lines = marked_lines(HEADER + textwrap.dedent(source))
+        assert [e.loc.line for e in errors] == expected_lines, format_errors(errors)
+        assert len(fragments) == len(errors), format_errors(errors)
+        for error, fragment in zip(errors, fragments, strict=True):
+            assert fragment in str(error), f"{fragment!r} not in {error}"
+        return errors
+
+
+def marked_lines(source: str) -> list[int]:
+    lines: list[int] = []
+    for number, line in enumerate(source.splitlines(), start=1):
+        lines.extend([number] * line.count(MARK))
+    return lines
+
+
+def format_errors(errors: list[DesignError]) -> str:
+    return "\n".join(str(e) for e in errors)
+
+
+@pytest.fixture
+def designs(tmp_path: Path) -> DesignRunner:
+    return DesignRunner(tmp_path)
+
+
+Design = Callable[[], object]
