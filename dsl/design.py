@@ -61,7 +61,7 @@ def Use(used: ToolsetExpr | RegistryExpr | ExportExpr | str | None, *args: objec
     expr = UseExpr(call.loc, agent)
     value: object = used  # a design may pass anything; say what was wrong
     if isinstance(value, str):
-        if call.name("toolset", value) is not None:
+        if call.name("toolset", value) is not None and agent is not None:
             toolset = ToolsetExpr(
                 call.loc, agent, name=value, source=LocalSource(), owner="agent-use"
             )
@@ -98,7 +98,7 @@ def Export(exported: ToolsetExpr | str | None, *args: object) -> ExportExpr:
     expr = ExportExpr(call.loc, owner)
     value: object = exported  # a design may pass anything; say what was wrong
     if isinstance(value, str):
-        if call.name("toolset", value) is not None:
+        if call.name("toolset", value) is not None and owner is not None:
             toolset = ToolsetExpr(
                 call.loc,
                 owner,

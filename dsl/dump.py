@@ -13,7 +13,7 @@ from typing import Any
 from agentgen.dsl.expr import RegistryExpr, RootExpr, ToolsetExpr
 from agentgen.dsl.location import SourceLoc
 
-_SKIPPED = frozenset({"loc", "parent", "body_loc"})
+_SKIPPED = frozenset({"loc", "parent", "body_loc", "body_rejected"})
 # Fields holding references to expressions declared (and dumped) elsewhere.
 _REFERENCES = frozenset({"target", "registry", "toolset"})
 
@@ -36,7 +36,9 @@ def _value(value: object) -> Any:
     if isinstance(value, SourceLoc):
         return None
     if isinstance(value, type):
-        return f"{value.__module__.split('.')[-1]}.{value.__qualname__}"
+        # The module of a design's classes is named per load; the class is what it declares.
+        schema = getattr(value, "model_json_schema", None)
+        return {"class": value.__qualname__, "schema": schema() if schema else None}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, Any] = {"_": type(value).__name__}
         for field in dataclasses.fields(value):

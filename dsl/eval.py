@@ -86,9 +86,11 @@ def run_body(ctx: EvalContext, expr: Expr, body: object, func: str) -> None:
         ctx.report(
             loc, f"{func} body must be a callable taking no arguments, got {type(body).__name__}"
         )
+        expr.body_rejected = True
         return
     if not _callable_without_arguments(body):
         ctx.report(loc, f"{func} body must be callable with no arguments")
+        expr.body_rejected = True
         return
     expr.body_loc = loc
     ctx.stack.append(expr)

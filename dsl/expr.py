@@ -28,6 +28,8 @@ class Expr:
     parent: Expr | None = field(default=None, repr=False)
     #: Set once a body ran for this expression (callable or ``with`` block).
     body_loc: SourceLoc | None = field(default=None, repr=False)
+    #: The body given was rejected (reported); rules about an empty body do not apply.
+    body_rejected: bool = field(default=False, repr=False)
 
     def eval_name(self) -> str:
         raise NotImplementedError
@@ -210,6 +212,8 @@ class ToolsetExpr(Expr):
     source: ToolsetSource = field(default_factory=LocalSource)
     owner: ToolsetOwner = "design"
     publish_to: list[tuple[RegistryExpr, SourceLoc]] = field(default_factory=list)
+    #: Tools whose declaration was rejected (already reported); they still count as declared.
+    rejected_tools: int = field(default=0, repr=False)
 
     def eval_name(self) -> str:
         return f"toolset {q(self.name)}"

@@ -56,12 +56,17 @@ def Toolset(*args: object) -> ToolsetExpr:
     if name is None and isinstance(source, RegistrySource | ExternalMCPSource):
         name = source.toolset
     expr = ToolsetExpr(call.loc, None, name=name or "", source=source)
+    valid = not invalid
     if name is None:
-        if not invalid:
+        if valid:
             call.error("toolset name cannot be empty: Toolset(name, body)")
-    else:
-        call.name("toolset", name)
-    if call.at_top_level("at the top level of the design (assign it: Records = Toolset(...))"):
+        valid = False
+    elif call.name("toolset", name) is None:
+        valid = False
+    top = call.at_top_level("at the top level of the design (assign it: Records = Toolset(...))")
+    if top and valid:
+        # A toolset whose declaration was rejected is not validated further: its errors are
+        # already reported and would only repeat as follow-on errors.
         call.ctx.root.toolsets.append(expr)
     return open_scope(call, expr, body)
 
@@ -110,7 +115,8 @@ def Tool(name: str, *args: object) -> ToolExpr:
     values, body = call.split_body(args)
     description: str | None = None
     if values:
-        description = call.text("description", values[0])
+        # A rejected description (reported) counts as given, so no "needs a description" follows.
+        description = call.text("description", values[0]) or ""
         if len(values) > 1:
             call.too_many(values[1:], "a name, a description and an optional body")
     container = _tool_container(call)
@@ -130,10 +136,14 @@ def Tool(name: str, *args: object) -> ToolExpr:
                     "the Use or Export of an existing toolset selects its tools by name only: "
                     f"Tool({q(name)}); declare descriptions and types in its Toolset"
                 )
-            container.subset.append(ToolRefExpr(call.loc, name))
+            else:
+                container.subset.append(ToolRefExpr(call.loc, name))
         return expr
-    if call.name("tool", name, mcp_tool=mcp) is not None and toolset is not None:
-        toolset.tools.append(expr)
+    if toolset is not None:
+        if call.name("tool", name, mcp_tool=mcp) is not None:
+            toolset.tools.append(expr)
+        else:
+            toolset.rejected_tools += 1
     return open_scope(call, expr, body)
 
 

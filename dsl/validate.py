@@ -177,7 +177,7 @@ class _Validator:
     def toolset(self, toolset: ToolsetExpr) -> None:
         if toolset.is_registry:
             return
-        if not toolset.tools:
+        if not toolset.tools and not toolset.rejected_tools and not toolset.body_rejected:
             if isinstance(toolset.source, ExternalMCPSource):
                 self.error(
                     toolset,
@@ -203,7 +203,7 @@ class _Validator:
         self.paging(toolset)
 
     def tool(self, tool: ToolExpr) -> None:
-        if tool.description is None or not tool.description.strip():
+        if tool.description is None:
             self.error(
                 tool,
                 "tool needs a description (Tool(name, description) or Description(...)): "

@@ -62,7 +62,8 @@ class DesignRunner:
 def marked_lines(source: str) -> list[int]:
     lines: list[int] = []
     for number, line in enumerate(source.splitlines(), start=1):
-        lines.extend([number] * line.count(MARK))
+        if MARK in line:
+            lines.extend([number] * line.split(MARK, 1)[1].count("<-") + [number])
     return lines
 
 

@@ -1,0 +1,109 @@
+"""``agentgen validate``: output format, exit codes, user tracebacks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentgen.codegen.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    runner = CliRunner()
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        result = runner.invoke(main, list(args))
+    finally:
+        os.chdir(old)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_valid_design_prints_a_summary() -> None:
+    code, out, err = run("validate", str(ROOT / "examples/records/design.py"))
+    assert code == 0, err
+    assert "valid (1 service, 2 agents, 1 toolset, 3 tools, 0 registries)" in out
+
+
+def test_every_error_is_reported_with_file_line_and_where(tmp_path: Path) -> None:
+    (tmp_path / "design.py").write_text(
+        "from agentgen.dsl import *\n"
+        'Records = Toolset("records", lambda: Tool("lookup", "Look up."))\n'
+        'with Service("svc"):\n'
+        '    with Agent("a", "A."):\n'
+        '        Use(Records, lambda: Deferred("serach"))\n'
+        '    Agent("a", "Again.")\n'
+    )
+    code, out, err = run("validate", "design.py", cwd=tmp_path)
+    assert code == 1
+    assert out == ""
+    assert err.splitlines() == [
+        'design.py:5: service "svc" › agent "a" › Use(records): agent "svc.a" toolset '
+        '"records": Deferred selects unknown tool "serach" (its tools: lookup)',
+        'design.py:6: service "svc" › agent "a": agent name "a" duplicates a agent declared at '
+        'design.py:4 within service "svc"',
+        "design.py: 2 design errors",
+    ]
+
+
+def test_missing_file_and_non_python_files_exit_2(tmp_path: Path) -> None:
+    code, _, err = run("validate", str(tmp_path / "nope.py"))
+    assert code == 2
+    assert err == f"error: design file {tmp_path / 'nope.py'} does not exist\n"
+    (tmp_path / "design.txt").write_text("Service('x')\n")
+    code, _, err = run("validate", str(tmp_path / "design.txt"))
+    assert (code, err.count("\n")) == (2, 1)
+    assert "is not a Python file" in err
+    (tmp_path / "broken.py").write_text("from agentgen.dsl import *\nService('x'\n")
+    code, _, err = run("validate", str(tmp_path / "broken.py"))
+    assert (code, err.count("\n")) == (2, 1)
+    assert f"{tmp_path / 'broken.py'}:2: not valid Python:" in err
+    code, _, err = run("validate", str(tmp_path))
+    assert code == 2 and "is a directory" in err
+
+
+def test_user_exception_shows_only_user_frames(tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text("def boom():\n    raise ValueError('no such record')\n")
+    (tmp_path / "design.py").write_text(
+        "from agentgen.dsl import *\n"
+        "from helpers import boom\n"
+        'Service("svc", lambda: Agent("a", "A.", lambda: boom()))\n'
+    )
+    code, _, err = run("validate", "design.py", cwd=tmp_path)
+    assert code == 1
+    assert "ValueError: no such record" in err
+    assert 'File "design.py", line 3' in err
+    assert "helpers.py" in err and "line 2, in boom" in err
+    assert "agentgen" not in err.replace("error: the design raised an exception", "")
+    assert "importlib" not in err
+
+
+@pytest.mark.parametrize("args", [["--help"], ["validate", "--help"]])
+def test_help(args: list[str]) -> None:
+    code, out, _ = run(*args)
+    assert code == 0 and "Usage:" in out
+
+
+def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
+    (tmp_path / "design.py").write_text("from agentgen.dsl import *\nDeferred()\n")
+    script = Path(sys.executable).with_name("agentgen")
+    done = subprocess.run(
+        [str(script), "validate", "design.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(
+        "design.py:2: Deferred is not valid at the top level of the design"
+    )

@@ -1,0 +1,246 @@
+"""SPEC C: registries and dynamic catalogs in the DSL."""
+
+from __future__ import annotations
+
+from agentgen.dsl.expr import RegistryExpr, RegistrySource, ToolsetExpr
+from tests.conftest import DesignRunner
+
+COMPANY = """
+Company = Registry("company", lambda: URL("https://registry.example"))
+Records = Toolset(FromRegistry(Company, "records"))
+"""
+
+
+def test_c1_registry_with_url_description_timeouts_and_retry(designs: DesignRunner) -> None:
+    root = designs.load(
+        """
+with Registry("company") as Company:
+    URL("https://registry.example:8443/catalog")
+    Description("The company catalog.")
+    Timeout("1m30s")
+    SyncInterval(10)
+    CacheTTL("250ms")
+    Retry(3, "100ms", "2s")
+"""
+    )
+    (registry,) = root.registries
+    assert registry.url == "https://registry.example:8443/catalog"
+    assert registry.description == "The company catalog."
+    assert (registry.timeout, registry.sync_interval, registry.cache_ttl) == (90.0, 10.0, 0.25)
+    assert registry.retry is not None
+    assert (registry.retry.max_retries, registry.retry.backoff_base) == (3, 0.1)
+    assert registry.retry.backoff_max == 2.0
+    assert registry.api_version == "v1"
+
+
+def test_c1_url_is_required_and_must_parse(designs: DesignRunner) -> None:
+    designs.check(
+        """
+Missing = Registry("missing")  # <-
+Broken = Registry("broken", lambda: URL("registry.example"))  # <-
+BadPort = Registry("bad_port", lambda: URL("https://registry.example:99999"))  # <-
+""",
+        'registry "missing": registry URL is required; set it with URL("https://...")',
+        'registry "broken": invalid registry URL "registry.example"',
+        'invalid registry URL "https://registry.example:99999"',
+    )
+
+
+def test_c1_settings_must_be_non_negative_and_parse(designs: DesignRunner) -> None:
+    designs.check(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Timeout(-1)  # <-
+    SyncInterval("soon")  # <-
+    Retry(-2)  # <-
+    Retry(1, "5s", "1s")  # <-
+""",
+        "Timeout must be non-negative, got -1",
+        'SyncInterval invalid duration "soon"',
+        "Retry max_retries must be non-negative, got -2",
+        "Retry backoff_base (5s) must not exceed backoff_max (1s)",
+    )
+
+
+def test_c2_from_registry_toolset_name_derived_or_given(designs: DesignRunner) -> None:
+    root = designs.load(
+        COMPANY + 'Named = Toolset("company_records", FromRegistry(Company, "records"))\n'
+    )
+    records, named = root.toolsets
+    assert records.name == "records" and named.name == "company_records"
+    assert isinstance(records.source, RegistrySource) and isinstance(named.source, RegistrySource)
+    assert records.source.toolset == named.source.toolset == "records"
+    assert records.source.registry is root.registries[0]
+
+
+def test_c2_from_registry_rejects_none_and_empty_names(designs: DesignRunner) -> None:
+    designs.check(
+        """
+Company = Registry("company", lambda: URL("https://registry.example"))
+A = Toolset(FromRegistry(None, "records"))  # <-
+B = Toolset(FromRegistry(Company, ""))  # <-
+C = Toolset(FromRegistry("company", "records"))  # <-
+""",
+        "FromRegistry requires a Registry(...) expression, got None",
+        "FromRegistry requires a non-empty toolset name",
+        "FromRegistry requires a Registry(...) expression, got str",
+    )
+
+
+def test_c3_whole_registry_use_creates_no_toolset(designs: DesignRunner) -> None:
+    root = designs.load(
+        COMPANY
+        + """
+with Service("assistant"):
+    Agent("generalist", "Use the company catalog.", lambda: Use(Company, lambda: Deferred()))
+    Agent("eager", "Use the company catalog.", lambda: Use(Company))
+"""
+    )
+    generalist, eager = root.agents()
+    (use,) = generalist.uses
+    assert isinstance(use.target, RegistryExpr) and use.defers_all
+    assert not eager.uses[0].defers_all
+    assert [t.name for t in root.toolsets] == ["records"]
+
+
+def test_c4_version_pins_that_consumer_only(designs: DesignRunner) -> None:
+    root = designs.load(
+        COMPANY
+        + """
+with Service("assistant"):
+    Agent("pinned", "Read records.", lambda: Use(Records, lambda: Version("1.2.3")))
+    Agent("floating", "Read records.", lambda: Use(Records))
+"""
+    )
+    pinned, floating = root.agents()
+    assert pinned.uses[0].version is not None and pinned.uses[0].version.version == "1.2.3"
+    assert floating.uses[0].version is None
+    assert pinned.uses[0].target is floating.uses[0].target is root.toolsets[0]
+    target = pinned.uses[0].target
+    assert isinstance(target, ToolsetExpr) and isinstance(target.source, RegistrySource)
+    assert target.source.registry is root.registries[0]
+
+
+def test_c4_version_rejected_outside_registry_toolset_use(designs: DesignRunner) -> None:
+    designs.check(
+        COMPANY
+        + """
+Local = Toolset("local", lambda: Tool("ping", "Check the service."))
+Pinned = Toolset("pinned", FromRegistry(Company, "pinned"), lambda: Version("1.0"))  # <-
+with Service("assistant"):
+    with Agent("a", "Reads."):
+        Use(Local, lambda: Version("1.0"))  # <-
+        Use(Records, lambda: (Version("1.0"), Version("2.0")))  # <-
+    Agent("c", "Reads.", lambda: Use(Company, lambda: Version("1.0")))  # <-
+    Agent("b", "Reads.", lambda: Use(Records, lambda: Version(" 1.0")))  # <-
+""",
+        "Version belongs inside the consuming Use(...) of this toolset: it pins that consumer only",
+        "Version is only valid for FromRegistry toolsets",
+        "Version is already set for Use(records)",
+        "a whole registry cannot be pinned",
+        "Version must be a non-empty string without surrounding spaces",
+    )
+
+
+def test_c5_same_registry_twice_and_overlaps(designs: DesignRunner) -> None:
+    designs.check(
+        COMPANY
+        + """
+Again = Toolset("again", FromRegistry(Company, "records"))
+with Service("assistant"):
+    with Agent("twice", "Reads."):
+        Use(Company)
+        Use(Company, Deferred)  # <-
+    with Agent("overlap", "Reads."):
+        Use(Company)
+        Use(Records)  # <-
+    with Agent("overlap_reverse", "Reads."):
+        Use(Records)
+        Use(Company)  # <-
+    with Agent("same_toolset", "Reads."):
+        Use(Records)
+        Use(Records)  # <-
+    with Agent("same_source", "Reads."):
+        Use(Records)
+        Use(Again)  # <-
+""",
+        'agent "twice" consumes registry "company" more than once (first at line',
+        'registry toolset "records" overlaps whole registry "company" consumed at line',
+        'whole registry "company" overlaps its toolset "records" already used at line',
+        'agent "same_toolset" uses toolset "records" more than once',
+        'uses registry toolset "records" of registry "company" more than once',
+    )
+
+
+def test_c5_inline_tools_tags_publish_and_export_of_registry_references(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        COMPANY
+        + """
+Other = Registry("other", lambda: URL("https://other.example"))
+Defined = Toolset(FromRegistry(Company, "defined"), lambda: Tool("x", "An inline tool."))  # <-
+with Service("assistant"):
+    Export(Records)  # <-
+    with Agent("reader", "Reads."):
+        with Use(Records):
+            Tool("search", "Search records.")  # <-
+            Tool("lookup")  # <-
+            Tags("fast")  # <-
+            PublishTo(Other)  # <-
+        Export(Records)  # <-
+    Agent("generalist", "All.", lambda: Use(Company, lambda: Tags("x")))  # <-
+""",
+        'registry toolset "defined" cannot declare inline Tool schemas or subsets',
+        'registry toolset "records" cannot be exported',
+        "a registry reference cannot declare inline Tool schemas or subsets",
+        "a registry reference cannot declare inline Tool schemas or subsets",
+        "Tags on a registry reference: tool tags belong to the provider",
+        "PublishTo on a registry reference: a consumer cannot publish provider contracts",
+        'registry toolset "records" cannot be exported',
+        "tool tags belong to the provider",
+    )
+
+
+def test_c6_duplicate_registry_toolset_and_tool_names(designs: DesignRunner) -> None:
+    errors = designs.check(
+        """
+A = Registry("company", lambda: URL("https://a.example"))
+B = Registry("company", lambda: URL("https://b.example"))  # <-
+def records():
+    Tool("lookup", "Look up.")
+    Tool("lookup", "Look up again.")  # <-
+R1 = Toolset("records", records)
+R2 = Toolset("records", lambda: Tool("lookup", "Same tool name, other toolset: fine."))  # <-
+R3 = Toolset(FromRegistry(A, "records"))  # <-
+""",
+        'registry name "company" duplicates a registry declared at',
+        'tool name "lookup" duplicates a tool declared at',
+        'toolset name "records" duplicates a toolset declared at',
+        'toolset name "records" duplicates a toolset declared at',
+    )
+    # Duplicates name both places: the message cites the first declaration's line.
+    assert errors[0].related[0].line == errors[0].loc.line - 1
+    assert ":6 " in str(errors[1]).split("declared at ")[1] + " "
+    assert errors[2].related[0].line == 8
+
+
+def test_c6_empty_and_unsafe_names(designs: DesignRunner) -> None:
+    designs.check(
+        """
+T1 = Toolset("", lambda: Tool("a", "A tool."))  # <-
+T2 = Toolset("My Tools", lambda: Tool("a", "A tool."))  # <-
+T3 = Toolset("class", lambda: Tool("a", "A tool."))  # <-
+T4 = Toolset("ok", lambda: Tool("Bad-Name", "A tool."))  # <-
+with Service("svc"):
+    Agent("", "Empty.")  # <-
+    Agent("2fast", "Starts with a digit.")  # <-
+""",
+        "toolset name cannot be empty",
+        'toolset name "My Tools" must be a lower snake_case identifier',
+        'toolset name "class" is a Python keyword',
+        'tool name "Bad-Name" must be a lower snake_case identifier',
+        "agent name cannot be empty",
+        'agent name "2fast" must be a lower snake_case identifier',
+    )

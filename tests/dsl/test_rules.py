@@ -1,0 +1,300 @@
+"""Rules on tools, toolsets, agents and services beyond the Deferred and registry sections."""
+
+from __future__ import annotations
+
+from tests.conftest import DesignRunner
+
+MODELS = """
+from pydantic import BaseModel, Field
+class Pay(BaseModel):
+    to: str
+    amount: int
+    note: str | None = None
+class Query(BaseModel):
+    q: str
+    cursor: str | None = None
+class Page(BaseModel):
+    ids: list[str]
+    next_cursor: str | None = None
+class Strict(BaseModel):
+    cursor: str
+class Trace(BaseModel):
+    steps: list[str]
+"""
+
+
+def test_duplicate_services_and_agents(designs: DesignRunner) -> None:
+    designs.check(
+        """
+with Service("svc"):
+    Agent("a", "First.")
+    Agent("a", "Second.")  # <-
+Service("svc")  # <-
+Service("other", lambda: Agent("a", "Same agent name, other service: fine."))
+""",
+        'agent name "a" duplicates a agent declared at',
+        'service name "svc" duplicates a service declared at',
+    )
+
+
+def test_tools_need_descriptions(designs: DesignRunner) -> None:
+    designs.check(
+        """
+with Toolset("records"):
+    Tool("lookup")  # <-
+    Tool("search", lambda: Description("Search records."))
+    Tool("empty", "  ")  # <-
+""",
+        'tool "lookup": tool needs a description',
+        "Tool description cannot be empty",
+    )
+
+
+def test_external_mcp_toolsets_need_inline_tools_and_distinct_identifiers(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        """
+Empty = Toolset("empty", FromExternalMCP("srv", "empty"))  # <-
+def tools():
+    Tool("get-forecast", "Forecast.")
+    Tool("get_forecast", "Forecast again.")  # <-
+Weather = Toolset("weather", FromExternalMCP("srv", "weather"), tools)
+Bad = Toolset("bad", FromExternalMCP("", "bad"), lambda: Tool("x", "X."))  # <-
+""",
+        "external MCP toolsets require inline Tool declarations",
+        'tool names "get-forecast" and "get_forecast" map to the same Python identifier',
+        "FromExternalMCP service cannot be empty",
+    )
+
+
+def test_confirmation_requires_both_templates_that_parse_and_name_arguments(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        MODELS
+        + """
+with Toolset("payments"):
+    with Tool("pay", "Pay someone."):
+        Args(Pay)
+        with Confirmation():
+            Title("Approve payment")
+            PromptTemplate("Pay {{ amount }} to {{ to }}{{ args.get('note', '') }}?")
+            DeniedResultTemplate("Payment to {{ to }} was denied.")
+    with Tool("refund", "Refund someone."):
+        Args(Pay)
+        Confirmation(lambda: PromptTemplate("Refund {{ amount }}?"))  # <-
+    with Tool("void", "Void a payment."):
+        Args(Pay)
+        with Confirmation():
+            PromptTemplate("Void {{ amount ")  # <-
+            DeniedResultTemplate("Not voided: {{ reason }}")  # <-
+""",
+        "Confirmation requires a DeniedResultTemplate(...)",
+        "PromptTemplate is not a valid template",
+        'DeniedResultTemplate refers to "reason", which the tool\'s Args do not declare '
+        "(arguments: amount, note, to",
+    )
+
+
+def test_bounded_results_and_paging_fields(designs: DesignRunner) -> None:
+    designs.check(
+        MODELS
+        + """
+with Toolset("records"):
+    with Tool("search", "Search records."):
+        Args(Query)
+        Return(Page)
+        BoundedResult(lambda: (Cursor("cursor"), NextCursor("next_cursor")))
+    with Tool("half", "Cursor only."):
+        Args(Query)
+        Return(Page)
+        BoundedResult(lambda: Cursor("cursor"))  # <-
+    with Tool("wrong", "Wrong fields."):
+        Args(Strict)
+        Return(Page)
+        with BoundedResult():
+            Cursor("cursor")  # <-
+            NextCursor("missing")  # <-
+    with Tool("untyped", "No types."):
+        BoundedResult(lambda: (Cursor("c"), NextCursor("n")))  # <- <-
+    with Tool("continues", "Continues."):
+        Args(Query)
+        Return(Page)
+        with BoundedResult():
+            Cursor("cursor")
+            NextCursor("next_cursor")
+            ContinueWith("nowhere")  # <-
+    with Tool("twice_a", "A."):
+        Args(Query)
+        Return(Page)
+        BoundedResult(lambda: (Cursor("cursor"), NextCursor("next_cursor"), ContinueWith("search")))
+    with Tool("twice_b", "B."):
+        Args(Query)
+        Return(Page)
+        with BoundedResult():
+            Cursor("cursor")
+            NextCursor("next_cursor")
+            ContinueWith("search")  # <-
+    with Tool("needs_cursor", "C."):
+        Args(Query)
+        Return(Page)
+        with BoundedResult():
+            Cursor("cursor")
+            NextCursor("next_cursor")
+            ContinueWith("plain")  # <-
+    Tool("plain", "Plain tool.")
+""",
+        "Cursor() requires NextCursor() to configure paging",
+        'Cursor("cursor"): field "cursor" of Strict must be an optional string',
+        'NextCursor("missing"): Return type Page has no field "missing" (fields: ids, next_cursor)',
+        'Cursor("c") needs the tool to declare Args(...)',
+        'NextCursor("n") needs the tool to declare Return(...)',
+        'ContinueWith references unknown tool "nowhere"',
+        'continuation tool "search" is referenced by more than one bounded tool ("twice_a" and '
+        '"twice_b")',
+        'continuation tool "plain" must declare Cursor(...) inside its own BoundedResult',
+    )
+
+
+def test_server_data(designs: DesignRunner) -> None:
+    designs.check(
+        MODELS
+        + """
+with Toolset("records"):
+    with Tool("search", "Search records."):
+        ServerData("trace", Trace, "Execution trace.", audience="internal")
+        ServerData("trace", Trace)  # <-
+        ServerData("", Trace)  # <-
+        ServerData("raw", None)  # <-
+        ServerData("odd", Trace, audience="everyone")  # <-
+""",
+        'ServerData kind "trace" must be unique within a tool',
+        "ServerData kind must be a non-empty string",
+        'ServerData("raw") requires a schema type',
+        'ServerData("odd") audience must be one of timeline, internal, evidence',
+    )
+
+
+def test_tags_labels_titles_and_descriptions_once(designs: DesignRunner) -> None:
+    designs.check(
+        """
+with Toolset("records"):
+    Tags("a", "a")  # <-
+    Description("Records.")
+    Description("Again.")  # <-
+    with Tool("t", "T."):
+        Title("One")
+        Title("Two")  # <-
+        RequiredLabels("tenant")
+        RequiredLabels("tenant")  # <-
+        Tags()  # <-
+""",
+        'tag "a" is repeated on toolset "records"',
+        'description of toolset "records" is already set',
+        'Title is already set for tool "t"',
+        'required label "tenant" is repeated on tool "t"',
+        "Tags needs at least one tag",
+    )
+
+
+def test_use_and_export_subsets_and_self_use(designs: DesignRunner) -> None:
+    root = designs.load(
+        """
+with Toolset("records") as Records:
+    Tool("lookup", "Look up.")
+    Tool("search", "Search.")
+with Service("svc"):
+    Agent("subset", "Lookup only.", lambda: Use(Records, lambda: Tool("lookup")))
+    Export(Records, lambda: Tool("search"))
+"""
+    )
+    subset_agent = next(a for a in root.agents() if a.name == "subset")
+    assert [t.name for t in subset_agent.uses[0].resolved_tools] == ["lookup"]
+    assert [t.name for t in root.services[0].exports[0].resolved_tools] == ["search"]
+    designs.check(
+        """
+with Toolset("records") as Records:
+    Tool("lookup", "Look up.")
+with Service("svc"):
+    with Agent("a", "A."):
+        with Use(Records):
+            Tool("nope")  # <-
+            Tool("lookup")
+            Tool("lookup")  # <-
+            Tool("lookup", "With a description.")  # <-
+        Export(Records)
+        Export(Records)  # <-
+    with Agent("b", "B."):
+        with Export("mine") as Mine:
+            Tool("ask", "Ask.")
+        Use(Mine)  # <-
+""",
+        'selects unknown tool "nope" of toolset "records" (its tools: lookup)',
+        'tool "lookup" is selected more than once',
+        "selects its tools by name only",
+        'agent "a" exports toolset "records" more than once',
+        'agent "b" cannot use a toolset it exports itself',
+    )
+
+
+def test_run_policy(designs: DesignRunner) -> None:
+    root = designs.load(
+        """
+with Service("svc"):
+    with Agent("a", "A."):
+        with RunPolicy():
+            MaxToolCalls(10)
+            MaxConsecutiveFailedToolCalls(2)
+            AllowTags("read", "search")
+            DenyTags("admin")
+"""
+    )
+    policy = root.agents()[0].policy
+    assert policy is not None
+    assert (policy.max_tool_calls, policy.max_consecutive_failed_tool_calls) == (10, 2)
+    assert [(c.allowed_any, c.denied_any) for c in policy.tag_clauses] == [
+        (("read", "search"), ()),
+        ((), ("admin",)),
+    ]
+    designs.check(
+        """
+with Service("svc"):
+    with Agent("a", "A."):
+        with RunPolicy():
+            MaxToolCalls(-1)  # <-
+            MaxToolCalls(True)  # <-
+            AllowTags()  # <-
+            DenyTags("")  # <-
+        RunPolicy()  # <-
+""",
+        "MaxToolCalls must be non-negative, got -1",
+        "MaxToolCalls takes an integer, got bool",
+        "AllowTags needs at least one tag",
+        "DenyTags tag cannot be empty",
+        'agent "a" already has a RunPolicy',
+    )
+
+
+def test_publish_to(designs: DesignRunner) -> None:
+    root = designs.load(
+        """
+Company = Registry("company", lambda: URL("https://registry.example"))
+Records = Toolset("records", lambda: (Tool("lookup", "Look up."), PublishTo(Company)))
+"""
+    )
+    assert [r.name for r, _ in root.toolsets[0].publish_to] == ["company"]
+    designs.check(
+        """
+Company = Registry("company", lambda: URL("https://registry.example"))
+with Toolset("records"):
+    Tool("lookup", "Look up.")
+    PublishTo(Company)
+    PublishTo(Company)  # <-
+    PublishTo("company")  # <-
+Remote = Toolset(FromRegistry(Company, "remote"), lambda: PublishTo(Company))  # <-
+""",
+        'toolset "records" is already published to registry "company"',
+        "PublishTo requires a Registry(...) expression, got str",
+        'registry toolset "remote" cannot be published: its provider owns it',
+    )
