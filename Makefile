@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 TYPECHECK_TREE := build/typecheck
 PACKAGES := dsl codegen runtime templates
 
+EXAMPLES := records company
+
 .PHONY: demo test lint typecheck typecheck-tree regen clean
 
 $(BIN)/python:
@@ -38,6 +40,10 @@ typecheck: $(VENV)/.installed-dev typecheck-tree
 
 test: lint typecheck
 	$(BIN)/python -m pytest -q
+
+# Regenerate the committed packages of every example (the golden tests compare against them).
+regen: $(VENV)/.installed
+	for e in $(EXAMPLES); do $(BIN)/agentgen gen examples/$$e/design.py -o examples/$$e/gen || exit 1; done
 
 clean:
 	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -13,6 +13,8 @@ from pathlib import Path
 import click
 
 from agentgen.codegen.loader import DesignFileError, UserCodeError, load_design
+from agentgen.codegen.output import compare, write
+from agentgen.codegen.pipeline import generate
 from agentgen.dsl.errors import DesignErrors
 from agentgen.dsl.expr import RootExpr
 
@@ -80,6 +82,61 @@ def validate(design: Path) -> None:
     """
     root = load_or_exit(design)
     click.echo(f"{design}: valid ({summary(root)})")
+
+
+@main.command()
+@click.argument("design", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("gen"),
+    show_default=True,
+    help="Folder of the generated packages.",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 listing missing, stale and extra files if OUTPUT is not current.",
+)
+def gen(design: Path, output: Path, check: bool) -> None:
+    """Generate typed agent packages from DESIGN into OUTPUT.
+
+    Files that are no longer generated are removed (only files carrying agentgen's header).
+
+    \b
+    Examples:
+      agentgen gen design.py
+      agentgen gen examples/records/design.py -o examples/records/gen
+      agentgen gen design.py --check     # in CI: fail when committed packages are stale
+    """
+    root = load_or_exit(design)
+    try:
+        generation = generate(root)
+    except DesignErrors as exc:
+        click.echo(exc.format(), err=True)
+        count = len(exc.errors)
+        click.echo(f"{design}: {count} design error{'s' if count != 1 else ''}", err=True)
+        sys.exit(EXIT_INVALID)
+    for warning in generation.model.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if check:
+        diff = compare(output, generation.files)
+        if diff.clean:
+            click.echo(f"{output}: up to date ({len(generation.files)} files)")
+            return
+        click.echo(f"{output} is not what {design} generates:", err=True)
+        for line in diff.lines():
+            click.echo(f"  {line}", err=True)
+        click.echo("run `agentgen gen` again and commit the result", err=True)
+        sys.exit(EXIT_INVALID)
+    diff = write(output, generation.files)
+    changed = len(diff.missing) + len(diff.stale)
+    unchanged = len(generation.files) - changed
+    click.echo(
+        f"{output}: {len(diff.missing)} created, {len(diff.stale)} updated, "
+        f"{len(diff.extra)} removed, {unchanged} unchanged"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

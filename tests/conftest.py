@@ -77,3 +77,11 @@ def designs(tmp_path: Path) -> DesignRunner:
 
 
 Design = Callable[[], object]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        help="rewrite the expected outputs of tests/designs_with_errors",
+    )

@@ -1,0 +1,255 @@
+"""The generation model: every fact a template prints, computed before rendering.
+
+Frozen dataclasses built from a validated design by :mod:`agentgen.codegen.build`. Templates
+only loop over these and format them; anything that needs a decision (names, IDs, schemas,
+search counts, fingerprints, import paths) is decided here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentgen.codegen.pytypes import ClassSource
+from agentgen.runtime.search_document import SearchDocument
+
+TypeKind = Literal["model", "empty", "null", "schema"]
+ToolsetKind = Literal["local", "mcp", "agent"]
+
+
+def sort_imports(lines: Iterable[str]) -> tuple[str, ...]:
+    """Relative imports in isort's order: furthest package first, then by module path."""
+
+    def key(line: str) -> tuple[int, str]:
+        module = line.split()[1]
+        dots = len(module) - len(module.lstrip("."))
+        return -dots, module.lstrip(".")
+
+    return tuple(sorted(lines, key=key))
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """A payload or result type. ``model``: a class of the toolset's ``types`` module;
+    ``empty``: no Args (the runtime's empty payload); ``null``: no Return; ``schema``: a JSON
+    Schema without a class (external MCP tools)."""
+
+    kind: TypeKind
+    class_name: str | None
+    schema_json: str
+    #: The annotation generated code uses for values of this type.
+    annotation: str
+
+
+@dataclass(frozen=True)
+class ConfirmationModel:
+    prompt_template: str
+    denied_result_template: str
+    title: str | None
+
+
+@dataclass(frozen=True)
+class PagingModel:
+    cursor_field: str
+    next_cursor_field: str
+    continue_tool: str | None
+    source_tool: str | None
+
+
+@dataclass(frozen=True)
+class ServerDataModel:
+    kind: str
+    audience: str
+    description: str | None
+    schema_json: str
+
+
+@dataclass(frozen=True)
+class ToolModel:
+    name: str
+    id: str
+    #: Python constant holding the tool ID (``LOOKUP``).
+    const: str
+    #: Executor method name (``lookup``).
+    method: str
+    title: str
+    description: str
+    tags: tuple[str, ...]
+    payload: TypeRef
+    result: TypeRef
+    search: SearchDocument
+    kind: Literal["service", "agent"]
+    agent_id: str | None
+    confirmation: ConfirmationModel | None
+    bounded: bool
+    paging: PagingModel | None
+    server_data: tuple[ServerDataModel, ...]
+    required_labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ToolsetModel:
+    name: str
+    service: str
+    registration_name: str
+    #: Package path below the output root, e.g. ``("assistant", "toolsets", "records")``.
+    package: tuple[str, ...]
+    description: str | None
+    tags: tuple[str, ...]
+    tools: tuple[ToolModel, ...]
+    kind: ToolsetKind
+    classes: tuple[ClassSource, ...]
+    imports: tuple[str, ...]
+    pydantic_names: tuple[str, ...]
+    typing_names: tuple[str, ...]
+    #: Classes to rebuild once all are defined (they refer to a later class).
+    rebuild: tuple[str, ...]
+    fingerprint: str
+    #: Class prefix for generated names (``Records`` → ``RecordsExecutor``).
+    prefix: str
+    mcp_service: str | None = None
+    mcp_toolset: str | None = None
+    #: For agent exports: the agent that runs these tools.
+    agent_id: str | None = None
+
+    @property
+    def needs_executor(self) -> bool:
+        return self.kind in ("local", "mcp")
+
+    @property
+    def uses_empty_payload(self) -> bool:
+        return any(t.payload.kind == "empty" for t in self.tools)
+
+    @property
+    def spec_imports(self) -> tuple[str, ...]:
+        """Names the specs module imports from ``agentgen.runtime.specs``."""
+        names = {"ToolSpec"}
+        constructors = {
+            "model": "model_type", "empty": "empty_payload", "null": "null_result",
+            "schema": "schema_type",
+        }  # fmt: skip
+        for tool in self.tools:
+            names.add(constructors[tool.payload.kind])
+            names.add(constructors[tool.result.kind])
+            if tool.confirmation is not None:
+                names.add("ConfirmationSpec")
+            if tool.bounded:
+                names.add("BoundsSpec")
+            if tool.paging is not None:
+                names.add("PagingSpec")
+            if tool.server_data:
+                names.add("ServerDataSpec")
+        return tuple(sorted(names))
+
+
+@dataclass(frozen=True)
+class UsedToolset:
+    """A toolset as one agent consumes it."""
+
+    toolset: ToolsetModel
+    tools: tuple[ToolModel, ...]
+    #: Relative import of the toolset package from the agent's modules (``...toolsets.records``).
+    import_path: str
+    #: Module alias prefix in the agent's modules (``records``).
+    alias: str
+    #: Config field holding the executor or MCP caller, if the toolset needs one.
+    config_field: str | None
+    #: True when the agent uses only some of the toolset's tools.
+    subset: bool
+
+
+@dataclass(frozen=True)
+class RegistryRead:
+    """One registry source an agent reads when a planning activity builds its catalog."""
+
+    registry: str
+    #: The toolset's name in the registry; None for a whole registry.
+    toolset: str | None
+    version: str
+    deferred: bool
+
+
+@dataclass(frozen=True)
+class TagClauseModel:
+    allowed_any: tuple[str, ...]
+    denied_any: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PolicyModel:
+    max_tool_calls: int | None = None
+    max_consecutive_failed_tool_calls: int | None = None
+    tag_clauses: tuple[TagClauseModel, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentModel:
+    name: str
+    id: str
+    service: str
+    description: str
+    package: tuple[str, ...]
+    prefix: str
+    uses: tuple[UsedToolset, ...]
+    deferred_ids: tuple[str, ...]
+    registry_reads: tuple[RegistryRead, ...]
+    policy: PolicyModel
+    required_labels: tuple[str, ...]
+    agent_executors: tuple[str, ...]
+    tool_schemas_json: str | None
+
+    @property
+    def uses_mcp(self) -> bool:
+        return any(u.toolset.kind == "mcp" for u in self.uses)
+
+    @property
+    def specs_imports(self) -> tuple[str, ...]:
+        return sort_imports(
+            f"from {u.import_path} import specs as {u.alias}_specs" for u in self.uses
+        )
+
+    @property
+    def config_imports(self) -> tuple[str, ...]:
+        return sort_imports(
+            f"from {u.import_path}.executor import {u.toolset.prefix}Executor"
+            for u in self.uses
+            if u.toolset.kind == "local"
+        )
+
+    @property
+    def register_imports(self) -> tuple[str, ...]:
+        lines = [
+            f"from {u.import_path} import executor as {u.alias}_executor"
+            for u in self.uses
+            if u.toolset.kind == "local"
+        ] + [
+            f"from {u.import_path} import specs as {u.alias}_specs"
+            for u in self.uses
+            if u.toolset.kind == "mcp"
+        ]
+        return sort_imports(
+            [*lines, "from .agent import definition", f"from .config import {self.config_class}"]
+        )
+
+    @property
+    def register_function(self) -> str:
+        return f"register_{self.name}_agent"
+
+    @property
+    def config_class(self) -> str:
+        return f"{self.prefix}AgentConfig"
+
+
+@dataclass(frozen=True)
+class ServiceModel:
+    name: str
+    toolsets: tuple[ToolsetModel, ...]
+    agents: tuple[AgentModel, ...]
+
+
+@dataclass(frozen=True)
+class GenerationModel:
+    design_name: str
+    services: tuple[ServiceModel, ...]
+    warnings: tuple[str, ...] = field(default=())

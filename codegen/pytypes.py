@@ -1,0 +1,438 @@
+"""Python source for the pydantic models a design declares.
+
+Generated packages never import the design, so each tool type is written out again as a
+self-contained model. The renderer reads the model's fields (annotations, defaults, aliases,
+descriptions, constraints) and writes an equivalent class; anything it cannot reproduce
+exactly (validators, serializers, computed fields, types outside the supported set) is a design
+error naming the model and the field, never a silently weaker model.
+
+Supported: ``str int float bool None``, ``datetime``/``date``/``time``/``timedelta``,
+``UUID``, ``Decimal``, ``Any``, ``list[T]``, ``dict[str, T]``, unions and optionals,
+``Literal`` of strings/numbers/booleans, ``Enum`` subclasses with string or integer values,
+nested models, types exported by ``pydantic`` (``HttpUrl``, ``EmailStr``...), ``Annotated``
+constraints (``ge gt le lt multiple_of min_length max_length pattern strict allow_inf_nan``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import enum
+import keyword
+import math
+import types
+import typing
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import annotated_types
+import pydantic
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+_SIMPLE = {str: "str", int: "int", float: "float", bool: "bool", bytes: None}
+_STDLIB = {
+    datetime.datetime: ("datetime", "datetime.datetime"),
+    datetime.date: ("datetime", "datetime.date"),
+    datetime.time: ("datetime", "datetime.time"),
+    datetime.timedelta: ("datetime", "datetime.timedelta"),
+    uuid.UUID: ("uuid", "uuid.UUID"),
+    decimal.Decimal: ("decimal", "decimal.Decimal"),
+}
+_CONSTRAINTS = (
+    annotated_types.Gt,
+    annotated_types.Ge,
+    annotated_types.Lt,
+    annotated_types.Le,
+    annotated_types.MultipleOf,
+    annotated_types.MinLen,
+    annotated_types.MaxLen,
+)
+_FIELD_KWARGS = frozenset(
+    {
+        "gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length", "pattern", "strict",
+        "allow_inf_nan", "max_digits", "decimal_places",
+    }
+)  # fmt: skip
+_CONFIG_KEYS = frozenset(
+    {
+        "title", "extra", "frozen", "populate_by_name", "strict", "str_strip_whitespace",
+        "str_to_lower", "str_to_upper", "str_min_length", "str_max_length", "use_enum_values",
+        "validate_default", "json_schema_extra", "alias_generator", "validate_by_name",
+        "validate_by_alias", "serialize_by_alias",
+    }
+)  # fmt: skip
+# Captured per field (aliases are rendered explicitly), so not written to the config.
+_CONFIG_CAPTURED = frozenset({"alias_generator"})
+
+
+class UnsupportedType(Exception):
+    """The model cannot be reproduced; ``field`` is the field at fault (or None)."""
+
+    def __init__(self, model: str, field: str | None, reason: str) -> None:
+        self.model = model
+        self.field = field
+        self.reason = reason
+        where = f"model {model}" + (f', field "{field}"' if field else "")
+        super().__init__(f"{where}: {reason}")
+
+
+@dataclass(frozen=True)
+class FieldSource:
+    name: str
+    annotation: str
+    #: Right-hand side of the assignment (``= ...``), or None for a required plain field.
+    value: str | None
+
+
+@dataclass(frozen=True)
+class EnumMember:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class ClassSource:
+    name: str
+    bases: str
+    doc: str | None
+    fields: tuple[FieldSource, ...] = ()
+    members: tuple[EnumMember, ...] = ()
+    config: str | None = None
+
+    @property
+    def is_enum(self) -> bool:
+        return bool(self.members)
+
+
+@dataclass
+class TypeModule:
+    """The classes of one generated ``types.py``, in an order where every class comes after
+    the classes it refers to (cycles are closed by ``model_rebuild`` at the end)."""
+
+    classes: list[ClassSource] = field(default_factory=list)
+    imports: set[str] = field(default_factory=set)
+    pydantic_names: set[str] = field(default_factory=lambda: {"BaseModel"})
+    typing_names: set[str] = field(default_factory=set)
+    _names: dict[int, str] = field(default_factory=dict)
+    _taken: set[str] = field(default_factory=set)
+    _in_progress: set[int] = field(default_factory=set)
+    _stack: list[str] = field(default_factory=list)
+    #: Classes that refer to a class defined after them (a cycle): rebuilt at the end.
+    rebuild: list[str] = field(default_factory=list)
+    #: Fields that cannot be reproduced; every one is reported, not just the first.
+    problems: list[UnsupportedType] = field(default_factory=list)
+
+    def add_model(self, model: type[BaseModel]) -> str:
+        """Write ``model`` (and what it uses) into the module; return its class name here.
+
+        Problems of single fields are collected in ``problems``; a problem of the whole
+        model (validators, generics...) raises :class:`UnsupportedType`.
+        """
+        return self._class_name(model)
+
+    # ------------------------------------------------------------------ naming
+
+    def _reserve(self, cls: type) -> tuple[str, bool]:
+        key = id(cls)
+        if key in self._names:
+            return self._names[key], False
+        base = cls.__name__ if cls.__name__.isidentifier() else "Model"
+        name, counter = base, 2
+        while name in self._taken or keyword.iskeyword(name):
+            name, counter = f"{base}{counter}", counter + 1
+        self._names[key] = name
+        self._taken.add(name)
+        return name, True
+
+    def _class_name(self, cls: type) -> str:
+        name, new = self._reserve(cls)
+        referrer = self._stack[-1] if self._stack else None
+        forward = id(cls) in self._in_progress and referrer is not None and referrer != name
+        if forward and referrer is not None and referrer not in self.rebuild:
+            # A reference to a class still being written: it will come after the referrer.
+            self.rebuild.append(referrer)
+        if new:
+            self._in_progress.add(id(cls))
+            self._stack.append(name)
+            try:
+                if isinstance(cls, type) and issubclass(cls, BaseModel):
+                    self.classes.append(self._model(cls, name))
+                else:
+                    self.classes.append(self._enum(cls, name))
+            finally:
+                self._stack.pop()
+                self._in_progress.discard(id(cls))
+        return name
+
+    # ------------------------------------------------------------------ classes
+
+    def _model(self, model: type[BaseModel], name: str) -> ClassSource:
+        qual = model.__qualname__
+        decorators = model.__pydantic_decorators__
+        custom = [
+            kind
+            for kind, found in (
+                ("validators", decorators.field_validators or decorators.validators),
+                ("model validators", decorators.model_validators or decorators.root_validators),
+                ("serializers", decorators.field_serializers or decorators.model_serializers),
+                ("computed fields", decorators.computed_fields),
+            )
+            if found
+        ]
+        if custom:
+            raise UnsupportedType(
+                qual,
+                None,
+                f"has custom {', '.join(custom)}, which generated code cannot reproduce; "
+                "express the rule with Field(...) constraints or check it in the executor",
+            )
+        if (
+            model.__pydantic_generic_metadata__["parameters"]
+            or model.__pydantic_generic_metadata__["origin"]
+        ):
+            raise UnsupportedType(qual, None, "generic models are not supported")
+        if isinstance(model, type) and issubclass(model, pydantic.RootModel):
+            raise UnsupportedType(qual, None, "RootModel is not supported; use a model with fields")
+        if not model.__pydantic_complete__:
+            raise UnsupportedType(
+                qual, None, "is not fully defined (a forward reference is missing)"
+            )
+        # Fields first: the classes they use are appended before this one.
+        fields: list[FieldSource] = []
+        for fname, info in model.model_fields.items():
+            try:
+                fields.append(self._field(qual, fname, info))
+            except UnsupportedType as problem:
+                self.problems.append(problem)
+        doc = (model.__doc__ or "").strip() or None
+        if doc is not None and model.__doc__ == BaseModel.__doc__:
+            doc = None
+        return ClassSource(name, "BaseModel", doc, fields=tuple(fields), config=self._config(model))
+
+    def _config(self, model: type[BaseModel]) -> str | None:
+        config = dict(model.model_config)
+        unknown = sorted(k for k in config if k not in _CONFIG_KEYS)
+        if unknown:
+            raise UnsupportedType(
+                model.__qualname__, None, f"model_config keys {unknown} are not supported"
+            )
+        items = []
+        for key in sorted(config):
+            if key in _CONFIG_CAPTURED:
+                continue
+            value = config[key]
+            items.append(f"{key}={self._literal(model.__qualname__, None, value)}")
+        if not items:
+            return None
+        self.pydantic_names.add("ConfigDict")
+        return f"ConfigDict({', '.join(items)})"
+
+    def _enum(self, cls: type, name: str) -> ClassSource:
+        assert issubclass(cls, enum.Enum)
+        values = [m.value for m in cls]
+        if all(isinstance(v, str) for v in values):
+            base = "enum.StrEnum"
+        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            base = "enum.IntEnum"
+        else:
+            raise UnsupportedType(
+                cls.__qualname__, None, "enum values must be all strings or all integers"
+            )
+        self.imports.add("enum")
+        members = tuple(EnumMember(m.name, repr(m.value)) for m in cls)
+        doc = (cls.__doc__ or "").strip() or None
+        if doc is not None and cls.__doc__ in (enum.Enum.__doc__, "An enumeration."):
+            doc = None
+        return ClassSource(name, base, doc, members=members)
+
+    # ------------------------------------------------------------------ fields
+
+    def _field(self, model: str, name: str, info: FieldInfo) -> FieldSource:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise UnsupportedType(model, name, "field names must be Python identifiers")
+        annotation = self._annotation(model, name, info.annotation)
+        kwargs: list[str] = []
+        default = info.default
+        required = default is PydanticUndefined and info.default_factory is None
+        if info.default_factory is not None:
+            factory = info.default_factory
+            if factory not in (list, dict):
+                raise UnsupportedType(
+                    model, name, "default_factory must be list or dict (use a literal default)"
+                )
+            kwargs.append(f"default_factory={factory.__name__}")
+        elif not required:
+            kwargs.append(self._literal(model, name, default))
+        if info.alias is not None and info.alias != name:
+            kwargs.append(f"alias={info.alias!r}")
+        if info.validation_alias not in (None, info.alias) or info.serialization_alias not in (
+            None,
+            info.alias,
+        ):
+            raise UnsupportedType(
+                model, name, "separate validation/serialization aliases are not supported"
+            )
+        for attr in ("title", "description"):
+            value = getattr(info, attr)
+            if value is not None:
+                kwargs.append(f"{attr}={value!r}")
+        if info.examples is not None:
+            kwargs.append(f"examples={self._literal(model, name, info.examples)}")
+        if info.json_schema_extra is not None:
+            if callable(info.json_schema_extra):
+                raise UnsupportedType(model, name, "a callable json_schema_extra is not supported")
+            kwargs.append(f"json_schema_extra={self._literal(model, name, info.json_schema_extra)}")
+        if info.discriminator is not None:
+            if not isinstance(info.discriminator, str):
+                raise UnsupportedType(model, name, "only string discriminators are supported")
+            kwargs.append(f"discriminator={info.discriminator!r}")
+        for flag in ("exclude", "frozen", "deprecated"):
+            if getattr(info, flag, None):
+                raise UnsupportedType(model, name, f"Field({flag}=...) is not supported")
+        kwargs.extend(self._constraints(model, name, info.metadata))
+        if not kwargs:
+            return FieldSource(name, annotation, None)
+        if not required and info.default_factory is None and len(kwargs) == 1:
+            return FieldSource(name, annotation, kwargs[0])
+        self.pydantic_names.add("Field")
+        return FieldSource(name, annotation, f"Field({', '.join(kwargs)})")
+
+    def _constraints(self, model: str, name: str, metadata: list[Any]) -> list[str]:
+        kwargs: list[str] = []
+        for item in metadata:
+            if isinstance(item, _CONSTRAINTS):
+                (attr,) = [a for a in item.__dataclass_fields__]
+                kwargs.append(f"{attr}={getattr(item, attr)!r}")
+            elif isinstance(item, annotated_types.Interval | annotated_types.Len):
+                for attr in item.__dataclass_fields__:
+                    value = getattr(item, attr)
+                    if value is not None:
+                        kwargs.append(f"{attr}={value!r}")
+            elif isinstance(item, pydantic.StringConstraints):
+                for attr in item.__dataclass_fields__:
+                    value = getattr(item, attr)
+                    if value is None:
+                        continue
+                    if attr not in _FIELD_KWARGS:
+                        raise UnsupportedType(
+                            model, name, f"string constraint {attr} is not supported"
+                        )
+                    kwargs.append(f"{attr}={value!r}")
+            elif type(item).__name__ == "_PydanticGeneralMetadata":
+                for attr, value in vars(item).items():
+                    if attr not in _FIELD_KWARGS:
+                        raise UnsupportedType(model, name, f"constraint {attr} is not supported")
+                    kwargs.append(f"{attr}={value!r}")
+            elif (
+                isinstance(item, annotated_types.BaseMetadata)
+                and len(fields := getattr(item, "__dataclass_fields__", {})) == 1
+            ):
+                (attr,) = list(fields)
+                if attr not in _FIELD_KWARGS:
+                    raise UnsupportedType(
+                        model, name, f"constraint {type(item).__name__} is not supported"
+                    )
+                kwargs.append(f"{attr}={getattr(item, attr)!r}")
+            else:
+                raise UnsupportedType(
+                    model, name, f"annotation metadata {type(item).__name__} is not supported"
+                )
+        return kwargs
+
+    def _annotation(self, model: str, name: str, tp: Any) -> str:
+        if tp is None or tp is type(None):
+            return "None"
+        if tp is Any:
+            self.typing_names.add("Any")
+            return "Any"
+        if tp in _SIMPLE:
+            simple = _SIMPLE[tp]
+            if simple is None:
+                raise UnsupportedType(model, name, "bytes have no JSON form; use str (base64)")
+            return simple
+        if tp in _STDLIB:
+            module, text = _STDLIB[tp]
+            self.imports.add(module)
+            return text
+        origin = typing.get_origin(tp)
+        args = typing.get_args(tp)
+        if origin is typing.Annotated:
+            inner = self._annotation(model, name, args[0])
+            kwargs: list[str] = []
+            for meta in args[1:]:
+                if isinstance(meta, FieldInfo):
+                    kwargs.extend(self._constraints(model, name, meta.metadata))
+                    if meta.description is not None:
+                        kwargs.append(f"description={meta.description!r}")
+                else:
+                    kwargs.extend(self._constraints(model, name, [meta]))
+            if not kwargs:
+                return inner
+            self.typing_names.add("Annotated")
+            self.pydantic_names.add("Field")
+            return f"Annotated[{inner}, Field({', '.join(kwargs)})]"
+        if origin in (typing.Union, types.UnionType):
+            return " | ".join(self._annotation(model, name, a) for a in args)
+        if origin is typing.Literal:
+            for value in args:
+                if not isinstance(value, str | int | bool) or isinstance(value, enum.Enum):
+                    raise UnsupportedType(
+                        model, name, "Literal values must be strings, integers or booleans"
+                    )
+            self.typing_names.add("Literal")
+            return f"Literal[{', '.join(repr(a) for a in args)}]"
+        if origin is list:
+            (item,) = args or (Any,)
+            return f"list[{self._annotation(model, name, item)}]"
+        if origin is dict:
+            key, value = args or (str, Any)
+            if key is not str:
+                raise UnsupportedType(model, name, "dict keys must be str (JSON object keys)")
+            return f"dict[str, {self._annotation(model, name, value)}]"
+        if origin is not None:
+            shown = str(tp).replace("typing.", "")
+            raise UnsupportedType(
+                model, name, f"type {shown} is not supported; use list[...] or dict[str, ...]"
+            )
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return self._class_name(tp)
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return self._class_name(tp)
+        exported = getattr(tp, "__name__", None)
+        if isinstance(exported, str) and getattr(pydantic, exported, None) is tp:
+            self.pydantic_names.add(exported)
+            return exported
+        shown = getattr(tp, "__qualname__", repr(tp))
+        raise UnsupportedType(model, name, f"type {shown} is not supported in generated code")
+
+    def _literal(self, model: str, name: str | None, value: Any) -> str:
+        if isinstance(value, enum.Enum):
+            return f"{self._class_name(type(value))}.{value.name}"
+        if value is None or isinstance(value, bool | int | str):
+            return repr(value)
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise UnsupportedType(model, name, "NaN and infinite defaults are not supported")
+            return repr(value)
+        if isinstance(value, list | tuple):
+            items = [self._literal(model, name, v) for v in value]
+            text = ", ".join(items)
+            return (
+                f"[{text}]"
+                if isinstance(value, list)
+                else f"({text}{',' if len(items) == 1 else ''})"
+            )
+        if isinstance(value, dict):
+            if not all(isinstance(k, str) for k in value):
+                raise UnsupportedType(model, name, "dict literals must have string keys")
+            return (
+                "{"
+                + ", ".join(f"{k!r}: {self._literal(model, name, v)}" for k, v in value.items())
+                + "}"
+            )
+        raise UnsupportedType(
+            model, name, f"default value of type {type(value).__name__} is not supported"
+        )

@@ -1,0 +1,184 @@
+"""Rendering: which files a generation model produces, and their unformatted text.
+
+One Jinja2 template per kind of file (``templates/``), rendered with ``StrictUndefined`` so a
+missing value is an error rather than an empty string. Filters only print values as Python
+literals; every decision was taken when the model was built.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from agentgen.codegen.model import AgentModel, GenerationModel, ServiceModel, ToolsetModel, TypeRef
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    #: Path below the output root, with ``/`` separators.
+    path: str
+    text: str
+
+    @property
+    def is_python(self) -> bool:
+        return self.path.endswith(".py")
+
+
+def py(value: Any) -> str:
+    """A Python literal for a JSON-like value, strings in double quotes (black's style)."""
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, tuple):
+        return py_tuple(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(py(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{py(k)}: {py(v)}" for k, v in value.items()) + "}"
+    if hasattr(value, "items"):  # read-only mappings (search terms)
+        return py(dict(value.items()))
+    raise TypeError(f"cannot print {type(value).__name__} as a Python literal")
+
+
+def py_tuple(values: Any) -> str:
+    items = [py(v) for v in values]
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return "(" + ", ".join(items) + ")"
+
+
+def docstring(text: str, indent: int = 0) -> str:
+    body = text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    lines = body.splitlines() or [""]
+    pad = " " * indent
+    joined = ("\n" + pad).join(line.rstrip() for line in lines)
+    if joined.endswith('"'):
+        joined += " "
+    if len(lines) > 1:
+        return f'"""{joined}\n{pad}"""'
+    return f'"""{joined}"""'
+
+
+def oneline(text: str) -> str:
+    return " ".join(text.split()).replace("\\", "\\\\").replace('"""', "'''")
+
+
+def type_spec(ref: TypeRef, what: str) -> str:
+    if ref.kind == "model":
+        return f"model_type(types.{ref.class_name}, {py(ref.schema_json)}, {py(what)})"
+    if ref.kind == "schema":
+        return f"schema_type({py(ref.schema_json)}, {py(what)})"
+    if ref.kind == "empty":
+        return f"empty_payload({py(what)})"
+    return f"null_result({py(what)})"
+
+
+@cache
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("agentgen.templates", ""),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters.update(
+        py=py, py_tuple=py_tuple, docstring=docstring, oneline=oneline, type_spec=type_spec
+    )
+    return env
+
+
+def _render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)
+
+
+def _package(path: tuple[str, ...]) -> str:
+    return "/".join(path)
+
+
+def _toolset_files(design: str, toolset: ToolsetModel) -> Iterator[RenderedFile]:
+    base = _package(toolset.package)
+    kind = {"local": "toolset", "mcp": "external MCP toolset", "agent": "agent-exported toolset"}
+    doc = (
+        f"{kind[toolset.kind].capitalize()} {toolset.name!r}, "
+        f"registered as {toolset.registration_name!r}."
+    )
+    yield RenderedFile(
+        f"{base}/__init__.py", _render("package_init.py.jinja", design=design, doc=doc)
+    )
+    if toolset.classes:
+        yield RenderedFile(
+            f"{base}/types.py", _render("types.py.jinja", design=design, toolset=toolset)
+        )
+    yield RenderedFile(
+        f"{base}/specs.py", _render("specs.py.jinja", design=design, toolset=toolset)
+    )
+    yield RenderedFile(
+        f"{base}/declarations.py",
+        _render("declarations.py.jinja", design=design, toolset=toolset),
+    )
+    if toolset.kind == "local":
+        yield RenderedFile(
+            f"{base}/executor.py", _render("executor.py.jinja", design=design, toolset=toolset)
+        )
+
+
+def _agent_files(design: str, agent: AgentModel) -> Iterator[RenderedFile]:
+    base = _package(agent.package)
+    for name, template in (
+        ("__init__.py", "agent_init.py.jinja"),
+        ("agent.py", "agent.py.jinja"),
+        ("specs.py", "agent_specs.py.jinja"),
+        ("config.py", "config.py.jinja"),
+        ("register.py", "register.py.jinja"),
+    ):
+        yield RenderedFile(f"{base}/{name}", _render(template, design=design, agent=agent))
+    if agent.registry_reads:
+        yield RenderedFile(
+            f"{base}/registry_tools.py",
+            _render("registry_tools.py.jinja", design=design, agent=agent),
+        )
+    if agent.tool_schemas_json is not None:
+        yield RenderedFile(f"{base}/tool_schemas.json", agent.tool_schemas_json)
+
+
+def _service_files(design: str, service: ServiceModel) -> Iterator[RenderedFile]:
+    def package(path: str, doc: str) -> RenderedFile:
+        return RenderedFile(path, _render("package_init.py.jinja", design=design, doc=doc))
+
+    yield package(f"{service.name}/__init__.py", f"Generated packages of service {service.name!r}.")
+    if service.toolsets:
+        yield package(
+            f"{service.name}/toolsets/__init__.py", f"Toolsets owned by service {service.name!r}."
+        )
+    if service.agents:
+        yield package(f"{service.name}/agents/__init__.py", f"Agents of service {service.name!r}.")
+    for toolset in service.toolsets:
+        yield from _toolset_files(design, toolset)
+    for agent in service.agents:
+        yield from _agent_files(design, agent)
+
+
+def render(model: GenerationModel) -> list[RenderedFile]:
+    """Every file of the generation, in a stable order (unformatted Python)."""
+    design = model.design_name
+    files = [
+        RenderedFile(
+            "__init__.py",
+            _render(
+                "package_init.py.jinja",
+                design=design,
+                doc=f"Agent packages generated from {design}.",
+            ),
+        )
+    ]
+    for service in model.services:
+        files.extend(_service_files(design, service))
+    return sorted(files, key=lambda f: f.path)

@@ -1,0 +1,183 @@
+"""JSON codecs for tool payloads and results.
+
+Compiled tools decode into their generated pydantic models; dynamic (registry) tools and
+external MCP tools validate against their JSON Schema (2020-12) and keep numbers exact (a
+payload's ``9007199254740993`` or ``0.1`` comes back out byte for byte). Either way a bad value
+raises :class:`PayloadError` naming every field at fault, which the runtime turns into a tool
+error the model can correct.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Generic, Protocol, TypeVar
+
+import jsonschema  # type: ignore[import-untyped, unused-ignore]
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+from referencing import Registry
+from referencing.exceptions import NoSuchResource, Unresolvable
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class FieldIssue:
+    """One problem in a value: ``path`` like ``items[2].name`` (empty for the value itself)."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class PayloadError(ValueError):
+    """A payload or result does not match its contract."""
+
+    def __init__(self, what: str, issues: Iterable[FieldIssue]) -> None:
+        self.what = what
+        self.issues = tuple(issues)
+        super().__init__(f"{what} is invalid: " + "; ".join(str(i) for i in self.issues))
+
+
+class JSONCodec(Protocol[T]):
+    """Turns JSON (text or an already parsed value) into ``T`` and back into JSON text."""
+
+    def decode(self, data: str | bytes | Any) -> T: ...
+
+    def encode(self, value: T) -> str: ...
+
+
+def _path(parts: Iterable[str | int]) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _as_text(data: str | bytes | Any) -> str | bytes:
+    return data if isinstance(data, str | bytes) else encode_exact(data)
+
+
+class ModelCodec(Generic[M]):
+    """Codec of a compiled type: a generated pydantic model."""
+
+    def __init__(self, model: type[M], what: str) -> None:
+        self.model = model
+        self.what = what
+
+    def decode(self, data: str | bytes | Any) -> M:
+        try:
+            return self.model.model_validate_json(_as_text(data))
+        except PydanticValidationError as exc:
+            raise PayloadError(
+                self.what,
+                [
+                    FieldIssue(
+                        _path(str(p) if not isinstance(p, int) else p for p in e["loc"]), e["msg"]
+                    )
+                    for e in exc.errors()
+                ],
+            ) from None
+
+    def encode(self, value: M) -> str:
+        if not isinstance(value, self.model):
+            raise PayloadError(
+                self.what,
+                [FieldIssue("", f"expected {self.model.__name__}, got {type(value).__name__}")],
+            )
+        return value.model_dump_json(by_alias=True)
+
+
+class NullCodec:
+    """Codec of a tool without a result: JSON ``null`` only."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def decode(self, data: str | bytes | Any) -> None:
+        value = decode_exact(data) if isinstance(data, str | bytes) else data
+        if value is not None:
+            raise PayloadError(self.what, [FieldIssue("", "expected null")])
+
+    def encode(self, value: None) -> str:
+        if value is not None:
+            raise PayloadError(
+                self.what, [FieldIssue("", f"expected None, got {type(value).__name__}")]
+            )
+        return "null"
+
+
+def _no_remote(uri: str) -> Any:
+    raise NoSuchResource(uri)
+
+
+class SchemaCodec:
+    """Codec of a dynamic type: a JSON Schema (2020-12).
+
+    References must resolve inside the schema: nothing is fetched from files or the network.
+    """
+
+    def __init__(self, schema: dict[str, Any], what: str) -> None:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        self.schema = schema
+        self.what = what
+        self._validator = jsonschema.Draft202012Validator(
+            schema,
+            registry=Registry(retrieve=_no_remote),  # type: ignore[call-arg]
+        )
+
+    def decode(self, data: str | bytes | Any) -> Any:
+        try:
+            value = decode_exact(data) if isinstance(data, str | bytes) else data
+        except ValueError as exc:
+            raise PayloadError(self.what, [FieldIssue("", f"not JSON: {exc}")]) from None
+        self.check(value)
+        return value
+
+    def check(self, value: Any) -> None:
+        try:
+            errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        except Unresolvable as exc:
+            raise PayloadError(self.what, [FieldIssue("", f"unresolvable $ref: {exc}")]) from None
+        if errors:
+            raise PayloadError(
+                self.what, [FieldIssue(_path(e.absolute_path), e.message) for e in errors]
+            )
+
+    def encode(self, value: Any) -> str:
+        self.check(value)
+        return encode_exact(value)
+
+
+def decode_exact(data: str | bytes) -> Any:
+    """Parse JSON keeping every number exact (integers as ``int``, others as ``Decimal``)."""
+
+    def reject(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    return json.loads(data, parse_float=Decimal, parse_constant=reject)
+
+
+def encode_exact(value: Any) -> str:
+    """Compact JSON text of a value that may hold ``Decimal`` numbers, written as parsed."""
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError("NaN and infinities are not JSON")
+        return str(value)
+    if isinstance(value, dict):
+        items = (
+            f"{json.dumps(str(k), ensure_ascii=False)}:{encode_exact(v)}" for k, v in value.items()
+        )
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(encode_exact(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,210 @@
+"""Declarations of tools as published to a registry, and their fingerprints.
+
+``tool_schema`` is the one place that shapes a tool into its wire declaration: generated
+packages call it (through :func:`declare`) to answer ``tool_schemas()`` and ``toolset()``, and the
+generator calls it to compute the fingerprints it emits, so both always agree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentgen.runtime.declarations import (
+    AgentTarget,
+    BoundsContract,
+    ConfirmationContract,
+    ConsumerContract,
+    FieldMetadata,
+    PagingContract,
+    PathSegment,
+    SearchTerms,
+    ServerDataContract,
+    ToolKind,
+    ToolSchema,
+    ToolsetDeclaration,
+    TypeContract,
+)
+from agentgen.runtime.fingerprint import schema_fingerprint
+from agentgen.runtime.search_document import SearchDocument
+from agentgen.runtime.specs import BoundsSpec, ConfirmationSpec, ServerDataSpec, ToolSpec
+
+_JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+_MAX_DEPTH = 8
+
+
+class ContractError(ValueError):
+    """A declaration or contract is malformed; the message names the tool or toolset."""
+
+
+def field_metadata(schema: Mapping[str, Any]) -> list[FieldMetadata]:
+    """Every property reachable from the schema's root, with its path, JSON type and
+    description. Local ``$ref``s are followed (to a bounded depth, so recursion ends)."""
+    defs: Mapping[str, Any] = schema.get("$defs", {}) if isinstance(schema, Mapping) else {}
+    out: list[FieldMetadata] = []
+
+    def resolve(node: Any) -> Any:
+        seen = 0
+        while isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and seen < _MAX_DEPTH:
+            ref: str = node["$ref"]
+            if not ref.startswith("#/$defs/"):
+                break
+            node = defs.get(ref.removeprefix("#/$defs/"), {})
+            seen += 1
+        return node
+
+    def json_type(node: Mapping[str, Any]) -> Any:
+        kind = node.get("type")
+        if isinstance(kind, str) and kind in _JSON_TYPES:
+            return kind
+        variants = [resolve(v) for v in node.get("anyOf", []) if isinstance(v, Mapping)]
+        kinds = {v.get("type") for v in variants} - {"null"}
+        if len(kinds) == 1:
+            (only,) = kinds
+            return only if only in _JSON_TYPES else None
+        return None
+
+    def walk(node: Any, path: list[PathSegment], depth: int) -> None:
+        node = resolve(node)
+        if not isinstance(node, Mapping) or depth > _MAX_DEPTH:
+            return
+        variants = [resolve(v) for v in node.get("anyOf", []) if isinstance(v, Mapping)]
+        for variant in [node, *variants]:
+            props = variant.get("properties")
+            if isinstance(props, Mapping):
+                for name, sub in props.items():
+                    sub_path = [*path, PathSegment(field=name)]
+                    resolved = resolve(sub)
+                    if isinstance(resolved, Mapping):
+                        description = sub.get("description") if isinstance(sub, Mapping) else None
+                        out.append(
+                            FieldMetadata(
+                                path=sub_path,
+                                json_type=json_type(resolved),
+                                description=description or resolved.get("description"),
+                            )
+                        )
+                        walk(resolved, sub_path, depth + 1)
+            items = variant.get("items")
+            if isinstance(items, Mapping):
+                walk(items, [*path, PathSegment(element=True)], depth + 1)
+
+    walk(schema, [], 0)
+    return out
+
+
+def tool_schema(
+    *,
+    tool_id: str,
+    title: str,
+    description: str | None,
+    tags: Sequence[str],
+    payload_schema: dict[str, Any],
+    payload_name: str | None,
+    result_schema: dict[str, Any],
+    result_name: str | None,
+    search: SearchDocument,
+    kind: ToolKind = "service",
+    agent_id: str | None = None,
+    confirmation: ConfirmationSpec | None = None,
+    bounds: BoundsSpec | None = None,
+    server_data: Iterable[ServerDataSpec] = (),
+    server_data_schemas: Sequence[dict[str, Any]] = (),
+    required_labels: Sequence[str] = (),
+) -> ToolSchema:
+    """The wire declaration of one tool, consumer contract included."""
+    paging = bounds.paging if bounds is not None else None
+    contract = ConsumerContract(
+        kind=kind,
+        title=title,
+        search=SearchTerms(length=search.length, terms=dict(search.terms)),
+        payload=TypeContract(name=payload_name, fields=field_metadata(payload_schema)),
+        result=TypeContract(name=result_name, fields=field_metadata(result_schema))
+        if result_schema.get("type") != "null"
+        else None,
+        required_labels=sorted(required_labels),
+        confirmation=ConfirmationContract(
+            title=confirmation.title,
+            prompt_template=confirmation.prompt_template,
+            denied_result_template=confirmation.denied_result_template,
+        )
+        if confirmation is not None
+        else None,
+        bounds=BoundsContract(
+            paging=PagingContract(
+                cursor_field=paging.cursor_field,
+                next_cursor_field=paging.next_cursor_field,
+                continue_tool=paging.continue_tool,
+                source_tool=paging.source_tool,
+            )
+            if paging is not None
+            else None
+        )
+        if bounds is not None
+        else None,
+        server_data=[
+            ServerDataContract(
+                kind=data.kind, audience=data.audience, description=data.description, schema=schema
+            )
+            for data, schema in zip(server_data, server_data_schemas, strict=True)
+        ],
+        agent=AgentTarget(executor=agent_id) if agent_id is not None else None,
+    )
+    return ToolSchema(
+        name=tool_id,
+        description=description,
+        tags=list(tags),
+        payload_schema=payload_schema,
+        execution_payload_schema=payload_schema,
+        result_schema=result_schema,
+        consumer_contract=contract,
+    )
+
+
+def declare(spec: ToolSpec) -> ToolSchema:
+    """A fresh declaration of a compiled tool (schemas copied: changing it changes nothing
+    else)."""
+    return tool_schema(
+        tool_id=spec.id,
+        title=spec.title,
+        description=spec.description,
+        tags=spec.tags,
+        payload_schema=spec.payload.schema(),
+        payload_name=spec.payload.name,
+        result_schema=spec.result.schema(),
+        result_name=spec.result.name,
+        search=spec.search,
+        kind=spec.kind,
+        agent_id=spec.agent_id,
+        confirmation=spec.confirmation,
+        bounds=spec.bounds,
+        server_data=spec.server_data,
+        server_data_schemas=[_loads(d.schema_json) for d in spec.server_data],
+        required_labels=spec.required_labels,
+    )
+
+
+def _loads(text: str) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(text)
+    return value
+
+
+def fingerprint(toolset: ToolsetDeclaration | Mapping[str, Any] | None) -> str:
+    """The schema fingerprint of a dynamic declaration or of a generated ``toolset()``."""
+    if toolset is None:
+        raise ContractError("toolset declaration is required")
+    if isinstance(toolset, Mapping):
+        tools = toolset.get("tools")
+        name = toolset.get("name", "?")
+        if isinstance(tools, list) and any(t is None for t in tools):
+            raise ContractError(f"toolset {name!r} contains a None tool declaration")
+        try:
+            toolset = ToolsetDeclaration.model_validate(toolset)
+        except ValidationError as exc:
+            raise ContractError(f"toolset {name!r} declaration: {exc}") from None
+    if any(t is None for t in toolset.tools):
+        raise ContractError(f"toolset {toolset.name!r} contains a None tool declaration")
+    return schema_fingerprint(toolset)

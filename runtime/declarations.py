@@ -1,0 +1,129 @@
+"""The registry wire form of toolsets: what providers publish and consumers resolve.
+
+A ``ToolSchema`` carries a tool's JSON Schemas and its consumer contract (search terms, field
+metadata, required labels, confirmation, pagination, server-only data, kind, title): everything
+a consumer needs to advertise, confirm, validate and restore calls to a tool it never compiled.
+Models are strict (unknown fields rejected) so a malformed declaration fails where it enters.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TOOL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,255}$")
+MAX_NAME_LENGTH = 256
+
+ToolKind = Literal["service", "agent", "control"]
+Audience = Literal["timeline", "internal", "evidence"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire form: optional fields left out when empty, so declarations compare and
+        fingerprint the same whichever way they were built."""
+        data: dict[str, Any] = self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        return data
+
+
+class SearchTerms(_Strict):
+    length: int = Field(ge=0)
+    terms: dict[str, int] = Field(default_factory=dict)
+
+
+class PathSegment(_Strict):
+    """One step of a field path: a fixed property name, or any element of a collection."""
+
+    field: str | None = None
+    element: bool = False
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> PathSegment:
+        if (self.field is None) == (not self.element):
+            raise ValueError("a path segment is either a field name or a collection element")
+        return self
+
+
+class FieldMetadata(_Strict):
+    path: list[PathSegment] = Field(default_factory=list)
+    json_type: (
+        Literal["object", "array", "string", "number", "integer", "boolean", "null"] | None
+    ) = None
+    description: str | None = None
+
+
+class TypeContract(_Strict):
+    name: str | None = None
+    fields: list[FieldMetadata] = Field(default_factory=list)
+
+
+class PagingContract(_Strict):
+    cursor_field: str
+    next_cursor_field: str
+    continue_tool: str | None = None
+    source_tool: str | None = None
+
+
+class BoundsContract(_Strict):
+    paging: PagingContract | None = None
+
+
+class ConfirmationContract(_Strict):
+    title: str | None = None
+    prompt_template: str
+    denied_result_template: str
+
+
+class ServerDataContract(_Strict):
+    kind: str = Field(min_length=1)
+    audience: Audience = "timeline"
+    description: str | None = None
+    schema_: dict[str, Any] = Field(alias="schema")
+
+
+class AgentTarget(_Strict):
+    """For an agent exposed as a tool: the agent that runs it."""
+
+    executor: str = Field(min_length=1)
+
+
+class ConsumerContract(_Strict):
+    kind: ToolKind
+    title: str
+    search: SearchTerms
+    payload: TypeContract
+    result: TypeContract | None = None
+    required_labels: list[str] = Field(default_factory=list)
+    confirmation: ConfirmationContract | None = None
+    bounds: BoundsContract | None = None
+    server_data: list[ServerDataContract] = Field(default_factory=list)
+    agent: AgentTarget | None = None
+
+
+class ToolSchema(_Strict):
+    name: str
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    payload_schema: dict[str, Any]
+    execution_payload_schema: dict[str, Any]
+    result_schema: dict[str, Any]
+    consumer_contract: ConsumerContract | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _tool_id(cls, value: str) -> str:
+        if not TOOL_ID_PATTERN.match(value) or "." not in value:
+            raise ValueError(f"tool name {value!r} must be a tool ID such as 'toolset.tool'")
+        return value
+
+
+class ToolsetDeclaration(_Strict):
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    description: str | None = None
+    version: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    tools: list[ToolSchema] = Field(default_factory=list)

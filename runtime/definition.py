@@ -1,0 +1,93 @@
+"""Agent definitions: what a generated package tells the runtime about an agent.
+
+A definition is immutable and carries only facts fixed at generation time (specs, the sorted
+deferred tool IDs, the default run policy) plus the agent's registry consumption, an object that
+reads exactly the declared sources when a planning activity builds its catalog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from agentgen.runtime.specs import ToolSpec
+
+
+@dataclass(frozen=True)
+class TagClause:
+    """A tool passes when it has one of ``allowed_any`` (if any are given) and none of
+    ``denied_any``. Every clause of a policy must pass."""
+
+    allowed_any: tuple[str, ...] = ()
+    denied_any: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    max_tool_calls: int | None = None
+    max_consecutive_failed_tool_calls: int | None = None
+    tag_clauses: tuple[TagClause, ...] = ()
+    #: Only this tool ID may be advertised and executed.
+    restrict_to_tool: str | None = None
+
+
+class RegistryCatalog(Protocol):
+    """The catalog of one planning activity, as registry consumption sees it."""
+
+    def run_labels(self) -> dict[str, str]: ...
+
+    async def include_toolset(
+        self, registry: str, name: str, version: str = "", deferred: bool = False
+    ) -> None: ...
+
+    async def include_registry(self, registry: str, deferred: bool = False) -> None: ...
+
+
+class RegistryTools(Protocol):
+    """Which registry sources an agent consumes.
+
+    ``resolve`` adds the sources to a planning catalog; ``allows`` says which sources saved
+    calls may keep using (an empty ``version`` means any current version).
+    """
+
+    async def resolve(self, catalog: RegistryCatalog) -> None: ...
+
+    def allows(self, registry: str, toolset: str, version: str) -> bool: ...
+
+
+class DefinitionError(ValueError):
+    """An agent definition was misused; the message names the agent."""
+
+
+@dataclass(frozen=True)
+class AgentDefinition:
+    id: str
+    description: str
+    specs: tuple[ToolSpec, ...]
+    deferred_tool_ids: tuple[str, ...] = ()
+    policy: RunPolicy = field(default_factory=RunPolicy)
+    registry_tools: RegistryTools | None = None
+    required_labels: tuple[str, ...] = ()
+    #: Agents whose exported tools this agent may call (they run as child runs).
+    agent_executors: tuple[str, ...] = ()
+    _custom_registry_tools: bool = field(default=False, repr=False)
+
+    def spec(self, tool_id: str) -> ToolSpec | None:
+        return self.spec_index().get(tool_id)
+
+    def spec_index(self) -> Mapping[str, ToolSpec]:
+        return {s.id: s for s in self.specs}
+
+    def with_registry_tools(self, tools: RegistryTools) -> AgentDefinition:
+        """A copy that consumes registries through the application's own ``tools``.
+
+        Allowed exactly once: a second call would silently drop the first choice.
+        """
+        if tools is None:
+            raise DefinitionError(f"agent {self.id!r}: registry tools must not be None")
+        if self._custom_registry_tools:
+            raise DefinitionError(
+                f"agent {self.id!r}: registry tools must be supplied exactly once"
+            )
+        return replace(self, registry_tools=tools, _custom_registry_tools=True)

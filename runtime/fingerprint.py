@@ -1,0 +1,89 @@
+"""Schema fingerprints and registration tokens.
+
+A fingerprint identifies a toolset's contract: the SHA-256 of a canonical JSON body holding the
+toolset's name, description, version and sorted tags, and its tools sorted by name with their
+description, sorted tags, payload, execution payload and result schemas and consumer contract.
+Tag and tool order do not change it; any schema byte, description, version or contract change
+does. A registration token binds a fingerprint to a provider revision and a wire protocol
+version: calls admitted under one token never run against another contract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from typing import Any
+
+from agentgen.runtime.canonical import canonical_bytes
+from agentgen.runtime.declarations import ToolSchema, ToolsetDeclaration
+
+#: The registry wire protocol this runtime speaks; part of every registration token.
+WIRE_PROTOCOL_VERSION = 1
+TOKEN_DOMAIN = b"agentgen/tool-registry-admission/v1\x00"
+REVISION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,255}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _tool_body(tool: ToolSchema) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": tool.name,
+        "payload_schema": tool.payload_schema,
+        "execution_payload_schema": tool.execution_payload_schema,
+        "result_schema": tool.result_schema,
+    }
+    if tool.description is not None:
+        body["description"] = tool.description
+    if tool.tags:
+        body["tags"] = sorted(tool.tags)
+    if tool.consumer_contract is not None:
+        body["consumer_contract"] = tool.consumer_contract.to_json()
+    return body
+
+
+def fingerprint_body(toolset: ToolsetDeclaration) -> dict[str, Any]:
+    """The canonical body a fingerprint hashes (exposed for tools that explain a mismatch)."""
+    body: dict[str, Any] = {
+        "name": toolset.name,
+        "tools": [_tool_body(t) for t in sorted(toolset.tools, key=lambda t: t.name)],
+    }
+    if toolset.description is not None:
+        body["description"] = toolset.description
+    if toolset.version is not None:
+        body["version"] = toolset.version
+    if toolset.tags:
+        body["tags"] = sorted(toolset.tags)
+    return body
+
+
+def schema_fingerprint(toolset: ToolsetDeclaration) -> str:
+    """Lowercase hex SHA-256 of :func:`fingerprint_body`."""
+    return hashlib.sha256(canonical_bytes(fingerprint_body(toolset))).hexdigest()
+
+
+def registration_token(
+    fingerprint: str, revision: str, wire_version: int = WIRE_PROTOCOL_VERSION
+) -> str:
+    """SHA-256 over the domain, the wire version, the fingerprint bytes and the revision.
+
+    Identical inputs always give the identical token, so a provider restarting with the same
+    contract and revision is admitted again under the same token.
+    """
+    if not HEX64.match(fingerprint):
+        raise ValueError("schema fingerprint must be 64 lowercase hex digits (a SHA-256)")
+    if not REVISION_PATTERN.match(revision):
+        raise ValueError(
+            f"provider revision {revision!r} must match {REVISION_PATTERN.pattern} "
+            "(letters, digits and ._:/@+-, at most 256 characters)"
+        )
+    if not 0 <= wire_version <= 0xFFFFFFFF:
+        raise ValueError("wire protocol version must fit an unsigned 32-bit integer")
+    encoded = revision.encode("utf-8")
+    body = (
+        TOKEN_DOMAIN
+        + struct.pack(">I", wire_version)
+        + bytes.fromhex(fingerprint)
+        + struct.pack(">I", len(encoded))
+        + encoded
+    )
+    return hashlib.sha256(body).hexdigest()

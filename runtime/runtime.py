@@ -1,0 +1,141 @@
+"""The runtime: registrations, then runs.
+
+Applications register models, registries and agents (through the generated
+``register_<agent>_agent``), then run agents through clients (``new_client(rt)``). Registration
+closes when the runtime is sealed, explicitly or by the first run: a registration arriving
+later would change what already-running agents can see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from agentgen.runtime.definition import AgentDefinition, RunPolicy
+from agentgen.runtime.executor import ToolsetExecutor
+from agentgen.runtime.model import ModelClient
+from agentgen.runtime.planner import Planner
+
+
+class RegistrationError(ValueError):
+    """A registration was refused; the message says which and why."""
+
+
+class RegistrationClosedError(RegistrationError):
+    """The runtime is sealed: registrations must happen before any run."""
+
+
+@dataclass(frozen=True)
+class AgentRegistration:
+    definition: AgentDefinition
+    planner: Planner
+    executors: Mapping[str, ToolsetExecutor]
+
+
+@dataclass(frozen=True)
+class RegistryRegistration:
+    name: str
+    client: Any
+    result_stream: Any
+
+
+class Runtime:
+    def __init__(self, *, policy: RunPolicy | None = None) -> None:
+        self.policy = policy or RunPolicy()
+        self._models: dict[str, ModelClient] = {}
+        self._registries: dict[str, RegistryRegistration] = {}
+        self._agents: dict[str, AgentRegistration] = {}
+        self._sealed = False
+
+    # ------------------------------------------------------------------ registration
+
+    def _check_open(self, what: str) -> None:
+        if self._sealed:
+            raise RegistrationClosedError(
+                f"runtime: cannot register {what}: registration is closed (the runtime is "
+                "sealed); register everything before the first run"
+            )
+
+    def register_model(self, model_id: str, client: ModelClient) -> None:
+        self._check_open(f"model {model_id!r}")
+        if not model_id or client is None:
+            raise RegistrationError("runtime: a model needs an ID and a client")
+        if model_id in self._models:
+            raise RegistrationError(f"runtime: model {model_id!r} is already registered")
+        self._models[model_id] = client
+
+    def register_registry(self, name: str, registry_client: Any, result_stream: Any) -> None:
+        if not name or registry_client is None or result_stream is None:
+            raise RegistrationError(
+                "runtime: registry name, client, and result-stream client are required"
+            )
+        self._check_open(f"registry {name!r}")
+        if name in self._registries:
+            raise RegistrationError(f"runtime: registry {name!r} is already registered")
+        self._registries[name] = RegistryRegistration(name, registry_client, result_stream)
+
+    def register_agent(
+        self,
+        definition: AgentDefinition,
+        *,
+        planner: Planner,
+        executors: Mapping[str, ToolsetExecutor],
+    ) -> None:
+        """Called by generated ``register_<agent>_agent`` functions."""
+        self._check_open(f"agent {definition.id!r}")
+        if definition.id in self._agents:
+            raise RegistrationError(f"runtime: agent {definition.id!r} is already registered")
+        if planner is None:
+            raise RegistrationError(f"runtime: agent {definition.id!r} needs a planner")
+        needed = {s.toolset for s in definition.specs if s.kind == "service"}
+        missing = sorted(needed - set(executors))
+        if missing:
+            raise RegistrationError(
+                f"runtime: agent {definition.id!r} has no executor for toolset(s) "
+                f"{', '.join(missing)}"
+            )
+        self._agents[definition.id] = AgentRegistration(
+            definition, planner, MappingProxyType(dict(executors))
+        )
+
+    def seal(self) -> None:
+        """Close registration. Idempotent."""
+        self._sealed = True
+
+    @property
+    def sealed(self) -> bool:
+        return self._sealed
+
+    # ------------------------------------------------------------------ lookups
+
+    def agent(self, agent_id: str) -> AgentRegistration:
+        try:
+            return self._agents[agent_id]
+        except KeyError:
+            raise LookupError(f"runtime: agent {agent_id!r} is not registered") from None
+
+    def model(self, model_id: str) -> ModelClient:
+        try:
+            return self._models[model_id]
+        except KeyError:
+            raise LookupError(f"runtime: model {model_id!r} is not registered") from None
+
+    def registry(self, name: str) -> RegistryRegistration:
+        try:
+            return self._registries[name]
+        except KeyError:
+            raise LookupError(f"runtime: registry {name!r} is not registered") from None
+
+    def client(self, agent_id: str) -> AgentClient:
+        """A client for ``agent_id``. No I/O: the agent may even be registered later."""
+        return AgentClient(self, agent_id)
+
+
+class AgentClient:
+    """Runs one agent; obtained from generated ``new_client(rt)``."""
+
+    def __init__(self, runtime: Runtime, agent_id: str) -> None:
+        self.runtime = runtime
+        self.agent_id = agent_id

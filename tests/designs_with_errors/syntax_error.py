@@ -1,0 +1,2 @@
+from agentgen.dsl import Service
+Service("svc"
