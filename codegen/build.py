@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -44,8 +44,9 @@ from agentgen.dsl.expr import (
     TypeExpr,
 )
 from agentgen.dsl.names import python_identifier, q
+from agentgen.dsl.types import model_schema
 from agentgen.dsl.validate import continuation_tools
-from agentgen.runtime.canonical import compact_json
+from agentgen.runtime.canonical import compact_json, pretty_json
 from agentgen.runtime.contract import tool_schema
 from agentgen.runtime.declarations import ToolsetDeclaration
 from agentgen.runtime.fingerprint import schema_fingerprint
@@ -61,9 +62,10 @@ def camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in python_identifier(name).split("_"))
 
 
-def json_schema(model: type[BaseModel], mode: str) -> dict[str, Any]:
-    schema = model.model_json_schema(by_alias=True, mode=mode)  # type: ignore[arg-type]
-    return {"$schema": JSON_SCHEMA_DIALECT, **schema}
+def json_schema(
+    model: type[BaseModel], mode: Literal["validation", "serialization"]
+) -> dict[str, Any]:
+    return {"$schema": JSON_SCHEMA_DIALECT, **model_schema(model, mode)}
 
 
 @dataclass
@@ -437,7 +439,7 @@ class _Builder:
         if not tools:
             return None
         document = {"generated_by": GENERATED_BY, "agent": identifier, "tools": tools}
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        return pretty_json(document) + "\n"
 
 
 def build(root: RootExpr) -> GenerationModel:

@@ -7,16 +7,23 @@ cannot be used at all (missing, not Python) or the command line is wrong.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from agentgen.codegen.loader import DesignFileError, UserCodeError, load_design
-from agentgen.codegen.output import compare, write
-from agentgen.codegen.pipeline import generate
-from agentgen.dsl.errors import DesignErrors
-from agentgen.dsl.expr import RootExpr
+from agentgen.codegen import cache
+
+if TYPE_CHECKING:
+    from agentgen.dsl.errors import DesignErrors
+    from agentgen.dsl.expr import RootExpr
+
+# The design machinery (pydantic, Jinja2...) is imported by the commands that need it: a
+# regeneration with nothing to do answers from the cache without loading any of it.
+
+T = TypeVar("T")
 
 EXIT_INVALID = 1
 EXIT_UNUSABLE = 2
@@ -29,10 +36,13 @@ def _version() -> str:
         return "unknown"
 
 
-def load_or_exit(design: Path) -> RootExpr:
+def load_or_exit(design: Path, inputs: set[str] | None = None) -> RootExpr:
     """Load ``design``, or print why it cannot be used and exit with the matching code."""
+    from agentgen.codegen.loader import DesignFileError, UserCodeError, load_design
+    from agentgen.dsl.errors import DesignErrors
+
     try:
-        return load_design(design)
+        return load_design(design, inputs=inputs)
     except DesignFileError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_UNUSABLE)
@@ -42,10 +52,14 @@ def load_or_exit(design: Path) -> RootExpr:
         )
         sys.exit(EXIT_INVALID)
     except DesignErrors as exc:
-        click.echo(exc.format(), err=True)
-        count = len(exc.errors)
-        click.echo(f"{design}: {count} design error{'s' if count != 1 else ''}", err=True)
+        report(design, exc)
         sys.exit(EXIT_INVALID)
+
+
+def report(design: Path, errors: DesignErrors) -> None:
+    click.echo(errors.format(), err=True)
+    count = len(errors.errors)
+    click.echo(f"{design}: {count} design error{'s' if count != 1 else ''}", err=True)
 
 
 def summary(root: RootExpr) -> str:
@@ -76,12 +90,31 @@ def main() -> None:
 def validate(design: Path) -> None:
     """Evaluate DESIGN and check every rule, reporting all errors at once.
 
+    Everything `agentgen gen` would report is checked (types that cannot be generated
+    included); nothing is written.
+
     \b
     Example:
       agentgen validate examples/records/design.py
     """
+    from agentgen.codegen.build import build
+
     root = load_or_exit(design)
+    model = build_or_exit(design, build, root)
+    for warning in model.warnings:
+        click.echo(f"warning: {warning}", err=True)
     click.echo(f"{design}: valid ({summary(root)})")
+
+
+def build_or_exit(design: Path, build: Callable[[RootExpr], T], root: RootExpr) -> T:
+    """Run a generation stage, or print its design errors and exit 1."""
+    from agentgen.dsl.errors import DesignErrors
+
+    try:
+        return build(root)
+    except DesignErrors as exc:
+        report(design, exc)
+        sys.exit(EXIT_INVALID)
 
 
 @main.command()
@@ -99,7 +132,12 @@ def validate(design: Path) -> None:
     is_flag=True,
     help="Write nothing; exit 1 listing missing, stale and extra files if OUTPUT is not current.",
 )
-def gen(design: Path, output: Path, check: bool) -> None:
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Always load and generate, even when nothing the last generation read has changed.",
+)
+def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
     """Generate typed agent packages from DESIGN into OUTPUT.
 
     Files that are no longer generated are removed (only files carrying agentgen's header).
@@ -110,14 +148,19 @@ def gen(design: Path, output: Path, check: bool) -> None:
       agentgen gen examples/records/design.py -o examples/records/gen
       agentgen gen design.py --check     # in CI: fail when committed packages are stale
     """
-    root = load_or_exit(design)
-    try:
-        generation = generate(root)
-    except DesignErrors as exc:
-        click.echo(exc.format(), err=True)
-        count = len(exc.errors)
-        click.echo(f"{design}: {count} design error{'s' if count != 1 else ''}", err=True)
-        sys.exit(EXIT_INVALID)
+    if not check and not no_cache and design.is_file():
+        record = cache.unchanged(design, output)
+        if record is not None:
+            for warning in record.warnings:
+                click.echo(f"warning: {warning}", err=True)
+            click.echo(f"{output}: 0 created, 0 updated, 0 removed, {len(record.files)} unchanged")
+            return
+    from agentgen.codegen.output import compare, write
+    from agentgen.codegen.pipeline import generate
+
+    inputs: set[str] = set()
+    root = load_or_exit(design, inputs)
+    generation = build_or_exit(design, generate, root)
     for warning in generation.model.warnings:
         click.echo(f"warning: {warning}", err=True)
     if check:
@@ -131,6 +174,13 @@ def gen(design: Path, output: Path, check: bool) -> None:
         click.echo("run `agentgen gen` again and commit the result", err=True)
         sys.exit(EXIT_INVALID)
     diff = write(output, generation.files)
+    cache.save(
+        design,
+        output,
+        inputs,
+        ((f.path, f.text) for f in generation.files),
+        generation.model.warnings,
+    )
     changed = len(diff.missing) + len(diff.stale)
     unchanged = len(generation.files) - changed
     click.echo(

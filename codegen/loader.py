@@ -21,6 +21,7 @@ from pathlib import Path
 
 import agentgen.codegen
 import agentgen.dsl
+from agentgen.codegen.cache import is_library_path
 from agentgen.dsl.eval import design_context, finish
 from agentgen.dsl.expr import RootExpr
 
@@ -85,10 +86,39 @@ def user_traceback(exc: BaseException) -> str:
     return "".join(lines)
 
 
-def load_design(path: str | os.PathLike[str]) -> RootExpr:
-    """Evaluate and validate the design at ``path``; see the module docstring for failures."""
+_RECORDING: list[set[str]] = []
+
+
+def _record_opens(event: str, args: tuple[object, ...]) -> None:
+    if _RECORDING and event == "open" and args and isinstance(args[0], str | bytes):
+        name = os.fsdecode(args[0])
+        if not name.endswith(".pyc"):
+            _RECORDING[-1].add(os.path.abspath(name))
+
+
+sys.addaudithook(_record_opens)
+
+
+def load_design(path: str | os.PathLike[str], *, inputs: set[str] | None = None) -> RootExpr:
+    """Evaluate and validate the design at ``path``; see the module docstring for failures.
+
+    With ``inputs``, collect the files the evaluation depended on: the design, every module
+    it imported and every file it opened (standard library excluded).
+    """
     design = Path(path)
     code = _compile(design)
+    opened: set[str] = set()
+    _RECORDING.append(opened)
+    try:
+        return _run(design, code)
+    finally:
+        _RECORDING.pop()
+        if inputs is not None:
+            inputs.add(str(design.resolve()))
+            inputs.update(p for p in opened if os.path.isfile(p) and not is_library_path(p))
+
+
+def _run(design: Path, code: types.CodeType) -> RootExpr:
     directory = str(design.resolve().parent)
     module_name = f"_agentgen_design_{next(_COUNTER)}"
     module = types.ModuleType(module_name)
@@ -107,6 +137,10 @@ def load_design(path: str | os.PathLike[str]) -> RootExpr:
             return finish(ctx)
     finally:
         sys.path.remove(directory)
+        for name in set(sys.modules) - before:
+            source = getattr(sys.modules[name], "__file__", None)
+            if source and _RECORDING:
+                _RECORDING[-1].add(os.path.abspath(source))
         _forget_design_modules(before, directory)
 
 

@@ -3,8 +3,12 @@ names (the canonical argument names templates and paging fields refer to)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from agentgen.dsl.expr import TypeExpr
 
@@ -30,11 +34,24 @@ def json_schema(expr: TypeExpr) -> dict[str, Any]:
     value = expr.value
     if isinstance(value, dict):
         return value
+    return model_schema(value, "validation")
+
+
+@lru_cache(maxsize=4096)
+def _model_schema(model: type[BaseModel], mode: Literal["validation", "serialization"]) -> str:
     try:
-        schema: dict[str, Any] = value.model_json_schema(by_alias=True, mode="validation")
+        return json.dumps(model.model_json_schema(by_alias=True, mode=mode))
     except Exception as exc:  # pydantic raises several unrelated types here
         raise SchemaProblem(str(exc).splitlines()[0]) from exc
-    return schema
+
+
+def model_schema(
+    model: type[BaseModel], mode: Literal["validation", "serialization"]
+) -> dict[str, Any]:
+    """A fresh copy of ``model``'s JSON Schema, computed once per model and mode (the
+    validator and the generator both need it, and pydantic's schema generation is slow)."""
+    value: dict[str, Any] = json.loads(_model_schema(model, mode))
+    return value
 
 
 def _is_string(schema: dict[str, Any]) -> bool:

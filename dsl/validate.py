@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 from jinja2 import TemplateSyntaxError, meta
 from jinja2.sandbox import SandboxedEnvironment
+from pydantic import BaseModel
 
 from agentgen.dsl.errors import DesignError
 from agentgen.dsl.expr import (
@@ -41,10 +42,25 @@ TEMPLATE_GLOBALS = frozenset({"args"})
 
 
 def prepare(root: RootExpr) -> None:
-    """Fill in defaults before validation reads the tree."""
+    """Fill in defaults before validation reads the tree, and finish the design's models.
+
+    A model referring to a class defined further down its module is completed by pydantic on
+    first use; that must happen now, while the design module can still be read.
+    """
     for registry in root.registries:
         if registry.api_version is None:
             registry.api_version = DEFAULT_API_VERSION
+    for toolset in root.toolsets:
+        for tool in toolset.tools:
+            types = [tool.args, tool.result, *(d.schema for d in tool.server_data)]
+            for expr in types:
+                model = expr.value if expr is not None else None
+                if (
+                    isinstance(model, type)
+                    and issubclass(model, BaseModel)
+                    and not model.__pydantic_complete__
+                ):
+                    model.model_rebuild(raise_errors=False)
 
 
 def validate(root: RootExpr) -> list[DesignError]:
@@ -209,8 +225,6 @@ class _Validator:
                 "tool needs a description (Tool(name, description) or Description(...)): "
                 "models choose tools by it and tool search indexes it",
             )
-        args = self.props(tool, tool.args, "Args")
-        self.props(tool, tool.result, "Return")
         kinds: dict[str, SourceLoc] = {}
         for data in tool.server_data:
             if data.kind in kinds:
@@ -224,6 +238,9 @@ class _Validator:
                 kinds[data.kind] = data.loc
         confirmation = tool.confirmation
         if confirmation is not None:
+            # Argument names are read only when a template needs them: computing JSON
+            # Schemas is the slowest part of validating a large design.
+            args = self.props(tool, tool.args, "Args")
             for label, text, loc in (
                 ("PromptTemplate", confirmation.prompt_template, confirmation.prompt_loc),
                 (

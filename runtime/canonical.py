@@ -7,6 +7,8 @@ JSON). Two values that are equal as JSON always have the same canonical form.
 from __future__ import annotations
 
 import json
+import math
+from json.encoder import encode_basestring
 from typing import Any
 
 
@@ -24,3 +26,59 @@ def compact_json(value: Any) -> str:
 
 def canonical_bytes(value: Any) -> bytes:
     return canonical_json(value).encode("utf-8")
+
+
+def pretty_json(value: Any) -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=False)``, several times faster.
+
+    The standard library falls back to its pure-Python encoder as soon as ``indent`` is set;
+    generated ``tool_schemas.json`` files of large designs spend most of their time there.
+    """
+    out: list[str] = []
+    _pretty(value, "", out)
+    return "".join(out)
+
+
+def _pretty(value: Any, pad: str, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(encode_basestring(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("NaN and infinities are not JSON")
+        out.append(float.__repr__(value))
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = pad + "  "
+        out.append("{")
+        separator = "\n"
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"JSON object keys must be strings, got {type(key).__name__}")
+            out.append(f"{separator}{inner}{encode_basestring(key)}: ")
+            _pretty(item, inner, out)
+            separator = ",\n"
+        out.append(f"\n{pad}}}")
+    elif isinstance(value, list | tuple):
+        if not value:
+            out.append("[]")
+            return
+        inner = pad + "  "
+        out.append("[")
+        separator = "\n"
+        for item in value:
+            out.append(separator + inner)
+            _pretty(item, inner, out)
+            separator = ",\n"
+        out.append(f"\n{pad}]")
+    else:
+        raise TypeError(f"{type(value).__name__} is not JSON")

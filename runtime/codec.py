@@ -15,11 +15,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Generic, Protocol, TypeVar
 
-import jsonschema  # type: ignore[import-untyped, unused-ignore]
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
-from referencing import Registry
-from referencing.exceptions import NoSuchResource, Unresolvable
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -117,6 +114,8 @@ class NullCodec:
 
 
 def _no_remote(uri: str) -> Any:
+    from referencing.exceptions import NoSuchResource
+
     raise NoSuchResource(uri)
 
 
@@ -127,6 +126,11 @@ class SchemaCodec:
     """
 
     def __init__(self, schema: dict[str, Any], what: str) -> None:
+        # Imported here: jsonschema is only needed by schema-typed tools, and importing it
+        # costs every process that only runs compiled tools.
+        import jsonschema  # type: ignore[import-untyped, unused-ignore]
+        from referencing import Registry
+
         jsonschema.Draft202012Validator.check_schema(schema)
         self.schema = schema
         self.what = what
@@ -144,6 +148,8 @@ class SchemaCodec:
         return value
 
     def check(self, value: Any) -> None:
+        from referencing.exceptions import Unresolvable
+
         try:
             errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         except Unresolvable as exc:

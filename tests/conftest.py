@@ -85,3 +85,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="rewrite the expected outputs of tests/designs_with_errors",
     )
+
+
+@pytest.fixture(autouse=True)
+def _private_generation_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests never read or write the user's agentgen cache."""
+    monkeypatch.setenv("AGENTGEN_CACHE_DIR", str(tmp_path_factory.mktemp("agentgen-cache")))

@@ -130,3 +130,57 @@ def test_generation_makes_no_network_call(tmp_path: Path, monkeypatch: object) -
     shutil.copy(EXAMPLES / "company" / "design.py", tmp_path / "design.py")
     code, _, err = gen("design.py", cwd=tmp_path)
     assert code == 0, err
+
+
+def test_regeneration_with_nothing_changed_skips_loading(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    from agentgen.codegen import loader
+
+    (tmp_path / "data.txt").write_text("Look up a record by its ID.")
+    (tmp_path / "design.py").write_text(
+        DESIGN.replace('"Look up a record by its ID."', 'open("data.txt").read()')
+    )
+    assert gen("design.py", cwd=tmp_path)[0] == 0
+    calls: list[object] = []
+    real = loader.load_design
+
+    def spy(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    assert hasattr(monkeypatch, "setattr")
+    monkeypatch.setattr(loader, "load_design", spy)  # type: ignore[attr-defined]
+    code, out, _ = gen("design.py", cwd=tmp_path)
+    assert (code, out, calls) == (0, "gen: 0 created, 0 updated, 0 removed, 20 unchanged\n", [])
+
+    # A file the design read changed: load and generate again.
+    (tmp_path / "data.txt").write_text("Find one record.")
+    code, out, _ = gen("design.py", cwd=tmp_path)
+    assert (code, len(calls)) == (0, 1)
+    assert "5 updated" in out  # specs, declarations, executor, two tool_schemas.json
+    assert "Find one record." in (tmp_path / "gen/assistant/toolsets/records/specs.py").read_text()
+
+    # A generated file edited by hand: generate again (and restore it).
+    specs = tmp_path / "gen/assistant/toolsets/records/specs.py"
+    specs.write_text(specs.read_text() + "# hand edit\n")
+    code, out, _ = gen("design.py", cwd=tmp_path)
+    assert (code, len(calls)) == (0, 2) and "1 updated" in out
+    assert "# hand edit" not in specs.read_text()
+
+    # --no-cache always loads.
+    assert gen("design.py", "--no-cache", cwd=tmp_path)[0] == 0
+    assert len(calls) == 3
+
+
+def test_changed_imported_module_is_noticed(tmp_path: Path) -> None:
+    (tmp_path / "texts.py").write_text('LOOKUP = "Look up a record by its ID."\n')
+    (tmp_path / "design.py").write_text(
+        DESIGN.replace('"Look up a record by its ID."', "texts.LOOKUP").replace(
+            "from agentgen.dsl import *", "from agentgen.dsl import *\nimport texts"
+        )
+    )
+    assert gen("design.py", cwd=tmp_path)[0] == 0
+    (tmp_path / "texts.py").write_text('LOOKUP = "Fetch a record."\n')
+    code, out, _ = gen("design.py", cwd=tmp_path)
+    assert code == 0 and "5 updated" in out

@@ -1,0 +1,276 @@
+"""Tool search speed and ranking agreement: agentgen's BM25 against bm25s and rank_bm25.
+
+Run from the repository root with `python bench/search.py` (needs `pip install bm25s rank-bm25
+numpy`). It prints a Markdown table and writes nothing. The catalogs are synthetic and
+deterministic, so runs differ only by machine noise.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import bm25s
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from agentgen.runtime.search import SearchEntry, SearchIndex
+from agentgen.runtime.search_document import SearchDocument, search_text, tokenize
+
+SEED = 20240601
+SIZES = (100, 1_000, 10_000)
+QUERY_COUNT = 200
+TOP_K = 5
+K1 = 1.2
+B = 0.75
+# Builds are repeated until this much time is spent, at least MIN_BUILDS times.
+BUILD_BUDGET_S = 3.0
+MIN_BUILDS = 7
+QUERY_ROUNDS = 3
+
+# Function words that real tool descriptions are full of: they sit at the head of the
+# Zipf distribution, so a few words occur in most tools, as they do in practice.
+FUNCTION_WORDS = str.split(
+    "the a of to and for by in with from or on an its all as at into this that "
+    "one each given any new when if"
+)
+VERBS = str.split(
+    "get list create update delete search find send fetch sync export import archive approve "
+    "cancel schedule resolve assign tag upload download merge validate summarize translate "
+    "count lookup publish rename move"
+)
+SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"] + ["qu", "th", "sh", "ch"]
+
+
+@dataclass(frozen=True)
+class Tool:
+    tool_id: str
+    title: str
+    description: str
+
+
+def make_vocabulary(rng: random.Random, size: int) -> list[str]:
+    words: list[str] = []
+    seen = set(FUNCTION_WORDS) | set(VERBS)
+    while len(words) < size:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+class Zipf:
+    """Draws words with probability proportional to 1 / (rank + offset) (Zipf-Mandelbrot)."""
+
+    def __init__(self, rng: random.Random, words: Sequence[str], offset: int = 0) -> None:
+        self.rng = rng
+        self.words = list(words)
+        total = 0.0
+        self.cumulative = []
+        for rank in range(1, len(words) + 1):
+            total += 1.0 / (rank + offset)
+            self.cumulative.append(total)
+
+    def draw(self, count: int) -> list[str]:
+        return self.rng.choices(self.words, cum_weights=self.cumulative, k=count)
+
+
+def make_catalog(size: int) -> tuple[list[Tool], list[str]]:
+    rng = random.Random(SEED + size)
+    content = make_vocabulary(rng, 3_000)
+    zipf = Zipf(rng, FUNCTION_WORDS[:6] + content[:200] + FUNCTION_WORDS[6:] + content[200:])
+    # Nouns have a flatter head: no single noun names a third of a large catalog.
+    nouns = Zipf(rng, content, offset=20)
+    toolsets = [f"{a}_{b}" if rng.random() < 0.3 else a for a, b in itertools.pairwise(content)]
+    toolsets = toolsets[: max(1, size // 20)]
+    tools: list[Tool] = []
+    ids: set[str] = set()
+    while len(tools) < size:
+        verb = rng.choice(VERBS)
+        name = "_".join([verb, *nouns.draw(rng.randint(1, 2))])
+        tool_id = f"{rng.choice(toolsets)}.{name}"
+        if tool_id in ids:
+            continue
+        ids.add(tool_id)
+        title = " ".join([verb.capitalize(), *nouns.draw(rng.randint(1, 3))])
+        words = zipf.draw(rng.randint(7, 15))
+        description = " ".join([verb.capitalize(), *words]) + "."
+        tools.append(Tool(tool_id, title, description))
+    queries = []
+    for _ in range(QUERY_COUNT):
+        tool = rng.choice(tools)
+        own = sorted(set(tokenize(f"{tool.title} {tool.description}")))
+        picked = rng.sample(own, min(len(own), rng.randint(1, 3)))
+        queries.append(" ".join([*picked, *zipf.draw(1)]))
+    return tools, queries
+
+
+def median_ms(samples: Sequence[float]) -> float:
+    return statistics.median(samples) * 1e3
+
+
+def percentile_us(samples: Sequence[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] * 1e6
+
+
+def time_builds(build: Callable[[int], object]) -> list[float]:
+    """Time build + first query; each repetition starts with a different query."""
+    samples: list[float] = []
+    started = time.perf_counter()
+    repetition = 0
+    while repetition < MIN_BUILDS or time.perf_counter() - started < BUILD_BUDGET_S:
+        gc.collect()
+        t0 = time.perf_counter()
+        build(repetition)
+        samples.append(time.perf_counter() - t0)
+        repetition += 1
+    return samples
+
+
+def time_queries(run: Callable[[int], object], count: int) -> list[float]:
+    """Per-query latency after one warm-up pass: for each query, the median over rounds."""
+    for i in range(count):
+        run(i)
+    per_query: list[list[float]] = [[] for _ in range(count)]
+    for _ in range(QUERY_ROUNDS):
+        for i in range(count):
+            t0 = time.perf_counter()
+            run(i)
+            per_query[i].append(time.perf_counter() - t0)
+    return [statistics.median(times) for times in per_query]
+
+
+def time_cold_queries(entries: Sequence[SearchEntry], queries: Sequence[str]) -> list[float]:
+    """Per-query latency on a fresh index, so every query word is weighed for the first time."""
+    samples = []
+    for query in queries:
+        index = SearchIndex(entries)
+        t0 = time.perf_counter()
+        index.search(query, TOP_K)
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def top_by_id(scores: Any, ids: Sequence[str]) -> list[str]:
+    """The top-k of a score vector with ties broken by tool ID, as agentgen ranks."""
+    positive = np.flatnonzero(scores > 0)
+    order = sorted(positive.tolist(), key=lambda doc: (-float(scores[doc]), ids[doc]))
+    return [ids[doc] for doc in order[:TOP_K]]
+
+
+@dataclass
+class Row:
+    system: str
+    build_ms: float | None
+    latencies: list[float]
+    agreement: float | None = None
+
+
+def bench_size(size: int) -> list[Row]:
+    tools, queries = make_catalog(size)
+    ids = [tool.tool_id for tool in tools]
+    texts = [search_text(tool.tool_id, tool.title, tool.description) for tool in tools]
+    # Counted ahead, as the generator does; not part of any timing.
+    documents = [SearchDocument.from_text(text) for text in texts]
+    entries = [SearchEntry(tool_id, doc) for tool_id, doc in zip(ids, documents, strict=True)]
+    corpus = [tokenize(text) for text in texts]
+    vocabulary = {word for tokens in corpus for word in tokens}
+    # Distinct query words, as agentgen scores them, and only known ones, which bm25s needs.
+    query_tokens = [sorted(set(tokenize(query)) & vocabulary) for query in queries]
+    n = len(queries)
+
+    def agentgen_build(i: int) -> object:
+        return SearchIndex(entries).search(queries[i % n], TOP_K)
+
+    def bm25s_index() -> bm25s.BM25:
+        retriever = bm25s.BM25(method="lucene", k1=K1, b=B)
+        retriever.index(corpus, show_progress=False)
+        return retriever
+
+    def bm25s_build(i: int) -> object:
+        return bm25s_index().retrieve([query_tokens[i % n]], k=TOP_K, show_progress=False)
+
+    def rank_bm25_build(i: int) -> object:
+        scores = BM25Okapi(corpus, k1=K1, b=B).get_scores(query_tokens[i % n])
+        return np.argpartition(-scores, TOP_K)[:TOP_K]
+
+    index = SearchIndex(entries)
+    retriever = bm25s_index()
+    okapi = BM25Okapi(corpus, k1=K1, b=B)
+
+    def bm25s_retrieve(i: int) -> object:
+        return retriever.retrieve([query_tokens[i]], k=TOP_K, show_progress=False)
+
+    def bm25s_scores(i: int) -> object:
+        return np.argpartition(-retriever.get_scores(query_tokens[i]), TOP_K)[:TOP_K]
+
+    def okapi_scores(i: int) -> object:
+        return np.argpartition(-okapi.get_scores(query_tokens[i]), TOP_K)[:TOP_K]
+
+    ours = [[hit.tool_id for hit in index.search(query, TOP_K)] for query in queries]
+
+    def agreement(score: Callable[[list[str]], Any]) -> float:
+        same = sum(
+            mine == (top_by_id(score(tokens), ids) if tokens else [])
+            for mine, tokens in zip(ours, query_tokens, strict=True)
+        )
+        return same / n
+
+    return [
+        Row(
+            "agentgen",
+            median_ms(time_builds(agentgen_build)),
+            time_queries(lambda i: index.search(queries[i], TOP_K), n),
+        ),
+        Row("agentgen, words not yet weighed", None, time_cold_queries(entries, queries)),
+        Row(
+            "bm25s `retrieve`",
+            median_ms(time_builds(bm25s_build)),
+            time_queries(bm25s_retrieve, n),
+            agreement(retriever.get_scores),
+        ),
+        Row("bm25s `get_scores` + argpartition", None, time_queries(bm25s_scores, n)),
+        Row(
+            "rank_bm25 `BM25Okapi`",
+            median_ms(time_builds(rank_bm25_build)),
+            time_queries(okapi_scores, n),
+            agreement(okapi.get_scores),
+        ),
+    ]
+
+
+def main() -> None:
+    print(
+        "| tools | system | build + first query, ms | query p50, µs | query p95, µs "
+        "| build ÷ agentgen's | p50 ÷ agentgen's | same top-5 as agentgen |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for size in SIZES:
+        rows = bench_size(size)
+        build, p50 = rows[0].build_ms, percentile_us(rows[0].latencies, 0.5)
+        assert build is not None
+        for row in rows:
+            row_p50 = percentile_us(row.latencies, 0.5)
+            cells = [
+                f"{size:,}",
+                row.system,
+                "" if row.build_ms is None else f"{row.build_ms:.2f}",
+                f"{row_p50:.0f}",
+                f"{percentile_us(row.latencies, 0.95):.0f}",
+                "" if row.build_ms is None else f"{row.build_ms / build:.1f}",
+                f"{row_p50 / p50:.2f}",
+                "" if row.agreement is None else f"{row.agreement:.1%}",
+            ]
+            print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
