@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel
 
@@ -44,7 +44,7 @@ from agentgen.dsl.expr import (
     TypeExpr,
 )
 from agentgen.dsl.names import python_identifier, q
-from agentgen.dsl.types import model_schema
+from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.dsl.validate import continuation_tools
 from agentgen.runtime.canonical import compact_json, pretty_json
 from agentgen.runtime.contract import tool_schema
@@ -446,6 +446,18 @@ def build(root: RootExpr) -> GenerationModel:
     """The generation model of a validated design. Raises :class:`DesignErrors`."""
     builder = _Builder(root)
     builder.assign_owners()
+    wanted: list[tuple[type[BaseModel], Mode]] = []
+    for toolset in root.toolsets:
+        for tool in toolset.tools:
+            for expr, mode in (
+                (tool.args, "validation"),
+                (tool.result, "serialization"),
+                *((d.schema, "serialization") for d in tool.server_data),
+            ):
+                value = expr.value if expr is not None else None
+                if isinstance(value, type) and issubclass(value, BaseModel):
+                    wanted.append((value, cast(Mode, mode)))
+    prefetch_schemas(wanted)
     for toolset in root.toolsets:
         builder.toolset(toolset)
     services: list[ServiceModel] = []

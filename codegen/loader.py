@@ -12,6 +12,7 @@ Three ways a load fails, each shown differently by the CLI:
 
 from __future__ import annotations
 
+import importlib.machinery
 import itertools
 import os
 import sys
@@ -51,17 +52,20 @@ def _compile(path: Path) -> types.CodeType:
         raise DesignFileError(f"{path} is a directory; pass the design's .py file")
     if path.suffix != ".py":
         raise DesignFileError(f"{path} is not a Python file: a design is a .py module")
+    # Python's own loader compiles through the bytecode cache (__pycache__), like an import.
+    loader = importlib.machinery.SourceFileLoader("_agentgen_design", str(path))
     try:
-        source = path.read_bytes()
+        code = loader.get_code("_agentgen_design")
     except OSError as exc:
         raise DesignFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        return compile(source, str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:
         where = f"{path}:{exc.lineno}" if exc.lineno else str(path)
         raise DesignFileError(f"{where}: not valid Python: {exc.msg}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, ImportError) as exc:
         raise DesignFileError(f"{path}: not valid Python: {exc}") from None
+    if code is None:
+        raise DesignFileError(f"{path}: not valid Python: no code")
+    return code
 
 
 def _is_agentgen_frame(filename: str) -> bool:

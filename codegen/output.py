@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,12 +86,23 @@ def write(root: Path, files: Iterable[RenderedFile]) -> Diff:
     files = list(files)
     diff = compare(root, files)
     by_path = {f.path: f for f in files}
-    for relative in [*diff.missing, *diff.stale]:
+    for directory in sorted({(root / r).parent for r in [*diff.missing, *diff.stale]}):
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def put(relative: str) -> None:
         target = root / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.agentgen-tmp")
-        tmp.write_text(by_path[relative].text, encoding="utf-8")
-        os.replace(tmp, target)
+        if relative in stale:
+            # Replaced in one step: a process importing the package never reads half a file.
+            tmp = target.with_name(f".{target.name}.agentgen-tmp")
+            tmp.write_text(by_path[relative].text, encoding="utf-8")
+            os.replace(tmp, target)
+        else:
+            target.write_text(by_path[relative].text, encoding="utf-8")
+
+    stale = set(diff.stale)
+    # File creation dominates writing a large tree; threads overlap the file system's latency.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(put, [*diff.missing, *diff.stale]))
     for relative in diff.extra:
         target = root / relative
         target.unlink()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import FunctionType
 
 from agentgen.dsl.errors import DesignError, DesignErrors
 from agentgen.dsl.expr import Expr, RootExpr
@@ -102,6 +103,11 @@ def run_body(ctx: EvalContext, expr: Expr, body: object, func: str) -> None:
 
 
 def _callable_without_arguments(fn: Callable[..., object]) -> bool:
+    if isinstance(fn, FunctionType):  # lambdas and functions: read the code object (fast)
+        code = fn.__code__
+        required = code.co_argcount - len(fn.__defaults__ or ())
+        required_kw = code.co_kwonlyargcount - len(fn.__kwdefaults__ or {})
+        return required <= 0 and required_kw <= 0
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # builtins without a signature: let the call decide
