@@ -8,15 +8,19 @@ later would change what already-running agents can see.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from agentgen.runtime.confirmation import Confirmer
 from agentgen.runtime.definition import AgentDefinition, RunPolicy
+from agentgen.runtime.engine import Engine, InMemoryEngine
 from agentgen.runtime.executor import ToolsetExecutor
+from agentgen.runtime.messages import Message
 from agentgen.runtime.model import ModelClient
 from agentgen.runtime.planner import Planner
+from agentgen.runtime.run import RunOutcome, RunRequest
 
 
 class RegistrationError(ValueError):
@@ -42,8 +46,22 @@ class RegistryRegistration:
 
 
 class Runtime:
-    def __init__(self, *, policy: RunPolicy | None = None) -> None:
+    """Registrations and runs.
+
+    ``engine`` runs agents (in memory by default); ``policy`` applies to every run on top of
+    each agent's own; ``confirm`` decides confirmations of tools that ask for one.
+    """
+
+    def __init__(
+        self,
+        *,
+        engine: Engine | None = None,
+        policy: RunPolicy | None = None,
+        confirm: Confirmer | None = None,
+    ) -> None:
+        self.engine: Engine = engine or InMemoryEngine()
         self.policy = policy or RunPolicy()
+        self.confirmer = confirm
         self._models: dict[str, ModelClient] = {}
         self._registries: dict[str, RegistryRegistration] = {}
         self._agents: dict[str, AgentRegistration] = {}
@@ -89,6 +107,13 @@ class Runtime:
             raise RegistrationError(f"runtime: agent {definition.id!r} is already registered")
         if planner is None:
             raise RegistrationError(f"runtime: agent {definition.id!r} needs a planner")
+        confirmed = sorted(s.id for s in definition.specs if s.confirmation is not None)
+        if confirmed and self.confirmer is None:
+            raise RegistrationError(
+                f"runtime: agent {definition.id!r} has tools that require confirmation "
+                f"({', '.join(confirmed)}) but the runtime has no confirmer: "
+                "pass Runtime(confirm=...)"
+            )
         needed = {s.toolset for s in definition.specs if s.kind == "service"}
         missing = sorted(needed - set(executors))
         if missing:
@@ -132,6 +157,11 @@ class Runtime:
         """A client for ``agent_id``. No I/O: the agent may even be registered later."""
         return AgentClient(self, agent_id)
 
+    async def run(self, request: RunRequest) -> RunOutcome:
+        """Run an agent to completion. The first run seals the runtime."""
+        self._sealed = True
+        return await self.engine.run(self, request)
+
 
 class AgentClient:
     """Runs one agent; obtained from generated ``new_client(rt)``."""
@@ -139,3 +169,25 @@ class AgentClient:
     def __init__(self, runtime: Runtime, agent_id: str) -> None:
         self.runtime = runtime
         self.agent_id = agent_id
+
+    async def run(
+        self,
+        messages: str | Sequence[Message],
+        *,
+        labels: Mapping[str, str] | None = None,
+        policy: RunPolicy | None = None,
+        run_id: str = "",
+    ) -> RunOutcome:
+        """Run the agent on ``messages`` (a string is one user message) and return the
+        outcome with the whole transcript. ``labels`` are the run's trusted labels."""
+        if isinstance(messages, str):
+            messages = [Message.user(messages)]
+        return await self.runtime.run(
+            RunRequest(
+                agent_id=self.agent_id,
+                messages=tuple(messages),
+                labels=dict(labels or {}),
+                policy=policy or RunPolicy(),
+                run_id=run_id,
+            )
+        )

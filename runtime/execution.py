@@ -1,0 +1,270 @@
+"""Executing one accepted call with its saved contract.
+
+The arguments are confirmed (when the tool asks for it), decoded and validated with the saved
+spec's codec, dispatched (a compiled executor, a registry provider through the saved
+registration token, or a child run of the agent exposed as the tool), and the result validated
+against the saved result contract. Every failure becomes a tool error result the model can read
+(what went wrong, which fields); nothing here crashes a run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from agentgen.runtime import confirmation
+from agentgen.runtime.calls import AcceptedCall
+from agentgen.runtime.codec import FieldIssue, PayloadError, decode_exact
+from agentgen.runtime.executor import ToolContext
+from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
+from agentgen.runtime.planner import RunContext
+from agentgen.runtime.registry_client import (
+    CallRef,
+    RegistryClient,
+    RegistryError,
+    ResultStream,
+    ToolCallMeta,
+)
+
+if TYPE_CHECKING:
+    from agentgen.runtime.runtime import AgentRegistration, Runtime
+
+#: How often an overloaded registry call is retried (with the same admission) before failing.
+MAX_OVERLOAD_RETRIES = 3
+
+
+def tool_error(
+    call: ToolCallPart, kind: str, message: str, issues: Sequence[FieldIssue] = ()
+) -> ToolResultPart:
+    error: dict[str, Any] = {"kind": kind, "message": message}
+    if issues:
+        error["issues"] = [{"path": i.path, "message": i.message} for i in issues]
+    return ToolResultPart(
+        call.call_id, call.tool_id, json.dumps({"error": error}, ensure_ascii=False), True
+    )
+
+
+@dataclass
+class ExecutionContext:
+    runtime: Runtime
+    registration: AgentRegistration
+    run: RunContext
+    #: Run IDs of child runs started for agent tools (linked to this run).
+    children: list[str] = field(default_factory=list)
+
+
+async def execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
+    call, spec = accepted.call, accepted.spec
+    try:
+        arguments = decode_exact(call.arguments or "{}")
+    except ValueError as exc:
+        return tool_error(call, "invalid_arguments", f"arguments are not JSON: {exc}")
+    if spec.confirmation is not None:
+        denied = await _confirm(context, accepted, arguments)
+        if denied is not None:
+            return denied
+    try:
+        payload = spec.payload.codec.decode(call.arguments or "{}")
+    except PayloadError as exc:
+        return tool_error(
+            call, "invalid_arguments", f"arguments of {spec.id} are invalid", exc.issues
+        )
+    if spec.kind == "agent":
+        return await _run_agent_tool(context, accepted, arguments)
+    if accepted.binding is not None:
+        return await _call_registry(context, accepted, payload)
+    return await _call_executor(context, accepted, payload)
+
+
+async def _confirm(
+    context: ExecutionContext, accepted: AcceptedCall, arguments: Any
+) -> ToolResultPart | None:
+    call, spec = accepted.call, accepted.spec
+    assert spec.confirmation is not None
+    confirmer = context.runtime.confirmer
+    if confirmer is None:
+        return tool_error(
+            call,
+            "confirmation_unavailable",
+            f"tool {spec.id} requires confirmation, but the runtime has no confirmer; it did "
+            "not run",
+        )
+    args = arguments if isinstance(arguments, dict) else {}
+    try:
+        text = confirmation.prompt(spec.confirmation, args, spec.id)
+        approved = await confirmer(
+            confirmation.ConfirmationRequest(
+                run_id=context.run.run_id,
+                agent_id=context.run.agent_id,
+                tool_id=spec.id,
+                tool_call_id=call.call_id,
+                title=spec.confirmation.title,
+                prompt=text,
+                arguments=args,
+            )
+        )
+        if approved:
+            return None
+        denied = confirmation.denied_result(spec.confirmation, args, spec.id)
+    except confirmation.ConfirmationError as exc:
+        return tool_error(call, "confirmation_failed", str(exc))
+    return ToolResultPart(
+        call.call_id, call.tool_id, json.dumps({"denied": denied}, ensure_ascii=False), True
+    )
+
+
+def _encode_result(accepted: AcceptedCall, value: Any) -> ToolResultPart:
+    call, spec = accepted.call, accepted.spec
+    try:
+        content = spec.result.codec.encode(value)
+    except PayloadError as exc:
+        return tool_error(
+            call,
+            "invalid_result",
+            f"{spec.id} returned a result that does not match its contract",
+            exc.issues,
+        )
+    return ToolResultPart(call.call_id, call.tool_id, content)
+
+
+async def _call_executor(
+    context: ExecutionContext, accepted: AcceptedCall, payload: Any
+) -> ToolResultPart:
+    call, spec = accepted.call, accepted.spec
+    executor = context.registration.executors.get(spec.toolset)
+    if executor is None:
+        return tool_error(call, "no_executor", f"no executor is registered for {spec.toolset}")
+    tool_context = ToolContext(
+        run_id=context.run.run_id,
+        agent_id=context.run.agent_id,
+        tool_id=spec.id,
+        tool_call_id=call.call_id,
+        labels=context.run.labels,
+    )
+    try:
+        value = await executor.execute(spec.id, payload, tool_context)
+    except Exception as exc:
+        return tool_error(call, "tool_failed", f"{spec.id} failed: {type(exc).__name__}: {exc}")
+    return _encode_result(accepted, value)
+
+
+async def _call_registry(
+    context: ExecutionContext, accepted: AcceptedCall, payload: Any
+) -> ToolResultPart:
+    call, spec, binding = accepted.call, accepted.spec, accepted.binding
+    assert binding is not None
+    registration = context.runtime.registry(binding.registry)
+    client: RegistryClient = registration.client
+    stream: ResultStream = registration.result_stream
+    labels = {
+        name: context.run.labels[name]
+        for name in spec.required_labels
+        if name in context.run.labels
+    }
+    meta = ToolCallMeta(run_id=context.run.run_id, tool_call_id=call.call_id, labels=labels)
+    token = binding.registration_token
+    try:
+        ref = await client.call_resolved_tool(
+            toolset=binding.toolset,
+            tool=spec.id,
+            payload_json=spec.payload.codec.encode(payload),
+            meta=meta,
+            expected_registration_token=token,
+        )
+        for _ in range(MAX_OVERLOAD_RETRIES + 1):
+            outcome = await stream.await_result(ref)
+            if outcome.status != "overloaded":
+                break
+            retried = await client.retry_tool(ref, expected_registration_token=token)
+            if retried != ref:
+                return tool_error(
+                    call,
+                    "registry_error",
+                    f"registry retry changed the admitted call of {spec.id} from {ref} to "
+                    f"{retried}; it was not run again",
+                )
+            ref = CallRef(retried.tool_use_id, retried.registration_token)
+        else:
+            return tool_error(call, "overloaded", f"{spec.id}: the provider stayed overloaded")
+    except RegistryError as exc:
+        return _registry_failure(call, spec.id, exc)
+    if outcome.status == "completed":
+        try:
+            value = spec.result.codec.decode(outcome.payload_json)
+        except PayloadError as exc:
+            return tool_error(
+                call, "invalid_result", f"{spec.id} returned an invalid result", exc.issues
+            )
+        return _encode_result(accepted, value)
+    if outcome.status == "outcome_unknown":
+        return tool_error(
+            call,
+            "outcome_unknown",
+            f"{spec.id}: the outcome is unknown; do not retry or issue a replacement call, "
+            "because the effect may have occurred",
+        )
+    return tool_error(
+        call, "tool_failed", f"{spec.id} failed: {outcome.message or outcome.payload_json}"
+    )
+
+
+def _registry_failure(call: ToolCallPart, tool_id: str, exc: RegistryError) -> ToolResultPart:
+    if exc.code == "call_not_admitted":
+        return tool_error(
+            call,
+            "call_not_admitted",
+            f"{tool_id} did not run: its provider was replaced before the call was admitted",
+        )
+    if exc.code == "admission_conflict":
+        return tool_error(
+            call,
+            "admission_conflict",
+            f"{tool_id} was not retried: the admission it was accepted under was replaced",
+        )
+    if exc.code == "not_found":
+        return tool_error(call, "not_found", f"{tool_id} did not run: {exc.message}")
+    return tool_error(call, "registry_error", f"{tool_id}: {exc}")
+
+
+async def _run_agent_tool(
+    context: ExecutionContext, accepted: AcceptedCall, arguments: Any
+) -> ToolResultPart:
+    from agentgen.runtime.run import RunRequest
+
+    call, spec = accepted.call, accepted.spec
+    assert spec.agent_id is not None
+    request = RunRequest(
+        agent_id=spec.agent_id,
+        messages=(Message.user(json.dumps(arguments, ensure_ascii=False, default=str)),),
+        labels=dict(context.run.labels),
+        parent_run_id=context.run.run_id,
+        parent_tool_call_id=call.call_id,
+    )
+    try:
+        outcome = await context.runtime.engine.run(context.runtime, request)
+    except Exception as exc:
+        return tool_error(
+            call, "agent_failed", f"agent {spec.agent_id} failed: {type(exc).__name__}: {exc}"
+        )
+    context.children.append(outcome.run_id)
+    value = outcome.final_value
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", by_alias=True)
+    if value is None and json.loads(spec.result.schema_json).get("type") != "null":
+        return tool_error(
+            call,
+            "agent_failed",
+            f"agent {spec.agent_id} answered in chat only; tool {spec.id} needs a structured "
+            "result matching its contract",
+        )
+    try:
+        decoded = spec.result.codec.decode(json.dumps(value, default=str))
+    except PayloadError as exc:
+        return tool_error(
+            call, "invalid_result", f"agent {spec.agent_id} returned an invalid result", exc.issues
+        )
+    return _encode_result(accepted, decoded)

@@ -1,0 +1,94 @@
+"""The consumer side of a tool registry: what the runtime asks of a registry service.
+
+A registry lists toolsets, resolves one to its full declaration plus the registration token of
+the admission it was read from, and runs calls against exactly that admission. Applications
+pass a client and a result stream to ``Runtime.register_registry``; the embedded and Redis
+registries implement these protocols, and tests use in-memory fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal, Protocol
+
+from agentgen.runtime.declarations import ToolsetDeclaration
+
+ErrorCode = str
+"""Registry error codes are open strings; the runtime reacts to these:
+
+``not_found``, ``validation_error``, ``service_unavailable``, ``call_not_admitted`` (the
+admission the call was made against was replaced before publication), ``admission_conflict``
+(a retry found the admission replaced), ``outcome_unknown`` (the call may have run; never
+retry it)."""
+
+
+class RegistryError(Exception):
+    """A registry refused or failed a request; ``code`` says how."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ResolvedToolset:
+    """One active catalog read: the declaration and the token of the admission it came from."""
+
+    toolset: ToolsetDeclaration
+    registration_token: str
+
+
+@dataclass(frozen=True)
+class ToolCallMeta:
+    run_id: str
+    tool_call_id: str
+    session_id: str = ""
+    parent_tool_call_id: str = ""
+    #: Trusted run labels the tool's contract requires (never shown to models).
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+
+
+@dataclass(frozen=True)
+class CallRef:
+    """The identity of an admitted call; a retry must return exactly the same one."""
+
+    tool_use_id: str
+    registration_token: str
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What the result stream says about a call."""
+
+    status: Literal["completed", "failed", "overloaded", "outcome_unknown"]
+    #: JSON text of the tool's result (``completed``) or of its error (``failed``).
+    payload_json: str = "null"
+    message: str = ""
+
+
+class RegistryClient(Protocol):
+    async def list_toolsets(self) -> list[str]: ...
+
+    async def resolve_toolset(self, name: str) -> ResolvedToolset: ...
+
+    async def call_resolved_tool(
+        self,
+        *,
+        toolset: str,
+        tool: str,
+        payload_json: str,
+        meta: ToolCallMeta,
+        expected_registration_token: str,
+    ) -> CallRef: ...
+
+    async def retry_tool(self, ref: CallRef, *, expected_registration_token: str) -> CallRef: ...
+
+
+class ResultStream(Protocol):
+    async def await_result(self, ref: CallRef) -> CallOutcome: ...

@@ -1,0 +1,203 @@
+"""The planner loop of one run.
+
+A run alternates planning activities and execution rounds: plan (``plan_start``, then
+``plan_resume`` with the results), accept the calls the assistant message holds against that
+activity's catalog, execute them with their saved contracts, and plan again, until the planner
+answers without tool calls. When the run's tool-call budget or failure limit is spent, the last
+activity is final-answer-only: no tools are advertised and no registry is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentgen.runtime.calls import AcceptedCall
+from agentgen.runtime.catalog import PlanningCatalog, Refusal
+from agentgen.runtime.definition import RunPolicy
+from agentgen.runtime.execution import ExecutionContext, execute, tool_error
+from agentgen.runtime.messages import Message, ToolResultPart
+from agentgen.runtime.planner import PlanInput, PlanResult, PlanResumeInput, RunContext
+from agentgen.runtime.policy import EffectivePolicy, merge, missing_labels
+
+if TYPE_CHECKING:
+    from agentgen.runtime.runtime import AgentRegistration, Runtime
+
+
+class RunError(Exception):
+    """A run could not start or continue; the message names the agent and the cause."""
+
+
+class MissingLabelsError(RunError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    agent_id: str
+    messages: Sequence[Message]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    #: The run's own policy options (restrict-to-tool, tag clauses, limits).
+    policy: RunPolicy = field(default_factory=RunPolicy)
+    run_id: str = ""
+    parent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    agent_id: str
+    transcript: tuple[Message, ...]
+    final_text: str
+    final_value: Any = None
+    tool_calls: int = 0
+    #: Child runs started for agent tools, in order.
+    child_runs: tuple[str, ...] = ()
+    parent_run_id: str | None = None
+    #: Every call accepted during the run, with the contract it was accepted under.
+    accepted_calls: tuple[AcceptedCall, ...] = ()
+
+
+@dataclass
+class _Round:
+    calls: int = 0
+    consecutive_failures: int = 0
+
+
+async def run_agent(runtime: Runtime, request: RunRequest) -> RunOutcome:
+    registration = runtime.agent(request.agent_id)
+    definition = registration.definition
+    missing = missing_labels(definition.required_labels, request.labels)
+    if missing:
+        raise MissingLabelsError(
+            f"agent {definition.id!r}: run is missing required labels: {', '.join(missing)}"
+        )
+    try:
+        policy = merge(definition.policy, runtime.policy, request.policy)
+    except ValueError as exc:
+        raise RunError(f"agent {definition.id!r}: {exc}") from None
+    run = RunContext(
+        run_id=request.run_id or uuid.uuid4().hex,
+        agent_id=definition.id,
+        labels=dict(request.labels),
+        parent_run_id=request.parent_run_id,
+    )
+    loop = _RunLoop(runtime, registration, run, policy)
+    return await loop.run(list(request.messages))
+
+
+class _RunLoop:
+    def __init__(
+        self,
+        runtime: Runtime,
+        registration: AgentRegistration,
+        run: RunContext,
+        policy: EffectivePolicy,
+    ) -> None:
+        self.runtime = runtime
+        self.registration = registration
+        self.run_context = run
+        self.policy = policy
+        self.execution = ExecutionContext(runtime, registration, run)
+        self.accepted: list[AcceptedCall] = []
+        self.state = _Round()
+
+    async def catalog(self, *, finalize: bool) -> PlanningCatalog:
+        catalog = PlanningCatalog(
+            self.runtime,
+            self.registration,
+            self.run_context.labels,
+            self.policy.tools,
+            tools_enabled=not finalize,
+        )
+        tools = self.registration.definition.registry_tools
+        if tools is not None and not finalize:
+            await tools.resolve(catalog)
+        return catalog
+
+    def spent(self) -> bool:
+        limit = self.policy.max_tool_calls
+        failures = self.policy.max_consecutive_failed_tool_calls
+        return (limit is not None and self.state.calls >= limit) or (
+            failures is not None and self.state.consecutive_failures >= failures
+        )
+
+    async def run(self, transcript: list[Message]) -> RunOutcome:
+        planner = self.registration.planner
+        catalog = await self.catalog(finalize=False)
+        result: PlanResult = await planner.plan_start(
+            PlanInput(tuple(transcript), catalog, self.run_context)
+        )
+        finalize = False
+        while True:
+            transcript.append(result.message)
+            calls = result.message.tool_calls()
+            if not calls:
+                return self.outcome(transcript, result)
+            if finalize:
+                raise RunError(
+                    f"agent {self.run_context.agent_id!r}: the planner returned tool calls in a "
+                    "final-answer-only activity"
+                )
+            results = await self.execute_round(catalog, calls)
+            transcript.append(Message("tool", tuple(results)))
+            finalize = self.spent()
+            catalog = await self.catalog(finalize=finalize)
+            result = await planner.plan_resume(
+                PlanResumeInput(
+                    tuple(transcript),
+                    catalog,
+                    self.run_context,
+                    tool_results=tuple(results),
+                    finalize=finalize,
+                )
+            )
+
+    async def execute_round(
+        self, catalog: PlanningCatalog, calls: Sequence[Any]
+    ) -> list[ToolResultPart]:
+        pending: list[tuple[int, AcceptedCall]] = []
+        results: list[ToolResultPart | None] = []
+        for call in calls:
+            limit = self.policy.max_tool_calls
+            if limit is not None and self.state.calls >= limit:
+                results.append(
+                    tool_error(
+                        call, "budget_exhausted", f"the run's budget of {limit} tool calls is spent"
+                    )
+                )
+                continue
+            accepted = catalog.accept(call)
+            if isinstance(accepted, Refusal):
+                results.append(tool_error(call, "not_permitted", accepted.reason))
+                continue
+            self.state.calls += 1
+            self.accepted.append(accepted)
+            pending.append((len(results), accepted))
+            results.append(None)
+        done = await asyncio.gather(*(execute(self.execution, a) for _, a in pending))
+        for (index, _), part in zip(pending, done, strict=True):
+            results[index] = part
+        final = [r for r in results if r is not None]
+        for part in final:
+            self.state.consecutive_failures = (
+                self.state.consecutive_failures + 1 if part.is_error else 0
+            )
+        return final
+
+    def outcome(self, transcript: list[Message], result: PlanResult) -> RunOutcome:
+        return RunOutcome(
+            run_id=self.run_context.run_id,
+            agent_id=self.run_context.agent_id,
+            transcript=tuple(transcript),
+            final_text=result.message.text,
+            final_value=result.final_value,
+            tool_calls=self.state.calls,
+            child_runs=tuple(self.execution.children),
+            parent_run_id=self.run_context.parent_run_id,
+            accepted_calls=tuple(self.accepted),
+        )
