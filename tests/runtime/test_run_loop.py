@@ -1,0 +1,278 @@
+"""SPEC G2, G3, G9, J2: the planner loop, run policy, execution errors, agent tools."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agentgen.runtime.definition import AgentDefinition, RunPolicy, TagClause
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentgen.runtime.planner import PlanInput, PlanResult, PlanResumeInput
+from agentgen.runtime.run import MissingLabelsError, RunError
+from agentgen.runtime.runtime import Runtime
+from agentgen.runtime.search_document import SearchDocument, search_text
+from tests.runtime.agents import ScriptedPlanner, answer, calls, records_definition, register
+
+
+def error_of(part: Any) -> dict[str, Any]:
+    assert isinstance(part, ToolResultPart) and part.is_error
+    error: dict[str, Any] = json.loads(part.content)["error"]
+    return error
+
+
+async def test_advertised_definitions_carry_deferred_flags_and_search_documents() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner([answer()])
+    register(rt, planner)
+    await rt.client("test.agent").run("hi")
+    (definitions,) = planner.seen
+    assert [(d.id, d.deferred) for d in definitions] == [
+        ("records.lookup", False),
+        ("records.search", True),
+        ("records.analyze", True),
+    ]
+    search = definitions[1]
+    assert search.search == SearchDocument.from_text(
+        search_text(search.id, search.title, search.description)
+    )
+    assert search.parameters()["required"] == ["query"]
+    definitions[1].parameters()["required"].append("x")
+    assert planner.seen[0][1].parameters()["required"] == ["query"]
+
+
+async def test_planner_gets_ordinary_calls_results_and_the_transcript() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner([calls(("records.search", {"query": "x"})), answer("found")])
+    executor = register(rt, planner)
+    outcome = await rt.client("test.agent").run("find x", run_id="run-1", labels={"tenant": "a"})
+    assert outcome.final_text == "found" and outcome.run_id == "run-1"
+    name, args, context = executor.calls[0]
+    assert (name, args.query, args.limit) == ("search", "x", 10)
+    assert (context.run_id, context.tool_id, context.labels) == (
+        "run-1",
+        "records.search",
+        {"tenant": "a"},
+    )
+    resume = planner.inputs[1]
+    assert isinstance(resume, PlanResumeInput)
+    assert [json.loads(r.content) for r in resume.tool_results] == [{"ids": ["r1"]}]
+    assert [m.role for m in resume.messages] == ["user", "assistant", "tool"]
+
+
+async def test_bad_model_arguments_become_a_tool_error_naming_the_field() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner(
+        [
+            calls(("records.search", {"query": "x", "limit": 500})),
+            calls(("records.lookup", {})),
+            answer(),
+        ]
+    )
+    executor = register(rt, planner)
+    outcome = await rt.client("test.agent").run("go")
+    first = error_of(outcome.transcript[2].parts[0])
+    assert first["kind"] == "invalid_arguments"
+    assert first["issues"][0]["path"] == "limit"
+    assert "less than or equal to 100" in first["issues"][0]["message"]
+    assert error_of(outcome.transcript[4].parts[0])["issues"][0]["path"] == "id"
+    assert executor.calls == []
+
+
+async def test_executor_exceptions_and_invalid_results_are_tool_errors() -> None:
+    class Broken:
+        async def execute(self, tool_id: str, payload: Any, context: Any) -> Any:
+            if tool_id == "records.search":
+                raise TimeoutError("backend slow")
+            return {"not": "a record"}
+
+    rt = Runtime()
+    planner = ScriptedPlanner(
+        [calls(("records.search", {"query": "x"}), ("records.lookup", {"id": "1"})), answer()]
+    )
+    rt.register_agent(
+        records_definition(), planner=planner, executors={"assistant.records": Broken()}
+    )
+    outcome = await rt.client("test.agent").run("go")
+    failed, invalid = outcome.transcript[2].parts
+    assert error_of(failed) == {
+        "kind": "tool_failed",
+        "message": "records.search failed: TimeoutError: backend slow",
+    }
+    assert error_of(invalid)["kind"] == "invalid_result"
+
+
+async def test_restrict_to_tool_filters_advertising_and_execution() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner([calls(("records.search", {"query": "x"})), answer()])
+    executor = register(rt, planner)
+    outcome = await rt.client("test.agent").run(
+        "go", policy=RunPolicy(restrict_to_tool="records.lookup")
+    )
+    assert [d.id for d in planner.seen[0]] == ["records.lookup"]
+    assert error_of(outcome.transcript[2].parts[0])["message"] == (
+        "tool 'records.search' is not permitted by the run policy"
+    )
+    assert executor.calls == []
+
+
+async def test_tag_clauses_allow_and_deny() -> None:
+    specs = records_definition().specs
+    tagged = tuple(
+        spec.__class__(**{**spec.__dict__, "tags": tags})
+        for spec, tags in zip(specs, [("read",), ("read", "slow"), ("write",)], strict=True)
+    )
+    rt = Runtime(policy=RunPolicy(tag_clauses=(TagClause(denied_any=("slow",)),)))
+    planner = ScriptedPlanner([calls(("records.analyze", {"ids": []})), answer()])
+    register(
+        rt,
+        planner,
+        records_definition(
+            specs=tagged, policy=RunPolicy(tag_clauses=(TagClause(allowed_any=("read", "write")),))
+        ),
+    )
+    outcome = await rt.client("test.agent").run(
+        "go", policy=RunPolicy(tag_clauses=(TagClause(allowed_any=("read",)),))
+    )
+    assert [d.id for d in planner.seen[0]] == ["records.lookup"]
+    assert error_of(outcome.transcript[2].parts[0])["kind"] == "not_permitted"
+
+
+async def test_unknown_tools_are_refused() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner([calls(("records.delete", {})), answer()])
+    register(rt, planner)
+    outcome = await rt.client("test.agent").run("go")
+    assert error_of(outcome.transcript[2].parts[0])["message"] == (
+        "tool 'records.delete' is not available to this agent"
+    )
+
+
+async def test_max_tool_calls_ends_with_a_final_answer_only_activity() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner(
+        [
+            calls(
+                ("records.lookup", {"id": "1"}),
+                ("records.lookup", {"id": "2"}),
+                ("records.lookup", {"id": "3"}),
+            ),
+            answer("summary"),
+        ]
+    )
+    executor = register(rt, planner, records_definition(policy=RunPolicy(max_tool_calls=5)))
+    outcome = await rt.client("test.agent").run("go", policy=RunPolicy(max_tool_calls=2))
+    results = outcome.transcript[2].parts
+    assert [r.is_error for r in results] == [False, False, True]  # type: ignore[union-attr]
+    assert error_of(results[2])["kind"] == "budget_exhausted"
+    assert len(executor.calls) == 2 and outcome.tool_calls == 2
+    assert planner.seen[1] == [] and planner.inputs[1].finalize  # type: ignore[attr-defined]
+    assert outcome.final_text == "summary"
+
+
+async def test_consecutive_failures_limit_finalizes() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner(
+        [calls(("records.lookup", {})), calls(("records.lookup", {})), answer("gave up")]
+    )
+    register(rt, planner, records_definition(policy=RunPolicy(max_consecutive_failed_tool_calls=2)))
+    outcome = await rt.client("test.agent").run("go")
+    assert [i.finalize for i in planner.inputs[1:]] == [False, True]  # type: ignore[attr-defined]
+    assert outcome.final_text == "gave up"
+
+
+async def test_tool_calls_in_a_final_answer_only_activity_fail_the_run() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner(
+        [calls(("records.lookup", {"id": "1"})), calls(("records.lookup", {"id": "2"}))]
+    )
+    register(rt, planner, records_definition(policy=RunPolicy(max_tool_calls=1)))
+    with pytest.raises(RunError, match="final-answer-only activity"):
+        await rt.client("test.agent").run("go")
+
+
+async def test_required_labels_are_checked_at_start_naming_every_missing_one() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner([answer()])
+    register(rt, planner, records_definition(required_labels=("tenant", "region", "user")))
+    with pytest.raises(MissingLabelsError, match="missing required labels: region, user"):
+        await rt.client("test.agent").run("go", labels={"tenant": "acme", "region": ""})
+    assert planner.inputs == []
+    outcome = await rt.client("test.agent").run(
+        "go", labels={"tenant": "a", "region": "b", "user": "c"}
+    )
+    assert outcome.final_text == "done"
+
+
+async def test_historical_calls_do_not_authorize_new_ones() -> None:
+    """J2: a transcript may hold calls to tools the agent no longer has; new calls to them are
+    refused by the current catalog."""
+    history = [
+        Message.user("earlier"),
+        Message("assistant", (ToolCallPart("old", "billing.charge", "{}"),)),
+        Message("tool", (ToolResultPart("old", "billing.charge", '{"ok": true}'),)),
+        Message("assistant", (TextPart("charged"),)),
+        Message.user("again"),
+    ]
+    rt = Runtime()
+    planner = ScriptedPlanner([calls(("billing.charge", {})), answer()])
+    register(rt, planner)
+    outcome = await rt.client("test.agent").run(history)
+    assert outcome.transcript[:5] == tuple(history)
+    assert error_of(outcome.transcript[6].parts[0])["kind"] == "not_permitted"
+
+
+# --------------------------------------------------------------------------- agents as tools
+
+
+class ExpertPlanner:
+    """The exported agent: answers with a structured result, or chat only."""
+
+    def __init__(self, structured: bool = True) -> None:
+        self.structured = structured
+        self.inputs: list[PlanInput] = []
+
+    async def plan_start(self, input: PlanInput) -> PlanResult:
+        self.inputs.append(input)
+        question = json.loads(input.messages[-1].text)["question"]
+        value = {"answer": f"42 is the answer to {question}"} if self.structured else None
+        return PlanResult(Message("assistant", (TextPart("done"),)), final_value=value)
+
+    async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
+        raise AssertionError("not expected")
+
+
+def expert_setup(structured: bool = True) -> tuple[Runtime, ScriptedPlanner, ExpertPlanner]:
+    import importlib
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    rt = Runtime()
+    expert = ExpertPlanner(structured)
+    rt.register_agent(sink.expert_definition(), planner=expert, executors={})
+    planner = ScriptedPlanner([calls(("ask_expert.ask", {"question": "life"})), answer("relayed")])
+    rt.register_agent(sink.triage_definition(), planner=planner, executors={})
+    return rt, planner, expert
+
+
+async def test_agent_tools_run_as_child_runs_linked_to_the_parent() -> None:
+    rt, _, expert = expert_setup()
+    outcome = await rt.client("helpdesk.triage").run("ask", run_id="parent", labels={"tenant": "t"})
+    (child,) = outcome.child_runs
+    assert child != "parent"
+    assert expert.inputs[0].run.parent_run_id == "parent"
+    assert expert.inputs[0].run.run_id == child
+    assert expert.inputs[0].run.labels == {"tenant": "t"}
+    result = outcome.transcript[2].parts[0]
+    assert json.loads(result.content) == {"answer": "42 is the answer to life"}  # type: ignore[union-attr]
+
+
+async def test_agent_tool_answering_in_chat_only_is_rejected() -> None:
+    rt, _, _ = expert_setup(structured=False)
+    outcome = await rt.client("helpdesk.triage").run("ask", labels={"tenant": "t"})
+    error = error_of(outcome.transcript[2].parts[0])
+    assert error["kind"] == "agent_failed" and "chat only" in error["message"]
+
+
+def test_definitions_are_plain_values() -> None:
+    assert isinstance(records_definition(), AgentDefinition)

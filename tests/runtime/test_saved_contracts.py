@@ -1,0 +1,236 @@
+"""SPEC G7–G8: accepted calls keep the contract and admission they were accepted under."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from agentgen.runtime.calls import AcceptedCall
+from agentgen.runtime.confirmation import ConfirmationRequest
+from agentgen.runtime.contract import tool_schema
+from agentgen.runtime.declarations import ToolsetDeclaration
+from agentgen.runtime.registry_client import ToolCallMeta
+from agentgen.runtime.search_document import SearchDocument
+from agentgen.runtime.specs import BoundsSpec, ConfirmationSpec, PagingSpec
+from tests.runtime.agents import (
+    ScriptedPlanner,
+    Sources,
+    answer,
+    calls,
+    echo_handler,
+    records_definition,
+    registry_runtime,
+)
+from tests.runtime.fake_registry import FakeRegistry
+
+PAY = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
+
+
+def payments(
+    prompt: str = "Pay {{ amount }}?", payload: dict[str, Any] | None = None
+) -> ToolsetDeclaration:
+    def declare(name: str, **extra: Any) -> Any:
+        return tool_schema(
+            tool_id=f"payments.{name}",
+            title=name.title(),
+            description=f"{name} a payment.",
+            tags=(),
+            payload_schema=payload or PAY,
+            payload_name=None,
+            result_schema={"type": "object"},
+            result_name=None,
+            search=SearchDocument.from_text(f"payments.{name} {name}"),
+            **extra,
+        )
+
+    return ToolsetDeclaration(
+        name="payments",
+        version="1",
+        tools=[
+            declare(
+                "pay",
+                confirmation=ConfirmationSpec(prompt, "Payment of {{ amount }} denied."),
+                required_labels=("tenant",),
+            ),
+            declare(
+                "list",
+                bounds=BoundsSpec(PagingSpec("cursor", "next", continue_tool="payments.more")),
+            ),
+            declare(
+                "more", bounds=BoundsSpec(PagingSpec("cursor", "next", source_tool="payments.list"))
+            ),
+        ],
+    )
+
+
+def setup(
+    registry: FakeRegistry,
+    planner: ScriptedPlanner,
+    decisions: list[ConfirmationRequest],
+    approve: bool = True,
+) -> Any:
+    async def confirm(request: ConfirmationRequest) -> bool:
+        decisions.append(request)
+        return approve
+
+    rt, _ = registry_runtime(registry, confirm=confirm)
+    definition = records_definition(id="test.payer", specs=(), deferred_tool_ids=())
+    sources = Sources(toolsets=[("company", "payments", "", False)])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    return rt
+
+
+def error_kind(part: Any) -> str:
+    assert part.is_error
+    kind: str = json.loads(part.content)["error"]["kind"]
+    return kind
+
+
+async def test_accepted_calls_save_definition_partner_and_token() -> None:
+    registry = FakeRegistry()
+    token = registry.publish(payments(), echo_handler)
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
+    )
+    (accepted,) = outcome.accepted_calls
+    assert accepted.spec.id == "payments.list"
+    assert accepted.partner is not None and accepted.partner.id == "payments.more"
+    assert accepted.binding is not None
+    assert (accepted.binding.registry, accepted.binding.toolset) == ("company", "payments")
+    assert accepted.binding.registration_token == token
+    assert accepted.binding.declaration["name"] == "payments.list"
+
+
+async def test_provider_replaced_between_acceptance_and_execution() -> None:
+    """The call keeps its saved contract: the old confirmation prompt, the old payload schema
+    (the new one would reject the arguments), and the old admission token, which the registry
+    refuses because it was replaced before publication (call_not_admitted)."""
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    stricter = {**PAY, "properties": {**PAY["properties"], "region": {"type": "string"}},
+                "required": ["amount", "region"]}  # fmt: skip
+    registry.replace_after_resolve["payments"] = payments("NEW PROMPT {{ region }}", stricter)
+    decisions: list[ConfirmationRequest] = []
+    planner = ScriptedPlanner([calls(("payments.pay", {"amount": 5})), answer()])
+    rt = setup(registry, planner, decisions)
+    outcome = await rt.client("test.payer").run("pay", labels={"tenant": "t"})
+    assert [d.prompt for d in decisions] == ["Pay 5?"]
+    assert error_kind(outcome.transcript[2].parts[0]) == "call_not_admitted"
+    assert registry.calls == []  # never sent old arguments to the new contract
+
+
+async def test_restore_uses_the_saved_declaration_not_the_current_catalog() -> None:
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    planner = ScriptedPlanner([calls(("payments.pay", {"amount": 5})), answer()])
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
+    )
+    checkpoint = json.loads(json.dumps(outcome.accepted_calls[0].to_json()))
+    registry.publish(payments("changed {{ amount }}"), echo_handler, revision="r9")
+    restored = AcceptedCall.from_json(checkpoint, lambda tool_id: None)
+    original = outcome.accepted_calls[0]
+    assert restored.spec.confirmation == original.spec.confirmation
+    assert restored.spec.confirmation is not None
+    assert restored.spec.confirmation.prompt_template == "Pay {{ amount }}?"
+    assert restored.binding == original.binding
+    assert restored.spec.payload.schema() == original.spec.payload.schema()
+    checkpoint = {
+        "call": {"call_id": "c", "tool_id": "records.lookup", "arguments": "{}"},
+        "tool": "records.lookup",
+        "toolset": "assistant.records",
+    }
+    specs = {s.id: s for s in records_definition().specs}
+    compiled = AcceptedCall.from_json(checkpoint, specs.get)
+    assert compiled.spec.id == "records.lookup" and compiled.binding is None
+
+
+async def test_denied_confirmation_answers_with_the_denied_template() -> None:
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    planner = ScriptedPlanner([calls(("payments.pay", {"amount": 7})), answer()])
+    outcome = (
+        await setup(registry, planner, [], approve=False)
+        .client("test.payer")
+        .run("go", labels={"tenant": "t"})
+    )
+    result = outcome.transcript[2].parts[0]
+    assert result.is_error  # type: ignore[union-attr]
+    assert json.loads(result.content) == {"denied": "Payment of 7 denied."}  # type: ignore[union-attr]
+    assert registry.calls == []
+
+
+async def test_dynamic_service_calls_use_the_saved_token_and_carry_required_labels() -> None:
+    registry = FakeRegistry()
+    seen: list[ToolCallMeta] = []
+
+    async def handler(tool: str, payload: Any, meta: ToolCallMeta) -> Any:
+        seen.append(meta)
+        return {"paid": payload["amount"]}
+
+    token = registry.publish(payments(), handler)
+    planner = ScriptedPlanner([calls(("payments.pay", {"amount": 9})), answer()])
+    outcome = (
+        await setup(registry, planner, [])
+        .client("test.payer")
+        .run("go", labels={"tenant": "acme", "secret": "x"}, run_id="r")
+    )
+    assert json.loads(outcome.transcript[2].parts[0].content) == {"paid": 9}  # type: ignore[union-attr]
+    assert registry.calls == [("payments.pay", '{"amount":9}', token)]
+    assert dict(seen[0].labels) == {"tenant": "acme"}  # only what the contract requires
+    assert (seen[0].run_id, seen[0].tool_call_id) == ("r", "c0_payments.pay")
+
+
+def use_id(run: str, call: str) -> str:
+    return hashlib.sha256(f"{run}\0{call}".encode()).hexdigest()
+
+
+async def test_overload_retry_keeps_the_token() -> None:
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    registry.overload.add(use_id("r", "c0_payments.list"))
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    outcome = (
+        await setup(registry, planner, [])
+        .client("test.payer")
+        .run("go", labels={"tenant": "t"}, run_id="r")
+    )
+    assert not outcome.transcript[2].parts[0].is_error  # type: ignore[union-attr]
+    assert len(registry.calls) == 1
+
+
+async def test_overload_retry_after_replacement_is_an_admission_conflict() -> None:
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    registry.overload.add(use_id("r", "c0_payments.list"))
+
+    async def replace_then_answer(tool: str, payload: Any, meta: ToolCallMeta) -> Any:
+        registry.publish(payments("v2"), echo_handler, revision="r2")
+        return {"items": []}
+
+    registry.admissions["payments"].handler = replace_then_answer
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    outcome = (
+        await setup(registry, planner, [])
+        .client("test.payer")
+        .run("go", labels={"tenant": "t"}, run_id="r")
+    )
+    assert error_kind(outcome.transcript[2].parts[0]) == "admission_conflict"
+
+
+async def test_published_calls_keep_their_original_result() -> None:
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+
+    async def answer_then_replace(tool: str, payload: Any, meta: ToolCallMeta) -> Any:
+        registry.publish(payments("v2"), echo_handler, revision="r2")  # replaced after publication
+        return {"kept": True}
+
+    registry.admissions["payments"].handler = answer_then_replace
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
+    )
+    assert json.loads(outcome.transcript[2].parts[0].content) == {"kept": True}  # type: ignore[union-attr]

@@ -1,0 +1,53 @@
+"""SPEC J1: search records live in message metadata and survive storing and compaction."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentgen.runtime import transcript
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
+
+RECORD = {
+    "openai.tool_search": [
+        {"type": "tool_search_call", "call_id": "s1", "arguments": {"query": "weather"}}
+    ]
+}
+
+
+def conversation() -> list[Message]:
+    return [
+        Message.system("Be brief."),
+        Message.user("first"),
+        Message("assistant", (ToolCallPart("c1", "weather.get", "{}"),), RECORD),
+        Message("tool", (ToolResultPart("c1", "weather.get", '{"t": 20}'),)),
+        Message("assistant", (TextPart("20 degrees"),)),
+        Message.user("second"),
+        Message("assistant", (ToolCallPart("c2", "weather.get", "{}"),), RECORD),
+        Message("tool", (ToolResultPart("c2", "weather.get", '{"t": 21}'),)),
+        Message("assistant", (TextPart("21 degrees"),)),
+    ]
+
+
+def test_storing_keeps_metadata() -> None:
+    messages = conversation()
+    restored = transcript.loads(transcript.dumps(messages))
+    assert restored == tuple(messages)
+    assert dict(restored[2].metadata) == RECORD
+
+
+def test_compaction_keeps_whole_exchanges_and_their_metadata() -> None:
+    messages = conversation()
+    compacted = transcript.compact(messages, keep_last=3)
+    assert [m.role for m in compacted] == ["system", "user", "assistant", "tool", "assistant"]
+    assert compacted[1].text == "second"
+    assert dict(compacted[2].metadata) == RECORD
+    assert transcript.compact(messages, keep_last=100) == tuple(messages)
+    with pytest.raises(ValueError):
+        transcript.compact(messages, keep_last=0)
+
+
+def test_loads_is_strict() -> None:
+    with pytest.raises(ValueError):
+        transcript.loads('{"role": "user"}')
+    with pytest.raises(ValueError):
+        transcript.loads('[{"role": "robot", "parts": []}]')
