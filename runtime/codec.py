@@ -101,7 +101,10 @@ class NullCodec:
         self.what = what
 
     def decode(self, data: str | bytes | Any) -> None:
-        value = decode_exact(data) if isinstance(data, str | bytes) else data
+        try:
+            value = decode_exact(data) if isinstance(data, str | bytes) else data
+        except ValueError as exc:
+            raise PayloadError(self.what, [FieldIssue("", f"not JSON: {exc}")]) from None
         if value is not None:
             raise PayloadError(self.what, [FieldIssue("", "expected null")])
 
@@ -151,7 +154,9 @@ class SchemaCodec:
         from referencing.exceptions import Unresolvable
 
         try:
-            errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+            errors = sorted(
+                self._validator.iter_errors(_as_floats(value)), key=lambda e: list(e.absolute_path)
+            )
         except Unresolvable as exc:
             raise PayloadError(self.what, [FieldIssue("", f"unresolvable $ref: {exc}")]) from None
         if errors:
@@ -161,7 +166,23 @@ class SchemaCodec:
 
     def encode(self, value: Any) -> str:
         self.check(value)
-        return encode_exact(value)
+        try:
+            return encode_exact(value)
+        except (TypeError, ValueError) as exc:  # NaN, infinities, values that are not JSON
+            raise PayloadError(self.what, [FieldIssue("", str(exc))]) from None
+
+
+def _as_floats(value: Any) -> Any:
+    """The value as ``json.loads`` would give it, for validation only: jsonschema compares
+    numbers with the schema's own (float) numbers, and mixing them with ``Decimal`` fails
+    (``multipleOf`` raises, ``enum: [0.1]`` rejects ``0.1``, ``1.0`` is not an integer)."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _as_floats(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_floats(v) for v in value]
+    return value
 
 
 def decode_exact(data: str | bytes) -> Any:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import StrictUndefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from agentgen.runtime.codec import encode_exact
 from agentgen.runtime.specs import ConfirmationSpec
 
 
@@ -40,11 +42,22 @@ class ConfirmationError(Exception):
 
 
 def _tojson(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    # Arguments are decoded exactly (non-integers as ``Decimal``): write those as the numbers
+    # they are, not as strings.
+    if isinstance(value, Decimal):
+        return encode_exact(value)
+    if isinstance(value, Mapping):
+        items = sorted(((str(k), v) for k, v in value.items()), key=lambda kv: kv[0])
+        return "{" + ", ".join(f"{_tojson(k)}: {_tojson(v)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_tojson(v) for v in value) + "]"
+    text: str = json.dumps(value, ensure_ascii=False, default=str)
+    return text
 
 
-def _environment() -> SandboxedEnvironment:
-    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+def _environment() -> ImmutableSandboxedEnvironment:
+    # Immutable: a template cannot change the arguments the confirmer is then shown.
+    env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
     env.filters["tojson"] = _tojson
     return env
 
@@ -57,7 +70,7 @@ def render(template: str, arguments: Mapping[str, Any], *, tool_id: str, which: 
     context["args"] = dict(arguments)
     try:
         return _ENV.from_string(template).render(context)
-    except TemplateError as exc:
+    except Exception as exc:  # TemplateError, and what templates raise (1/0, sandbox limits)
         raise ConfirmationError(
             f"tool {tool_id!r} {which}: {exc}; optional arguments are read as "
             '{{ args.get("name") }}'

@@ -268,6 +268,8 @@ def compile(declaration: ToolSchema | Mapping[str, Any] | None, *, toolset: str)
     result = _schema_type(
         name, "result", declaration.result_schema, contract.result.name if contract.result else None
     )
+    for data in contract.server_data:
+        _schema_type(name, f"server data {data.kind!r}", data.schema_, None)
     paging = contract.bounds.paging if contract.bounds else None
     return ToolSpec(
         id=name,

@@ -7,6 +7,7 @@ them as long as it keeps the messages (``to_json`` / ``from_json`` round-trip ev
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -46,7 +47,9 @@ Part = TextPart | ToolCallPart | ToolResultPart
 
 
 def _frozen(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(dict(metadata))
+    # A deep copy: changing the dict a message was built from (or the JSON it wrote) must not
+    # change the stored records.
+    return MappingProxyType(copy.deepcopy(dict(metadata)))
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class Message:
         return {
             "role": self.role,
             "parts": [_part_json(p) for p in self.parts],
-            "metadata": dict(self.metadata),
+            "metadata": copy.deepcopy(dict(self.metadata)),
         }
 
     @classmethod
@@ -89,23 +92,49 @@ class Message:
         unknown = set(data) - {"role", "parts", "metadata"}
         if unknown:
             raise ValueError(f"message has unknown fields: {sorted(unknown)}")
+        missing = {"role", "parts"} - set(data)
+        if missing:
+            raise ValueError(f"message is missing fields: {sorted(missing)}")
         role = data["role"]
         if role not in ("system", "user", "assistant", "tool"):
             raise ValueError(f"message role {role!r} is not one of system, user, assistant, tool")
-        return cls(role, tuple(_part(p) for p in data["parts"]), data.get("metadata", {}))
+        parts, metadata = data["parts"], data.get("metadata", {})
+        if not isinstance(parts, list | tuple):
+            raise ValueError("message parts must be a list")
+        if not isinstance(metadata, Mapping):
+            raise ValueError("message metadata must be an object")
+        return cls(role, tuple(_part(p) for p in parts), metadata)
 
 
 def _part_json(part: Part) -> dict[str, Any]:
     return {k: v for k, v in part.__dict__.items()}
 
 
+_PART_FIELDS: dict[str, tuple[type[Part], dict[str, type], frozenset[str]]] = {
+    "text": (TextPart, {"text": str}, frozenset()),
+    "tool_call": (ToolCallPart, {"call_id": str, "tool_id": str, "arguments": str}, frozenset()),
+    "tool_result": (
+        ToolResultPart,
+        {"call_id": str, "tool_id": str, "content": str, "is_error": bool},
+        frozenset({"is_error"}),
+    ),
+}
+
+
 def _part(data: Mapping[str, Any]) -> Part:
+    if not isinstance(data, Mapping):
+        raise ValueError("message part must be an object")
     kind = data.get("kind")
+    if kind not in _PART_FIELDS:
+        raise ValueError(f"unknown message part kind {kind!r}")
+    cls, types, optional = _PART_FIELDS[kind]
     fields = {k: v for k, v in data.items() if k != "kind"}
-    if kind == "text":
-        return TextPart(**fields)
-    if kind == "tool_call":
-        return ToolCallPart(**fields)
-    if kind == "tool_result":
-        return ToolResultPart(**fields)
-    raise ValueError(f"unknown message part kind {kind!r}")
+    unknown = set(fields) - set(types)
+    missing = set(types) - optional - set(fields)
+    if unknown or missing:
+        detail = f"unknown fields {sorted(unknown)}" if unknown else f"missing {sorted(missing)}"
+        raise ValueError(f"{kind} part has {detail}")
+    for name, value in fields.items():
+        if not isinstance(value, types[name]):
+            raise ValueError(f"{kind} part field {name!r} must be a {types[name].__name__}")
+    return cls(**fields)
