@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sys
 from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
@@ -76,7 +77,10 @@ def batch_memory() -> Iterator[None]:
 
 
 def report(design: Path, errors: DesignErrors) -> None:
-    click.echo(errors.format(), err=True)
+    from agentgen.codegen.diagnostics import format_errors
+
+    color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+    click.echo(format_errors(errors.errors, color=color), err=True)
     count = len(errors.errors)
     click.echo(f"{design}: {count} design error{'s' if count != 1 else ''}", err=True)
 
@@ -208,6 +212,71 @@ def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
         f"{output}: {len(diff.missing)} created, {len(diff.stale)} updated, "
         f"{len(diff.extra)} removed, {unchanged} unchanged"
     )
+
+
+@main.command()
+@click.argument("design", type=click.Path(path_type=Path))
+@click.argument("query")
+@click.option(
+    "--agent",
+    "agent_id",
+    help="Agent ID (service.agent) or name; needed when the design has several.",
+)
+@click.option("--limit", default=5, show_default=True, help="How many tools a search returns.")
+def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
+    """Rank an agent's deferred tools for QUERY as tool search would.
+
+    Shows the BM25 ranking (k1 1.2, b 0.75) over the agent's deferred compiled tools, with each
+    tool's score and every query word's contribution, so a team can check that its tools are
+    findable before shipping. Registry tools are resolved at run time and are not listed.
+
+    \b
+    Examples:
+      agentgen search examples/records/design.py --agent assistant.assistant "analyze records"
+      agentgen search design.py --agent reader "find a customer" --limit 10
+    """
+    from agentgen.codegen.agent_views import UnknownAgentError, select
+    from agentgen.codegen.build import build
+    from agentgen.runtime.adapters.names import provider_name
+    from agentgen.runtime.search import SearchEntry, SearchIndex
+    from agentgen.runtime.search_document import tokenize
+
+    with batch_memory():
+        root = load_or_exit(design)
+        model = build_or_exit(design, build, root)
+    try:
+        views = select(model, agent_id)
+    except UnknownAgentError as exc:
+        raise click.UsageError(str(exc)) from None
+    if len(views) != 1:
+        known = ", ".join(v.agent.id for v in views)
+        raise click.UsageError(f"the design has several agents; pick one with --agent ({known})")
+    (view,) = views
+    deferred = view.deferred
+    index = SearchIndex(
+        [SearchEntry(t.tool.id, t.tool.search, (provider_name(t.tool.id),)) for t in deferred]
+    )
+    words = sorted(set(tokenize(query)))
+    click.echo(
+        f"agent {view.agent.id}: {len(deferred)} deferred tool{'s' if len(deferred) != 1 else ''}"
+        f"; query {query!r} → words: {', '.join(words) or '(none)'}"
+    )
+    if view.registry_reads:
+        click.echo("  (registry sources are resolved at run time and are not searched here)")
+    hits = index.explain(query, limit)
+    if not hits:
+        click.echo(
+            "  no tool matches (a deferred tool is found only by the words of its ID, "
+            "title and description)"
+        )
+        return
+    width = max(len(h.tool_id) for h in hits)
+    for rank, hit in enumerate(hits, start=1):
+        terms = ", ".join(
+            f"{t.term} {t.contribution:.3f} (tf {t.tf}, idf {t.idf:.3f})" for t in hit.terms
+        )
+        exact = "exact name; " if hit.exact_name else ""
+        click.echo(f"  {rank}. {hit.tool_id:<{width}}  score {hit.score:.3f}  [{exact}{terms}]")
 
 
 if __name__ == "__main__":  # pragma: no cover

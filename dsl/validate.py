@@ -152,7 +152,8 @@ class _Validator:
                 other = first[expr.name]
                 self.error(
                     expr,
-                    f"{kind} name {q(expr.name)} duplicates a {kind} declared at "
+                    f"{kind} name {q(expr.name)} duplicates {'an' if kind[0] in 'aeiou' else 'a'} "
+                    f"{kind} declared at "
                     f"{other.loc.short()}{scope}",
                     related=(other.loc,),
                 )

@@ -48,10 +48,15 @@ def test_every_error_is_reported_with_file_line_and_where(tmp_path: Path) -> Non
     assert err.splitlines() == [
         'design.py:5: service "svc" › agent "a" › Use(records): agent "svc.a" toolset '
         '"records": Deferred selects unknown tool "serach" (its tools: lookup)',
-        'design.py:6: service "svc" › agent "a": agent name "a" duplicates a agent declared at '
+        """    Use(Records, lambda: Deferred("serach"))""",
+        "                         ^^^^^^^^^^^^^^^^^^",
+        'design.py:6: service "svc" › agent "a": agent name "a" duplicates an agent declared at '
         'design.py:4 within service "svc"',
+        '    Agent("a", "Again.")',
+        "    ^^^^^^^^^^^^^^^^^^^^",
         "design.py: 2 design errors",
     ]
+    assert "\x1b[" not in err  # no colour when not writing to a terminal
 
 
 def test_missing_file_and_non_python_files_exit_2(tmp_path: Path) -> None:

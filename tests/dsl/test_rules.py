@@ -32,7 +32,7 @@ with Service("svc"):
 Service("svc")  # <-
 Service("other", lambda: Agent("a", "Same agent name, other service: fine."))
 """,
-        'agent name "a" duplicates a agent declared at',
+        'agent name "a" duplicates an agent declared at',
         'service name "svc" duplicates a service declared at',
     )
 

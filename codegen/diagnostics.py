@@ -1,0 +1,44 @@
+"""Showing design errors: the ``file:line`` line, then the offending source line with a caret
+under the DSL call (its span was recorded when the call ran). Colour only on a terminal."""
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Iterable
+
+from agentgen.dsl.errors import DesignError
+
+_RED = "\x1b[31m"
+_BOLD = "\x1b[1m"
+_DIM = "\x1b[2m"
+_RESET = "\x1b[0m"
+
+
+def excerpt(error: DesignError) -> list[str]:
+    """The source line of ``error`` and a caret line under the call, or nothing."""
+    loc = error.loc
+    if loc.line <= 0:
+        return []
+    source = linecache.getline(loc.file, loc.line).rstrip("\n")
+    if not source.strip():
+        return []
+    indent = len(source) - len(source.lstrip())
+    start = max(loc.col, indent)
+    end = loc.end_col if loc.end_line == loc.line and loc.end_col > start else len(source)
+    return [f"    {source.strip()}", "    " + " " * (start - indent) + "^" * max(1, end - start)]
+
+
+def format_errors(errors: Iterable[DesignError], *, color: bool = False) -> str:
+    linecache.checkcache()
+    lines: list[str] = []
+    for error in errors:
+        head = error.format()
+        if color:
+            where, _, what = head.partition(": ")
+            head = f"{_BOLD}{where}{_RESET}: {_RED}{what}{_RESET}"
+        lines.append(head)
+        snippet = excerpt(error)
+        if color and snippet:
+            snippet = [f"{_DIM}{snippet[0]}{_RESET}", f"{_RED}{snippet[1]}{_RESET}"]
+        lines.extend(snippet)
+    return "\n".join(lines)

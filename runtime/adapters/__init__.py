@@ -1,0 +1,76 @@
+"""Model adapters: provider clients that do tool search inside ``complete``.
+
+=============================  ===========================  ==================================
+adapter                        provider SDK                 deferred tools
+=============================  ===========================  ==================================
+:class:`OpenAIResponsesModel`  ``openai.AsyncOpenAI``       client-executed ``tool_search``
+                               (direct or Bedrock)          (BM25 in the adapter)
+:class:`AnthropicMessagesModel` ``anthropic.AsyncAnthropic`` hosted regex search
+                               / ``AsyncAnthropicBedrock``
+:class:`BedrockConverseModel`  boto3 ``bedrock-runtime``    refused (ToolSearchUnsupportedError)
+=============================  ===========================  ==================================
+
+Each adapter needs only its own SDK, so the adapter classes are imported on first use: an
+application that installed ``agentgen[anthropic]`` alone can still import this package.
+Native search records are kept in the returned message's metadata under
+:data:`OPENAI_METADATA_KEY` and :data:`ANTHROPIC_METADATA_KEY`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from agentgen.runtime.adapters.errors import (
+    HistoryReplayError,
+    MissingNamespaceHistoryError,
+    ModelError,
+    OutputBudgetError,
+    ProviderNameError,
+    ToolIdentityError,
+    ToolSearchUnsupportedError,
+)
+from agentgen.runtime.adapters.names import NameMap, provider_name
+
+if TYPE_CHECKING:
+    from agentgen.runtime.adapters.anthropic_messages import (
+        TOOL_CHANGE_MODELS,
+        AnthropicMessagesModel,
+    )
+    from agentgen.runtime.adapters.bedrock_converse import BedrockConverseModel
+    from agentgen.runtime.adapters.openai_responses import OpenAIResponsesModel
+
+__all__ = [
+    "ANTHROPIC_METADATA_KEY",
+    "OPENAI_METADATA_KEY",
+    "TOOL_CHANGE_MODELS",
+    "AnthropicMessagesModel",
+    "BedrockConverseModel",
+    "HistoryReplayError",
+    "MissingNamespaceHistoryError",
+    "ModelError",
+    "NameMap",
+    "OpenAIResponsesModel",
+    "OutputBudgetError",
+    "ProviderNameError",
+    "ToolIdentityError",
+    "ToolSearchUnsupportedError",
+    "provider_name",
+]
+
+OPENAI_METADATA_KEY = "openai.tool_search"
+ANTHROPIC_METADATA_KEY = "anthropic.tool_search"
+
+_LAZY = {
+    "OpenAIResponsesModel": "agentgen.runtime.adapters.openai_responses",
+    "AnthropicMessagesModel": "agentgen.runtime.adapters.anthropic_messages",
+    "TOOL_CHANGE_MODELS": "agentgen.runtime.adapters.anthropic_messages",
+    "BedrockConverseModel": "agentgen.runtime.adapters.bedrock_converse",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,267 @@
+"""Anthropic Messages adapter with Claude's hosted tool search, direct or on Bedrock.
+
+Claude searches on the provider's side, so every permitted tool is sent: deferred ones with
+``defer_loading: true``, which keeps them out of the model's context until a search finds them,
+plus the hosted regex search tool whenever something is deferred or the transcript already
+holds searches. The search tool is never deferred, so an agent whose own tools are all
+deferred still sends one immediate tool. The prompt-cache marker goes on the search tool (or,
+without one, on the last tool), never on a deferred tool, whose definition is not part of the
+cached prefix.
+
+On Bedrock (``AsyncAnthropicBedrock``, i.e. InvokeModel) the search tool's type has no date, the
+tool-search beta goes into the body's ``anthropic_beta`` and ``anthropic_version`` is pinned to
+the version AWS documents.
+
+Out of scope: continuing a turn that Claude paused (``pause_turn``) after doing only hosted
+work. Such a reply is refused with a :class:`~agentgen.runtime.model.ModelError` instead of
+being passed off as a final answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+from typing import Any, Literal
+
+import anthropic
+from anthropic import AsyncAnthropic, AsyncAnthropicBedrock
+
+from agentgen.runtime.adapters.anchors import Anchored
+from agentgen.runtime.adapters.anthropic_replay import Replay, encode_history, validate_blocks
+from agentgen.runtime.adapters.anthropic_search import (
+    BEDROCK_ANTHROPIC_VERSION,
+    BEDROCK_SEARCH_TOOL_TYPE,
+    BEDROCK_TOOL_SEARCH_BETA,
+    METADATA_KEY,
+    SEARCH_TOOL_NAME,
+    SEARCH_TOOL_TYPE,
+    TOOL_CHANGES_BETA,
+    Definition,
+    SearchMetadata,
+    change_message,
+)
+from agentgen.runtime.adapters.errors import ToolIdentityError
+from agentgen.runtime.adapters.names import NameMap
+from agentgen.runtime.adapters.selection import ToolSelection, select_tools
+from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
+from agentgen.runtime.model import (
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolSearchUnsupportedError,
+    Usage,
+)
+
+__all__ = ["TOOL_CHANGE_MODELS", "AnthropicMessagesModel"]
+
+AnthropicPlatform = Literal["anthropic", "bedrock"]
+
+#: Model ID patterns (``fnmatch`` syntax) known to support mid-conversation tool changes.
+#: Which models do is not published, so none are assumed; declare yours with
+#: ``AnthropicMessagesModel(..., tool_change_models=[...])``.
+TOOL_CHANGE_MODELS: tuple[str, ...] = ()
+
+_RESERVED = {SEARCH_TOOL_NAME: "is the name of Claude's hosted tool search tool"}
+
+
+class AnthropicMessagesModel:
+    """A :class:`~agentgen.runtime.model.ModelClient` over the Messages API.
+
+    ``client`` is an ``anthropic.AsyncAnthropic`` or ``anthropic.AsyncAnthropicBedrock``;
+    ``platform`` defaults from its type and is only needed for other Bedrock clients.
+    ``default_max_tokens`` is used when a request sets none (the API requires one).
+    ``tool_change_models`` extends :data:`TOOL_CHANGE_MODELS`: models allowed to receive
+    ``tool_addition``/``tool_removal`` changes, which replaying a conversation needs once a tool
+    an earlier search found has left the catalog. ``cache_tools`` places the prompt-cache
+    marker on the tools.
+    """
+
+    def __init__(
+        self,
+        client: AsyncAnthropic | AsyncAnthropicBedrock,
+        *,
+        platform: AnthropicPlatform | None = None,
+        default_max_tokens: int = 4096,
+        tool_change_models: Iterable[str] = (),
+        cache_tools: bool = True,
+    ) -> None:
+        if default_max_tokens < 1:
+            raise ValueError(
+                f"anthropic: default_max_tokens must be positive, got {default_max_tokens}"
+            )
+        self._client = client
+        self.platform: AnthropicPlatform = platform or (
+            "bedrock" if isinstance(client, AsyncAnthropicBedrock) else "anthropic"
+        )
+        self.default_max_tokens = default_max_tokens
+        self.tool_change_models = (*TOOL_CHANGE_MODELS, *tool_change_models)
+        self.cache_tools = cache_tools
+        self._provider = "anthropic on bedrock" if self.platform == "bedrock" else "anthropic"
+
+    def supports_tool_changes(self, model: str) -> bool:
+        """Whether ``model`` is declared to accept mid-conversation tool changes."""
+        return any(fnmatchcase(model, pattern) for pattern in self.tool_change_models)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        provider = self._provider
+        selection = select_tools(provider, request)
+        names = NameMap(provider, (tool.id for tool in request.tools), _RESERVED)
+        current = {
+            names.name(tool.id): Definition.of(tool, names.name(tool.id)) for tool in selection.all
+        }
+        replay = encode_history(provider, request.messages, names, current)
+        body, betas = self._body(request, selection, names, current, replay)
+        raw = await self._create(body, betas, request.model)
+        return self._decode(raw, request, selection, names, current, replay)
+
+    def _body(
+        self,
+        request: ModelRequest,
+        selection: ToolSelection,
+        names: NameMap,
+        current: Mapping[str, Definition],
+        replay: Replay,
+    ) -> tuple[dict[str, Any], list[str]]:
+        deferred_ids = {tool.id for tool in selection.deferred}
+        tools = [
+            current[names.name(tool.id)].param(deferred=tool.id in deferred_ids)
+            for tool in request.tools
+        ]
+        tools.extend(definition.param(deferred=True) for definition in replay.resent)
+        betas: list[str] = []
+        if deferred_ids or replay.resent or replay.searched:
+            bedrock = self.platform == "bedrock"
+            search_type = BEDROCK_SEARCH_TOOL_TYPE if bedrock else SEARCH_TOOL_TYPE
+            tools.append({"type": search_type, "name": SEARCH_TOOL_NAME})
+            if bedrock:
+                betas.append(BEDROCK_TOOL_SEARCH_BETA)
+        if self.cache_tools and tools:
+            # The last entry is the search tool if there is one, else an immediate tool.
+            tools[-1]["cache_control"] = {"type": "ephemeral"}
+        messages = list(replay.messages)
+        if replay.changes:
+            messages.append(change_message(replay.changes))
+        if replay.changes or replay.changed:
+            if not self.supports_tool_changes(request.model):
+                changes = ", ".join(f"{c.kind} {c.name!r}" for c in replay.changes) or (
+                    "replaying earlier changes"
+                )
+                raise ToolSearchUnsupportedError(
+                    f"{self._provider}: tools found by earlier searches changed availability "
+                    f"({changes}), which needs mid-conversation tool changes, and model "
+                    f"{request.model!r} is not declared to support them. If it does, pass "
+                    f"tool_change_models=[{request.model!r}] to AnthropicMessagesModel; "
+                    "otherwise keep those tools in the catalog or start a new conversation"
+                )
+            betas.append(TOOL_CHANGES_BETA)
+        max_tokens = self.default_max_tokens if request.max_tokens is None else request.max_tokens
+        if max_tokens < 1:
+            raise ModelError(f"{self._provider}: max_tokens must be positive, got {max_tokens}")
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": max_tokens,
+            "messages": messages,
+        }
+        system = [text for text in (request.system, *replay.system) if text]
+        if system:
+            body["system"] = "\n\n".join(system)
+        if tools:
+            body["tools"] = tools
+            choice = selection.choice
+            if choice.mode == "none":
+                body["tool_choice"] = {"type": "none"}
+            elif choice.mode == "any":
+                body["tool_choice"] = {"type": "any"}
+            elif selection.forced is not None:
+                name = names.name(selection.forced.id)
+                body["tool_choice"] = {"type": "tool", "name": name}
+        if self.platform == "bedrock":
+            body["extra_body"] = {"anthropic_version": BEDROCK_ANTHROPIC_VERSION}
+        return body, betas
+
+    async def _create(
+        self, body: Mapping[str, Any], betas: list[str], model: str
+    ) -> dict[str, Any]:
+        # Both client classes expose the same resources; their union confuses type checkers.
+        client: Any = self._client
+        try:
+            if betas:
+                response = await client.beta.messages.create(**body, betas=betas)
+            else:
+                response = await client.messages.create(**body)
+        except anthropic.APIError as exc:
+            raise ModelError(
+                f"{self._provider}: the request for model {model!r} failed: {exc}"
+            ) from exc
+        raw: dict[str, Any] = response.to_dict(mode="json", warnings=False)
+        return raw
+
+    def _decode(
+        self,
+        raw: Mapping[str, Any],
+        request: ModelRequest,
+        selection: ToolSelection,
+        names: NameMap,
+        current: Mapping[str, Definition],
+        replay: Replay,
+    ) -> ModelResponse:
+        what = f"{self._provider}: reply {raw.get('id')!r} of model {request.model!r}"
+        permitted = {tool.id for tool in selection.all}
+        parts: list[Part] = []
+        records: list[Anchored] = []
+        for block in raw.get("content") or []:
+            kind = block.get("type")
+            if kind == "text":
+                parts.append(TextPart(block.get("text") or ""))
+            elif kind == "tool_use":
+                parts.append(self._call(block, what, names, permitted))
+            elif kind in ("server_tool_use", "tool_search_tool_result"):
+                records.append((len(parts), block))
+            else:
+                raise ModelError(
+                    f"{what} holds a content block of type {kind!r}, which this adapter does "
+                    "not handle"
+                )
+        referenced, unanswered = validate_blocks(
+            [block for _, block in records], what, stored=False
+        )
+        stop_reason = raw.get("stop_reason")
+        if stop_reason == "pause_turn" or unanswered:
+            raise ModelError(
+                f"{what} paused its turn (stop_reason {stop_reason!r}) with hosted tool search "
+                "work in progress; continuing such pauses is not supported: retry the request"
+            )
+        sent = {**current, **{definition.name: definition for definition in replay.resent}}
+        definitions = []
+        for name in referenced:
+            definition = sent.get(name)
+            if definition is None:
+                raise ModelError(f"{what}: a search found {name!r}, which the request did not send")
+            definitions.append(definition)
+        metadata: dict[str, Any] = {}
+        if records or replay.changes:
+            metadata[METADATA_KEY] = SearchMetadata(
+                tuple(records), tuple(definitions), replay.changes
+            ).to_json()
+        usage = raw.get("usage") or {}
+        return ModelResponse(
+            Message("assistant", tuple(parts), metadata),
+            Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            str(stop_reason) if stop_reason is not None else None,
+        )
+
+    def _call(
+        self, block: Mapping[str, Any], what: str, names: NameMap, permitted: set[str]
+    ) -> ToolCallPart:
+        name, call_id, arguments = block.get("name"), block.get("id"), block.get("input")
+        if not isinstance(name, str) or not isinstance(call_id, str):
+            raise ModelError(f"{what} holds a tool_use block without name or id")
+        tool_id = names.tool_id(name)
+        if tool_id is None or tool_id not in permitted:
+            raise ToolIdentityError(
+                f"{what} called {name!r}, which is not a tool this request permits"
+            )
+        return ToolCallPart(
+            call_id, tool_id, json.dumps(arguments if arguments is not None else {})
+        )

@@ -1,0 +1,200 @@
+"""Amazon Bedrock Converse adapter: eager tools only.
+
+Converse has no tool search: its tool specifications cannot be deferred, and Claude's hosted
+search is only reachable through InvokeModel (use
+:class:`~agentgen.runtime.adapters.anthropic_messages.AnthropicMessagesModel` with
+``AsyncAnthropicBedrock`` for that). A request in which the model could need a deferred tool is
+therefore refused with :class:`~agentgen.runtime.model.ToolSearchUnsupportedError`; loading the
+deferred tools eagerly instead would silently change what the model sees and pays for. Forcing
+one tool sends just that tool, and tool choice ``none`` turns discovery (and tools) off, so both
+work whatever is deferred.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+
+from agentgen.runtime.adapters.anchors import describe
+from agentgen.runtime.adapters.errors import HistoryReplayError, ToolIdentityError
+from agentgen.runtime.adapters.names import NameMap
+from agentgen.runtime.adapters.selection import select_tools
+from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
+from agentgen.runtime.model import (
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolDefinition,
+    ToolSearchUnsupportedError,
+    Usage,
+)
+
+__all__ = ["BedrockConverseModel"]
+
+_PROVIDER = "bedrock converse"
+
+
+class BedrockConverseModel:
+    """A :class:`~agentgen.runtime.model.ModelClient` over boto3's ``converse``.
+
+    ``client`` is a boto3 ``bedrock-runtime`` client. boto3 is synchronous, so each call runs in
+    a worker thread and does not block the event loop.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        selection = select_tools(_PROVIDER, request)
+        if selection.discovery:
+            raise ToolSearchUnsupportedError(
+                f"{_PROVIDER}: model {request.model!r} was given deferred tools "
+                f"{sorted(tool.id for tool in selection.deferred)}, but Converse cannot load "
+                "tools by search (and they are not loaded eagerly instead). Use the Anthropic "
+                "Messages adapter on Bedrock (InvokeModel) or the OpenAI Responses adapter for "
+                "tool search, or remove Deferred() for this agent"
+            )
+        names = NameMap(_PROVIDER, (tool.id for tool in request.tools))
+        system, messages, used_tools = _encode_history(request.messages, names)
+        if selection.forced is not None:
+            advertised: tuple[ToolDefinition, ...] = (selection.forced,)
+        elif selection.choice.mode == "none":
+            # Converse cannot say "no tool", and rejects tool blocks in a history sent without a
+            # tool configuration; only then are the eager tools sent, and any call refused.
+            advertised = selection.eager if used_tools else ()
+        else:
+            advertised = selection.eager
+        kwargs: dict[str, Any] = {"modelId": request.model, "messages": messages}
+        system_texts = [text for text in (request.system, *system) if text]
+        if system_texts:
+            kwargs["system"] = [{"text": text} for text in system_texts]
+        if request.max_tokens is not None:
+            if request.max_tokens < 1:
+                raise ModelError(
+                    f"{_PROVIDER}: max_tokens must be positive, got {request.max_tokens}"
+                )
+            kwargs["inferenceConfig"] = {"maxTokens": request.max_tokens}
+        if advertised:
+            config: dict[str, Any] = {
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": names.name(tool.id),
+                            "description": tool.description or tool.title,
+                            "inputSchema": {"json": tool.parameters()},
+                        }
+                    }
+                    for tool in advertised
+                ]
+            }
+            if selection.forced is not None:
+                config["toolChoice"] = {"tool": {"name": names.name(selection.forced.id)}}
+            elif selection.choice.mode == "any":
+                config["toolChoice"] = {"any": {}}
+            kwargs["toolConfig"] = config
+        try:
+            raw = await asyncio.to_thread(self._client.converse, **kwargs)
+        except (BotoCoreError, ClientError) as exc:
+            raise ModelError(
+                f"{_PROVIDER}: the request for model {request.model!r} failed: {exc}"
+            ) from exc
+        callable_ids = (
+            set() if selection.choice.mode == "none" else {tool.id for tool in advertised}
+        )
+        return _decode(raw, request.model, names, callable_ids)
+
+
+def _encode_history(
+    history: Sequence[Message], names: NameMap
+) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """Return leading system texts, the Converse messages, and whether tools were used."""
+    system: list[str] = []
+    messages: list[dict[str, Any]] = []
+    used_tools = False
+    for index, message in enumerate(history):
+        what = f"{_PROVIDER}: {describe(index, message)}"
+        if message.role == "system":
+            if messages:
+                raise HistoryReplayError(
+                    f"{what} comes after the conversation started, which Converse cannot "
+                    "express; put system text in the request's system prompt"
+                )
+            system.append(message.text)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        allowed = {"assistant": (TextPart, ToolCallPart), "tool": (ToolResultPart,)}
+        if any(not isinstance(p, allowed.get(message.role, (TextPart,))) for p in message.parts):
+            raise HistoryReplayError(
+                f"{what} holds parts its role cannot have (calls belong to assistant messages, "
+                "results to tool messages)"
+            )
+        blocks = [_block(what, part, names) for part in message.parts]
+        content = [block for block in blocks if block is not None]
+        used_tools = used_tools or any("toolUse" in b or "toolResult" in b for b in content)
+        if messages and messages[-1]["role"] == role:
+            # Converse wants turns to alternate: tool results and the user's words are one turn.
+            messages[-1]["content"].extend(content)
+        else:
+            messages.append({"role": role, "content": content})
+    return system, messages, used_tools
+
+
+def _block(what: str, part: Part, names: NameMap) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        return {"text": part.text} if part.text else None
+    if isinstance(part, ToolCallPart):
+        try:
+            arguments = json.loads(part.arguments)
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            raise HistoryReplayError(
+                f"{what}: call {part.call_id!r} to {part.tool_id!r} has arguments that are not "
+                "a JSON object"
+            )
+        name = names.add(part.tool_id)
+        return {"toolUse": {"toolUseId": part.call_id, "name": name, "input": arguments}}
+    assert isinstance(part, ToolResultPart)
+    try:
+        value = json.loads(part.content)
+    except ValueError:
+        value = None
+    content = [{"json": value}] if isinstance(value, dict) else [{"text": part.content}]
+    result: dict[str, Any] = {"toolUseId": part.call_id, "content": content}
+    if part.is_error:
+        result["status"] = "error"
+    return {"toolResult": result}
+
+
+def _decode(
+    raw: dict[str, Any], model: str, names: NameMap, callable_ids: set[str]
+) -> ModelResponse:
+    what = f"{_PROVIDER}: reply of model {model!r}"
+    message = (raw.get("output") or {}).get("message") or {}
+    parts: list[Part] = []
+    for block in message.get("content") or []:
+        if "text" in block:
+            parts.append(TextPart(block["text"]))
+        elif "toolUse" in block:
+            use = block["toolUse"]
+            tool_id = names.tool_id(use.get("name", ""))
+            if tool_id is None or tool_id not in callable_ids:
+                raise ToolIdentityError(
+                    f"{what} called {use.get('name')!r}, which this request does not let it call"
+                )
+            parts.append(ToolCallPart(use["toolUseId"], tool_id, json.dumps(use.get("input"))))
+        else:
+            raise ModelError(
+                f"{what} holds a content block with keys {sorted(block)}, which this adapter "
+                "does not handle"
+            )
+    usage = raw.get("usage") or {}
+    return ModelResponse(
+        Message("assistant", tuple(parts)),
+        Usage(int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0)),
+        raw.get("stopReason"),
+    )

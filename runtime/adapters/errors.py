@@ -1,0 +1,59 @@
+"""Typed failures of the model adapters.
+
+Every adapter failure is a :class:`~agentgen.runtime.model.ModelError`, so callers that only
+care that the model call failed catch one type; the subclasses exist for callers (and tests)
+that must tell a configuration mistake from a broken transcript or a misbehaving model. Each
+message starts with the provider, names the tool, model or message at fault, and says what to
+do about it.
+"""
+
+from __future__ import annotations
+
+from agentgen.runtime.model import ModelError, ToolSearchUnsupportedError
+
+__all__ = [
+    "HistoryReplayError",
+    "MissingNamespaceHistoryError",
+    "ModelError",
+    "OutputBudgetError",
+    "ProviderNameError",
+    "ToolIdentityError",
+    "ToolSearchUnsupportedError",
+]
+
+
+class ProviderNameError(ModelError):
+    """Tool IDs cannot be sent under distinct, permitted provider-visible names.
+
+    Raised before anything is sent: two tools that a provider would see under one name could
+    not be told apart when the model calls one of them.
+    """
+
+
+class ToolIdentityError(ModelError):
+    """The model called a tool it was not offered, or under the wrong identity.
+
+    Calls are only ever mapped back to tools the current request permits; a call that does not
+    resolve is refused rather than guessed at.
+    """
+
+
+class HistoryReplayError(ModelError):
+    """A stored transcript cannot be replayed as it is.
+
+    Native search records are validated on every request (pairing, references, record shape);
+    the adapter never repairs or drops parts of a transcript to make it acceptable.
+    """
+
+
+class MissingNamespaceHistoryError(HistoryReplayError):
+    """A transcript holds a call to a dynamically loaded tool without the namespace the
+    provider needs to replay it: on Bedrock any such call (older transcripts loaded bare
+    functions, and Bedrock drops their namespace and then rejects the call), anywhere a call to
+    a tool loaded inside a namespace. The adapter never invents the missing field; only the
+    user can decide how to recover: start a new conversation, or remove that whole exchange
+    from the transcript."""
+
+
+class OutputBudgetError(ModelError):
+    """Client-side tool search needs, and ran out of, the invocation's output token budget."""

@@ -1,0 +1,213 @@
+"""Encoding a transcript as Responses API input, with its tool search records.
+
+Historical search calls and outputs are replayed where they happened, and validated every
+time: each call ID once, every output answering an earlier unanswered call, no call left
+unanswered. Historical definitions explain past calls, but only current consumption and
+policy may authorise new ones, so a loaded definition that is no longer permitted, or that
+changed since it was loaded, is left out of the *encoded* output (the stored transcript is not
+touched; an output with no tools left is valid). Calls replay with the namespace they were
+made with; a call to a dynamically loaded tool that lacks a namespace the provider requires is
+refused with the remedy, never patched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentgen.runtime.adapters.anchors import describe, interleave
+from agentgen.runtime.adapters.errors import HistoryReplayError, MissingNamespaceHistoryError
+from agentgen.runtime.adapters.names import NameMap
+from agentgen.runtime.adapters.openai_search import (
+    METADATA_KEY,
+    LoadedTool,
+    SearchMetadata,
+    parse_search_call,
+    parse_search_output,
+)
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
+
+__all__ = ["Platform", "Replay", "encode_history"]
+
+Platform = Literal["openai", "bedrock"]
+
+_COMPARED_FUNCTION_FIELDS = ("name", "description", "parameters", "strict")
+
+
+@dataclass
+class Replay:
+    """The encoded input and what the history has loaded, for checking new calls."""
+
+    input: list[dict[str, Any]] = field(default_factory=list)
+    #: Namespaces loaded by retained historical outputs: new calls may use them.
+    namespaces: set[str] = field(default_factory=set)
+    #: Bare functions loaded by retained historical outputs (older transcripts).
+    bare: set[str] = field(default_factory=set)
+    #: Every historical search call ID, so that new calls cannot reuse one.
+    search_call_ids: set[str] = field(default_factory=set)
+
+
+def _remedy() -> str:
+    return "start a new conversation, or remove that whole exchange from the transcript"
+
+
+def _retained(loaded: LoadedTool, current: Mapping[str, dict[str, Any]]) -> bool:
+    """Whether a historical definition is still permitted and unchanged."""
+    now = current.get(loaded.name)
+    if now is None:
+        return False
+    if loaded.form == "namespace":
+        return loaded.entry == now
+    function = now["tools"][0]
+    return all(loaded.entry.get(key) == function.get(key) for key in _COMPARED_FUNCTION_FIELDS)
+
+
+class _Encoder:
+    def __init__(
+        self,
+        provider: str,
+        names: NameMap,
+        current: Mapping[str, dict[str, Any]],
+        platform: Platform,
+    ) -> None:
+        self.provider = provider
+        self.names = names
+        self.current = current
+        self.platform = platform
+        self.replay = Replay()
+        self.unresolved: dict[str, str] = {}
+        # How each tool was last loaded by search in the history, retained or not.
+        self.loaded_as: dict[str, str] = {}
+
+    def message(self, index: int, message: Message) -> None:
+        what = f"{self.provider}: {describe(index, message)}"
+        stored = message.metadata.get(METADATA_KEY)
+        if message.role != "assistant":
+            if stored is not None:
+                raise HistoryReplayError(
+                    f"{what} carries {METADATA_KEY!r} metadata, which only assistant messages have"
+                )
+            self._plain(what, message)
+            return
+        meta = (
+            SearchMetadata.from_json(stored, len(message.parts), what)
+            if stored is not None
+            else SearchMetadata()
+        )
+        namespaces = dict(meta.namespaces or {})
+        stray = set(namespaces) - {call.call_id for call in message.tool_calls()}
+        if stray:
+            raise HistoryReplayError(
+                f"{what} records namespaces for calls it does not hold: {sorted(stray)}"
+            )
+        for element in interleave(message.parts, meta.records):
+            if isinstance(element, dict):
+                self._record(what, element)
+            elif isinstance(element, TextPart):
+                if element.text:
+                    self.replay.input.append(
+                        {"type": "message", "role": "assistant", "content": element.text}
+                    )
+            elif isinstance(element, ToolCallPart):
+                self._call(what, element, namespaces.get(element.call_id))
+            else:
+                raise HistoryReplayError(
+                    f"{what} holds a tool result; results belong in a 'tool' message"
+                )
+
+    def _plain(self, what: str, message: Message) -> None:
+        if message.role == "tool":
+            for part in message.parts:
+                if not isinstance(part, ToolResultPart):
+                    raise HistoryReplayError(f"{what} may only hold tool results")
+                item = {"type": "function_call_output", "call_id": part.call_id}
+                self.replay.input.append({**item, "output": part.content})
+            return
+        if any(not isinstance(part, TextPart) for part in message.parts):
+            raise HistoryReplayError(f"{what} may only hold text")
+        self.replay.input.append({"type": "message", "role": message.role, "content": message.text})
+
+    def _record(self, what: str, item: dict[str, Any]) -> None:
+        kind = item.get("type")
+        if kind == "tool_search_call":
+            call = parse_search_call(item, what, stored=True)
+            if call.call_id in self.replay.search_call_ids:
+                raise HistoryReplayError(
+                    f"{what}: tool search call ID {call.call_id!r} appears twice in the history"
+                )
+            self.replay.search_call_ids.add(call.call_id)
+            self.unresolved[call.call_id] = what
+            self.replay.input.append(call.record)
+        elif kind == "tool_search_output":
+            output = parse_search_output(item, what)
+            if self.unresolved.pop(output.call_id, None) is None:
+                raise HistoryReplayError(
+                    f"{what}: tool_search_output {output.call_id!r} has no earlier unanswered "
+                    "tool_search_call"
+                )
+            kept = []
+            for loaded in output.tools:
+                self.loaded_as[loaded.name] = loaded.form
+                if _retained(loaded, self.current):
+                    kept.append(loaded.entry)
+                    namespaced = loaded.form == "namespace"
+                    (self.replay.namespaces if namespaced else self.replay.bare).add(loaded.name)
+            self.replay.input.append({**item, "tools": kept})
+        else:
+            raise HistoryReplayError(f"{what}: unsupported tool search record type {kind!r}")
+
+    def _call(self, what: str, part: ToolCallPart, namespace: str | None) -> None:
+        name = self.names.add(part.tool_id)
+        item: dict[str, Any] = {
+            "type": "function_call",
+            "call_id": part.call_id,
+            "name": name,
+            "arguments": part.arguments,
+        }
+        if namespace is not None:
+            if namespace != name:
+                raise HistoryReplayError(
+                    f"{what}: call {part.call_id!r} to {part.tool_id!r} carries namespace "
+                    f"{namespace!r}, but loaded tools live in a namespace named after them "
+                    f"({name!r}); {_remedy()}"
+                )
+            item["namespace"] = namespace
+        else:
+            form = self.loaded_as.get(name)
+            if form == "namespace" or (form == "function" and self.platform == "bedrock"):
+                where = "Bedrock rejects" if self.platform == "bedrock" else "the API rejects"
+                raise MissingNamespaceHistoryError(
+                    f"{what}: call {part.call_id!r} to dynamically loaded tool {part.tool_id!r} "
+                    f"has no namespace, which {where} on replay; {_remedy()}"
+                )
+        self.replay.input.append(item)
+
+    def finish(self) -> Replay:
+        if self.unresolved:
+            call_id, what = next(iter(self.unresolved.items()))
+            raise HistoryReplayError(
+                f"{what}: tool_search_call {call_id!r} has no tool_search_output; the "
+                f"transcript lost part of an exchange: {_remedy()}"
+            )
+        return self.replay
+
+
+def encode_history(
+    provider: str,
+    messages: Sequence[Message],
+    names: NameMap,
+    current: Mapping[str, dict[str, Any]],
+    platform: Platform,
+) -> Replay:
+    """Encode ``messages`` as input items.
+
+    ``current`` maps the provider name of every tool the request permits to the namespace
+    entry a search would load for it now; historical definitions equal to it are kept.
+    Historical tool IDs are added to ``names``, so that a removed tool still named in the
+    history cannot share a provider name with a current one.
+    """
+    encoder = _Encoder(provider, names, current, platform)
+    for index, message in enumerate(messages):
+        encoder.message(index, message)
+    return encoder.finish()

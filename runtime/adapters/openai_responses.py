@@ -1,0 +1,320 @@
+"""OpenAI Responses adapter with client-executed tool search, direct or on Amazon Bedrock.
+
+Deferred definitions never appear in the first request: it carries the eager tools and one
+``tool_search`` tool whose only argument is a query, and nothing that lists the deferred tools.
+When the model searches, the adapter ranks the request's deferred tools with the runtime's
+BM25 index and answers with the best few, each in a namespace named after it; the model then
+calls them with that namespace. All of it happens inside one :meth:`complete` call: planners
+see an ordinary assistant message whose tool calls name canonical tool IDs, and the search
+records ride along in its metadata (see :mod:`.openai_search`) for replay.
+
+Search rounds share the invocation's output budget: each round may produce at most what the
+previous rounds left of ``max_tokens``. Without a positive ``max_tokens`` a request that may
+search is refused, since nothing would bound how many rounds the model could take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, cast
+
+import openai
+import openai.providers
+from openai import AsyncOpenAI
+
+from agentgen.runtime.adapters.anchors import Anchored
+from agentgen.runtime.adapters.errors import OutputBudgetError, ToolIdentityError
+from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap
+from agentgen.runtime.adapters.openai_replay import Platform, Replay, encode_history
+from agentgen.runtime.adapters.openai_search import (
+    METADATA_KEY,
+    SEARCH_TOOL,
+    SearchCall,
+    SearchMetadata,
+    function_tool,
+    namespace_tool,
+    parse_search_call,
+    search_output,
+)
+from agentgen.runtime.adapters.selection import ToolSelection, select_tools
+from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
+from agentgen.runtime.model import ModelError, ModelRequest, ModelResponse, Usage
+from agentgen.runtime.search import DEFAULT_LIMIT, SearchEntry, SearchIndex
+
+__all__ = ["OpenAIResponsesModel"]
+
+_BEDROCK_HOSTS = ("bedrock-runtime.", "bedrock-runtime-fips.", "bedrock-mantle.")
+
+
+class OpenAIResponsesModel:
+    """A :class:`~agentgen.runtime.model.ModelClient` over ``client.responses.create``.
+
+    ``client`` is an ``openai.AsyncOpenAI``, direct or built with the SDK's Bedrock provider
+    (see :meth:`bedrock`). ``platform`` says which: Bedrock transcripts need stricter replay
+    checks. Left out, it is read from the client's base URL (``bedrock-runtime.*`` or
+    ``bedrock-mantle.*`` hosts are Bedrock); pass it when a proxy hides the host.
+    ``search_limit`` caps the tools one search returns.
+    """
+
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        *,
+        platform: Platform | None = None,
+        search_limit: int = DEFAULT_LIMIT,
+    ) -> None:
+        if search_limit < 1:
+            raise ValueError(f"openai: search_limit must be at least 1, got {search_limit}")
+        self._client = client
+        host = client.base_url.host or ""
+        self.platform: Platform = platform or (
+            "bedrock" if host.startswith(_BEDROCK_HOSTS) else "openai"
+        )
+        self.search_limit = search_limit
+        self._provider = "openai on bedrock" if self.platform == "bedrock" else "openai"
+
+    @classmethod
+    def bedrock(
+        cls,
+        *,
+        region: str,
+        endpoint: Literal["runtime", "mantle"] = "runtime",
+        search_limit: int = DEFAULT_LIMIT,
+        **credentials: Any,
+    ) -> OpenAIResponsesModel:
+        """An adapter for OpenAI models on Bedrock; ``credentials`` go to the SDK's Bedrock
+        provider (``access_key_id``/``secret_access_key``, ``profile``, ``api_key``, ...)."""
+        provider = openai.providers.bedrock(endpoint=endpoint, region=region, **credentials)
+        return cls(AsyncOpenAI(provider=provider), platform="bedrock", search_limit=search_limit)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        invocation = _Invocation(self, request)
+        return await invocation.run()
+
+    async def _create(self, body: Mapping[str, Any], model: str) -> dict[str, Any]:
+        try:
+            response = await self._client.responses.create(**body)
+        except openai.APIError as exc:
+            raise ModelError(
+                f"{self._provider}: the request for model {model!r} failed: {exc}"
+            ) from exc
+        raw: dict[str, Any] = cast(Any, response).to_dict(mode="json", warnings=False)
+        return raw
+
+
+class _Invocation:
+    """One :meth:`OpenAIResponsesModel.complete`: the request, its rounds and what they made."""
+
+    def __init__(self, adapter: OpenAIResponsesModel, request: ModelRequest) -> None:
+        self.adapter = adapter
+        self.request = request
+        self.provider = adapter._provider
+        self.selection: ToolSelection = select_tools(self.provider, request)
+        self.names = NameMap(self.provider, (tool.id for tool in request.tools))
+        deferred_ids = [tool.id for tool in self.selection.deferred]
+        for name, reason in BEDROCK_RESERVED_NAMESPACES.items():
+            # Deferred tools become namespaces of their own name when loaded.
+            self.names.reject(name, reason, among=deferred_ids)
+        self.current = {
+            self.names.name(tool.id): namespace_tool(tool, self.names.name(tool.id))
+            for tool in self.selection.all
+        }
+        self.eager_ids = {tool.id for tool in self.selection.eager}
+        self.permitted_ids = {tool.id for tool in self.selection.all}
+        self.replay: Replay = encode_history(
+            self.provider, request.messages, self.names, self.current, adapter.platform
+        )
+        self.parts: list[Part] = []
+        self.records: list[Anchored] = []
+        self.namespaces: dict[str, str] = {}
+        self.usage = Usage()
+        self._index: SearchIndex | None = None
+
+    def body(self) -> dict[str, Any]:
+        request, selection = self.request, self.selection
+        tools = [function_tool(tool, self.names.name(tool.id)) for tool in selection.eager]
+        if selection.discovery:
+            tools.append(dict(SEARCH_TOOL))
+        budget = request.max_tokens
+        if (budget is not None and budget <= 0) or (selection.discovery and budget is None):
+            raise OutputBudgetError(
+                f"{self.provider}: model {request.model!r} was given deferred tools "
+                f"{sorted(tool.id for tool in selection.deferred)} but max_tokens is "
+                f"{budget!r}; client-side tool search needs a positive max_tokens, which the "
+                "search rounds of one invocation share"
+                if selection.discovery
+                else f"{self.provider}: max_tokens must be positive, got {budget!r}"
+            )
+        body: dict[str, Any] = {"model": request.model, "input": list(self.replay.input)}
+        if request.system:
+            body["instructions"] = request.system
+        if tools:
+            body["tools"] = tools
+            choice = selection.choice
+            if choice.mode == "none":
+                body["tool_choice"] = "none"
+            elif choice.mode == "any":
+                body["tool_choice"] = "required"
+            elif selection.forced is not None:
+                name = self.names.name(selection.forced.id)
+                body["tool_choice"] = {"type": "function", "name": name}
+        if budget is not None:
+            body["max_output_tokens"] = budget
+        return body
+
+    async def run(self) -> ModelResponse:
+        body = self.body()
+        budget = self.request.max_tokens
+        while True:
+            raw = await self.adapter._create(body, self.request.model)
+            round_usage = _usage(raw)
+            self.usage += round_usage
+            searches, calls, continuation = self._read_output(raw)
+            outputs = [self._answer(search) for search in searches]
+            for output in outputs:
+                self.records.append((len(self.parts), output))
+            if not searches or calls:
+                return self._response(raw, bool(calls))
+            # Only searches: answer them and ask again with what is left of the budget.
+            assert budget is not None  # discovery requires it (checked in body())
+            what = f"{self.provider}: model {self.request.model!r}"
+            if raw.get("status") == "incomplete":
+                raise OutputBudgetError(
+                    f"{what} hit the output limit while searching for tools; raise max_tokens "
+                    f"(now {budget})"
+                )
+            if round_usage.output_tokens <= 0:
+                raise ModelError(
+                    f"{what} reported no output tokens for a search round, so the rounds' "
+                    "shared output budget cannot be enforced"
+                )
+            remaining = budget - self.usage.output_tokens
+            if remaining <= 0:
+                raise OutputBudgetError(
+                    f"{what}: tool search used the whole output budget of {budget} tokens "
+                    "before the model called a tool or answered; raise max_tokens"
+                )
+            for output in outputs:
+                self.replay.namespaces.update(tool["name"] for tool in output["tools"])
+            body["input"] = [*body["input"], *continuation, *outputs]
+            body["max_output_tokens"] = remaining
+
+    def _read_output(
+        self, raw: Mapping[str, Any]
+    ) -> tuple[list[SearchCall], list[ToolCallPart], list[dict[str, Any]]]:
+        """Turn a response's output items into parts and records, in their order.
+
+        Returns the search calls, the business calls and the items to send back if another
+        round follows (reasoning items go back as received, everything else re-encoded).
+        """
+        what = f"{self.provider}: response {raw.get('id')!r} of model {self.request.model!r}"
+        searches: list[SearchCall] = []
+        calls: list[ToolCallPart] = []
+        continuation: list[dict[str, Any]] = []
+        output = raw.get("output")
+        for item in output if isinstance(output, list) else []:
+            kind = item.get("type")
+            if kind == "tool_search_call":
+                search = self._search_call(item, what)
+                searches.append(search)
+                self.records.append((len(self.parts), search.record))
+                continuation.append(search.record)
+            elif kind == "function_call":
+                part, namespace = self._call(item, what)
+                calls.append(part)
+                self.parts.append(part)
+                encoded = {
+                    "type": "function_call",
+                    "call_id": part.call_id,
+                    "name": item["name"],
+                    "arguments": part.arguments,
+                }
+                if namespace is not None:
+                    self.namespaces[part.call_id] = namespace
+                    encoded["namespace"] = namespace
+                continuation.append(encoded)
+            elif kind == "message":
+                text = "".join(
+                    content.get("text") or content.get("refusal") or ""
+                    for content in item.get("content") or []
+                )
+                self.parts.append(TextPart(text))
+                if text:
+                    continuation.append({"type": "message", "role": "assistant", "content": text})
+            elif kind == "reasoning":
+                continuation.append(item)
+            else:
+                raise ModelError(
+                    f"{what} holds an output item of type {kind!r}, which this adapter does not "
+                    "handle (it only offers function tools and client tool search)"
+                )
+        return searches, calls, continuation
+
+    def _search_call(self, item: Mapping[str, Any], what: str) -> SearchCall:
+        if not self.selection.discovery:
+            raise ToolIdentityError(f"{what} called tool search, which this request did not offer")
+        search = parse_search_call(item, what, stored=False)
+        if search.call_id in self.replay.search_call_ids:
+            raise ModelError(
+                f"{what} reuses tool search call ID {search.call_id!r}, which this conversation "
+                "already used; call IDs must be unique"
+            )
+        self.replay.search_call_ids.add(search.call_id)
+        return search
+
+    def _call(self, item: Mapping[str, Any], what: str) -> tuple[ToolCallPart, str | None]:
+        name, call_id, arguments = item.get("name"), item.get("call_id"), item.get("arguments")
+        if not all(isinstance(value, str) for value in (name, call_id, arguments)):
+            raise ModelError(f"{what} holds a function_call without name, call_id or arguments")
+        assert isinstance(name, str) and isinstance(call_id, str) and isinstance(arguments, str)
+        tool_id = self.names.tool_id(name)
+        if tool_id is None or tool_id not in self.permitted_ids:
+            raise ToolIdentityError(
+                f"{what} called {name!r}, which is not a tool this request permits"
+            )
+        namespace = item.get("namespace") or None
+        if namespace is not None:
+            if namespace != name or name not in self.replay.namespaces:
+                raise ToolIdentityError(
+                    f"{what} called {tool_id!r} in namespace {namespace!r}, but no search "
+                    f"loaded it there (loaded tools are called in the namespace {name!r} their "
+                    "search output declared)"
+                )
+        elif tool_id not in self.eager_ids and name not in self.replay.bare:
+            raise ToolIdentityError(
+                f"{what} called deferred tool {tool_id!r} without the namespace {name!r} it "
+                "was loaded in"
+            )
+        return ToolCallPart(call_id, tool_id, arguments), namespace
+
+    def _answer(self, search: SearchCall) -> dict[str, Any]:
+        if self._index is None:
+            self._index = SearchIndex(
+                [
+                    SearchEntry(tool.id, tool.search, aliases=(self.names.name(tool.id),))
+                    for tool in self.selection.deferred
+                ]
+            )
+        hits = self._index.search(search.query, self.adapter.search_limit)
+        return search_output(
+            search.call_id, [self.current[self.names.name(hit.tool_id)] for hit in hits]
+        )
+
+    def _response(self, raw: Mapping[str, Any], called: bool) -> ModelResponse:
+        metadata: dict[str, Any] = {}
+        if self.records or self.namespaces:
+            metadata[METADATA_KEY] = SearchMetadata(tuple(self.records), self.namespaces).to_json()
+        message = Message("assistant", tuple(self.parts), metadata)
+        return ModelResponse(message, self.usage, _stop_reason(raw, called))
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    usage = raw.get("usage") or {}
+    return Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+
+
+def _stop_reason(raw: Mapping[str, Any], called: bool) -> str:
+    if raw.get("status") == "incomplete":
+        reason = (raw.get("incomplete_details") or {}).get("reason")
+        return "max_tokens" if reason == "max_output_tokens" else str(reason or "incomplete")
+    return "tool_use" if called else "end_turn"

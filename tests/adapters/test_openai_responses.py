@@ -1,0 +1,405 @@
+"""OpenAI Responses adapter: client tool search through the real SDK, at the wire (SPEC I1, I3, I4).
+
+Every request body is checked against the SDK's parameter types by the fake server, and every
+canned reply is parsed by the SDK's response models (strict response validation).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agentgen.runtime.adapters import (
+    ModelError,
+    OpenAIResponsesModel,
+    OutputBudgetError,
+    ProviderNameError,
+    ToolIdentityError,
+)
+from agentgen.runtime.adapters.openai_search import METADATA_KEY
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentgen.runtime.model import ToolChoice, Usage
+from tests.adapters.fakes import (
+    function_call,
+    openai_client,
+    openai_server,
+    reasoning,
+    response,
+    search_call,
+    text,
+)
+from tests.adapters.tools import ALERTS, INVOICE, RECORDS, WEATHER, request, tool
+
+DEFERRED_WORDS = ("weather", "Weather", "alerts", "invoice", "Invoice", "billing")
+
+
+def adapter(server: Any, **options: Any) -> OpenAIResponsesModel:
+    return OpenAIResponsesModel(openai_client(server), **options)
+
+
+async def test_first_request_has_eager_tools_and_one_query_only_search_tool() -> None:
+    server = openai_server(response(text("Hello")))
+    await adapter(server).complete(request())
+    body = server.bodies[0]
+    assert [t.get("name") for t in body["tools"]] == ["records_search", None]
+    search = body["tools"][1]
+    assert search["type"] == "tool_search" and search["execution"] == "client"
+    assert set(search["parameters"]["properties"]) == {"query"}
+    assert search["parameters"]["required"] == ["query"]
+    assert search["parameters"]["additionalProperties"] is False
+    assert [t["type"] for t in body["tools"]].count("tool_search") == 1
+    # No directory: no deferred name or description anywhere in the request.
+    encoded = json.dumps({key: value for key, value in body.items() if key != "input"})
+    for word in DEFERRED_WORDS:
+        assert word not in encoded
+    assert body["max_output_tokens"] == 1000
+    assert "tool_choice" not in body
+
+
+async def test_search_load_call_result_final_answer() -> None:
+    server = openai_server(
+        response(search_call("call_s1", "weather forecast"), output_tokens=30),
+        response(
+            function_call("call_b1", "weather_lookup", '{"city":"Paris"}', "weather_lookup"),
+            output_tokens=12,
+        ),
+        response(text("It is sunny in Paris.")),
+    )
+    model = adapter(server)
+    first = await model.complete(request())
+
+    # One invocation, two rounds: the search was answered inside the adapter.
+    assert len(server.bodies) == 2
+    second = server.bodies[1]
+    assert second["max_output_tokens"] == 1000 - 30
+    assert second["input"][-2] == search_call("call_s1", "weather forecast")
+    output = second["input"][-1]
+    assert output["type"] == "tool_search_output"
+    assert (output["call_id"], output["execution"], output["status"]) == (
+        "call_s1",
+        "client",
+        "completed",
+    )
+    assert [t["name"] for t in output["tools"]] == ["weather_lookup", "weather_alerts"]
+    loaded = output["tools"][0]
+    assert loaded["type"] == "namespace" and loaded["description"] == WEATHER.description
+    assert loaded["tools"] == [
+        {
+            "type": "function",
+            "name": "weather_lookup",
+            "description": WEATHER.description,
+            "parameters": WEATHER.parameters(),
+            "strict": False,
+            "defer_loading": True,
+        }
+    ]
+    # Planners see an ordinary call under the canonical ID.
+    assert first.message.parts == (ToolCallPart("call_b1", "weather.lookup", '{"city":"Paris"}'),)
+    assert first.usage == Usage(200, 42)
+    assert first.stop_reason == "tool_use"
+    meta = first.message.metadata[METADATA_KEY]
+    assert [(r["at"], r["item"]["type"]) for r in meta["records"]] == [
+        (0, "tool_search_call"),
+        (0, "tool_search_output"),
+    ]
+    assert meta["namespaces"] == {"call_b1": "weather_lookup"}
+
+    # The transcript goes through storage, then the conversation continues.
+    stored = [m.to_json() for m in (Message.user("What is the weather in Paris?"), first.message)]
+    history = [Message.from_json(json.loads(json.dumps(m))) for m in stored]
+    result = Message("tool", (ToolResultPart("call_b1", "weather.lookup", '{"sky":"sunny"}'),))
+    final = await model.complete(request(*history, result))
+    assert final.message.text == "It is sunny in Paris."
+    assert final.message.metadata == {}
+    replayed = server.bodies[2]["input"]
+    assert [item.get("type") for item in replayed] == [
+        "message",
+        "tool_search_call",
+        "tool_search_output",
+        "function_call",
+        "function_call_output",
+    ]
+    assert replayed[3]["namespace"] == "weather_lookup"
+    assert replayed[2] == output
+    assert replayed[4] == {
+        "type": "function_call_output",
+        "call_id": "call_b1",
+        "output": '{"sky":"sunny"}',
+    }
+
+
+async def test_each_round_gets_what_the_earlier_rounds_left_of_the_budget() -> None:
+    server = openai_server(
+        response(reasoning(), search_call("s1", "weather"), output_tokens=100),
+        response(search_call("s2", "alerts region"), output_tokens=150),
+        response(text("done"), output_tokens=10),
+    )
+    reply = await adapter(server).complete(request(max_tokens=400))
+    assert [body["max_output_tokens"] for body in server.bodies] == [400, 300, 150]
+    # Reasoning goes back as received between rounds, but is not stored.
+    assert reasoning() in server.bodies[1]["input"]
+    assert reply.usage.output_tokens == 260
+    items = [r["item"]["type"] for r in reply.message.metadata[METADATA_KEY]["records"]]
+    assert items == ["tool_search_call", "tool_search_output"] * 2
+
+
+async def test_search_that_exhausts_the_budget_is_an_error() -> None:
+    server = openai_server(response(search_call("s1", "weather"), output_tokens=300))
+    with pytest.raises(OutputBudgetError, match="whole output budget of 300"):
+        await adapter(server).complete(request(max_tokens=300))
+
+
+async def test_search_round_cut_by_the_output_limit_is_an_error() -> None:
+    server = openai_server(
+        response(
+            search_call("s1", "weather"),
+            status="incomplete",
+            incomplete="max_output_tokens",
+            output_tokens=5,
+        )
+    )
+    with pytest.raises(OutputBudgetError, match="output limit"):
+        await adapter(server).complete(request())
+
+
+@pytest.mark.parametrize("max_tokens", [None, 0, -5])
+async def test_deferred_tools_need_a_positive_max_tokens(max_tokens: int | None) -> None:
+    server = openai_server()
+    with pytest.raises(OutputBudgetError, match=r"weather\.lookup.*positive max_tokens"):
+        await adapter(server).complete(request(max_tokens=max_tokens))
+    assert server.bodies == []
+
+
+async def test_without_deferred_tools_max_tokens_may_be_left_out() -> None:
+    server = openai_server(response(text("hi")))
+    await adapter(server).complete(request(tools=(RECORDS,), max_tokens=None))
+    assert "max_output_tokens" not in server.bodies[0]
+    assert [t["type"] for t in server.bodies[0]["tools"]] == ["function"]
+
+
+async def test_a_response_mixing_search_and_business_calls_returns_at_once() -> None:
+    server = openai_server(
+        response(
+            search_call("s1", "invoice"),
+            function_call("c1", "records_search", '{"name":"Ada"}'),
+        )
+    )
+    reply = await adapter(server).complete(request())
+    assert len(server.bodies) == 1
+    assert reply.message.tool_calls() == [ToolCallPart("c1", "records.search", '{"name":"Ada"}')]
+    records = reply.message.metadata[METADATA_KEY]["records"]
+    # Native order: the search call, the business call (part 0), then the search output.
+    assert [(r["at"], r["item"]["type"]) for r in records] == [
+        (0, "tool_search_call"),
+        (1, "tool_search_output"),
+    ]
+    assert records[1]["item"]["tools"][0]["name"] == "billing_invoice"
+
+
+async def test_search_finds_only_the_requests_deferred_tools() -> None:
+    server = openai_server(
+        response(search_call("s1", "records weather invoice alerts")),
+        response(text("ok")),
+    )
+    # billing.invoice is not permitted in this request; records.search is eager.
+    await adapter(server).complete(request(tools=(RECORDS, WEATHER, ALERTS)))
+    names = [t["name"] for t in server.bodies[1]["input"][-1]["tools"]]
+    assert sorted(names) == ["weather_alerts", "weather_lookup"]
+
+
+async def test_search_returns_at_most_the_limit_best_first() -> None:
+    catalog = tuple(
+        tool(f"kit.tool_{i:02d}", f"Widget helper number {i}.", deferred=True) for i in range(12)
+    )
+    server = openai_server(response(search_call("s1", "widget helper")), response(text("ok")))
+    await adapter(server, search_limit=3).complete(request(tools=catalog))
+    names = [t["name"] for t in server.bodies[1]["input"][-1]["tools"]]
+    # Equal scores are ordered by tool ID.
+    assert names == ["kit_tool_00", "kit_tool_01", "kit_tool_02"]
+
+
+async def test_a_search_without_hits_loads_nothing() -> None:
+    server = openai_server(response(search_call("s1", "spaceship")), response(text("no tool")))
+    await adapter(server).complete(request())
+    assert server.bodies[1]["input"][-1]["tools"] == []
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (function_call("c1", "weather_lookup"), "without the namespace"),
+        (function_call("c1", "weather_lookup", namespace="weather"), "namespace 'weather'"),
+        (function_call("c1", "weather_alerts", namespace="weather_alerts"), "no search loaded"),
+        (function_call("c1", "records_search", namespace="records_search"), "no search loaded"),
+        (function_call("c1", "calendar_create"), "not a tool this request permits"),
+    ],
+)
+async def test_calls_must_carry_the_identity_their_tool_was_loaded_with(
+    call: dict[str, Any], message: str
+) -> None:
+    server = openai_server(
+        response(search_call("s1", "weather forecast lookup")),
+        response(call),
+    )
+    # The search loads weather_lookup (first hit) and weather_alerts; limit 1 keeps only lookup.
+    with pytest.raises(ToolIdentityError, match=message):
+        await adapter(server, search_limit=1).complete(request())
+
+
+async def test_a_call_to_a_tool_outside_the_request_is_refused() -> None:
+    server = openai_server(response(function_call("c1", "billing_invoice")))
+    with pytest.raises(ToolIdentityError, match="'billing_invoice', which is not a tool"):
+        await adapter(server).complete(request(tools=(RECORDS, WEATHER)))
+
+
+async def test_forcing_a_deferred_tool_sends_it_eagerly_without_search() -> None:
+    server = openai_server(response(function_call("c1", "weather_lookup", '{"city":"Oslo"}')))
+    reply = await adapter(server).complete(
+        request(choice=ToolChoice("tool", "weather.lookup"), max_tokens=None)
+    )
+    body = server.bodies[0]
+    assert [t["name"] for t in body["tools"]] == ["records_search", "weather_lookup"]
+    assert body["tool_choice"] == {"type": "function", "name": "weather_lookup"}
+    assert all(t["type"] == "function" for t in body["tools"])
+    assert reply.message.tool_calls()[0].tool_id == "weather.lookup"
+
+
+async def test_tool_choice_none_disables_discovery() -> None:
+    server = openai_server(response(text("no tools")))
+    await adapter(server).complete(request(choice=ToolChoice("none"), max_tokens=None))
+    body = server.bodies[0]
+    assert body["tool_choice"] == "none"
+    assert [t["name"] for t in body["tools"]] == ["records_search"]
+
+
+async def test_tool_choice_any_requires_a_tool_and_keeps_search() -> None:
+    server = openai_server(response(text("x")))
+    await adapter(server).complete(request(choice=ToolChoice("any")))
+    assert server.bodies[0]["tool_choice"] == "required"
+    assert server.bodies[0]["tools"][-1]["type"] == "tool_search"
+
+
+async def test_a_search_call_without_a_search_tool_is_refused() -> None:
+    server = openai_server(response(search_call("s1", "weather")))
+    with pytest.raises(ToolIdentityError, match="did not offer"):
+        await adapter(server).complete(request(tools=(RECORDS,)))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"execution": "server"}, "execution 'server'"),
+        ({"status": "in_progress"}, "status 'in_progress'"),
+        ({"arguments": {"query": " "}}, "non-empty"),
+        ({"arguments": {"paths": ["a"]}}, "non-empty"),
+    ],
+)
+async def test_malformed_search_calls_are_refused(change: dict[str, Any], message: str) -> None:
+    server = openai_server(response({**search_call("s1", "weather"), **change}))
+    with pytest.raises(ModelError, match=message):
+        await adapter(server).complete(request())
+
+
+async def test_repeated_search_call_ids_are_refused() -> None:
+    server = openai_server(
+        response(search_call("s1", "weather"), search_call("s1", "alerts", item_id="tsc_2"))
+    )
+    with pytest.raises(ModelError, match="reuses tool search call ID 's1'"):
+        await adapter(server).complete(request())
+
+
+async def test_provider_names_are_sanitised_and_mapped_back() -> None:
+    long_id = "analytics." + "x" * 80
+    tools = (tool("crm-v2.find contact", "Find a contact."), tool(long_id, "Long one."))
+    server = openai_server(response(function_call("c1", "crm-v2_find_contact")))
+    reply = await adapter(server).complete(request(tools=tools))
+    names = [t["name"] for t in server.bodies[0]["tools"]]
+    assert names[0] == "crm-v2_find_contact"
+    assert len(names[1]) == 64 and names[1].startswith("analytics_xxx")
+    assert reply.message.tool_calls()[0].tool_id == "crm-v2.find contact"
+
+
+async def test_colliding_provider_names_are_refused_before_sending() -> None:
+    server = openai_server()
+    tools = (tool("a.b_c", "One."), tool("a_b.c", "Two."))
+    with pytest.raises(ProviderNameError, match=r"'a\.b_c' and 'a_b\.c'.*'a_b_c'"):
+        await adapter(server).complete(request(tools=tools))
+    assert server.bodies == []
+
+
+@pytest.mark.parametrize("name", ["web", "image_gen", "browser", "python"])
+async def test_deferred_tools_never_become_a_reserved_namespace(name: str) -> None:
+    server = openai_server(response(text("ok")))
+    with pytest.raises(ProviderNameError, match=f"'{name}'.*Bedrock reserves"):
+        await adapter(server).complete(request(tools=(tool(name, "Reserved.", deferred=True),)))
+    # Sent as a plain eager function it never becomes a namespace, so it is allowed.
+    await adapter(server).complete(request(tools=(tool(name, "Reserved."),)))
+
+
+async def test_output_items_it_does_not_offer_are_refused() -> None:
+    web = {
+        "type": "web_search_call",
+        "id": "ws_1",
+        "status": "completed",
+        "action": {"type": "search", "query": "x"},
+    }
+    server = openai_server(response(web))
+    with pytest.raises(ModelError, match="'web_search_call'"):
+        await adapter(server).complete(request())
+
+
+async def test_api_errors_name_provider_and_model() -> None:
+    server = openai_server()  # no reply left: HTTP 500
+    with pytest.raises(ModelError, match="openai: the request for model 'gpt-5.4' failed"):
+        await adapter(server).complete(request())
+
+
+async def test_text_and_instructions() -> None:
+    server = openai_server(response(text("Bonjour")))
+    reply = await adapter(server).complete(
+        request(Message.system("Be brief."), Message.user("Hi"), system="You are helpful.")
+    )
+    body = server.bodies[0]
+    assert body["instructions"] == "You are helpful."
+    assert body["input"] == [
+        {"type": "message", "role": "system", "content": "Be brief."},
+        {"type": "message", "role": "user", "content": "Hi"},
+    ]
+    assert reply.message.parts == (TextPart("Bonjour"),)
+    assert reply.stop_reason == "end_turn"
+
+
+async def test_bedrock_is_detected_from_the_client_and_uses_the_bedrock_endpoint() -> None:
+    server = openai_server(
+        response(search_call("s1", "weather")),
+        response(function_call("c1", "weather_lookup", namespace="weather_lookup")),
+    )
+    model = OpenAIResponsesModel(openai_client(server, bedrock=True))
+    assert model.platform == "bedrock"
+    reply = await model.complete(request(tools=(WEATHER, INVOICE)))
+    exchange = server.exchanges[0]
+    assert exchange.url == "https://bedrock-runtime.us-west-2.amazonaws.com/openai/v1/responses"
+    assert exchange.headers["authorization"].startswith("AWS4-HMAC-SHA256")
+    assert server.bodies[1]["input"][-1]["tools"][0]["type"] == "namespace"
+    assert reply.message.tool_calls()[0].tool_id == "weather.lookup"
+
+
+async def test_a_final_round_cut_by_the_output_limit_says_so() -> None:
+    server = openai_server(
+        response(text("Partial"), status="incomplete", incomplete="max_output_tokens")
+    )
+    reply = await adapter(server).complete(request())
+    assert reply.stop_reason == "max_tokens" and reply.message.text == "Partial"
+
+
+def test_bedrock_factory_uses_the_sdk_bedrock_provider() -> None:
+    model = OpenAIResponsesModel.bedrock(
+        region="eu-west-1", access_key_id="AKIDTEST", secret_access_key="secret"
+    )
+    assert model.platform == "bedrock"
+    assert OpenAIResponsesModel(openai_client(openai_server()), platform="bedrock").platform == (
+        "bedrock"
+    )
+    assert adapter(openai_server()).platform == "openai"

@@ -1,0 +1,48 @@
+"""``agentgen search``: the ranking an adapter's tool search would return, explained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from agentgen.codegen.cli import main
+
+RECORDS = str(Path(__file__).resolve().parents[2] / "examples/records/design.py")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["search", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_ranking_with_scores_and_term_contributions() -> None:
+    code, out, _ = run(RECORDS, "--agent", "assistant.assistant", "analyze records")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == (
+        "agent assistant.assistant: 2 deferred tools; query 'analyze records' → words: analyze, "
+        "records"
+    )
+    assert lines[1].split()[:2] == ["1.", "records.analyze"]
+    assert "analyze 1.089 (tf 3, idf 0.693)" in lines[1]
+    assert lines[2].split()[:2] == ["2.", "records.search"]
+    assert len(lines) == 3
+
+
+def test_exact_provider_name_comes_first() -> None:
+    code, out, _ = run(RECORDS, "--agent", "assistant", "records_analyze")
+    assert code == 0
+    assert "1. records.analyze" in out and "exact name" in out.splitlines()[1]
+
+
+def test_eager_agents_and_unmatched_queries() -> None:
+    code, out, _ = run(RECORDS, "--agent", "clerk", "records")
+    assert code == 0 and "0 deferred tools" in out and "no tool matches" in out
+
+
+def test_agent_selection_errors() -> None:
+    code, _, err = run(RECORDS, "records")
+    assert code == 2 and "pick one with --agent (assistant.assistant, assistant.clerk)" in err
+    code, _, err = run(RECORDS, "--agent", "nobody", "records")
+    assert code == 2 and "the design has no agent 'nobody'" in err
