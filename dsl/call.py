@@ -10,7 +10,7 @@ from typing import TypeVar, overload
 from agentgen.dsl.eval import EvalContext, context
 from agentgen.dsl.expr import Expr
 from agentgen.dsl.location import SourceLoc, caller_loc
-from agentgen.dsl.names import name_problem
+from agentgen.dsl.names import name_problem, q
 
 E = TypeVar("E", bound=Expr)
 A = TypeVar("A", bound=Expr)
@@ -95,6 +95,29 @@ class Call:
             self.error(f"{self.func} {what} cannot be empty")
             return None
         return value
+
+    def attach_once(self, owner: Expr | None, attr: str, expr: Expr) -> None:
+        """Set ``owner.<attr>`` to ``expr`` unless it is set already (then say where)."""
+        if owner is None:
+            return
+        previous = getattr(owner, attr)
+        if previous is not None:
+            self.error(f"{owner.eval_name()} already has a {self.func} (line {previous.loc.line})")
+        else:
+            setattr(owner, attr, expr)
+
+    def add_unique(self, owner: Expr, items: list[str], values: tuple[str, ...], what: str) -> None:
+        """Append each non-empty string of ``values`` to ``items``, reporting repeats."""
+        if not values:
+            self.error(f"{self.func} needs at least one {what}")
+        for value in values:
+            text = self.text(what, value)
+            if text is None:
+                continue
+            if text in items:
+                self.error(f"{what} {q(text)} is repeated on {owner.eval_name()}")
+                continue
+            items.append(text)
 
     def split_body(self, args: tuple[object, ...]) -> tuple[list[object], object | None]:
         """Separate the optional trailing body from the other positional arguments.

@@ -135,7 +135,7 @@ class ConfirmationExpr(Expr):
     prompt_template: str | None = None
     prompt_loc: SourceLoc | None = None
     denied_result_template: str | None = None
-    denied_loc: SourceLoc | None = None
+    denied_result_loc: SourceLoc | None = None
 
     def eval_name(self) -> str:
         return "Confirmation"

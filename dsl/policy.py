@@ -15,13 +15,7 @@ def RunPolicy(*args: object) -> RunPolicyExpr:
         call.too_many(values, "only a body")
     agent = call.expect((AgentExpr,), "inside an Agent body")
     expr = RunPolicyExpr(call.loc, agent)
-    if agent is not None:
-        if agent.policy is not None:
-            call.error(
-                f"{agent.eval_name()} already has a RunPolicy (line {agent.policy.loc.line})"
-            )
-        else:
-            agent.policy = expr
+    call.attach_once(agent, "policy", expr)
     return open_scope(call, expr, body)
 
 

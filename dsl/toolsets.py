@@ -264,36 +264,22 @@ def Tags(*tags: str) -> None:
         target = scope.toolset
     else:
         target = call.expect((ToolExpr, ToolsetExpr), "inside a Tool or Toolset body")
-    if not tags:
-        call.error("Tags needs at least one tag")
     if target is None:
+        if not tags:
+            call.error("Tags needs at least one tag")
         return
-    for tag in tags:
-        value = call.text("tag", tag)
-        if value is None:
-            continue
-        if value in target.tags:
-            call.error(f"tag {q(value)} is repeated on {target.eval_name()}")
-            continue
-        target.tags.append(value)
+    call.add_unique(target, target.tags, tags, "tag")
 
 
 def RequiredLabels(*labels: str) -> None:
     """Run labels the tool needs (e.g. a tenant ID); runs without them fail at start."""
     call = begin("RequiredLabels")
     tool = call.expect((ToolExpr,), "inside a Tool body")
-    if not labels:
-        call.error("RequiredLabels needs at least one label name")
     if tool is None:
+        if not labels:
+            call.error("RequiredLabels needs at least one required label")
         return
-    for label in labels:
-        value = call.text("label", label)
-        if value is None:
-            continue
-        if value in tool.required_labels:
-            call.error(f"required label {q(value)} is repeated on {tool.eval_name()}")
-            continue
-        tool.required_labels.append(value)
+    call.add_unique(tool, tool.required_labels, labels, "required label")
 
 
 # --------------------------------------------------------------------------- confirmation
@@ -310,40 +296,31 @@ def Confirmation(*args: object) -> ConfirmationExpr:
         call.too_many(values, "only a body")
     tool = call.expect((ToolExpr,), "inside a Tool body")
     expr = ConfirmationExpr(call.loc, tool)
-    if tool is not None:
-        if tool.confirmation is not None:
-            call.error(
-                f"{tool.eval_name()} already has a Confirmation (line {tool.confirmation.loc.line})"
-            )
-        else:
-            tool.confirmation = expr
+    call.attach_once(tool, "confirmation", expr)
     return open_scope(call, expr, body)
+
+
+def _confirmation_template(func: str, attr: str, template: str) -> None:
+    call = begin(func)
+    confirmation = call.expect((ConfirmationExpr,), "inside a Confirmation body")
+    value = call.text("template", template)
+    if confirmation is None or value is None:
+        return
+    if getattr(confirmation, f"{attr}_template") is not None:
+        call.error(f"{func} is already set for this Confirmation")
+        return
+    setattr(confirmation, f"{attr}_template", value)
+    setattr(confirmation, f"{attr}_loc", call.loc)
 
 
 def PromptTemplate(template: str) -> None:
     """The question shown to the approver (Jinja2 over the call's arguments)."""
-    call = begin("PromptTemplate")
-    confirmation = call.expect((ConfirmationExpr,), "inside a Confirmation body")
-    value = call.text("template", template)
-    if confirmation is None or value is None:
-        return
-    if confirmation.prompt_template is not None:
-        call.error("PromptTemplate is already set for this Confirmation")
-        return
-    confirmation.prompt_template, confirmation.prompt_loc = value, call.loc
+    _confirmation_template("PromptTemplate", "prompt", template)
 
 
 def DeniedResultTemplate(template: str) -> None:
     """The tool result the model sees when the approver says no (Jinja2 over the arguments)."""
-    call = begin("DeniedResultTemplate")
-    confirmation = call.expect((ConfirmationExpr,), "inside a Confirmation body")
-    value = call.text("template", template)
-    if confirmation is None or value is None:
-        return
-    if confirmation.denied_result_template is not None:
-        call.error("DeniedResultTemplate is already set for this Confirmation")
-        return
-    confirmation.denied_result_template, confirmation.denied_loc = value, call.loc
+    _confirmation_template("DeniedResultTemplate", "denied_result", template)
 
 
 # --------------------------------------------------------------------------- bounded results
@@ -358,11 +335,7 @@ def BoundedResult(*args: object) -> BoundsExpr:
         call.too_many(values, "only an optional body")
     tool = call.expect((ToolExpr,), "inside a Tool body")
     expr = BoundsExpr(call.loc, tool)
-    if tool is not None:
-        if tool.bounds is not None:
-            call.error(f"{tool.eval_name()} already has a BoundedResult")
-        else:
-            tool.bounds = expr
+    call.attach_once(tool, "bounds", expr)
     return open_scope(call, expr, body)
 
 

@@ -247,7 +247,7 @@ class _Validator:
                 (
                     "DeniedResultTemplate",
                     confirmation.denied_result_template,
-                    confirmation.denied_loc,
+                    confirmation.denied_result_loc,
                 ),
             ):
                 if text is None:
