@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TYPECHECK_TREE := build/typecheck
 PACKAGES := dsl codegen runtime templates
 
-EXAMPLES := records company
+EXAMPLES := records company quickstart
 
 .PHONY: demo test lint typecheck typecheck-tree regen clean
 
@@ -20,12 +20,19 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# The quickstart runs the real OpenAI and Anthropic adapters (offline), so it needs their SDKs.
+$(VENV)/.installed-demo: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[openai,anthropic]'
+	touch $@
+
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $@ $(VENV)/.installed
+	touch $@ $(VENV)/.installed $(VENV)/.installed-demo
 
-demo: $(VENV)/.installed
-	$(BIN)/agentgen validate examples/records/design.py
+# Regenerate the examples, then run the quickstart agent end to end on recorded provider
+# replies: no credentials, no network.
+demo: $(VENV)/.installed-demo regen
+	$(BIN)/python -m examples.quickstart.tool_search
 
 typecheck-tree:
 	@mkdir -p $(TYPECHECK_TREE)/agentgen

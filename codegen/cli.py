@@ -279,5 +279,52 @@ def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
         click.echo(f"  {rank}. {hit.tool_id:<{width}}  score {hit.score:.3f}  [{exact}{terms}]")
 
 
+@main.command()
+@click.argument("design", type=click.Path(path_type=Path))
+@click.option(
+    "--agent",
+    "agent_id",
+    help="Agent ID (service.agent) or name; every agent of the design when left out.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def explain(design: Path, agent_id: str | None, as_json: bool) -> None:
+    """Show what each agent of DESIGN loads up front and what it finds by search.
+
+    For every agent: each compiled tool with its source (local, agent, mcp), whether it is
+    immediate or deferred, its tags and its toolset's schema fingerprint; the registry sources
+    it reads (their tools are resolved at run time); and the size of the first model request
+    for OpenAI Responses and Anthropic Messages, in bytes and o200k tokens, as designed and with
+    every tool eager. The requests are built by the real adapters and captured in memory:
+    nothing is sent. Sizes need the provider SDKs (pip install 'agentgen[openai,anthropic]'),
+    token counts need pip install 'agentgen[tokens]'; without them the other columns still
+    print.
+
+    \b
+    Examples:
+      agentgen explain examples/records/design.py
+      agentgen explain design.py --agent assistant.assistant
+      agentgen explain design.py --json | jq '.agents[].first_request.openai'
+    """
+    import json
+
+    from agentgen.codegen.agent_views import UnknownAgentError, select
+    from agentgen.codegen.build import build
+    from agentgen.codegen.explain import explain as explain_agents
+    from agentgen.codegen.explain import render_json, render_text
+
+    with batch_memory():
+        root = load_or_exit(design)
+        model = build_or_exit(design, build, root)
+    try:
+        views = select(model, agent_id)
+    except UnknownAgentError as exc:
+        raise click.UsageError(str(exc)) from None
+    explanations = explain_agents(views)
+    if as_json:
+        click.echo(json.dumps(render_json(str(design), explanations), indent=2))
+    else:
+        click.echo(render_text(explanations) or f"{design}: the design has no agents")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

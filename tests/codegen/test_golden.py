@@ -16,7 +16,7 @@ DESIGNS = sorted(p.parent.name for p in EXAMPLES.glob("*/design.py") if (p.paren
 
 
 def test_every_example_has_committed_packages() -> None:
-    assert {"records", "company"} <= set(DESIGNS)
+    assert {"records", "company", "quickstart"} <= set(DESIGNS)
 
 
 @pytest.mark.parametrize("example", DESIGNS)

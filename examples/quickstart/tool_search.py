@@ -1,0 +1,722 @@
+"""Run the quickstart agent end to end and print what happens at each step.
+
+    python -m examples.quickstart.tool_search                        # offline, OpenAI
+    python -m examples.quickstart.tool_search --provider anthropic   # offline, Anthropic
+    python -m examples.quickstart.tool_search --model gpt-5.4        # real, billable calls
+
+The agent ``quickstart.chat`` (see ``design.py``) is asked about the weather in Tokyo. Its
+forecast tool is deferred, so the model has to search for it: the adapter answers (OpenAI) or
+Claude runs (Anthropic) the search, the forecast tool is loaded, the model calls it, the
+runtime executes the generated typed executor below and the model answers. The trace prints
+the search query, the tools loaded, each call and its result, the answer and the token usage.
+
+Offline (the default) needs no credentials and sends nothing over the network, yet it runs
+the same code as production: the real SDK clients and the real adapters build and send every
+request, and an in-process ``httpx2.MockTransport`` answers with the provider replies stored
+under ``recordings/``. Those replies are written in each API's exact wire shape (the SDKs
+parse them with strict response validation). Each recorded exchange also stores a summary of
+the request it answers; a request that no longer matches it -- because the adapter or the
+design changed -- stops the run with both summaries, instead of replaying answers to questions
+nobody asked. ``--model`` makes real calls with the provider's usual environment variables.
+
+The forecast executor always returns one fixed value, :data:`TOKYO`: the quickstart shows how a
+deferred tool is found and run, not a weather service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+from agentgen.runtime.adapters import (
+    ANTHROPIC_METADATA_KEY,
+    OPENAI_METADATA_KEY,
+    ModelError,
+    provider_name,
+)
+from agentgen.runtime.executor import ToolContext
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentgen.runtime.model import ModelClient, ModelRequest, ModelResponse, Usage
+from agentgen.runtime.planners import ModelPlanner
+from agentgen.runtime.runtime import Runtime
+from examples.quickstart.gen.quickstart.agents import chat
+from examples.quickstart.gen.quickstart.toolsets.calendar import types as calendar_types
+from examples.quickstart.gen.quickstart.toolsets.currency import types as currency_types
+from examples.quickstart.gen.quickstart.toolsets.weather import types as weather_types
+
+if TYPE_CHECKING:
+    import httpx2
+
+Provider = Literal["openai", "anthropic"]
+
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+
+#: What the user asks. Offline runs replay a conversation recorded for exactly this question.
+PROMPT = "What's the weather in Tokyo today?"
+
+#: Sent as the system prompt: models answer from their own knowledge unless told that more
+#: tools can be found than the ones they see.
+SYSTEM = (
+    "You are a concise assistant. Besides the tools you can see, more can be found with tool "
+    "search; use them rather than guessing."
+)
+
+#: The forecast tool's one fixed answer, whatever city it is asked about.
+TOKYO = weather_types.Forecast(
+    city="Tokyo",
+    conditions="sunny",
+    temperature_c=24,
+    wind="light breeze",
+    summary="Tokyo: sunny, 24°C, light breeze",
+)
+
+#: Environment variables that real calls need, by provider (direct APIs).
+API_KEY_VARIABLES: Mapping[Provider, str] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+
+NO_SAVINGS_NOTE = (
+    "note     one deferred tool in a five-tool catalog shows how tool search works, not what it "
+    "saves:\n         the first request is about as large either way. bench/first_request.py "
+    "measures the first\n         request with every tool eager versus deferred for 10, 100 "
+    "and 1,000 tools (see bench/README.md)."
+)
+
+
+class ConfigurationError(Exception):
+    """A problem with how the quickstart was invoked or configured (exit code 2)."""
+
+
+class RecordingMismatchError(Exception):
+    """The adapter sent a request that the recording does not answer (exit code 1)."""
+
+
+# --- the application's executors ---------------------------------------------------------
+
+
+class Weather:
+    """Implements the generated ``WeatherExecutor``."""
+
+    def __init__(self) -> None:
+        self.cities: list[str] = []
+
+    async def forecast(
+        self, args: weather_types.ForecastArgs, context: ToolContext
+    ) -> weather_types.Forecast:
+        # A demo has no weather service: every city gets the documented fixed example.
+        self.cities.append(args.city)
+        return TOKYO
+
+
+class Calendar:
+    """Implements the generated ``CalendarExecutor`` with one fixed sample day."""
+
+    async def list_events(
+        self, args: calendar_types.ListEventsArgs, context: ToolContext
+    ) -> calendar_types.Events:
+        start, end = f"{args.day}T10:00:00+09:00", f"{args.day}T10:30:00+09:00"
+        return calendar_types.Events(
+            events=[calendar_types.Event(id="evt_1", title="Team sync", start=start, end=end)]
+        )
+
+    async def create_event(
+        self, args: calendar_types.CreateEventArgs, context: ToolContext
+    ) -> calendar_types.Event:
+        return calendar_types.Event(id="evt_2", title=args.title, start=args.start, end=args.end)
+
+
+class Currency:
+    """Implements the generated ``CurrencyExecutor`` with one fixed sample rate."""
+
+    RATE = 150.0
+
+    async def convert(
+        self, args: currency_types.ConvertArgs, context: ToolContext
+    ) -> currency_types.Conversion:
+        return currency_types.Conversion(
+            amount=round(args.amount * self.RATE, 2), currency=args.target, rate=self.RATE
+        )
+
+    async def rate_history(
+        self, args: currency_types.RatesArgs, context: ToolContext
+    ) -> currency_types.RateHistory:
+        return currency_types.RateHistory(base=args.base, rates={"JPY": [149.5, 150.0]})
+
+
+# --- the trace -----------------------------------------------------------------------------
+
+
+@dataclass
+class TracingModel:
+    """Wraps the adapter and prints each step as the run reaches it.
+
+    Everything printed comes from what the adapter hands the runtime -- the requests'
+    advertised tools, the responses' tool calls, text and usage, and the native search
+    records the adapter keeps in message metadata -- so the trace reads the same for offline
+    and real runs, and shows what an application would see. Usage is counted per model
+    response: the OpenAI adapter answers searches itself, within one response, and reports
+    the tokens of all its rounds in that response's usage.
+    """
+
+    inner: ModelClient
+    provider: Provider
+    out: TextIO
+    usage: Usage = field(default_factory=Usage)
+    responses: list[Usage] = field(default_factory=list)
+    _seen: int = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self._print_new_results(request.messages)
+        if not self.responses:
+            self._print_catalog(request)
+        response = await self.inner.complete(request)
+        self.usage += response.usage
+        self.responses.append(response.usage)
+        self._print_response(request, response)
+        return response
+
+    def _line(self, label: str, text: str) -> None:
+        print(f"{label:<8} {text}", file=self.out)
+
+    def _print_new_results(self, messages: Sequence[Message]) -> None:
+        for message in messages[self._seen :]:
+            if message.role == "user":
+                self._line("user", message.text)
+            for part in message.parts:
+                if isinstance(part, ToolResultPart):
+                    error = " (error)" if part.is_error else ""
+                    self._line("result", f"{part.tool_id} → {part.content}{error}")
+        self._seen = len(messages)
+
+    def _print_catalog(self, request: ModelRequest) -> None:
+        eager = [tool.id for tool in request.tools if not tool.deferred]
+        deferred = [tool.id for tool in request.tools if tool.deferred]
+        if self.provider == "openai":
+            how = "withheld: the request carries only a query-only tool_search tool for them"
+        else:
+            how = "sent with defer_loading, outside the model's context until a search finds them"
+        self._line("tools", f"immediate: {', '.join(eager) or 'none'}")
+        self._line("", f"deferred ({len(deferred)}): {', '.join(deferred)}")
+        self._line("", how)
+
+    def _print_response(self, request: ModelRequest, response: ModelResponse) -> None:
+        message = response.message
+        tool_ids = {provider_name(tool.id): tool.id for tool in request.tools}
+        steps = _search_steps(message, tool_ids)
+        calls = message.tool_calls()
+        # Search records are anchored before the part they preceded in the model's output.
+        for position, part in enumerate((*message.parts, None)):
+            for label, text in steps.get(position, []):
+                self._line(label, text)
+            if isinstance(part, ToolCallPart):
+                self._line("call", f"{part.tool_id} {part.arguments}")
+            elif isinstance(part, TextPart) and part.text and calls:
+                self._line("model", part.text)
+        if not calls:
+            self._line("answer", message.text)
+
+
+Steps = dict[int, list[tuple[str, str]]]
+
+
+def _search_steps(message: Message, tool_ids: Mapping[str, str]) -> Steps:
+    """The searches and loaded tools an adapter recorded in an assistant message's metadata,
+    by the position of the part they came before (the metadata formats are documented in
+    ``agentgen.runtime.adapters.openai_search`` and ``.anthropic_search``)."""
+    steps: Steps = {}
+
+    def add(at: int, label: str, text: str) -> None:
+        steps.setdefault(at, []).append((label, text))
+
+    def loaded(at: int, names: Sequence[str]) -> None:
+        found = ", ".join(tool_ids.get(name, name) for name in names)
+        add(at, "loaded", found or "nothing (no tool matched)")
+
+    openai = message.metadata.get(OPENAI_METADATA_KEY)
+    for record in openai["records"] if openai else []:
+        at, item = record["at"], record["item"]
+        if item["type"] == "tool_search_call":
+            add(at, "search", json.dumps(item["arguments"]["query"], ensure_ascii=False))
+        elif item["type"] == "tool_search_output":
+            loaded(at, [tool["name"] for tool in item["tools"]])
+    anthropic = message.metadata.get(ANTHROPIC_METADATA_KEY)
+    for record in anthropic["records"] if anthropic else []:
+        at, block = record["at"], record["block"]
+        if block["type"] == "server_tool_use":
+            query = block["input"].get("pattern", block["input"].get("query", ""))
+            add(at, "search", f"{json.dumps(query, ensure_ascii=False)} ({block['name']})")
+        elif block["type"] == "tool_search_tool_result":
+            content = block["content"]
+            if content.get("type") == "tool_search_tool_result_error":
+                add(at, "loaded", f"nothing: the search failed ({content.get('error_code')})")
+            else:
+                loaded(at, [ref["tool_name"] for ref in content.get("tool_references", [])])
+    return steps
+
+
+# --- offline: recorded provider replies ------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _openai_input(item: Mapping[str, Any]) -> str:
+    kind = item.get("type", "message")
+    if kind == "message":
+        content = item.get("content")
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content)
+        return f"{item.get('role')}: {content}"
+    if kind == "tool_search_call":
+        return f"tool_search_call {item['call_id']}: {_json(item['arguments'])}"
+    if kind == "tool_search_output":
+        names = [tool["name"] for tool in item["tools"]]
+        return f"tool_search_output {item['call_id']}: loaded {', '.join(names) or 'nothing'}"
+    if kind == "function_call":
+        namespace = f" in namespace {item['namespace']}" if item.get("namespace") else ""
+        return f"function_call {item['call_id']}: {item['name']}{namespace} {item['arguments']}"
+    if kind == "function_call_output":
+        return f"function_call_output {item['call_id']}: {item['output']}"
+    return str(kind)
+
+
+def summarize_openai(request: httpx2.Request) -> dict[str, Any]:
+    """What a Responses API request asks, in a form a person can read and a recording store."""
+    body = json.loads(request.content)
+    return {
+        "path": request.url.path,
+        "model": body.get("model"),
+        "tools": [tool.get("name") or tool["type"] for tool in body.get("tools", [])],
+        "input": [_openai_input(item) for item in body.get("input", [])],
+    }
+
+
+def _anthropic_block(block: Mapping[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return f"text: {block['text']}"
+    if kind in ("server_tool_use", "tool_use"):
+        return f"{kind} {block['id']}: {block['name']} {_json(block['input'])}"
+    if kind == "tool_search_tool_result":
+        names = [ref["tool_name"] for ref in block["content"].get("tool_references", [])]
+        return f"tool_search_tool_result {block['tool_use_id']}: {', '.join(names) or 'nothing'}"
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content)
+        return f"tool_result {block['tool_use_id']}: {content}"
+    return str(kind)
+
+
+def summarize_anthropic(request: httpx2.Request) -> dict[str, Any]:
+    """What a Messages API request asks, in a form a person can read and a recording store."""
+    body = json.loads(request.content)
+    tools = []
+    for tool in body.get("tools", []):
+        if "type" in tool:
+            tools.append(f"{tool['name']} ({tool['type']})")
+        else:
+            tools.append(tool["name"] + (" (defer_loading)" if tool.get("defer_loading") else ""))
+    messages = []
+    for message in body.get("messages", []):
+        content = message["content"]
+        blocks = [content] if isinstance(content, str) else [_anthropic_block(b) for b in content]
+        messages.append(f"{message['role']}: " + " | ".join(blocks))
+    return {
+        "path": request.url.path,
+        "model": body.get("model"),
+        "tools": tools,
+        "messages": messages,
+    }
+
+
+def _openai_invariants(index: int, request: httpx2.Request) -> list[str]:
+    """What the demo is about, checked whatever the recording says."""
+    body = json.loads(request.content)
+    if index > 0:
+        return []
+    problems = []
+    if not any(tool.get("type") == "tool_search" for tool in body.get("tools", [])):
+        problems.append("the first request has no tool_search tool")
+    if "weather_forecast" in request.content.decode():
+        problems.append("the first request mentions weather_forecast, which must be withheld")
+    return problems
+
+
+def _anthropic_invariants(index: int, request: httpx2.Request) -> list[str]:
+    body = json.loads(request.content)
+    if index > 0:
+        return []
+    tools = {tool["name"]: tool for tool in body.get("tools", [])}
+    problems = []
+    if not tools.get("weather_forecast", {}).get("defer_loading"):
+        problems.append("the first request does not send weather_forecast with defer_loading")
+    if "tool_search_tool_regex" not in tools:
+        problems.append("the first request has no tool_search_tool_regex tool")
+    return problems
+
+
+_SUMMARIES: Mapping[Provider, Callable[[httpx2.Request], dict[str, Any]]] = {
+    "openai": summarize_openai,
+    "anthropic": summarize_anthropic,
+}
+_INVARIANTS: Mapping[Provider, Callable[[int, httpx2.Request], list[str]]] = {
+    "openai": _openai_invariants,
+    "anthropic": _anthropic_invariants,
+}
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One recorded round trip: the summary of the request and the provider's reply."""
+
+    request: dict[str, Any]
+    response: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Recording:
+    path: Path
+    provider: Provider
+    model: str
+    prompt: str
+    exchanges: tuple[Exchange, ...]
+
+    @classmethod
+    def load(cls, provider: Provider) -> Recording:
+        path = RECORDINGS / f"{provider}.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("provider") != provider:
+            raise RecordingMismatchError(f"{path} is not a recording of {provider}")
+        exchanges = tuple(Exchange(e["request"], e["response"]) for e in data["exchanges"])
+        return cls(path, provider, data["model"], data["prompt"], exchanges)
+
+
+@dataclass
+class RecordedProvider:
+    """Answers the SDK's HTTP requests from a recording, checking each request first.
+
+    A request that does not match its recorded summary gets an HTTP 400 whose message holds
+    both summaries (the adapter then fails the run with it) and is kept in :attr:`problems`,
+    so the caller can say that the recording, not the provider, is out of date.
+    """
+
+    recording: Recording
+    served: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        import httpx2
+
+        provider, index = self.recording.provider, self.served
+        number = index + 1
+        actual = _SUMMARIES[provider](request)
+        problems = [f"request {number}: {p}" for p in _INVARIANTS[provider](index, request)]
+        if index >= len(self.recording.exchanges):
+            problems.append(
+                f"request {number} was not recorded (the recording has "
+                f"{len(self.recording.exchanges)}):\n{json.dumps(actual, indent=2)}"
+            )
+        elif actual != self.recording.exchanges[index].request:
+            expected = self.recording.exchanges[index].request
+            problems.append(
+                f"request {number} differs from the recording.\n  the adapter sent:\n"
+                f"{_indent(actual)}\n  the recording answers:\n{_indent(expected)}"
+            )
+        if problems:
+            self.problems.extend(problems)
+            message = "; ".join(problems)
+            return httpx2.Response(
+                400, json={"error": {"type": "invalid_request_error", "message": message}}
+            )
+        self.served += 1
+        return httpx2.Response(200, json=self.recording.exchanges[index].response)
+
+    def http_client(self) -> httpx2.AsyncClient:
+        import httpx2
+
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(self.handler))
+
+
+def _indent(value: Any) -> str:
+    return "\n".join(
+        f"    {line}" for line in json.dumps(value, indent=2, ensure_ascii=False).splitlines()
+    )
+
+
+# --- building the model client -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    provider: Provider
+    model: str | None
+    bedrock: bool
+
+    @property
+    def offline(self) -> bool:
+        return self.model is None
+
+
+def _require_env(*names: str) -> str:
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    raise ConfigurationError(
+        f"{names[0]} is not set: export it for real calls, or leave out --model to replay the "
+        "offline recording"
+    )
+
+
+def offline_model(recorded: RecordedProvider) -> ModelClient:
+    """The real adapter over the real SDK client, whose HTTP goes to the recording."""
+    provider = recorded.recording.provider
+    # Strict response validation: the SDK parses every recorded reply with its own models,
+    # so a reply that is not in the API's wire shape fails here rather than passing unnoticed.
+    if provider == "openai":
+        from openai import AsyncOpenAI
+
+        from agentgen.runtime.adapters import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(
+            AsyncOpenAI(
+                api_key="offline-recording",
+                base_url="http://recording.invalid/v1",
+                http_client=recorded.http_client(),
+                max_retries=0,
+                _strict_response_validation=True,
+            )
+        )
+    from anthropic import AsyncAnthropic
+
+    from agentgen.runtime.adapters import AnthropicMessagesModel
+
+    return AnthropicMessagesModel(
+        AsyncAnthropic(
+            api_key="offline-recording",
+            base_url="http://recording.invalid",
+            http_client=recorded.http_client(),
+            max_retries=0,
+            _strict_response_validation=True,
+        )
+    )
+
+
+def live_model(options: Options) -> ModelClient:
+    """The real adapter over the SDK's default client, configured from the environment.
+
+    Variables are checked before any client is built, so a missing one is reported by name
+    instead of surfacing as an SDK error after a network round trip.
+    """
+    if options.bedrock:
+        region = _require_env("AWS_REGION", "AWS_DEFAULT_REGION")
+        if options.provider == "openai":
+            from agentgen.runtime.adapters import OpenAIResponsesModel
+
+            return OpenAIResponsesModel.bedrock(region=region)
+        from anthropic import AsyncAnthropicBedrock
+
+        from agentgen.runtime.adapters import AnthropicMessagesModel
+
+        return AnthropicMessagesModel(AsyncAnthropicBedrock(aws_region=region))
+    _require_env(API_KEY_VARIABLES[options.provider])
+    if options.provider == "openai":
+        from openai import AsyncOpenAI
+
+        from agentgen.runtime.adapters import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(AsyncOpenAI())
+    from anthropic import AsyncAnthropic
+
+    from agentgen.runtime.adapters import AnthropicMessagesModel
+
+    return AnthropicMessagesModel(AsyncAnthropic())
+
+
+# --- running -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuickstartResult:
+    answer: str
+    usage: Usage
+    responses: int
+    cities: tuple[str, ...]
+
+
+async def run_quickstart(
+    client: ModelClient, *, provider: Provider, model: str, out: TextIO, prompt: str = PROMPT
+) -> QuickstartResult:
+    """Wire the runtime, the generated agent and the executors, run one turn, print the trace."""
+    tracing = TracingModel(client, provider, out)
+    weather = Weather()
+    rt = Runtime()
+    rt.register_model(provider, tracing)
+    chat.register_chat_agent(
+        rt,
+        chat.ChatAgentConfig(
+            planner=ModelPlanner(provider, model=model, system=SYSTEM, max_tokens=2048),
+            weather_executor=weather,
+            calendar_executor=Calendar(),
+            currency_executor=Currency(),
+        ),
+    )
+    outcome = await chat.new_client(rt).run(prompt)
+    usage = tracing.usage
+    each = ", ".join(f"{u.input_tokens:,} + {u.output_tokens:,}" for u in tracing.responses)
+    print(
+        f"usage    {usage.input_tokens:,} input + {usage.output_tokens:,} output tokens, "
+        f"the sum of {len(tracing.responses)} model responses ({each})",
+        file=out,
+    )
+    return QuickstartResult(
+        outcome.final_text, usage, len(tracing.responses), tuple(weather.cities)
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.quickstart.tool_search",
+        description=(
+            "Ask the quickstart agent about the weather in Tokyo. Its forecast tool is "
+            "deferred, so the model finds it by tool search; the trace shows each step. "
+            "Without --model the run is offline: the real adapters talk to recorded provider "
+            "replies through an in-process transport (no credentials, no network)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  python -m examples.quickstart.tool_search\n"
+            "      offline, OpenAI Responses recording\n"
+            "  python -m examples.quickstart.tool_search --provider anthropic\n"
+            "      offline, Anthropic Messages recording\n"
+            "  OPENAI_API_KEY=... python -m examples.quickstart.tool_search --model gpt-5.4\n"
+            "      real, billable calls to OpenAI\n"
+            "  ANTHROPIC_API_KEY=... python -m examples.quickstart.tool_search \\\n"
+            "      --provider anthropic --model claude-opus-4-7\n"
+            "      real, billable calls to Anthropic\n"
+            "  AWS_REGION=us-west-2 python -m examples.quickstart.tool_search \\\n"
+            "      --provider anthropic --bedrock --model BEDROCK_MODEL_ID\n"
+            "      real, billable calls through Amazon Bedrock (AWS credentials as the SDK "
+            "reads them)\n"
+            "\n"
+            "exit status: 0 answered, 1 the run failed, 2 usage or missing configuration"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--provider",
+        choices=("openai", "anthropic"),
+        default="openai",
+        help="which adapter to run (default: openai)",
+    )
+    parser.add_argument(
+        "--model",
+        metavar="ID",
+        help="make real, billable calls to this model instead of replaying the recording",
+    )
+    parser.add_argument(
+        "--bedrock",
+        action="store_true",
+        help="with --model: call the provider's models through Amazon Bedrock",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run the quickstart and return the exit status; errors go to stderr, without traceback."""
+    out = out or sys.stdout
+    parser = _parser()
+    args = parser.parse_args(argv)
+    options = Options(args.provider, args.model, args.bedrock)
+    if options.bedrock and options.offline:
+        parser.error("--bedrock makes real calls and needs --model (the recordings are offline)")
+    recorded: RecordedProvider | None = None
+    try:
+        if options.offline:
+            recording = Recording.load(options.provider)
+            recorded = RecordedProvider(recording)
+            client = offline_model(recorded)
+            model, prompt = recording.model, recording.prompt
+            where = f"offline, no credentials: replaying {_shown(recording.path)}"
+        else:
+            client = live_model(options)
+            model, prompt = options.model or "", PROMPT
+            where = "real, billable calls" + (" through Amazon Bedrock" if options.bedrock else "")
+    except ConfigurationError as exc:
+        return _fail(str(exc), 2)
+    except ImportError as exc:
+        extras = "openai,anthropic,bedrock" if options.bedrock else "openai,anthropic"
+        return _fail(
+            f"{exc.name or 'a provider SDK'} is not installed: pip install -e '.[{extras}]'", 2
+        )
+    except (OSError, ValueError, KeyError, TypeError, RecordingMismatchError) as exc:
+        return _fail(f"cannot read the recording of {options.provider}: {exc!r}", 1)
+
+    print(f"agentgen quickstart: agent {chat.AGENT_ID}, {options.provider} model {model}", file=out)
+    print(f"({where})", file=out)
+    print(file=out)
+    try:
+        result = asyncio.run(
+            run_quickstart(client, provider=options.provider, model=model, out=out, prompt=prompt)
+        )
+    except ModelError as exc:
+        if recorded is None:
+            return _fail(str(exc), 1)
+        path = _shown(recorded.recording.path)
+        if recorded.problems:
+            problems = "\n".join(recorded.problems)
+            return _fail(
+                f"the recording {path} no longer matches what the adapter sends:\n{problems}", 1
+            )
+        return _fail(f"{exc} (while replaying {path}; caused by {_causes(exc)})", 1)
+    if recorded is not None and recorded.served != len(recorded.recording.exchanges):
+        return _fail(
+            f"the run ended after {recorded.served} of the {len(recorded.recording.exchanges)} "
+            f"recorded exchanges in {_shown(recorded.recording.path)}",
+            1,
+        )
+    if not result.answer:
+        return _fail("the model ended the run without an answer", 1)
+    print(file=out)
+    print(NO_SAVINGS_NOTE, file=out)
+    return 0
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return status
+
+
+def _causes(exc: BaseException) -> str:
+    """The chain of exceptions behind ``exc`` (e.g. the SDK's validation error and its detail)."""
+    causes = []
+    cause = exc.__cause__
+    while cause is not None:
+        causes.append(f"{type(cause).__name__}: {cause}")
+        cause = cause.__cause__
+    return "; caused by ".join(causes) or "no further detail"
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
