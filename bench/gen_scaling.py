@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -75,11 +76,15 @@ def design_source(tools: int) -> str:
 
 
 def run(design: Path, out: Path) -> tuple[float, float]:
+    # Python's bytecode cache on, as in a normal installation (some sandboxes turn it off,
+    # which makes every process compile agentgen and its dependencies again).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(design), str(out)],
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     if done.returncode != 0:
         raise SystemExit(f"agentgen gen failed:\n{done.stderr}")

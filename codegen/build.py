@@ -47,8 +47,7 @@ from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.dsl.validate import continuation_tools
 from agentgen.runtime.canonical import compact_json, pretty_json
-from agentgen.runtime.contract import tool_schema
-from agentgen.runtime.declarations import ToolsetDeclaration
+from agentgen.runtime.contract import tool_schema_json
 from agentgen.runtime.fingerprint import schema_fingerprint
 from agentgen.runtime.ids import agent_id, humanize_title, registration_name, tool_id
 from agentgen.runtime.search_document import SearchDocument, search_text
@@ -173,9 +172,7 @@ class _Builder:
             kind = "agent"
         else:
             kind = "local"
-        declaration = ToolsetDeclaration(
-            name=registration, tools=[self.declaration(t, registration) for t in tools]
-        )
+        declaration = {"name": registration, "tools": [self.declaration(t) for t in tools]}
         model = ToolsetModel(
             name=expr.name,
             service=service_name,
@@ -270,9 +267,9 @@ class _Builder:
             required_labels=tuple(expr.required_labels),
         )
 
-    def declaration(self, tool: ToolModel, registration: str) -> Any:
-        """The tool's registry declaration, built by the runtime's own function."""
-        return tool_schema(
+    def declaration(self, tool: ToolModel) -> dict[str, Any]:
+        """The tool's registry declaration (wire JSON), built by the runtime's own function."""
+        return tool_schema_json(
             tool_id=tool.id,
             title=tool.title,
             description=tool.description,

@@ -9,28 +9,14 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ParamSpec
 
 from pydantic import ValidationError
 
 from agentgen.runtime.canonical import compact_json
 from agentgen.runtime.codec import SchemaCodec
-from agentgen.runtime.declarations import (
-    AgentTarget,
-    BoundsContract,
-    ConfirmationContract,
-    ConsumerContract,
-    FieldMetadata,
-    PagingContract,
-    PathSegment,
-    SearchTerms,
-    ServerDataContract,
-    ToolKind,
-    ToolSchema,
-    ToolsetDeclaration,
-    TypeContract,
-)
+from agentgen.runtime.declarations import ToolKind, ToolSchema, ToolsetDeclaration
 from agentgen.runtime.fingerprint import schema_fingerprint
 from agentgen.runtime.search_document import SearchDocument
 from agentgen.runtime.specs import (
@@ -42,6 +28,7 @@ from agentgen.runtime.specs import (
     TypeSpec,
 )
 
+P = ParamSpec("P")
 _JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 _MAX_DEPTH = 8
 
@@ -50,11 +37,12 @@ class ContractError(ValueError):
     """A declaration or contract is malformed; the message names the tool or toolset."""
 
 
-def field_metadata(schema: Mapping[str, Any]) -> list[FieldMetadata]:
+def field_metadata(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every property reachable from the schema's root, with its path, JSON type and
-    description. Local ``$ref``s are followed (to a bounded depth, so recursion ends)."""
+    description, in the wire form of ``FieldMetadata``. Local ``$ref``s are followed (to a
+    bounded depth, so recursion ends)."""
     defs: Mapping[str, Any] = schema.get("$defs", {}) if isinstance(schema, Mapping) else {}
-    out: list[FieldMetadata] = []
+    out: list[dict[str, Any]] = []
 
     def resolve(node: Any) -> Any:
         seen = 0
@@ -77,7 +65,7 @@ def field_metadata(schema: Mapping[str, Any]) -> list[FieldMetadata]:
             return only if only in _JSON_TYPES else None
         return None
 
-    def walk(node: Any, path: list[PathSegment], depth: int) -> None:
+    def walk(node: Any, path: list[dict[str, Any]], depth: int) -> None:
         node = resolve(node)
         if not isinstance(node, Mapping) or depth > _MAX_DEPTH:
             return
@@ -86,27 +74,38 @@ def field_metadata(schema: Mapping[str, Any]) -> list[FieldMetadata]:
             props = variant.get("properties")
             if isinstance(props, Mapping):
                 for name, sub in props.items():
-                    sub_path = [*path, PathSegment(field=name)]
+                    sub_path = [*path, {"field": name}]
                     resolved = resolve(sub)
                     if isinstance(resolved, Mapping):
                         description = sub.get("description") if isinstance(sub, Mapping) else None
-                        out.append(
-                            FieldMetadata(
-                                path=sub_path,
-                                json_type=json_type(resolved),
-                                description=description or resolved.get("description"),
-                            )
-                        )
+                        entry: dict[str, Any] = {"path": sub_path}
+                        kind = json_type(resolved)
+                        if kind is not None:
+                            entry["json_type"] = kind
+                        description = description or resolved.get("description")
+                        if description is not None:
+                            entry["description"] = description
+                        out.append(entry)
                         walk(resolved, sub_path, depth + 1)
             items = variant.get("items")
             if isinstance(items, Mapping):
-                walk(items, [*path, PathSegment(element=True)], depth + 1)
+                walk(items, [*path, {"element": True}], depth + 1)
 
     walk(schema, [], 0)
     return out
 
 
-def tool_schema(
+def _type_contract(name: str | None, schema: Mapping[str, Any]) -> dict[str, Any]:
+    contract: dict[str, Any] = {}
+    if name is not None:
+        contract["name"] = name
+    fields = field_metadata(schema)
+    if fields:
+        contract["fields"] = fields
+    return contract
+
+
+def tool_schema_json(
     *,
     tool_id: str,
     title: str,
@@ -124,54 +123,79 @@ def tool_schema(
     server_data: Iterable[ServerDataSpec] = (),
     server_data_schemas: Sequence[dict[str, Any]] = (),
     required_labels: Sequence[str] = (),
-) -> ToolSchema:
-    """The wire declaration of one tool, consumer contract included."""
-    paging = bounds.paging if bounds is not None else None
-    contract = ConsumerContract(
-        kind=kind,
-        title=title,
-        search=SearchTerms(length=search.length, terms=dict(search.terms)),
-        payload=TypeContract(name=payload_name, fields=field_metadata(payload_schema)),
-        result=TypeContract(name=result_name, fields=field_metadata(result_schema))
-        if result_schema.get("type") != "null"
-        else None,
-        required_labels=sorted(required_labels),
-        confirmation=ConfirmationContract(
-            title=confirmation.title,
-            prompt_template=confirmation.prompt_template,
-            denied_result_template=confirmation.denied_result_template,
-        )
-        if confirmation is not None
-        else None,
-        bounds=BoundsContract(
-            paging=PagingContract(
-                cursor_field=paging.cursor_field,
-                next_cursor_field=paging.next_cursor_field,
-                continue_tool=paging.continue_tool,
-                source_tool=paging.source_tool,
-            )
+) -> dict[str, Any]:
+    """The wire declaration of one tool, consumer contract included, as JSON: exactly what
+    ``ToolSchema.to_json()`` gives for it (optional fields left out when empty). The generator
+    fingerprints this form directly; :func:`tool_schema` validates it into the model."""
+    contract: dict[str, Any] = {
+        "kind": kind,
+        "title": title,
+        "search": {
+            "length": search.length,
+            **({"terms": dict(search.terms)} if search.terms else {}),
+        },
+        "payload": _type_contract(payload_name, payload_schema),
+    }
+    if result_schema.get("type") != "null":
+        contract["result"] = _type_contract(result_name, result_schema)
+    if required_labels:
+        contract["required_labels"] = sorted(required_labels)
+    if confirmation is not None:
+        contract["confirmation"] = {
+            **({"title": confirmation.title} if confirmation.title is not None else {}),
+            "prompt_template": confirmation.prompt_template,
+            "denied_result_template": confirmation.denied_result_template,
+        }
+    if bounds is not None:
+        paging = bounds.paging
+        contract["bounds"] = (
+            {
+                "paging": {
+                    "cursor_field": paging.cursor_field,
+                    "next_cursor_field": paging.next_cursor_field,
+                    **({"continue_tool": paging.continue_tool} if paging.continue_tool else {}),
+                    **({"source_tool": paging.source_tool} if paging.source_tool else {}),
+                }
+            }
             if paging is not None
-            else None
+            else {}
         )
-        if bounds is not None
-        else None,
-        server_data=[
-            ServerDataContract(
-                kind=data.kind, audience=data.audience, description=data.description, schema=schema
-            )
-            for data, schema in zip(server_data, server_data_schemas, strict=True)
-        ],
-        agent=AgentTarget(executor=agent_id) if agent_id is not None else None,
-    )
-    return ToolSchema(
-        name=tool_id,
-        description=description,
-        tags=list(tags),
+    data = [
+        {
+            "kind": item.kind,
+            **({"audience": item.audience} if item.audience != "timeline" else {}),
+            **({"description": item.description} if item.description is not None else {}),
+            "schema": schema,
+        }
+        for item, schema in zip(server_data, server_data_schemas, strict=True)
+    ]
+    if data:
+        contract["server_data"] = data
+    if agent_id is not None:
+        contract["agent"] = {"executor": agent_id}
+    declaration: dict[str, Any] = {"name": tool_id}
+    if description is not None:
+        declaration["description"] = description
+    if tags:
+        declaration["tags"] = list(tags)
+    declaration.update(
         payload_schema=payload_schema,
         execution_payload_schema=payload_schema,
         result_schema=result_schema,
         consumer_contract=contract,
     )
+    return declaration
+
+
+def _validated(build: Callable[P, dict[str, Any]]) -> Callable[P, ToolSchema]:
+    def validated(*args: P.args, **kwargs: P.kwargs) -> ToolSchema:
+        return ToolSchema.model_validate(build(*args, **kwargs))
+
+    return validated
+
+
+#: The wire declaration of one tool as a validated model (see :func:`tool_schema_json`).
+tool_schema = _validated(tool_schema_json)
 
 
 def declare(spec: ToolSpec) -> ToolSchema:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 from agentgen.runtime.canonical import canonical_bytes
-from agentgen.runtime.declarations import ToolSchema, ToolsetDeclaration
+from agentgen.runtime.declarations import ToolsetDeclaration
 
 #: The registry wire protocol this runtime speaks; part of every registration token.
 WIRE_PROTOCOL_VERSION = 1
@@ -25,38 +26,38 @@ REVISION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,255}$")
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
-def _tool_body(tool: ToolSchema) -> dict[str, Any]:
+def _tool_body(tool: Mapping[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "name": tool.name,
-        "payload_schema": tool.payload_schema,
-        "execution_payload_schema": tool.execution_payload_schema,
-        "result_schema": tool.result_schema,
+        "name": tool["name"],
+        "payload_schema": tool["payload_schema"],
+        "execution_payload_schema": tool["execution_payload_schema"],
+        "result_schema": tool["result_schema"],
     }
-    if tool.description is not None:
-        body["description"] = tool.description
-    if tool.tags:
-        body["tags"] = sorted(tool.tags)
-    if tool.consumer_contract is not None:
-        body["consumer_contract"] = tool.consumer_contract.to_json()
+    if tool.get("description") is not None:
+        body["description"] = tool["description"]
+    if tool.get("tags"):
+        body["tags"] = sorted(tool["tags"])
+    if tool.get("consumer_contract") is not None:
+        body["consumer_contract"] = tool["consumer_contract"]
     return body
 
 
-def fingerprint_body(toolset: ToolsetDeclaration) -> dict[str, Any]:
-    """The canonical body a fingerprint hashes (exposed for tools that explain a mismatch)."""
-    body: dict[str, Any] = {
-        "name": toolset.name,
-        "tools": [_tool_body(t) for t in sorted(toolset.tools, key=lambda t: t.name)],
-    }
-    if toolset.description is not None:
-        body["description"] = toolset.description
-    if toolset.version is not None:
-        body["version"] = toolset.version
-    if toolset.tags:
-        body["tags"] = sorted(toolset.tags)
+def fingerprint_body(toolset: ToolsetDeclaration | Mapping[str, Any]) -> dict[str, Any]:
+    """The canonical body a fingerprint hashes, from a declaration or its wire JSON
+    (exposed for tools that explain a mismatch)."""
+    data = toolset.to_json() if isinstance(toolset, ToolsetDeclaration) else toolset
+    tools = sorted(data.get("tools", []), key=lambda tool: tool["name"])
+    body: dict[str, Any] = {"name": data["name"], "tools": [_tool_body(t) for t in tools]}
+    if data.get("description") is not None:
+        body["description"] = data["description"]
+    if data.get("version") is not None:
+        body["version"] = data["version"]
+    if data.get("tags"):
+        body["tags"] = sorted(data["tags"])
     return body
 
 
-def schema_fingerprint(toolset: ToolsetDeclaration) -> str:
+def schema_fingerprint(toolset: ToolsetDeclaration | Mapping[str, Any]) -> str:
     """Lowercase hex SHA-256 of :func:`fingerprint_body`."""
     return hashlib.sha256(canonical_bytes(fingerprint_body(toolset))).hexdigest()
 

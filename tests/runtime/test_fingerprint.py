@@ -13,10 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentgen.runtime.canonical import canonical_json
-from agentgen.runtime.contract import ContractError, fingerprint, tool_schema
+from agentgen.runtime.contract import ContractError, fingerprint, tool_schema, tool_schema_json
 from agentgen.runtime.declarations import ToolSchema, ToolsetDeclaration
 from agentgen.runtime.fingerprint import fingerprint_body, registration_token, schema_fingerprint
 from agentgen.runtime.search_document import SearchDocument
+from agentgen.runtime.specs import BoundsSpec, ConfirmationSpec, PagingSpec, ServerDataSpec
 
 
 def tool(name: str, description: str = "Does a thing.", tags: tuple[str, ...] = ()) -> ToolSchema:
@@ -128,3 +129,55 @@ def test_order_never_matters(names: list[str], tags: list[str]) -> None:
     shuffled = toolset(tags=tags, tools=[tool(n) for n in names])
     ordered = toolset(tags=sorted(tags), tools=[tool(n) for n in sorted(names)])
     assert fingerprint(shuffled) == fingerprint(ordered)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {
+            "tags": ("b", "a"),
+            "required_labels": ("tenant",),
+            "agent_id": "svc.expert",
+            "kind": "agent",
+        },
+        {
+            "confirmation": ConfirmationSpec("Pay {{ amount }}?", "Denied.", title="Approve"),
+            "bounds": BoundsSpec(PagingSpec("cursor", "next", continue_tool="records.more")),
+        },
+        {"bounds": BoundsSpec()},
+        {
+            "server_data": (
+                ServerDataSpec("trace", "internal", "{}", "Why."),
+                ServerDataSpec("raw", "timeline", "{}"),
+            ),
+            "server_data_schemas": ({"type": "object"}, {"type": "string"}),
+        },
+    ],
+)
+def test_the_generators_json_form_equals_the_models_wire_form(extra: dict[str, Any]) -> None:
+    """The generator fingerprints the JSON form directly; it must be the model's exact wire
+    form, or generated fingerprints would differ from the registry's."""
+    fields: dict[str, Any] = {
+        "tool_id": "records.search",
+        "title": "Search",
+        "description": "Search records.",
+        "tags": (),
+        "payload_schema": {
+            "type": "object",
+            "properties": {
+                "q": {"type": "string", "description": "Query."},
+                "n": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            },
+            "$defs": {},
+        },
+        "payload_name": "Query",
+        "result_schema": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"id": {"type": "string"}}},
+        },
+        "result_name": None,
+        "search": SearchDocument.from_text("records.search Search"),
+        **extra,
+    }
+    assert tool_schema(**fields).to_json() == tool_schema_json(**fields)
