@@ -32,6 +32,8 @@ class RegistryBinding:
     registration_token: str
     declaration: Mapping[str, Any]
     partner_declaration: Mapping[str, Any] | None = None
+    #: The toolset's published version when the call was accepted ("" when unversioned).
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class AcceptedCall:
                 "registry": self.binding.registry,
                 "toolset": self.binding.toolset,
                 "registration_token": self.binding.registration_token,
+                "version": self.binding.version,
                 "declaration": dict(self.binding.declaration),
                 "partner_declaration": dict(self.binding.partner_declaration)
                 if self.binding.partner_declaration is not None
@@ -88,6 +91,7 @@ class AcceptedCall:
             raw["registration_token"],
             raw["declaration"],
             raw.get("partner_declaration"),
+            raw.get("version", ""),
         )
         spec = contract.compile(
             ToolSchema.model_validate(binding.declaration), toolset=data["toolset"]

@@ -171,6 +171,7 @@ class PlanningCatalog:
                 registration_token=resolved.registration_token,
                 declaration=tool.to_json(),
                 partner_declaration=partner.to_json() if partner is not None else None,
+                version=actual,
             )
             self._dynamic[spec.id] = _Dynamic(spec, binding, deferred)
 
@@ -209,9 +210,11 @@ class PlanningCatalog:
         return static + dynamic
 
     def advertised_tool_definitions(self) -> list[ToolDefinition]:
-        """The activity's definitions after run-policy filtering (fresh objects each call)."""
-        if not self._tools_enabled:
-            return []
+        """The activity's definitions after run-policy filtering (fresh objects each call).
+
+        A final-answer-only activity still describes the compiled tools (so a conversation's
+        history stays explainable), but accepts no call: its planner asks for an answer.
+        """
         return [
             ToolDefinition(
                 id=spec.id,

@@ -18,12 +18,11 @@ from pydantic import BaseModel
 
 from agentgen.runtime import confirmation
 from agentgen.runtime.calls import AcceptedCall
-from agentgen.runtime.codec import FieldIssue, PayloadError, decode_exact
+from agentgen.runtime.codec import FieldIssue, PayloadError, decode_exact, encode_exact
 from agentgen.runtime.executor import ToolContext
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.planner import RunContext
 from agentgen.runtime.registry_client import (
-    CallRef,
     RegistryClient,
     RegistryError,
     ResultStream,
@@ -53,26 +52,39 @@ class ExecutionContext:
     runtime: Runtime
     registration: AgentRegistration
     run: RunContext
-    #: Run IDs of child runs started for agent tools (linked to this run).
-    children: list[str] = field(default_factory=list)
+    #: Run IDs of child runs started for agent tools (linked to this run), by tool call ID.
+    children: dict[str, str] = field(default_factory=dict)
 
 
 async def execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
+    """Execute one call; whatever goes wrong becomes the call's tool error result, so that the
+    other calls of the round keep their results."""
+    try:
+        return await _execute(context, accepted)
+    except Exception as exc:
+        spec = accepted.spec
+        return tool_error(
+            accepted.call, "internal_error", f"{spec.id}: {type(exc).__name__}: {exc}"
+        )
+
+
+async def _execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
     call, spec = accepted.call, accepted.spec
     try:
         arguments = decode_exact(call.arguments or "{}")
     except ValueError as exc:
         return tool_error(call, "invalid_arguments", f"arguments are not JSON: {exc}")
-    if spec.confirmation is not None:
-        denied = await _confirm(context, accepted, arguments)
-        if denied is not None:
-            return denied
     try:
+        # Validated before any confirmation: nobody is asked to approve a call that cannot run.
         payload = spec.payload.codec.decode(call.arguments or "{}")
     except PayloadError as exc:
         return tool_error(
             call, "invalid_arguments", f"arguments of {spec.id} are invalid", exc.issues
         )
+    if spec.confirmation is not None:
+        denied = await _confirm(context, accepted, arguments)
+        if denied is not None:
+            return denied
     if spec.kind == "agent":
         return await _run_agent_tool(context, accepted, arguments)
     if accepted.binding is not None:
@@ -112,6 +124,12 @@ async def _confirm(
         denied = confirmation.denied_result(spec.confirmation, args, spec.id)
     except confirmation.ConfirmationError as exc:
         return tool_error(call, "confirmation_failed", str(exc))
+    except Exception as exc:  # the application's confirmer failed: the call did not run
+        return tool_error(
+            call,
+            "confirmation_failed",
+            f"confirming {spec.id} failed ({type(exc).__name__}: {exc}); it did not run",
+        )
     return ToolResultPart(
         call.call_id, call.tool_id, json.dumps({"denied": denied}, ensure_ascii=False), True
     )
@@ -157,6 +175,17 @@ async def _call_registry(
 ) -> ToolResultPart:
     call, spec, binding = accepted.call, accepted.spec, accepted.binding
     assert binding is not None
+    sources = context.registration.definition.registry_tools
+    if sources is None or not sources.allows(binding.registry, binding.toolset, binding.version):
+        # A saved (restored) call keeps its contract, but only the agent's current
+        # consumption decides whether its source may still be used.
+        return tool_error(
+            call,
+            "not_permitted",
+            f"{spec.id}: registry {binding.registry!r} toolset {binding.toolset!r} "
+            f"(version {binding.version or 'any'}) is outside the agent's declared "
+            "consumption; the call did not run",
+        )
     registration = context.runtime.registry(binding.registry)
     client: RegistryClient = registration.client
     stream: ResultStream = registration.result_stream
@@ -175,10 +204,17 @@ async def _call_registry(
             meta=meta,
             expected_registration_token=token,
         )
-        for _ in range(MAX_OVERLOAD_RETRIES + 1):
-            outcome = await stream.await_result(ref)
-            if outcome.status != "overloaded":
-                break
+        outcome = await stream.await_result(ref)
+        retries = 0
+        while outcome.status == "overloaded":
+            if retries == MAX_OVERLOAD_RETRIES:
+                # Nothing is in flight: the last retry's outcome was awaited above.
+                return tool_error(
+                    call,
+                    "overloaded",
+                    f"{spec.id}: the provider stayed overloaded after {retries} retries; the "
+                    "call did not run",
+                )
             retried = await client.retry_tool(ref, expected_registration_token=token)
             if retried != ref:
                 return tool_error(
@@ -187,9 +223,8 @@ async def _call_registry(
                     f"registry retry changed the admitted call of {spec.id} from {ref} to "
                     f"{retried}; it was not run again",
                 )
-            ref = CallRef(retried.tool_use_id, retried.registration_token)
-        else:
-            return tool_error(call, "overloaded", f"{spec.id}: the provider stayed overloaded")
+            retries += 1
+            outcome = await stream.await_result(ref)
     except RegistryError as exc:
         return _registry_failure(call, spec.id, exc)
     if outcome.status == "completed":
@@ -239,10 +274,11 @@ async def _run_agent_tool(
     assert spec.agent_id is not None
     request = RunRequest(
         agent_id=spec.agent_id,
-        messages=(Message.user(json.dumps(arguments, ensure_ascii=False, default=str)),),
+        messages=(Message.user(encode_exact(arguments)),),
         labels=dict(context.run.labels),
         parent_run_id=context.run.run_id,
         parent_tool_call_id=call.call_id,
+        result_schema_json=spec.result.schema_json,
     )
     try:
         outcome = await context.runtime.engine.run(context.runtime, request)
@@ -250,11 +286,14 @@ async def _run_agent_tool(
         return tool_error(
             call, "agent_failed", f"agent {spec.agent_id} failed: {type(exc).__name__}: {exc}"
         )
-    context.children.append(outcome.run_id)
+    context.children[call.call_id] = outcome.run_id
     value = outcome.final_value
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
-    if value is None and json.loads(spec.result.schema_json).get("type") != "null":
+    result_type = json.loads(spec.result.schema_json).get("type")
+    if value is None and result_type == "string":
+        value = outcome.final_text  # an agent tool without Return answers with its text
+    elif value is None and result_type != "null":
         return tool_error(
             call,
             "agent_failed",

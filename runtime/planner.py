@@ -33,6 +33,9 @@ class RunContext:
     agent_id: str
     labels: Mapping[str, str] = field(default_factory=dict)
     parent_run_id: str | None = None
+    #: Set when the run answers a parent's agent-as-tool call: the JSON Schema its final
+    #: answer (``PlanResult.final_value``) must match.
+    result_schema_json: str | None = None
 
 
 @dataclass(frozen=True)

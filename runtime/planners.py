@@ -2,10 +2,14 @@
 
 Most applications start here: every activity sends the current messages and the activity's
 advertised tool definitions (deferred ones flagged) to the model client registered under
-``model_id``; the adapter does any tool search and returns ordinary tool calls.
+``model_id``; the adapter does any tool search and returns ordinary tool calls. When the run
+answers a parent's agent-as-tool call with a structured result contract, the model is asked to
+answer with JSON matching it, and that JSON becomes the run's ``final_value``.
 """
 
 from __future__ import annotations
+
+import json
 
 from agentgen.runtime.model import ModelRequest, ToolChoice
 from agentgen.runtime.planner import PlanInput, PlanResult, PlanResumeInput
@@ -33,6 +37,16 @@ class ModelPlanner:
     async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
         return await self._plan(input, finalize=input.finalize)
 
+    def _system(self, input: PlanInput) -> str | None:
+        schema = _structured_schema(input.run.result_schema_json)
+        if schema is None:
+            return self.system
+        instruction = (
+            "When you give your final answer (without calling a tool), reply with only a JSON "
+            f"value matching this JSON Schema, and nothing else: {json.dumps(schema)}"
+        )
+        return f"{self.system}\n\n{instruction}" if self.system else instruction
+
     async def _plan(self, input: PlanInput, *, finalize: bool) -> PlanResult:
         client = input.agent.model(self.model_id)
         response = await client.complete(
@@ -42,7 +56,23 @@ class ModelPlanner:
                 tools=tuple(input.agent.advertised_tool_definitions()),
                 tool_choice=ToolChoice("none" if finalize else "auto"),
                 max_tokens=self.max_tokens,
-                system=self.system,
+                system=self._system(input),
             )
         )
-        return PlanResult(response.message)
+        message = response.message
+        if message.tool_calls() or _structured_schema(input.run.result_schema_json) is None:
+            return PlanResult(message)
+        try:
+            value = json.loads(message.text)
+        except ValueError:
+            # Not JSON: the parent refuses a chat-only answer to a structured contract.
+            return PlanResult(message)
+        return PlanResult(message, final_value=value)
+
+
+def _structured_schema(schema_json: str | None) -> dict[str, object] | None:
+    """The result schema when it asks for more than text (or nothing)."""
+    if schema_json is None:
+        return None
+    schema: dict[str, object] = json.loads(schema_json)
+    return None if schema.get("type") in ("string", "null") else schema

@@ -45,6 +45,9 @@ class RunRequest:
     run_id: str = ""
     parent_run_id: str | None = None
     parent_tool_call_id: str | None = None
+    #: For a child run answering an agent-as-tool call: the JSON Schema of the result the
+    #: parent's tool contract expects (planners produce ``final_value`` matching it).
+    result_schema_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ async def run_agent(runtime: Runtime, request: RunRequest) -> RunOutcome:
         agent_id=definition.id,
         labels=dict(request.labels),
         parent_run_id=request.parent_run_id,
+        result_schema_json=request.result_schema_json,
     )
     loop = _RunLoop(runtime, registration, run, policy)
     return await loop.run(list(request.messages))
@@ -197,7 +201,11 @@ class _RunLoop:
             final_text=result.message.text,
             final_value=result.final_value,
             tool_calls=self.state.calls,
-            child_runs=tuple(self.execution.children),
+            child_runs=tuple(
+                self.execution.children[a.call.call_id]
+                for a in self.accepted
+                if a.call.call_id in self.execution.children
+            ),
             parent_run_id=self.run_context.parent_run_id,
             accepted_calls=tuple(self.accepted),
         )

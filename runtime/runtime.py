@@ -85,9 +85,19 @@ class Runtime:
         self._models[model_id] = client
 
     def register_registry(self, name: str, registry_client: Any, result_stream: Any) -> None:
-        if not name or registry_client is None or result_stream is None:
+        missing = [
+            what
+            for what, absent in (
+                ("name", not name),
+                ("client", registry_client is None),
+                ("result-stream client", result_stream is None),
+            )
+            if absent
+        ]
+        if missing:
             raise RegistrationError(
-                "runtime: registry name, client, and result-stream client are required"
+                f"runtime: registry {name or '(unnamed)'!r}: registry name, client, and "
+                f"result-stream client are required; missing: {', '.join(missing)}"
             )
         self._check_open(f"registry {name!r}")
         if name in self._registries:
@@ -158,9 +168,22 @@ class Runtime:
         return AgentClient(self, agent_id)
 
     async def run(self, request: RunRequest) -> RunOutcome:
-        """Run an agent to completion. The first run seals the runtime."""
-        self._sealed = True
+        """Run an agent to completion. The first run seals the runtime (after checking that
+        every agent exposed as a tool to a registered agent is registered too)."""
+        if not self._sealed:
+            self._check_agent_executors()
+            self._sealed = True
         return await self.engine.run(self, request)
+
+    def _check_agent_executors(self) -> None:
+        for registration in self._agents.values():
+            definition = registration.definition
+            missing = sorted(set(definition.agent_executors) - set(self._agents))
+            if missing:
+                raise RegistrationError(
+                    f"runtime: agent {definition.id!r} calls agents exposed as tools that are "
+                    f"not registered: {', '.join(missing)}; register them before the first run"
+                )
 
 
 class AgentClient:

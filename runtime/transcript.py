@@ -2,9 +2,12 @@
 
 Native tool-search records live in the metadata of the messages they belong to; there is no
 other store of loaded tools. Storing a transcript keeps every message whole (metadata
-included), and compacting drops whole older exchanges: a kept message keeps its metadata, and a
-tool result is never kept without the call it answers (nor a call without its result), so a
-compacted history still replays.
+included). Compacting drops whole older exchanges and keeps the rest untouched, in order: a
+kept message keeps its metadata, system messages stay where they are, and a tool result is
+never kept without the call it answers. Adapters check the search records of what is kept: if
+a kept message depends on a search that was dropped (for example Claude's ``tool_removal`` of a
+tool found earlier), replaying it fails with ``HistoryReplayError`` — compact from an earlier
+exchange or start a new conversation; nothing is repaired silently.
 """
 
 from __future__ import annotations
@@ -28,15 +31,18 @@ def loads(text: str) -> tuple[Message, ...]:
 
 
 def compact(messages: Sequence[Message], *, keep_last: int) -> tuple[Message, ...]:
-    """Keep about the last ``keep_last`` messages, starting at a user message so that no kept
-    tool result loses its call; leading system messages are always kept."""
+    """Drop the oldest exchanges so that about ``keep_last`` non-system messages remain.
+
+    The cut falls just before a user message (an exchange never loses its start, a tool
+    result never its call); system messages are all kept, in their places.
+    """
     if keep_last < 1:
         raise ValueError("keep_last must be at least 1")
-    system = [m for m in messages if m.role == "system"]
-    rest = [m for m in messages if m.role != "system"]
-    if len(rest) <= keep_last:
+    positions = [i for i, m in enumerate(messages) if m.role != "system"]
+    if len(positions) <= keep_last:
         return tuple(messages)
-    start = len(rest) - keep_last
-    while start > 0 and rest[start].role != "user":
-        start -= 1
-    return (*system, *rest[start:])
+    cut = len(positions) - keep_last
+    while cut > 0 and messages[positions[cut]].role != "user":
+        cut -= 1
+    start = positions[cut]
+    return tuple(m for i, m in enumerate(messages) if i >= start or m.role == "system")

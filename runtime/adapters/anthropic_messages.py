@@ -110,7 +110,9 @@ class AnthropicMessagesModel:
         current = {
             names.name(tool.id): Definition.of(tool, names.name(tool.id)) for tool in selection.all
         }
-        replay = encode_history(provider, request.messages, names, current)
+        replay = encode_history(
+            provider, request.messages, names, current, frozen=selection.choice.mode == "none"
+        )
         body, betas = self._body(request, selection, names, current, replay)
         raw = await self._create(body, betas, request.model)
         return self._decode(raw, request, selection, names, current, replay)

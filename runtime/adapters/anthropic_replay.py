@@ -230,13 +230,13 @@ class _Encoder:
                     )
                 self.removed.discard(change.name)
 
-    def finish(self, current: Mapping[str, Definition]) -> Replay:
+    def finish(self, current: Mapping[str, Definition], *, frozen: bool = False) -> Replay:
         changes: list[Change] = []
         for name, old in sorted(self.definitions.items()):
             now = current.get(name)
             if now is None:
                 self.replay.resent.append(old)
-                if name not in self.removed:
+                if name not in self.removed and not frozen:
                     changes.append(Change("tool_removal", name))
                 continue
             if now != old:
@@ -258,14 +258,18 @@ def encode_history(
     messages: Sequence[Message],
     names: NameMap,
     current: Mapping[str, Definition],
+    *,
+    frozen: bool = False,
 ) -> Replay:
     """Encode ``messages`` and work out the tools and changes they need.
 
     ``current`` maps the provider name of every tool this request offers to its definition.
     Historical tool IDs are added to ``names``, so that a removed tool still called in the
-    history cannot share a provider name with a current one.
+    history cannot share a provider name with a current one. ``frozen`` (tool choice
+    ``none``: nothing can be called or found) keeps tools found earlier available, deferred,
+    without announcing any change: the conversation is only being answered.
     """
     encoder = _Encoder(provider, names)
     for index, message in enumerate(messages):
         encoder.message(index, message)
-    return encoder.finish(current)
+    return encoder.finish(current, frozen=frozen)

@@ -441,3 +441,22 @@ async def test_max_tokens_must_be_positive() -> None:
     with pytest.raises(ModelError, match="max_tokens must be positive, got 0"):
         await adapter(server).complete(ask(max_tokens=0))
     assert server.bodies == []
+
+
+async def test_a_final_answer_only_request_keeps_found_tools_without_changes() -> None:
+    """A run that spent its budget asks for an answer with tool choice none: the tools found by
+    earlier searches stay defined (deferred) so the history replays, no availability change is
+    announced, and nothing can be called."""
+    history = await conversation()
+    server = anthropic_server(message(claude_text("Here is what I found.")))
+    reply = await adapter(server).complete(
+        ask(*history, Message.user("Sum up."), tools=(RECORDS,), choice=ToolChoice("none"))
+    )
+    assert reply.message.text == "Here is what I found."
+    exchange = server.exchanges[0]
+    assert "anthropic-beta" not in exchange.headers
+    body = exchange.body
+    assert body["tool_choice"] == {"type": "none"}
+    weather = [t for t in body["tools"] if t.get("name") == "weather_lookup"]
+    assert weather and weather[0]["defer_loading"] is True
+    assert all(m["role"] != "system" for m in body["messages"])

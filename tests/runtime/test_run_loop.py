@@ -167,7 +167,9 @@ async def test_max_tool_calls_ends_with_a_final_answer_only_activity() -> None:
     assert [r.is_error for r in results] == [False, False, True]  # type: ignore[union-attr]
     assert error_of(results[2])["kind"] == "budget_exhausted"
     assert len(executor.calls) == 2 and outcome.tool_calls == 2
-    assert planner.seen[1] == [] and planner.inputs[1].finalize  # type: ignore[attr-defined]
+    # The final-answer-only activity still describes the compiled tools but accepts no call.
+    assert [d.id for d in planner.seen[1]] == [d.id for d in planner.seen[0]]
+    assert planner.inputs[1].finalize  # type: ignore[attr-defined]
     assert outcome.final_text == "summary"
 
 
@@ -276,3 +278,128 @@ async def test_agent_tool_answering_in_chat_only_is_rejected() -> None:
 
 def test_definitions_are_plain_values() -> None:
     assert isinstance(records_definition(), AgentDefinition)
+
+
+async def test_arguments_are_validated_before_anyone_is_asked_to_confirm() -> None:
+    from dataclasses import replace
+
+    from agentgen.runtime.specs import ConfirmationSpec
+
+    asked: list[object] = []
+
+    async def confirm(request: object) -> bool:
+        asked.append(request)
+        return True
+
+    specs = tuple(
+        replace(s, confirmation=ConfirmationSpec("Search {{ query }}?", "No."))
+        for s in records_definition().specs
+    )
+    rt = Runtime(confirm=confirm)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "x", "limit": 5000})), answer()])
+    register(rt, planner, records_definition(specs=specs))
+    outcome = await rt.client("test.agent").run("go")
+    assert error_of(outcome.transcript[2].parts[0])["kind"] == "invalid_arguments"
+    assert asked == []
+
+
+async def test_a_failing_confirmer_fails_only_its_call() -> None:
+    from dataclasses import replace
+
+    from agentgen.runtime.specs import ConfirmationSpec
+
+    async def confirm(request: object) -> bool:
+        raise TimeoutError("approver unreachable")
+
+    specs = tuple(
+        replace(s, confirmation=ConfirmationSpec("Search?", "No."))
+        if s.id == "records.search"
+        else s
+        for s in records_definition().specs
+    )
+    rt = Runtime(confirm=confirm)
+    planner = ScriptedPlanner(
+        [calls(("records.search", {"query": "x"}), ("records.lookup", {"id": "1"})), answer()]
+    )
+    executor = register(rt, planner, records_definition(specs=specs))
+    outcome = await rt.client("test.agent").run("go")
+    failed, looked_up = outcome.transcript[2].parts
+    assert error_of(failed)["kind"] == "confirmation_failed"
+    assert "approver unreachable" in error_of(failed)["message"]
+    assert not looked_up.is_error  # type: ignore[union-attr]
+    assert [name for name, _, _ in executor.calls] == ["lookup"]
+
+
+async def test_agents_exposed_as_tools_must_be_registered_before_the_first_run() -> None:
+    import importlib
+
+    from agentgen.runtime.runtime import RegistrationError
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    rt = Runtime()
+    rt.register_agent(sink.triage_definition(), planner=ScriptedPlanner([answer()]), executors={})
+    with pytest.raises(RegistrationError, match="not registered: helpdesk.expert"):
+        await rt.client("helpdesk.triage").run("go")
+
+
+async def test_model_planner_child_runs_answer_structured_contracts_with_json() -> None:
+    import importlib
+
+    from agentgen.runtime.model import ModelRequest, ModelResponse
+    from agentgen.runtime.planners import ModelPlanner
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    requests: list[ModelRequest] = []
+
+    class Expert:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            requests.append(request)
+            question = json.loads(request.messages[-1].text)["question"]
+            return ModelResponse(
+                Message("assistant", (TextPart(json.dumps({"answer": question.upper()})),))
+            )
+
+    rt = Runtime()
+    rt.register_model("expert", Expert())
+    rt.register_agent(sink.expert_definition(), planner=ModelPlanner("expert"), executors={})
+    planner = ScriptedPlanner(
+        [calls(("ask_expert.ask", {"question": "why 0.5?"})), answer("relayed")]
+    )
+    rt.register_agent(sink.triage_definition(), planner=planner, executors={})
+    outcome = await rt.client("helpdesk.triage").run("ask")
+    assert json.loads(outcome.transcript[2].parts[0].content) == {"answer": "WHY 0.5?"}  # type: ignore[union-attr]
+    assert requests[0].system is not None and '"answer"' in requests[0].system
+
+
+async def test_child_runs_keep_exact_numbers_and_text_answers_for_text_contracts() -> None:
+    import importlib
+    from dataclasses import replace
+
+    from agentgen.runtime.specs import schema_type
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    seen: list[str] = []
+
+    class Echo:
+        async def plan_start(self, input: PlanInput) -> PlanResult:
+            seen.append(input.messages[-1].text)
+            return PlanResult(Message("assistant", (TextPart("plain answer"),)))
+
+        async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
+            raise AssertionError("not expected")
+
+    text_tool = replace(
+        sink.ASK,
+        result=schema_type('{"type": "string"}', "ask result"),
+        payload=schema_type('{"type": "object"}', "ask payload"),
+    )
+    triage = replace(sink.triage_definition(), specs=(text_tool,))
+    rt = Runtime()
+    rt.register_agent(sink.expert_definition(), planner=Echo(), executors={})
+    planner = ScriptedPlanner(
+        [calls(("ask_expert.ask", {"score": 0.1, "big": 9007199254740993})), answer()]
+    )
+    rt.register_agent(triage, planner=planner, executors={})
+    outcome = await rt.client("helpdesk.triage").run("ask")
+    assert seen == ['{"score":0.1,"big":9007199254740993}']
+    assert json.loads(outcome.transcript[2].parts[0].content) == "plain answer"  # type: ignore[union-attr]

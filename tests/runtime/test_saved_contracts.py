@@ -234,3 +234,53 @@ async def test_published_calls_keep_their_original_result() -> None:
         await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
     )
     assert json.loads(outcome.transcript[2].parts[0].content) == {"kept": True}  # type: ignore[union-attr]
+
+
+async def test_overload_retries_are_bounded_and_every_retry_is_awaited() -> None:
+    from agentgen.runtime.registry_client import CallOutcome, CallRef
+
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    log: list[str] = []
+
+    async def always_overloaded(ref: CallRef) -> CallOutcome:
+        log.append("await")
+        return CallOutcome("overloaded")
+
+    async def retry(ref: CallRef, *, expected_registration_token: str) -> CallRef:
+        log.append("retry")
+        return ref
+
+    registry.await_result = always_overloaded  # type: ignore[method-assign]
+    registry.retry_tool = retry  # type: ignore[method-assign]
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
+    )
+    assert error_kind(outcome.transcript[2].parts[0]) == "overloaded"
+    assert log == ["await", "retry", "await", "retry", "await", "retry", "await"]
+
+
+async def test_saved_calls_of_sources_the_agent_no_longer_consumes_do_not_run() -> None:
+    from agentgen.runtime.calls import AcceptedCall
+    from agentgen.runtime.execution import ExecutionContext, execute
+    from agentgen.runtime.planner import RunContext
+
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    rt = setup(registry, planner, [])
+    outcome = await rt.client("test.payer").run("go", labels={"tenant": "t"})
+    checkpoint = outcome.accepted_calls[0].to_json()
+    assert checkpoint["binding"]["version"] == "1"
+    restored = AcceptedCall.from_json(checkpoint, lambda tool_id: None)
+    narrower = records_definition(
+        id="test.narrow", specs=(), deferred_tool_ids=()
+    ).with_registry_tools(Sources(toolsets=[("company", "payments", "2", False)]))
+    registration = rt.agent("test.payer").__class__(narrower, planner, {})
+    context = ExecutionContext(rt, registration, RunContext("r2", "test.narrow"))
+    result = await execute(context, restored)
+    assert error_kind(result) == "not_permitted"
+    assert (
+        "outside the agent's declared consumption" in json.loads(result.content)["error"]["message"]
+    )

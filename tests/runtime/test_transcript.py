@@ -51,3 +51,19 @@ def test_loads_is_strict() -> None:
         transcript.loads('{"role": "user"}')
     with pytest.raises(ValueError):
         transcript.loads('[{"role": "robot", "parts": []}]')
+
+
+def test_compaction_keeps_system_messages_in_place() -> None:
+    messages = [
+        Message.user("a"),
+        Message("assistant", (TextPart("b"),)),
+        Message.system("from now on, be formal"),
+        Message.user("c"),
+        Message("assistant", (TextPart("d"),)),
+        Message.user("e"),
+        Message("assistant", (TextPart("f"),)),
+    ]
+    compacted = transcript.compact(messages, keep_last=2)
+    assert [m.text for m in compacted] == ["from now on, be formal", "e", "f"]
+    compacted = transcript.compact(messages, keep_last=4)
+    assert [m.text for m in compacted] == ["from now on, be formal", "c", "d", "e", "f"]
