@@ -9,6 +9,7 @@ and the field.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -21,7 +22,9 @@ from agentgen.codegen.model import (
     GenerationModel,
     PagingModel,
     PolicyModel,
+    RegistryModel,
     RegistryRead,
+    RetryModel,
     ServerDataModel,
     ServiceModel,
     TagClauseModel,
@@ -42,10 +45,12 @@ from agentgen.dsl.expr import (
     ToolExpr,
     ToolsetExpr,
     TypeExpr,
+    UseExpr,
 )
 from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
-from agentgen.dsl.validate import continuation_tools
+from agentgen.dsl.validate import DEFAULT_API_VERSION, continuation_tools
+from agentgen.runtime.adapters.names import provider_name
 from agentgen.runtime.canonical import compact_json, pretty_json
 from agentgen.runtime.contract import tool_schema_json
 from agentgen.runtime.fingerprint import schema_fingerprint
@@ -56,15 +61,168 @@ from agentgen.runtime.types import JSON_SCHEMA_DIALECT, empty_payload_schema, nu
 
 GENERATED_BY = "agentgen — do not edit"
 
+#: Module-level names of a toolset's generated ``specs.py`` that tool constants must not take.
+SPECS_MODULE_NAMES = frozenset(
+    {"TOOLSET", "DESCRIPTION", "TAGS", "AGENT_ID", "MCP_TOOL_NAMES", "SPECS", "NAMES", "SPEC",
+     "TYPES"}
+)  # fmt: skip
+#: The generated root module holding the registry settings (a service cannot take its name).
+REGISTRIES_MODULE = "registries"
+#: The result of an agent tool declared without ``Return``: the agent's final text.
+AGENT_TEXT_RESULT_SCHEMA = {"$schema": JSON_SCHEMA_DIALECT, "type": "string"}
+
 
 def camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in python_identifier(name).split("_"))
+
+
+def tool_constant(method: str) -> str:
+    """The constant holding a tool's ID in ``specs.py`` (its spec is ``<constant>_SPEC``).
+
+    The upper-cased method name, with ``_TOOL`` appended when it would take a name of the
+    module (``TOOLSET``), end like another tool's spec (``X_SPEC``) or end like a suffixed
+    constant (``X_TOOL``): distinct tools always get distinct names, whatever else the
+    toolset declares.
+    """
+    base = method.upper()
+    if base in SPECS_MODULE_NAMES or base.endswith(("_SPEC", "_TOOL")):
+        return f"{base}_TOOL"
+    return base
+
+
+def _json_problem(value: Any, path: str = "") -> str | None:
+    """Why ``value`` is not JSON (first problem found), or None."""
+    where = f" at {path}" if path else ""
+    if value is None or isinstance(value, bool | int | str):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"the number {value!r}{where} is not finite"
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{path}/{index}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"the key {key!r}{where} is a {type(key).__name__}, not a string"
+            problem = _json_problem(item, f"{path}/{key}")
+            if problem is not None:
+                return problem
+        return None
+    return (
+        f"the value{where} is a {type(value).__name__} (JSON has objects with string keys, "
+        "lists, strings, numbers, booleans and null)"
+    )
+
+
+def _references(value: Any, path: str = "") -> Iterable[tuple[str, str]]:
+    """Every ``$ref``/``$dynamicRef`` string of a schema, with where it is."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(item, str):
+                yield f"{path}/{key}", item
+            else:
+                yield from _references(item, f"{path}/{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _references(item, f"{path}/{index}")
+
+
+def _resolves(schema: dict[str, Any], pointer: str) -> bool:
+    node: Any = schema
+    for token in pointer.split("/")[1:]:
+        part = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
+
+
+def schema_problems(value: dict[str, Any], *, payload: bool) -> list[str]:
+    """Why a JSON Schema dict given to ``Args``/``Return`` cannot be a tool contract."""
+    # Imported here, like the runtime does: only designs with JSON Schema dicts need it.
+    import jsonschema  # type: ignore[import-untyped, unused-ignore]
+
+    problem = _json_problem(value)
+    if problem is not None:
+        return [f"is not JSON: {problem}"]
+    problems: list[str] = []
+    dialect = value.get("$schema", JSON_SCHEMA_DIALECT)
+    if dialect != JSON_SCHEMA_DIALECT:
+        problems.append(
+            f"declares $schema {q(str(dialect))}; tool contracts are JSON Schema 2020-12 "
+            f"({JSON_SCHEMA_DIALECT}): remove $schema or use that one"
+        )
+    try:
+        jsonschema.Draft202012Validator.check_schema(value)
+    except jsonschema.SchemaError as exc:
+        at = "/".join(str(p) for p in exc.absolute_path)
+        problems.append(
+            f"is not a valid JSON Schema (2020-12): {exc.message}" + (f" (at /{at})" if at else "")
+        )
+    else:
+        if payload and value.get("type") != "object":
+            problems.append(
+                'must describe an object ("type": "object"): tool arguments are a JSON object'
+            )
+    for where, ref in _references(value):
+        if not ref.startswith("#"):
+            problems.append(
+                f"refers to {q(ref)} (at {where}), outside the schema: references must be "
+                'local ("#/$defs/...") since nothing is fetched'
+            )
+        elif ref.startswith("#/") and not _resolves(value, ref[1:]):
+            problems.append(f"refers to {q(ref)} (at {where}), which the schema does not define")
+    return problems
 
 
 def json_schema(
     model: type[BaseModel], mode: Literal["validation", "serialization"]
 ) -> dict[str, Any]:
     return {"$schema": JSON_SCHEMA_DIALECT, **model_schema(model, mode)}
+
+
+def type_problems(
+    module: TypeModule, expr: TypeExpr, *, result: bool, tool: ToolExpr
+) -> list[DesignError]:
+    """Why a tool's ``Args`` (or ``Return``) type cannot be generated: fields the generated
+    model cannot reproduce, or a JSON Schema dict that is no valid contract."""
+    func = "Return" if result else "Args"
+    value = expr.value
+    if isinstance(value, dict):
+        return [
+            DesignError(expr.loc, tool.where(), f"{func} JSON Schema {problem}")
+            for problem in schema_problems(value, payload=not result)
+        ]
+    known = len(module.problems)
+    try:
+        module.add_model(value)
+    except UnsupportedType as exc:
+        module.problems.append(exc)
+    return [
+        DesignError(expr.loc, tool.where(), f"{func} {problem}")
+        for problem in module.problems[known:]
+    ]
+
+
+def type_errors(root: RootExpr) -> list[DesignError]:
+    """The type problems of every tool of a design, also of one that broke DSL rules (its
+    partial tree), so that one run reports both kinds together."""
+    errors: list[DesignError] = []
+    for toolset in root.toolsets:
+        if toolset.is_registry:
+            continue
+        module = TypeModule()
+        for tool in toolset.tools:
+            for expr, result in ((tool.args, False), (tool.result, True)):
+                if expr is not None:
+                    errors.extend(type_problems(module, expr, result=result, tool=tool))
+    return errors
 
 
 @dataclass
@@ -79,23 +237,25 @@ class _Builder:
 
     def assign_owners(self) -> None:
         """The service that owns a toolset's package and registration name: the defining
-        agent's service for toolsets declared in an agent, else the first service that uses
-        or exports it."""
+        agent's (or service's) service for toolsets declared in place; else the first service
+        that exports it; else the first service whose agents use it. Reordering services
+        never moves a toolset away from the service that exports it."""
         for toolset in self.root.toolsets:
             parent = toolset.parent
             if isinstance(parent, AgentExpr):
                 self.owners[id(toolset)] = parent.service
             elif isinstance(parent, ServiceExpr):
                 self.owners[id(toolset)] = parent
-        for service in self.root.services:
-            referenced = (
-                [e.toolset for e in service.exports]
-                + [use.target for agent in service.agents for use in agent.uses]
-                + [e.toolset for agent in service.agents for e in agent.exports]
-            )
-            for target in referenced:
-                if isinstance(target, ToolsetExpr) and not target.is_registry:
-                    self.owners.setdefault(id(target), service)
+        exported = [(s, e.toolset) for s in self.root.services for e in s.exports]
+        used = [
+            (service, use.target)
+            for service in self.root.services
+            for agent in service.agents
+            for use in agent.uses
+        ]
+        for service, target in [*exported, *used]:
+            if isinstance(target, ToolsetExpr) and not target.is_registry:
+                self.owners.setdefault(id(target), service)
         for toolset in self.root.toolsets:
             if id(toolset) not in self.owners and not toolset.is_registry:
                 self.warnings.append(
@@ -106,26 +266,28 @@ class _Builder:
     # ------------------------------------------------------------------ types
 
     def type_ref(
-        self, module: TypeModule, expr: TypeExpr | None, *, result: bool, tool: ToolExpr
+        self,
+        module: TypeModule,
+        expr: TypeExpr | None,
+        *,
+        result: bool,
+        tool: ToolExpr,
+        types_module: str = "types",
     ) -> TypeRef | None:
         if expr is None:
             if result:
                 return TypeRef("null", None, compact_json(null_result_schema()), "None")
             return TypeRef("empty", None, compact_json(empty_payload_schema()), "EmptyPayload")
+        problems = type_problems(module, expr, result=result, tool=tool)
+        if problems:
+            self.errors.extend(problems)
+            return None
         value = expr.value
         if isinstance(value, dict):
             schema = {"$schema": JSON_SCHEMA_DIALECT, **value}
             return TypeRef("schema", None, compact_json(schema), "Any")
         func = "Return" if result else "Args"
-        known = len(module.problems)
-        try:
-            name = module.add_model(value)
-        except UnsupportedType as exc:
-            module.problems.append(exc)
-        if len(module.problems) > known:
-            for problem in module.problems[known:]:
-                self.errors.append(DesignError(expr.loc, tool.where(), f"{func} {problem}"))
-            return None
+        name = module.add_model(value)  # added already: returns its name in the module
         try:
             schema = json_schema(value, "serialization" if result else "validation")
         except Exception as exc:  # pydantic's schema generation raises several types
@@ -138,7 +300,7 @@ class _Builder:
                 )
             )
             return None
-        return TypeRef("model", name, compact_json(schema), f"types.{name}")
+        return TypeRef("model", name, compact_json(schema), f"{types_module}.{name}")
 
     # ------------------------------------------------------------------ toolsets
 
@@ -161,9 +323,13 @@ class _Builder:
         )
         module = TypeModule()
         partners = continuation_tools(expr)
+        # The executor protocol annotates its methods with ``types.X``; a method named
+        # ``types`` would shadow the module there, which is then imported as ``_types``.
+        methods = {python_identifier(tool.name) for tool in expr.tools}
+        types_module = "_types" if "types" in methods else "types"
         tools: list[ToolModel] = []
         for tool in expr.tools:
-            tool_model = self.tool(module, expr, tool, partners, exporter_id)
+            tool_model = self.tool(module, expr, tool, partners, exporter_id, types_module)
             if tool_model is not None:
                 tools.append(tool_model)
         if isinstance(expr.source, ExternalMCPSource):
@@ -186,12 +352,15 @@ class _Builder:
             imports=tuple(sorted(module.imports)),
             pydantic_names=tuple(sorted(module.pydantic_names)),
             typing_names=tuple(sorted(module.typing_names)),
+            pydantic_module=module.pydantic_module,
             rebuild=tuple(module.rebuild),
             fingerprint=schema_fingerprint(declaration),
             prefix=camel(expr.name),
             mcp_service=expr.source.service if isinstance(expr.source, ExternalMCPSource) else None,
             mcp_toolset=expr.source.toolset if isinstance(expr.source, ExternalMCPSource) else None,
             agent_id=exporter_id,
+            publish_to=tuple(registry.name for registry, _ in expr.publish_to),
+            types_module=types_module,
         )
         self.toolsets[key] = model
         return model
@@ -203,9 +372,19 @@ class _Builder:
         expr: ToolExpr,
         partners: dict[str, str],
         exporter_id: str | None,
+        types_module: str,
     ) -> ToolModel | None:
-        payload = self.type_ref(module, expr.args, result=False, tool=expr)
-        result = self.type_ref(module, expr.result, result=True, tool=expr)
+        payload = self.type_ref(
+            module, expr.args, result=False, tool=expr, types_module=types_module
+        )
+        result: TypeRef | None
+        if expr.result is None and exporter_id is not None:
+            # An agent tool without Return answers with the agent's final text.
+            result = TypeRef("schema", None, compact_json(AGENT_TEXT_RESULT_SCHEMA), "str")
+        else:
+            result = self.type_ref(
+                module, expr.result, result=True, tool=expr, types_module=types_module
+            )
         if payload is None or result is None:
             return None
         identifier = tool_id(toolset.name, expr.name)
@@ -244,7 +423,7 @@ class _Builder:
         return ToolModel(
             name=expr.name,
             id=identifier,
-            const=method.upper(),
+            const=tool_constant(method),
             method=method,
             title=title,
             description=description,
@@ -317,6 +496,9 @@ class _Builder:
         deferred: list[str] = []
         reads: list[RegistryRead] = []
         executors: list[str] = []
+        #: Provider name → the tool sent under it; executor class → the toolset defining it.
+        sent: dict[str, str] = {}
+        classes: dict[str, str] = {}
         for use in expr.uses:
             target = use.target
             if isinstance(target, RegistryExpr):
@@ -340,6 +522,7 @@ class _Builder:
                 continue
             wanted = {t.name for t in use.resolved_tools}
             tools = tuple(t for t in toolset.tools if t.name in wanted)
+            self.check_names(identifier, use, toolset, tools, sent, classes)
             deferred.extend(tool_id(target.name, name) for name in use.resolved_deferred)
             if toolset.agent_id is not None:
                 executors.append(toolset.agent_id)
@@ -381,6 +564,46 @@ class _Builder:
             agent_executors=tuple(sorted(set(executors))),
             tool_schemas_json=self.tool_schemas_json(identifier, service.name, uses),
         )
+
+    def check_names(
+        self,
+        identifier: str,
+        use: UseExpr,
+        toolset: ToolsetModel,
+        tools: Iterable[ToolModel],
+        sent: dict[str, str],
+        classes: dict[str, str],
+    ) -> None:
+        """Names that must stay distinct within one agent: what models see of its tools
+        (sanitised provider names) and the executor classes its config imports together."""
+        for tool in tools:
+            name = provider_name(tool.id)
+            other = sent.setdefault(name, tool.id)
+            if other != tool.id:
+                self.errors.append(
+                    DesignError(
+                        use.loc,
+                        use.where(),
+                        f"tools {q(other)} and {q(tool.id)} of agent {q(identifier)} are both "
+                        f"sent to models as {q(name)} (provider names replace '.' and every "
+                        "character outside [A-Za-z0-9_-] with '_'), so a call to one could not "
+                        "be told from a call to the other; rename one of the tools or toolsets",
+                    )
+                )
+        if toolset.kind != "local":
+            return
+        executor = f"{toolset.prefix}Executor"
+        owner = classes.setdefault(executor, toolset.name)
+        if owner != toolset.name:
+            self.errors.append(
+                DesignError(
+                    use.loc,
+                    use.where(),
+                    f"toolsets {q(owner)} and {q(toolset.name)} both generate the executor "
+                    f"class {executor}, which the config of agent {q(identifier)} imports "
+                    "together; rename one of the toolsets",
+                )
+            )
 
     @staticmethod
     def import_path(service: str, toolset: ToolsetModel) -> str:
@@ -468,7 +691,37 @@ def build(root: RootExpr) -> GenerationModel:
         services.append(
             ServiceModel(service.name, tuple(t for t in owned if t is not None), tuple(agents))
         )
+    registries = tuple(registry_model(r) for r in root.registries)
+    if registries:
+        for service in root.services:
+            if service.name == REGISTRIES_MODULE:
+                builder.errors.append(
+                    DesignError(
+                        service.loc,
+                        service.where(),
+                        f"service name {q(service.name)} is taken by the generated module "
+                        f"{REGISTRIES_MODULE}.py that holds the settings of the design's "
+                        "registries; rename the service",
+                    )
+                )
     if builder.errors:
         raise DesignErrors(builder.errors)
     design_name = root.file.replace("\\", "/").rsplit("/", 1)[-1]
-    return GenerationModel(design_name, tuple(services), tuple(builder.warnings))
+    return GenerationModel(design_name, tuple(services), tuple(builder.warnings), registries)
+
+
+def registry_model(registry: RegistryExpr) -> RegistryModel:
+    """The settings of a declared registry, as the generated ``registries.py`` prints them."""
+    retry = registry.retry
+    return RegistryModel(
+        name=registry.name,
+        url=registry.url or "",
+        api_version=registry.api_version or DEFAULT_API_VERSION,
+        description=registry.description,
+        timeout=registry.timeout,
+        sync_interval=registry.sync_interval,
+        cache_ttl=registry.cache_ttl,
+        retry=RetryModel(retry.max_retries, retry.backoff_base, retry.backoff_max)
+        if retry is not None
+        else None,
+    )

@@ -30,6 +30,7 @@ T = TypeVar("T")
 
 EXIT_INVALID = 1
 EXIT_UNUSABLE = 2
+CONFLICT_HINT = "move those files out of the output folder, or choose another output folder with -o"
 
 
 def _version() -> str:
@@ -39,13 +40,19 @@ def _version() -> str:
         return "unknown"
 
 
-def load_or_exit(design: Path, inputs: set[str] | None = None) -> RootExpr:
-    """Load ``design``, or print why it cannot be used and exit with the matching code."""
+def load_or_exit(
+    design: Path, inputs: set[str] | None = None, listed: set[str] | None = None
+) -> RootExpr:
+    """Load ``design``, or print why it cannot be used and exit with the matching code.
+
+    When the design breaks DSL rules, the types of its tools are checked too (the generator
+    would report them next), so that one run shows every problem.
+    """
     from agentgen.codegen.loader import DesignFileError, UserCodeError, load_design
     from agentgen.dsl.errors import DesignErrors
 
     try:
-        return load_design(design, inputs=inputs)
+        return load_design(design, inputs=inputs, listed=listed)
     except DesignFileError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_UNUSABLE)
@@ -55,7 +62,12 @@ def load_or_exit(design: Path, inputs: set[str] | None = None) -> RootExpr:
         )
         sys.exit(EXIT_INVALID)
     except DesignErrors as exc:
-        report(design, exc)
+        errors = exc
+        if exc.root is not None:
+            from agentgen.codegen.build import type_errors
+
+            errors = DesignErrors([*exc.errors, *type_errors(exc.root)])
+        report(design, errors)
         sys.exit(EXIT_INVALID)
 
 
@@ -179,12 +191,13 @@ def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
                 click.echo(f"warning: {warning}", err=True)
             click.echo(f"{output}: 0 created, 0 updated, 0 removed, {len(record.files)} unchanged")
             return
-    from agentgen.codegen.output import compare, write
+    from agentgen.codegen.output import OutputConflictError, compare, write
     from agentgen.codegen.pipeline import generate
 
     inputs: set[str] = set()
+    listed: set[str] = set()
     with batch_memory():
-        root = load_or_exit(design, inputs)
+        root = load_or_exit(design, inputs, listed)
         generation = build_or_exit(design, generate, root)
     for warning in generation.model.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -196,15 +209,30 @@ def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
         click.echo(f"{output} is not what {design} generates:", err=True)
         for line in diff.lines():
             click.echo(f"  {line}", err=True)
-        click.echo("run `agentgen gen` again and commit the result", err=True)
+        if diff.conflicts:
+            click.echo(CONFLICT_HINT, err=True)
+        if diff.missing or diff.stale or diff.extra:
+            click.echo("run `agentgen gen` again and commit the result", err=True)
         sys.exit(EXIT_INVALID)
-    diff = write(output, generation.files)
+    try:
+        diff = write(output, generation.files)
+    except OutputConflictError as exc:
+        click.echo(
+            f"error: {output}: refusing to overwrite what agentgen did not generate (no "
+            "generated header) at generated paths; nothing was written:",
+            err=True,
+        )
+        for path in exc.conflicts:
+            click.echo(f"  {output / path}", err=True)
+        click.echo(CONFLICT_HINT, err=True)
+        sys.exit(EXIT_INVALID)
     cache.save(
         design,
         output,
         inputs,
         ((f.path, f.text) for f in generation.files),
         generation.model.warnings,
+        listed,
     )
     changed = len(diff.missing) + len(diff.stale)
     unchanged = len(generation.files) - changed
@@ -222,7 +250,13 @@ def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
     "agent_id",
     help="Agent ID (service.agent) or name; needed when the design has several.",
 )
-@click.option("--limit", default=5, show_default=True, help="How many tools a search returns.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="How many tools a search returns (at least 1).",
+)
 def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
     """Rank an agent's deferred tools for QUERY as tool search would.
 

@@ -12,17 +12,20 @@ Three ways a load fails, each shown differently by the CLI:
 
 from __future__ import annotations
 
+import glob
 import importlib.machinery
 import itertools
 import os
 import sys
 import traceback
 import types
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 import agentgen.codegen
 import agentgen.dsl
-from agentgen.codegen.cache import is_library_path
+from agentgen.codegen.cache import is_installation_path, is_library_path
 from agentgen.dsl.eval import design_context, finish
 from agentgen.dsl.expr import RootExpr
 
@@ -90,36 +93,101 @@ def user_traceback(exc: BaseException) -> str:
     return "".join(lines)
 
 
-_RECORDING: list[set[str]] = []
+@dataclass
+class _Recording:
+    """What one load depended on: files it opened or imported, folders it listed."""
+
+    files: set[str] = field(default_factory=set)
+    listed: set[str] = field(default_factory=set)
 
 
-def _record_opens(event: str, args: tuple[object, ...]) -> None:
-    if _RECORDING and event == "open" and args and isinstance(args[0], str | bytes):
-        name = os.fsdecode(args[0])
-        if not name.endswith(".pyc"):
-            _RECORDING[-1].add(os.path.abspath(name))
+_RECORDING: list[_Recording] = []
+_LISTING_EVENTS = frozenset({"os.listdir", "os.scandir"})
 
 
-sys.addaudithook(_record_opens)
+def _from_import_system() -> bool:
+    """True when the import machinery (finders scanning ``sys.path``, package metadata) is
+    listing a folder, rather than the design itself."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith("<frozen importlib") or f"{os.sep}importlib{os.sep}" in filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
-def load_design(path: str | os.PathLike[str], *, inputs: set[str] | None = None) -> RootExpr:
+def _glob_folder(pattern: str, root_dir: object) -> str | None:
+    """The folder a glob pattern lists first: its leading parts without wildcards."""
+    parts: list[str] = []
+    for part in pattern.replace(os.sep, "/").split("/"):
+        if glob.has_magic(part):
+            break
+        parts.append(part)
+    else:
+        return None  # no wildcard: nothing is listed
+    folder = "/".join(parts) or os.curdir
+    if isinstance(root_dir, str | bytes | os.PathLike):
+        folder = os.path.join(os.fsdecode(root_dir), folder)
+    return folder
+
+
+def _record(event: str, args: tuple[object, ...]) -> None:
+    if not _RECORDING:
+        return
+    if event == "open":
+        if args and isinstance(args[0], str | bytes):
+            name = os.fsdecode(args[0])
+            if not name.endswith(".pyc"):
+                _RECORDING[-1].files.add(os.path.abspath(name))
+        return
+    folder: str | None = None
+    if event in _LISTING_EVENTS:
+        path = args[0] if args else None
+        if path is None:
+            folder = os.curdir
+        elif isinstance(path, str | bytes | os.PathLike):
+            folder = os.fsdecode(path)
+    elif event in ("glob.glob", "glob.glob/2") and args and isinstance(args[0], str | bytes):
+        root_dir = args[2] if event == "glob.glob/2" and len(args) > 2 else None
+        folder = _glob_folder(os.fsdecode(args[0]), root_dir)
+    if folder is None or _from_import_system():
+        return
+    folder = os.path.abspath(folder)
+    if not is_installation_path(folder):
+        _RECORDING[-1].listed.add(folder)
+
+
+sys.addaudithook(_record)
+
+
+def load_design(
+    path: str | os.PathLike[str],
+    *,
+    inputs: set[str] | None = None,
+    listed: set[str] | None = None,
+) -> RootExpr:
     """Evaluate and validate the design at ``path``; see the module docstring for failures.
 
     With ``inputs``, collect the files the evaluation depended on: the design, every module
-    it imported and every file it opened (standard library excluded).
+    it imported and every file it opened (standard library excluded). With ``listed``, collect
+    the folders it listed (``glob``, ``os.listdir``, ``os.scandir``, ``Path.iterdir``...).
     """
     design = Path(path)
     code = _compile(design)
-    opened: set[str] = set()
-    _RECORDING.append(opened)
+    recording = _Recording()
+    _RECORDING.append(recording)
     try:
         return _run(design, code)
     finally:
         _RECORDING.pop()
         if inputs is not None:
             inputs.add(str(design.resolve()))
-            inputs.update(p for p in opened if os.path.isfile(p) and not is_library_path(p))
+            inputs.update(
+                p for p in recording.files if os.path.isfile(p) and not is_library_path(p)
+            )
+        if listed is not None:
+            listed.update(recording.listed)
 
 
 def _run(design: Path, code: types.CodeType) -> RootExpr:
@@ -144,16 +212,27 @@ def _run(design: Path, code: types.CodeType) -> RootExpr:
         for name in set(sys.modules) - before:
             source = getattr(sys.modules[name], "__file__", None)
             if source and _RECORDING:
-                _RECORDING[-1].add(os.path.abspath(source))
-        _forget_design_modules(before, directory)
+                _RECORDING[-1].files.add(os.path.abspath(source))
+        _forget_design_modules(before)
 
 
-def _forget_design_modules(before: set[str], directory: str) -> None:
-    """Unload the design module and the modules it imported from its own folder, so that the
-    next load runs their DSL calls again in its own context."""
-    prefix = directory + os.sep
+def _forget_design_modules(before: set[str]) -> None:
+    """Unload the design module and every module first imported during the load from outside
+    the Python installation (its own folder, a sibling ``lib/``, a ``sys.path`` entry...), so
+    that the next load runs their DSL calls again in its own context. The standard library,
+    installed distributions and agentgen itself stay loaded."""
     for name in set(sys.modules) - before:
         module = sys.modules.get(name)
-        file = getattr(module, "__file__", None) or ""
-        if name.startswith("_agentgen_design_") or os.path.abspath(file).startswith(prefix):
+        if name.startswith("_agentgen_design_") or _is_design_code(name, module):
             del sys.modules[name]
+
+
+def _is_design_code(name: str, module: types.ModuleType | None) -> bool:
+    if module is None or name == "agentgen" or name.startswith("agentgen."):
+        return False
+    file = getattr(module, "__file__", None)
+    places = [file] if file else list(getattr(module, "__path__", None) or ())
+    return any(
+        isinstance(place, str) and not is_installation_path(os.path.abspath(place))
+        for place in places
+    )

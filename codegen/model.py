@@ -7,6 +7,7 @@ search counts, fingerprints, import paths) is decided here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -27,6 +28,20 @@ def sort_imports(lines: Iterable[str]) -> tuple[str, ...]:
         return -dots, module.lstrip(".")
 
     return tuple(sorted(lines, key=key))
+
+
+def dunder_all_key(name: str) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """The order of an ``__all__`` entry in an isort-style sort (ruff's RUF022):
+    SCREAMING_CASE names, then CamelCase, then the others; natural order within each group
+    (``Item2`` before ``Item10``), characters compared case-sensitively."""
+    group = 0 if name.upper() == name else 1 if name[:1].isupper() else 2
+    chunks: list[tuple[int, int]] = []
+    for chunk in re.split(r"(\d+)", name):
+        if chunk.isdigit():
+            chunks.append((ord("0"), int(chunk)))
+        else:
+            chunks.extend((ord(c), -1) for c in chunk)
+    return group, tuple(chunks)
 
 
 @dataclass(frozen=True)
@@ -103,6 +118,8 @@ class ToolsetModel:
     imports: tuple[str, ...]
     pydantic_names: tuple[str, ...]
     typing_names: tuple[str, ...]
+    #: ``import pydantic`` too: a pydantic type is written ``pydantic.X`` (a class took ``X``).
+    pydantic_module: bool
     #: Classes to rebuild once all are defined (they refer to a later class).
     rebuild: tuple[str, ...]
     fingerprint: str
@@ -112,6 +129,16 @@ class ToolsetModel:
     mcp_toolset: str | None = None
     #: For agent exports: the agent that runs these tools.
     agent_id: str | None = None
+    #: Registries the toolset's contract is published to (``PublishTo``), by name.
+    publish_to: tuple[str, ...] = ()
+    #: The name ``executor.py`` imports the ``types`` module under (``_types`` when a tool's
+    #: method is named ``types``).
+    types_module: str = "types"
+
+    @property
+    def exported_names(self) -> tuple[str, ...]:
+        """The class names of ``types.py`` in the order of ``__all__`` (ruff's RUF022)."""
+        return tuple(sorted((c.name for c in self.classes), key=dunder_all_key))
 
     @property
     def needs_executor(self) -> bool:
@@ -249,7 +276,29 @@ class ServiceModel:
 
 
 @dataclass(frozen=True)
+class RetryModel:
+    max_retries: int
+    backoff_base: float
+    backoff_max: float
+
+
+@dataclass(frozen=True)
+class RegistryModel:
+    """A declared registry's settings (durations in seconds; None: not set)."""
+
+    name: str
+    url: str
+    api_version: str
+    description: str | None
+    timeout: float | None
+    sync_interval: float | None
+    cache_ttl: float | None
+    retry: RetryModel | None
+
+
+@dataclass(frozen=True)
 class GenerationModel:
     design_name: str
     services: tuple[ServiceModel, ...]
     warnings: tuple[str, ...] = field(default=())
+    registries: tuple[RegistryModel, ...] = field(default=())

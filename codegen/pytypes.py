@@ -66,6 +66,15 @@ _CONFIG_KEYS = frozenset(
 )  # fmt: skip
 # Captured per field (aliases are rendered explicitly), so not written to the config.
 _CONFIG_CAPTURED = frozenset({"alias_generator"})
+#: Names a generated ``types.py`` imports or uses in annotations: a class of the design with
+#: one of these names is written under another (``Field`` → ``Field2``).
+RESERVED_NAMES = frozenset(
+    {
+        "BaseModel", "ConfigDict", "Field", "Annotated", "Any", "Literal", "datetime", "decimal",
+        "enum", "uuid", "pydantic", "typing", "annotations", "list", "dict", "str", "int",
+        "float", "bool", "__all__",
+    }
+)  # fmt: skip
 
 
 class UnsupportedType(Exception):
@@ -124,6 +133,8 @@ class TypeModule:
     rebuild: list[str] = field(default_factory=list)
     #: Fields that cannot be reproduced; every one is reported, not just the first.
     problems: list[UnsupportedType] = field(default_factory=list)
+    #: True when a pydantic type is written ``pydantic.X`` (a class of the design took ``X``).
+    pydantic_module: bool = False
 
     def add_model(self, model: type[BaseModel]) -> str:
         """Write ``model`` (and what it uses) into the module; return its class name here.
@@ -141,7 +152,12 @@ class TypeModule:
             return self._names[key], False
         base = cls.__name__ if cls.__name__.isidentifier() else "Model"
         name, counter = base, 2
-        while name in self._taken or keyword.iskeyword(name):
+        while (
+            name in self._taken
+            or name in RESERVED_NAMES
+            or name in self.pydantic_names
+            or keyword.iskeyword(name)
+        ):
             name, counter = f"{base}{counter}", counter + 1
         self._names[key] = name
         self._taken.add(name)
@@ -210,10 +226,14 @@ class TypeModule:
         doc = (model.__doc__ or "").strip() or None
         if doc is not None and model.__doc__ == BaseModel.__doc__:
             doc = None
-        return ClassSource(name, "BaseModel", doc, fields=tuple(fields), config=self._config(model))
+        config = self._config(model, renamed=name != model.__name__)
+        return ClassSource(name, "BaseModel", doc, fields=tuple(fields), config=config)
 
-    def _config(self, model: type[BaseModel]) -> str | None:
+    def _config(self, model: type[BaseModel], *, renamed: bool = False) -> str | None:
         config = dict(model.model_config)
+        if renamed:
+            # Written under another name: keep the schema title of the design's class.
+            config.setdefault("title", model.__name__)
         unknown = sorted(k for k in config if k not in _CONFIG_KEYS)
         if unknown:
             raise UnsupportedType(
@@ -403,6 +423,9 @@ class TypeModule:
             return self._class_name(tp)
         exported = getattr(tp, "__name__", None)
         if isinstance(exported, str) and getattr(pydantic, exported, None) is tp:
+            if exported in self._taken:  # a class of the design has that name here
+                self.pydantic_module = True
+                return f"pydantic.{exported}"
             self.pydantic_names.add(exported)
             return exported
         shown = getattr(tp, "__qualname__", repr(tp))

@@ -179,6 +179,13 @@ def render(model: GenerationModel) -> list[RenderedFile]:
             ),
         )
     ]
+    if model.registries:
+        files.append(
+            RenderedFile(
+                "registries.py",
+                _render("registries.py.jinja", design=design, registries=model.registries),
+            )
+        )
     for service in model.services:
         files.extend(_service_files(design, service))
     return sorted(files, key=lambda f: f.path)

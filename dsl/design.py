@@ -70,8 +70,9 @@ def Use(used: ToolsetExpr | RegistryExpr | ExportExpr | str | None, *args: objec
             expr.defines = True
     elif isinstance(value, ToolsetExpr | RegistryExpr):
         expr.target = value
-    elif isinstance(value, ExportExpr) and value.toolset is not None:
+    elif isinstance(value, ExportExpr):
         # ``with Export("analysis") as Analysis:`` hands out the export; use what it exports.
+        # An export without a toolset was rejected (and reported) already.
         expr.target = value.toolset
     elif value is None:
         call.error("Use requires a toolset or a registry, got None")
@@ -88,7 +89,9 @@ def Use(used: ToolsetExpr | RegistryExpr | ExportExpr | str | None, *args: objec
 def Export(exported: ToolsetExpr | str | None, *args: object) -> ExportExpr:
     """Export a toolset from an agent (its tools run the agent) or from a service.
 
-    ``Export("name", body)`` defines the exported toolset in place.
+    ``Export("name", body)`` defines the exported toolset in place; an agent only exports
+    toolsets it defines this way (the tools it runs), a service may also export an existing
+    ``Toolset``.
     """
     call = begin("Export")
     values, body = call.split_body(args)
@@ -114,6 +117,12 @@ def Export(exported: ToolsetExpr | str | None, *args: object) -> ExportExpr:
             call.error(
                 f"registry toolset {q(value.name)} cannot be exported: the registry's provider "
                 "owns its contract; export a toolset defined in this design instead"
+            )
+        elif isinstance(owner, AgentExpr):
+            call.error(
+                f"{owner.eval_name()} cannot export existing {value.eval_name()}: an agent "
+                'exports tools it runs, defined in place with Export("name", body); to share '
+                f"{value.eval_name()}, export it from a Service body instead"
             )
         else:
             expr.toolset = value

@@ -167,6 +167,6 @@ def finish(ctx: EvalContext) -> RootExpr:
     prepare(ctx.root)
     errors = [*ctx.errors, *validate(ctx.root)]
     if errors:
-        raise DesignErrors(errors)
+        raise DesignErrors(errors, root=ctx.root)
     finalize(ctx.root)
     return ctx.root

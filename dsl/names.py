@@ -2,8 +2,10 @@
 
 Service, agent, toolset, registry and local tool names become Python package, module and method
 names and parts of the fixed tool IDs (``toolset.tool``), so they must be lower snake_case
-identifiers. Tools of external MCP servers keep the server's names, which may use dashes and
-capitals; their Python identifiers are derived (and collisions rejected).
+identifiers without a double underscore or a trailing underscore (``a__b`` and ``a_`` would
+camel-case like ``a_b`` and ``a`` in generated class names). Tools of external MCP servers keep
+the server's names, which may use dashes and capitals; their Python identifiers are derived (and
+collisions rejected).
 """
 
 from __future__ import annotations
@@ -55,6 +57,13 @@ def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | N
         )
         hint = f"; try {q(suggestion)}" if suggestion and suggestion != value else ""
         return f"{kind} name {q(value)} must be {rule}{hint}"
+    if not mcp_tool and ("__" in value or value.endswith("_")):
+        suggestion = sanitize(value)
+        hint = f"; try {q(suggestion)}" if suggestion and suggestion != value else ""
+        return (
+            f"{kind} name {q(value)} must not contain a double underscore or end with an "
+            f"underscore (generated class names would collide){hint}"
+        )
     if keyword.iskeyword(python_identifier(value)):
         return f"{kind} name {q(value)} is a Python keyword; generated code cannot use it"
     return None

@@ -422,6 +422,22 @@ class _Validator:
                     loc=ref.loc,
                 )
             names.setdefault(ref.name, ref.loc)
+        if not subset:
+            return
+        consumer = "Use" if isinstance(expr, UseExpr) else "Export"
+        for name, loc in names.items():
+            tool = toolset.tool(name)
+            bounds = tool.bounds if tool is not None else None
+            partner = bounds.continue_with if bounds is not None else None
+            if partner is None or partner in names or toolset.tool(partner) is None:
+                continue
+            self.error(
+                expr,
+                f"this {consumer} selects tool {q(name)} of {toolset.eval_name()} without "
+                f"{q(partner)}, the tool that fetches its further pages "
+                f"(ContinueWith({q(partner)})); add Tool({q(partner)}) to the selection",
+                loc=loc,
+            )
 
     def agent(self, agent: AgentExpr) -> None:
         self.exports(agent)

@@ -46,3 +46,12 @@ def test_agent_selection_errors() -> None:
     assert code == 2 and "pick one with --agent (assistant.assistant, assistant.clerk)" in err
     code, _, err = run(RECORDS, "--agent", "nobody", "records")
     assert code == 2 and "the design has no agent 'nobody'" in err
+
+
+def test_limit_must_be_positive() -> None:
+    for value in ("0", "-3"):
+        code, _, err = run(RECORDS, "--agent", "assistant", "records", "--limit", value)
+        assert code == 2 and "Traceback" not in err
+        assert "Invalid value for '--limit'" in err and ">=1" in err
+    code, out, _ = run(RECORDS, "--agent", "assistant", "records", "--limit", "1")
+    assert code == 0 and len(out.splitlines()) == 2

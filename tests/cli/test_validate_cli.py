@@ -112,3 +112,35 @@ def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     assert done.stderr.startswith(
         "design.py:2: Deferred is not valid at the top level of the design"
     )
+
+
+@pytest.mark.parametrize("command", ["validate", "gen", "explain", "search"])
+def test_type_problems_are_reported_with_dsl_errors_in_one_run(
+    tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "design.py").write_text(
+        "from pydantic import BaseModel\n"
+        "from agentgen.dsl import *\n"
+        "class Raw(BaseModel):\n"
+        "    data: bytes\n"
+        'Records = Toolset("records", lambda: Tool("lookup", "Look up.", lambda: Args(Raw)))\n'
+        "def mcp():\n"
+        '    Tool("get", "Get.", lambda: Args({"type": "objekt"}))\n'
+        'Weather = Toolset("weather", FromExternalMCP("srv", "weather"), mcp)\n'
+        'with Service("svc"):\n'
+        '    Agent("a", "A.", lambda: (Use(Records), Use(Weather), Deferred()))\n'
+    )
+    args = [command, "design.py"] + (["query"] if command == "search" else [])
+    code, out, err = run(*args, cwd=tmp_path)
+    assert (code, out) == (1, "")
+    heads = [line for line in err.splitlines() if line.startswith("design.py")]
+    assert heads == [
+        'design.py:5: toolset "records" › tool "lookup": Args model Raw, field "data": bytes '
+        "have no JSON form; use str (base64)",
+        'design.py:7: toolset "weather" › tool "get": Args JSON Schema is not a valid JSON '
+        "Schema (2020-12): 'objekt' is not valid under any of the given schemas (at /type)",
+        'design.py:10: service "svc" › agent "a": Deferred is not valid inside agent "a"; it '
+        "belongs inside a consuming Use(...) body",
+        "design.py: 3 design errors",
+    ]
+    assert not (tmp_path / "gen").exists()

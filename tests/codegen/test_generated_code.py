@@ -259,3 +259,27 @@ def test_generated_code_never_imports_the_design(sink: Path) -> None:
         text = path.read_text()
         assert "kitchen_sink" not in text.replace("from kitchen_sink.py", "")
         assert "agentgen.dsl" not in text and "agentgen.codegen" not in text
+
+
+def test_registry_settings_and_publish_targets(sink: Path) -> None:
+    registries = module("registries")
+    assert list(registries.REGISTRIES) == ["company", "archive"]
+    company = registries.REGISTRIES["company"]
+    assert company == registries.RegistrySettings(
+        name="company",
+        url="https://registry.example",
+        api_version="v2",
+        description="The company's tool catalog.",
+        timeout=90.0,
+        sync_interval=60.0,
+        cache_ttl=300.0,
+        retry=registries.RetrySettings(max_retries=3, backoff_base=0.25, backoff_max=10.0),
+    )
+    archive = registries.REGISTRIES["archive"]
+    assert (archive.url, archive.api_version, archive.timeout, archive.retry) == (
+        "grpcs://archive.example:8443", "v1", None, None,
+    )  # fmt: skip
+    with pytest.raises(TypeError):
+        registries.REGISTRIES["other"] = archive  # read-only
+    assert module("helpdesk.toolsets.tickets.declarations").PUBLISH_TO == ("company", "archive")
+    assert module("helpdesk.toolsets.notes.declarations").PUBLISH_TO == ()

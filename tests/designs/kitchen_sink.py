@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import enum
 import uuid
+from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl
@@ -13,8 +14,10 @@ from agentgen.dsl import (
     URL,
     Agent,
     AllowTags,
+    APIVersion,
     Args,
     BoundedResult,
+    CacheTTL,
     Confirmation,
     ContinueWith,
     Cursor,
@@ -31,11 +34,14 @@ from agentgen.dsl import (
     PublishTo,
     Registry,
     RequiredLabels,
+    Retry,
     Return,
     RunPolicy,
     ServerData,
     Service,
+    SyncInterval,
     Tags,
+    Timeout,
     Title,
     Tool,
     Toolset,
@@ -131,7 +137,15 @@ class Answer(BaseModel):
     answer: str
 
 
-Company = Registry("company", lambda: URL("https://registry.example"))
+with Registry("company") as Company:
+    URL("https://registry.example")
+    Description("The company's tool catalog.")
+    APIVersion("v2")
+    Timeout("1m30s")
+    Retry(3, "250ms", 10)
+    SyncInterval(60)
+    CacheTTL(timedelta(minutes=5))
+Archive = Registry("archive", lambda: URL("grpcs://archive.example:8443"))
 CompanyRecords = Toolset("company_records", FromRegistry(Company, "records"))
 
 with Toolset("tickets") as Tickets:
@@ -164,6 +178,7 @@ with Toolset("tickets") as Tickets:
     Tool("ping", "Check that the ticket service answers.")
     Tool("open_folder", "Open a folder of attachments.", lambda: (Args(Folder), Return(File)))
     PublishTo(Company)
+    PublishTo(Archive)
 
 with Toolset("weather", FromExternalMCP("weather_server", "weather")) as Weather:
     Tool(

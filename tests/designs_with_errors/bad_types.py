@@ -28,3 +28,6 @@ class Tree(BaseModel):
 
 
 Odd2 = Toolset("odd2", lambda: Tool("tree", "Recursive with int keys.", lambda: Args(Tree)))
+
+# A DSL error too: type problems are reported together with it, in one run.
+Odd3 = Toolset("odd3", lambda: Tool("nodesc", lambda: Args(Weird)))

@@ -223,18 +223,18 @@ with Service("svc"):
             Tool("lookup")
             Tool("lookup")  # <-
             Tool("lookup", "With a description.")  # <-
-        Export(Records)
-        Export(Records)  # <-
     with Agent("b", "B."):
         with Export("mine") as Mine:
             Tool("ask", "Ask.")
         Use(Mine)  # <-
+    Export(Records)
+    Export(Records)  # <-
 """,
         'selects unknown tool "nope" of toolset "records" (its tools: lookup)',
         'tool "lookup" is selected more than once',
         "selects its tools by name only",
-        'agent "a" exports toolset "records" more than once',
         'agent "b" cannot use a toolset it exports itself',
+        'service "svc" exports toolset "records" more than once',
     )
 
 
@@ -297,4 +297,84 @@ Remote = Toolset(FromRegistry(Company, "remote"), lambda: PublishTo(Company))  #
         'toolset "records" is already published to registry "company"',
         "PublishTo requires a Registry(...) expression, got str",
         'registry toolset "remote" cannot be published: its provider owns it',
+    )
+
+
+def test_names_reject_double_and_trailing_underscores(designs: DesignRunner) -> None:
+    # a__b and a_ would camel-case like a_b and a in generated class names.
+    designs.check(
+        """
+Toolset("a__b", lambda: Tool("x", "X."))  # <-
+with Toolset("ok"):
+    Tool("trailing_", "T.")  # <-
+    Tool("fine_1", "F.")
+Service("svc_")  # <-
+Toolset("mcp", FromExternalMCP("srv", "mcp"), lambda: Tool("get__it", "Server names stay."))
+""",
+        'toolset name "a__b" must not contain a double underscore or end with an underscore '
+        '(generated class names would collide); try "a_b"',
+        'tool name "trailing_" must not contain a double underscore or end with an underscore',
+        'service name "svc_" must not contain a double underscore',
+    )
+
+
+def test_an_agent_exports_only_tools_it_defines(designs: DesignRunner) -> None:
+    source = """
+with Toolset("records") as Records:
+    Tool("lookup", "Look up.")
+with Service("svc"):
+    Export(Records)
+    with Agent("a", "A."):
+        Export(Records)  # <-
+        with Export(Records) as Sub:  # <-
+            Tool("lookup")
+        Use(Sub)
+        Export("ask", lambda: Tool("ask", "Ask the agent."))
+"""
+    designs.check(
+        source,
+        'agent "a" cannot export existing toolset "records": an agent exports tools it runs, '
+        'defined in place with Export("name", body); to share toolset "records", export it '
+        "from a Service body instead",
+        'agent "a" cannot export existing toolset "records"',
+    )
+    # A service still exports an existing toolset.
+    with_service_export = designs.load(
+        """
+with Toolset("records") as Records:
+    Tool("lookup", "Look up.")
+with Service("svc"):
+    Export(Records)
+    Agent("a", "A.", lambda: Export("ask", lambda: Tool("ask", "Ask the agent.")))
+"""
+    )
+    assert [e.toolset.name for e in with_service_export.services[0].exports if e.toolset] == [
+        "records"
+    ]
+
+
+def test_a_subset_keeps_the_pagination_partner(designs: DesignRunner) -> None:
+    designs.check(
+        MODELS
+        + """
+with Toolset("records") as Records:
+    with Tool("search", "Search records."):
+        Args(Query)
+        Return(Page)
+        BoundedResult(lambda: (Cursor("cursor"), NextCursor("next_cursor"), ContinueWith("more")))
+    with Tool("more", "More results."):
+        Args(Query)
+        Return(Page)
+        BoundedResult(lambda: (Cursor("cursor"), NextCursor("next_cursor")))
+    Tool("lookup", "Look up.")
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Records, lambda: (Tool("search"), Deferred())))  # <-
+    Agent("b", "B.", lambda: Use(Records, lambda: (Tool("search"), Tool("more"))))
+    Agent("c", "C.", lambda: Use(Records, lambda: Tool("lookup")))
+    Agent("d", "D.", lambda: Use(Records))
+    Export(Records, lambda: Tool("search"))  # <-
+""",
+        'this Use selects tool "search" of toolset "records" without "more", the tool that '
+        'fetches its further pages (ContinueWith("more")); add Tool("more") to the selection',
+        'this Export selects tool "search" of toolset "records" without "more"',
     )

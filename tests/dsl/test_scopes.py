@@ -280,6 +280,37 @@ Service("svc", lambda: Agent("a", "A.", lambda: Use(Records)))
     assert second.agents()[0].uses[0].target is second.toolsets[0]
 
 
+def test_a5_modules_imported_from_another_folder_run_again(
+    designs: DesignRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    lib = designs.tmp_path / "lib"
+    (lib / "catalog").mkdir(parents=True)
+    (lib / "catalog" / "__init__.py").write_text("")
+    (lib / "catalog" / "records.py").write_text(
+        "from agentgen.dsl import *\n"
+        'Records = Toolset("records", lambda: Tool("lookup", "Look up."))\n'
+    )
+    monkeypatch.syspath_prepend(str(lib))
+    design = designs.tmp_path / "design"
+    design.mkdir()
+    path = design / "design.py"
+    path.write_text(
+        "from agentgen.dsl import *\n"
+        "from catalog.records import Records\n"
+        'Service("svc", lambda: Agent("a", "A.", lambda: Use(Records)))\n'
+    )
+    from agentgen.codegen.loader import load_design
+
+    first, second = load_design(path), load_design(path)
+    assert [t.name for t in first.toolsets] == [t.name for t in second.toolsets] == ["records"]
+    assert second.agents()[0].uses[0].target is second.toolsets[0]
+    assert first.toolsets[0] is not second.toolsets[0]
+    assert "catalog" not in sys.modules and "catalog.records" not in sys.modules
+    assert "agentgen.dsl" in sys.modules
+
+
 def test_a5_two_designs_in_two_threads_do_not_mix(designs: DesignRunner) -> None:
     from agentgen.codegen.loader import load_design
 

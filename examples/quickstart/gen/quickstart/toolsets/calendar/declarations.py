@@ -16,6 +16,9 @@ from . import specs
 #: Fingerprint of the registration under its declared name (no toolset annotations).
 SCHEMA_FINGERPRINT = "ef026b1c1fe554a882038b704a7e106f1609f966dc0507d8b3e57caed8712383"
 
+#: Registries this toolset's full contract is published to (``PublishTo``), by name.
+PUBLISH_TO: tuple[str, ...] = ()
+
 
 def tool_schemas() -> list[ToolSchema]:
     """Fresh, independent declarations of every tool of the toolset."""

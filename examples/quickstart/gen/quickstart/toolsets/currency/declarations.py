@@ -16,6 +16,9 @@ from . import specs
 #: Fingerprint of the registration under its declared name (no toolset annotations).
 SCHEMA_FINGERPRINT = "66f9b79db6bc0f43e4848100c603434ce856aab3fb49cf7b46339e39abfc89f0"
 
+#: Registries this toolset's full contract is published to (``PublishTo``), by name.
+PUBLISH_TO: tuple[str, ...] = ()
+
 
 def tool_schemas() -> list[ToolSchema]:
     """Fresh, independent declarations of every tool of the toolset."""

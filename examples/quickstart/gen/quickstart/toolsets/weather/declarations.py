@@ -16,6 +16,9 @@ from . import specs
 #: Fingerprint of the registration under its declared name (no toolset annotations).
 SCHEMA_FINGERPRINT = "7ac32429bbfc474139a1c31781ce526c1d992092b6d456f3f93f7cedbf8fd110"
 
+#: Registries this toolset's full contract is published to (``PublishTo``), by name.
+PUBLISH_TO: tuple[str, ...] = ()
+
 
 def tool_schemas() -> list[ToolSchema]:
     """Fresh, independent declarations of every tool of the toolset."""

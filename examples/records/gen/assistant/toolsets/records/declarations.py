@@ -16,6 +16,9 @@ from . import specs
 #: Fingerprint of the registration under its declared name (no toolset annotations).
 SCHEMA_FINGERPRINT = "aad100ccb2454ecd0a98b3caef5284c6ea6f11963dc9d9f090bdff90648be180"
 
+#: Registries this toolset's full contract is published to (``PublishTo``), by name.
+PUBLISH_TO: tuple[str, ...] = ()
+
 
 def tool_schemas() -> list[ToolSchema]:
     """Fresh, independent declarations of every tool of the toolset."""

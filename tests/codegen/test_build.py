@@ -1,0 +1,140 @@
+"""Decisions the generator takes from a valid design: toolset owners, checked JSON Schemas."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentgen.codegen.build import build
+from agentgen.codegen.loader import load_design
+from agentgen.codegen.model import GenerationModel
+from agentgen.dsl.errors import DesignError, DesignErrors
+from tests.conftest import DesignRunner
+
+
+def generation(designs: DesignRunner, source: str) -> GenerationModel:
+    return build(load_design(designs.write(source)))
+
+
+def build_errors(designs: DesignRunner, source: str) -> list[DesignError]:
+    root = load_design(designs.write(source))
+    with pytest.raises(DesignErrors) as caught:
+        build(root)
+    return caught.value.errors
+
+
+def owners(model: GenerationModel) -> dict[str, str]:
+    return {t.name: s.name for s in model.services for t in s.toolsets}
+
+
+EXPORTER = """
+with Service("exporter"):
+    Export(Records)
+"""
+USER = """
+with Service("user"):
+    Agent("a", "Uses records.", lambda: Use(Records))
+"""
+RECORDS = """
+Records = Toolset("records", lambda: Tool("lookup", "Look up."))
+Other = Toolset("other", lambda: Tool("lookup", "Look up."))
+"""
+
+
+@pytest.mark.parametrize("services", [EXPORTER + USER, USER + EXPORTER])
+def test_the_exporting_service_owns_a_toolset_whatever_the_order(
+    designs: DesignRunner, services: str
+) -> None:
+    model = generation(designs, RECORDS + services)
+    assert owners(model) == {"records": "exporter"}
+    (user,) = [s for s in model.services if s.name == "user"]
+    (used,) = user.agents[0].uses
+    assert used.toolset.registration_name == "exporter.records"
+    assert used.import_path == "....exporter.toolsets.records"
+
+
+def test_owners_without_an_export_follow_the_first_user_and_the_definer(
+    designs: DesignRunner,
+) -> None:
+    model = generation(
+        designs,
+        RECORDS
+        + """
+with Service("first"):
+    Agent("a", "A.", lambda: Use(Records))
+with Service("second"):
+    Agent("b", "B.", lambda: (Use(Records), Use(Other)))
+    Agent("c", "C.", lambda: Export("asked", lambda: Tool("ask", "Ask C.")))
+with Service("third"):
+    Agent("d", "D.", lambda: Use(Other))
+""",
+    )
+    assert owners(model) == {"records": "first", "other": "second", "asked": "second"}
+
+
+MCP = """
+def tools():
+    Tool("fine", "A valid schema.", lambda: Args({{"type": "object", "properties": {{}}}}))
+    Tool("broken", "The schema.", lambda: {call})
+Weather = Toolset("weather", FromExternalMCP("srv", "weather"), tools)
+Service("svc", lambda: Agent("a", "A.", lambda: Use(Weather)))
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            'Args({"type": "objekt"})',
+            "Args JSON Schema is not a valid JSON Schema (2020-12): 'objekt' is not valid under "
+            "any of the given schemas (at /type)",
+        ),
+        (
+            'Args({"type": "object", "properties": {"x": {"enum": {1, 2}}}})',
+            "Args JSON Schema is not JSON: the value at /properties/x/enum is a set (JSON has "
+            "objects with string keys, lists, strings, numbers, booleans and null)",
+        ),
+        (
+            'Return({"type": "object", 1: "x"})',
+            "Return JSON Schema is not JSON: the key 1 is a int, not a string",
+        ),
+        (
+            'Args({"type": "string"})',
+            'Args JSON Schema must describe an object ("type": "object"): tool arguments are a '
+            "JSON object",
+        ),
+        (
+            'Return({"$ref": "https://schemas.example/x.json"})',
+            'Return JSON Schema refers to "https://schemas.example/x.json" (at /$ref), outside '
+            'the schema: references must be local ("#/$defs/...") since nothing is fetched',
+        ),
+        (
+            'Return({"$ref": "#/$defs/Missing"})',
+            'Return JSON Schema refers to "#/$defs/Missing" (at /$ref), which the schema does '
+            "not define",
+        ),
+        (
+            'Return({"$schema": "http://json-schema.org/draft-07/schema#", "type": "string"})',
+            'Return JSON Schema declares $schema "http://json-schema.org/draft-07/schema#"; '
+            "tool contracts are JSON Schema 2020-12",
+        ),
+        (
+            'Return({"type": "number", "maximum": float("inf")})',
+            "Return JSON Schema is not JSON: the number inf at /maximum is not finite",
+        ),
+    ],
+)
+def test_mcp_json_schemas_are_checked(designs: DesignRunner, call: str, message: str) -> None:
+    (error,) = build_errors(designs, MCP.format(call=call))
+    assert error.loc.line == 5
+    assert error.where == 'toolset "weather" › tool "broken"'
+    assert message in error.message
+
+
+def test_valid_mcp_json_schemas_with_local_references(designs: DesignRunner) -> None:
+    schema = (
+        '{"type": "object", "properties": {"p": {"$ref": "#/$defs/P"}}, '
+        '"$defs": {"P": {"type": "string"}}}'
+    )
+    model = generation(designs, MCP.format(call=f"(Args({schema}), Return({schema}))"))
+    (toolset,) = model.services[0].toolsets
+    assert [t.payload.kind for t in toolset.tools] == ["schema", "schema"]

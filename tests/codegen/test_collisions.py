@@ -1,0 +1,206 @@
+"""Generated names never collide: tool constants, type classes, executor classes, provider names.
+
+``tests/designs/collisions.py`` uses names that generated modules define or import; it must
+generate code that imports and passes mypy --strict, black and ruff. Collisions no renaming can
+avoid are design errors naming both parties.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from agentgen.codegen.build import build, tool_constant
+from agentgen.codegen.loader import load_design
+from agentgen.dsl.errors import DesignError, DesignErrors
+from tests.codegen.helpers import ROOT, generate_design, run_tool
+from tests.conftest import DesignRunner
+
+COLLISIONS = ROOT / "tests" / "designs" / "collisions.py"
+JSON_SCHEMA = "https://json-schema.org/draft/2020-12/schema"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    base = tmp_path_factory.mktemp("collisions")
+    generate_design(COLLISIONS, base / "collisions_gen")
+    sys.path.insert(0, str(base))
+    try:
+        yield base / "collisions_gen"
+    finally:
+        sys.path.remove(str(base))
+        for name in [m for m in sys.modules if m.split(".")[0] == "collisions_gen"]:
+            del sys.modules[name]
+
+
+def module(name: str) -> ModuleType:
+    return importlib.import_module(f"collisions_gen.svc.{name}")
+
+
+def test_generated_code_passes_mypy_strict_black_and_ruff(generated: Path) -> None:
+    done = run_tool("mypy", "--strict", "--no-incremental", str(generated), cwd=generated.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_tool("black", "--check", "--quiet", str(generated), cwd=generated.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_tool(
+        "ruff", "check", "--isolated", "--select", "E,F,I,UP,B,SIM,RUF", "--ignore", "E501",
+        str(generated), cwd=generated.parent,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_module_imports(generated: Path) -> None:
+    for path in sorted(generated.rglob("*.py")):
+        parts = path.relative_to(generated.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        importlib.import_module(name)
+
+
+def test_tool_constants_do_not_take_module_names(generated: Path) -> None:
+    specs = module("toolsets.tools.specs")
+    assert specs.TOOLSET == "svc.tools"
+    assert specs.DESCRIPTION is None and specs.TAGS == ()
+    assert specs.TOOLSET_TOOL == "tools.toolset"
+    assert specs.TOOLSET_TOOL_SPEC.id == "tools.toolset"
+    assert specs.DESCRIPTION_TOOL == "tools.description"
+    assert specs.SPECS_TOOL == "tools.specs" and specs.NAMES_TOOL == "tools.names"
+    assert specs.SPEC_TOOL == "tools.spec" and specs.AGENT_ID_TOOL == "tools.agent_id"
+    assert specs.X == "tools.x" and specs.X_SPEC.id == "tools.x"
+    assert specs.X_SPEC_TOOL == "tools.x_spec" and specs.X_SPEC_TOOL_SPEC.id == "tools.x_spec"
+    assert specs.X_TOOL_TOOL == "tools.x_tool"
+    assert specs.X_SPEC_TOOL_TOOL == "tools.x_spec_tool"
+    assert specs.TOOLSET_TOOL_TOOL == "tools.toolset_tool"
+    assert len(specs.SPECS) == len({s.id for s in specs.SPECS}) == 15
+    assert specs.names()[0] == "tools.toolset"
+    assert specs.spec("tools.types").id == "tools.types"
+
+
+def test_tool_constant_rule_is_injective() -> None:
+    names = [
+        "toolset", "toolset_tool", "toolset_tool_tool", "x", "x_spec", "x_tool", "x_spec_tool",
+        "x_tool_spec", "spec", "spec_tool", "specs", "names", "tool", "mcp_tool_names",
+    ]  # fmt: skip
+    constants = [tool_constant(n) for n in names]
+    taken = {*constants, *(f"{c}_SPEC" for c in constants)}
+    assert len(taken) == 2 * len(names)
+    assert not taken & {"TOOLSET", "DESCRIPTION", "TAGS", "AGENT_ID", "SPECS", "MCP_TOOL_NAMES"}
+
+
+def test_type_classes_do_not_shadow_imports(generated: Path) -> None:
+    types = module("toolsets.tools.types")
+    text = (generated / "svc/toolsets/tools/types.py").read_text()
+    for name in ("Field", "Any", "Annotated", "Literal", "BaseModel", "ConfigDict", "datetime"):
+        # Renamed, with the design's class name kept as the schema title.
+        assert f'\nclass {name}2(BaseModel):\n    model_config = ConfigDict(title="{name}")' in text
+    for name in ("uuid", "decimal", "enum", "list", "dict", "str", "int", "float", "bool"):
+        assert f"\nclass {name}2(BaseModel):" in text
+    # The design's class "HttpUrl" keeps its name; pydantic's type is then written qualified.
+    assert "\nclass HttpUrl(BaseModel):" in text
+    assert "home: pydantic.HttpUrl | None = None" in text and "\nimport pydantic\n" in text
+    assert types.Field2.model_json_schema()["title"] == "Field"
+    everything = module("toolsets.tools.specs").EVERYTHING_SPEC
+    value = everything.payload.codec.decode(
+        json.dumps(
+            {
+                "when": "2024-01-02T03:04:05Z",
+                "id": "12345678-1234-5678-1234-567812345678",
+                "label": "x",
+                "home": "https://example.com",
+                "own_url": {"href": "h"},
+                "shadow_0": {"value": 3},
+            }
+        )
+    )
+    assert isinstance(value, types.Everything)
+    assert value.shadow_0 == types.Field2(value=3)
+    assert value.own_url == types.HttpUrl(href="h")
+    # A tool method named "types" does not shadow the module in the executor protocol.
+    executor = (generated / "svc/toolsets/tools/executor.py").read_text()
+    assert "from . import types as _types" in executor
+    assert "args: _types.Everything" in executor
+
+
+def test_toolsets_that_camel_case_alike_in_different_agents(generated: Path) -> None:
+    assert module("toolsets.a_1.executor").A1Executor is not None
+    assert module("toolsets.a1.executor").A1Executor is not None
+
+
+def test_agent_tool_without_return_answers_with_text(generated: Path) -> None:
+    specs = module("toolsets.ask_expert.specs")
+    assert json.loads(specs.ASK_SPEC.result.schema_json) == {
+        "$schema": JSON_SCHEMA,
+        "type": "string",
+    }
+    assert specs.ASK_SPEC.result.codec.decode('"the answer"') == "the answer"
+    declaration = module("toolsets.ask_expert.declarations").tool_schemas()[0]
+    assert declaration.result_schema == {"$schema": JSON_SCHEMA, "type": "string"}
+    document = json.loads((generated / "svc/agents/asker/tool_schemas.json").read_text())
+    assert document["tools"][0]["result"]["schema"]["type"] == "string"
+
+
+def build_errors(designs: DesignRunner, source: str) -> list[DesignError]:
+    root = load_design(designs.write(source))
+    with pytest.raises(DesignErrors) as caught:
+        build(root)
+    return caught.value.errors
+
+
+def test_executor_classes_that_collide_within_an_agent(designs: DesignRunner) -> None:
+    errors = build_errors(
+        designs,
+        """
+A_1 = Toolset("a_1", lambda: Tool("one", "One."))
+A1 = Toolset("a1", lambda: Tool("one", "One, again."))
+with Service("svc"):
+    with Agent("both", "Uses both."):
+        Use(A_1)
+        Use(A1)
+""",
+    )
+    (error,) = errors
+    assert error.loc.line == 8
+    assert str(error).endswith(
+        'service "svc" › agent "both" › Use(a1): toolsets "a_1" and "a1" both generate the '
+        'executor class A1Executor, which the config of agent "svc.both" imports together; '
+        "rename one of the toolsets"
+    )
+
+
+def test_provider_name_collisions_within_an_agent(designs: DesignRunner) -> None:
+    errors = build_errors(
+        designs,
+        """
+AB = Toolset("a_b", lambda: Tool("c", "C."))
+A = Toolset("a", lambda: Tool("b_c", "B C."))
+with Service("svc"):
+    with Agent("both", "Uses both."):
+        Use(AB)
+        Use(A)
+    Agent("one", "Only one of them: fine.", lambda: Use(AB))
+""",
+    )
+    (error,) = errors
+    assert error.loc.line == 8
+    assert (
+        'tools "a_b.c" and "a.b_c" of agent "svc.both" are both sent to models as "a_b_c"'
+        in str(error)
+    )
+    assert "rename one of the tools or toolsets" in str(error)
+
+
+def test_service_named_like_the_registries_module(designs: DesignRunner) -> None:
+    errors = build_errors(
+        designs,
+        """
+Company = Registry("company", lambda: URL("https://registry.example"))
+Service("registries", lambda: Agent("a", "A.", lambda: Use(Company)))
+""",
+    )
+    (error,) = errors
+    assert 'service name "registries" is taken by the generated module registries.py' in str(error)
