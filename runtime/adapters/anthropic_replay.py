@@ -17,7 +17,6 @@ The transcript is never reset or trimmed to avoid any of this.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,7 @@ from agentgen.runtime.adapters.anthropic_search import (
     parse_search_result,
     parse_server_tool_use,
 )
-from agentgen.runtime.adapters.errors import HistoryReplayError
+from agentgen.runtime.adapters.errors import HistoryReplayError, call_arguments
 from agentgen.runtime.adapters.names import NameMap
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model import ModelError, ToolSearchUnsupportedError
@@ -191,15 +190,7 @@ class _Encoder:
         self._append("assistant", content)
 
     def _call(self, what: str, part: ToolCallPart) -> dict[str, Any]:
-        try:
-            arguments = json.loads(part.arguments)
-        except ValueError:
-            arguments = None
-        if not isinstance(arguments, dict):
-            raise HistoryReplayError(
-                f"{what}: call {part.call_id!r} to {part.tool_id!r} has arguments that are not "
-                "a JSON object"
-            )
+        arguments = call_arguments(what, part)
         name = self.names.add(part.tool_id)
         return {"type": "tool_use", "id": part.call_id, "name": name, "input": arguments}
 

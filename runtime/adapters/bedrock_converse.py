@@ -20,7 +20,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
 from agentgen.runtime.adapters.anchors import describe
-from agentgen.runtime.adapters.errors import HistoryReplayError, ToolIdentityError
+from agentgen.runtime.adapters.errors import HistoryReplayError, ToolIdentityError, call_arguments
 from agentgen.runtime.adapters.names import NameMap
 from agentgen.runtime.adapters.selection import select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
@@ -147,15 +147,7 @@ def _block(what: str, part: Part, names: NameMap) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         return {"text": part.text} if part.text else None
     if isinstance(part, ToolCallPart):
-        try:
-            arguments = json.loads(part.arguments)
-        except ValueError:
-            arguments = None
-        if not isinstance(arguments, dict):
-            raise HistoryReplayError(
-                f"{what}: call {part.call_id!r} to {part.tool_id!r} has arguments that are not "
-                "a JSON object"
-            )
+        arguments = call_arguments(what, part)
         name = names.add(part.tool_id)
         return {"toolUse": {"toolUseId": part.call_id, "name": name, "input": arguments}}
     assert isinstance(part, ToolResultPart)

@@ -9,6 +9,10 @@ do about it.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from agentgen.runtime.messages import ToolCallPart
 from agentgen.runtime.model import ModelError, ToolSearchUnsupportedError
 
 __all__ = [
@@ -57,3 +61,18 @@ class MissingNamespaceHistoryError(HistoryReplayError):
 
 class OutputBudgetError(ModelError):
     """Client-side tool search needs, and ran out of, the invocation's output token budget."""
+
+
+def call_arguments(what: str, part: ToolCallPart) -> dict[str, Any]:
+    """A historical call's arguments as the JSON object providers replay; anything else in a
+    stored transcript is refused (never guessed)."""
+    try:
+        arguments = json.loads(part.arguments)
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        raise HistoryReplayError(
+            f"{what}: call {part.call_id!r} to {part.tool_id!r} has arguments that are not "
+            "a JSON object"
+        )
+    return arguments
