@@ -11,7 +11,6 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,13 +30,6 @@ T = TypeVar("T")
 EXIT_INVALID = 1
 EXIT_UNUSABLE = 2
 CONFLICT_HINT = "move those files out of the output folder, or choose another output folder with -o"
-
-
-def _version() -> str:
-    try:
-        return version("agentgen")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "unknown"
 
 
 def load_or_exit(
@@ -115,7 +107,7 @@ def summary(root: RootExpr) -> str:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(_version(), prog_name="agentgen")
+@click.version_option(package_name="agentgen", prog_name="agentgen")
 def main() -> None:
     """agentgen: typed agent packages with deferred tool loading, from a Python design."""
 
@@ -360,5 +352,27 @@ def explain(design: Path, agent_id: str | None, as_json: bool) -> None:
         click.echo(render_text(explanations) or f"{design}: the design has no agents")
 
 
+def run() -> None:
+    """The ``agentgen`` console script.
+
+    A command is one short process: the cyclic garbage collector is paused for all of it (a
+    large design's hundreds of thousands of long-lived objects made every full collection
+    slower), and the process ends without tearing those objects down one by one.
+    """
+    gc.disable()
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+        status = code if isinstance(code, int) else (0 if code is None else 1)
+        if not isinstance(code, int | None):
+            click.echo(code, err=True)
+    else:  # pragma: no cover - click always exits in standalone mode
+        status = 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()
