@@ -81,6 +81,9 @@ async def _execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolRes
         return tool_error(
             call, "invalid_arguments", f"arguments of {spec.id} are invalid", exc.issues
         )
+    refused = _outside_consumption(context, accepted)
+    if refused is not None:
+        return refused
     if spec.confirmation is not None:
         denied = await _confirm(context, accepted, arguments)
         if denied is not None:
@@ -90,6 +93,27 @@ async def _execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolRes
     if accepted.binding is not None:
         return await _call_registry(context, accepted, payload)
     return await _call_executor(context, accepted, payload)
+
+
+def _outside_consumption(
+    context: ExecutionContext, accepted: AcceptedCall
+) -> ToolResultPart | None:
+    """A saved (restored) registry call keeps its contract, but only the agent's current
+    consumption decides whether its source may still be used: checked before anyone is asked
+    to confirm it."""
+    binding = accepted.binding
+    if binding is None:
+        return None
+    sources = context.registration.definition.registry_tools
+    if sources is not None and sources.allows(binding.registry, binding.toolset, binding.version):
+        return None
+    return tool_error(
+        accepted.call,
+        "not_permitted",
+        f"{accepted.spec.id}: registry {binding.registry!r} toolset {binding.toolset!r} "
+        f"(version {binding.version or 'any'}) is outside the agent's declared consumption; "
+        "the call did not run",
+    )
 
 
 async def _confirm(
@@ -175,17 +199,6 @@ async def _call_registry(
 ) -> ToolResultPart:
     call, spec, binding = accepted.call, accepted.spec, accepted.binding
     assert binding is not None
-    sources = context.registration.definition.registry_tools
-    if sources is None or not sources.allows(binding.registry, binding.toolset, binding.version):
-        # A saved (restored) call keeps its contract, but only the agent's current
-        # consumption decides whether its source may still be used.
-        return tool_error(
-            call,
-            "not_permitted",
-            f"{spec.id}: registry {binding.registry!r} toolset {binding.toolset!r} "
-            f"(version {binding.version or 'any'}) is outside the agent's declared "
-            "consumption; the call did not run",
-        )
     registration = context.runtime.registry(binding.registry)
     client: RegistryClient = registration.client
     stream: ResultStream = registration.result_stream
@@ -297,8 +310,8 @@ async def _run_agent_tool(
         return tool_error(
             call,
             "agent_failed",
-            f"agent {spec.agent_id} answered in chat only; tool {spec.id} needs a structured "
-            "result matching its contract",
+            f"agent {spec.agent_id} answered without a structured result (its final answer is "
+            f"not valid JSON); tool {spec.id} needs one matching its contract",
         )
     try:
         decoded = spec.result.codec.decode(json.dumps(value, default=str))

@@ -10,7 +10,9 @@ answer with JSON matching it, and that JSON becomes the run's ``final_value``.
 from __future__ import annotations
 
 import json
+import re
 
+from agentgen.runtime.codec import decode_exact
 from agentgen.runtime.model import ModelRequest, ToolChoice
 from agentgen.runtime.planner import PlanInput, PlanResult, PlanResumeInput
 
@@ -63,11 +65,20 @@ class ModelPlanner:
         if message.tool_calls() or _structured_schema(input.run.result_schema_json) is None:
             return PlanResult(message)
         try:
-            value = json.loads(message.text)
+            value = decode_exact(_unfenced(message.text))
         except ValueError:
-            # Not JSON: the parent refuses a chat-only answer to a structured contract.
+            # Not JSON: the parent refuses an answer that does not meet its contract.
             return PlanResult(message)
         return PlanResult(message, final_value=value)
+
+
+_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
+
+
+def _unfenced(text: str) -> str:
+    """The JSON of an answer, without the one Markdown code fence models often put around it."""
+    match = _FENCE.match(text)
+    return match.group(1) if match else text
 
 
 def _structured_schema(schema_json: str | None) -> dict[str, object] | None:

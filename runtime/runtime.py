@@ -136,7 +136,10 @@ class Runtime:
         )
 
     def seal(self) -> None:
-        """Close registration. Idempotent."""
+        """Close registration (idempotent), after checking that every agent exposed as a tool
+        to a registered agent is registered too."""
+        if not self._sealed:
+            self._check_agent_executors()
         self._sealed = True
 
     @property
@@ -170,9 +173,7 @@ class Runtime:
     async def run(self, request: RunRequest) -> RunOutcome:
         """Run an agent to completion. The first run seals the runtime (after checking that
         every agent exposed as a tool to a registered agent is registered too)."""
-        if not self._sealed:
-            self._check_agent_executors()
-            self._sealed = True
+        self.seal()
         return await self.engine.run(self, request)
 
     def _check_agent_executors(self) -> None:

@@ -273,7 +273,7 @@ async def test_agent_tool_answering_in_chat_only_is_rejected() -> None:
     rt, _, _ = expert_setup(structured=False)
     outcome = await rt.client("helpdesk.triage").run("ask", labels={"tenant": "t"})
     error = error_of(outcome.transcript[2].parts[0])
-    assert error["kind"] == "agent_failed" and "chat only" in error["message"]
+    assert error["kind"] == "agent_failed" and "without a structured result" in error["message"]
 
 
 def test_definitions_are_plain_values() -> None:
@@ -403,3 +403,40 @@ async def test_child_runs_keep_exact_numbers_and_text_answers_for_text_contracts
     outcome = await rt.client("helpdesk.triage").run("ask")
     assert seen == ['{"score":0.1,"big":9007199254740993}']
     assert json.loads(outcome.transcript[2].parts[0].content) == "plain answer"  # type: ignore[union-attr]
+
+
+async def test_fenced_json_answers_count_as_structured_results() -> None:
+    import importlib
+
+    from agentgen.runtime.model import ModelRequest, ModelResponse
+    from agentgen.runtime.planners import ModelPlanner
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+
+    class Fenced:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            text = '```json\n{"answer": "fenced", "score": 0.1}\n```'
+            return ModelResponse(Message("assistant", (TextPart(text),)))
+
+    rt = Runtime()
+    rt.register_model("expert", Fenced())
+    rt.register_agent(sink.expert_definition(), planner=ModelPlanner("expert"), executors={})
+    planner = ScriptedPlanner([calls(("ask_expert.ask", {"question": "q"})), answer()])
+    rt.register_agent(sink.triage_definition(), planner=planner, executors={})
+    outcome = await rt.client("helpdesk.triage").run("ask")
+    result = outcome.transcript[2].parts[0]
+    # The contract forbids extra properties: "score" makes it invalid, which proves the JSON
+    # inside the fence was parsed and checked (not refused as text).
+    assert error_of(result)["kind"] == "invalid_result"
+
+
+async def test_seal_checks_agents_exposed_as_tools() -> None:
+    import importlib
+
+    from agentgen.runtime.runtime import RegistrationError
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    rt = Runtime()
+    rt.register_agent(sink.triage_definition(), planner=ScriptedPlanner([answer()]), executors={})
+    with pytest.raises(RegistrationError, match="not registered: helpdesk.expert"):
+        rt.seal()

@@ -284,3 +284,27 @@ async def test_saved_calls_of_sources_the_agent_no_longer_consumes_do_not_run() 
     assert (
         "outside the agent's declared consumption" in json.loads(result.content)["error"]["message"]
     )
+
+
+async def test_saved_calls_outside_consumption_are_refused_before_confirmation() -> None:
+    from agentgen.runtime.calls import AcceptedCall
+    from agentgen.runtime.execution import ExecutionContext, execute
+    from agentgen.runtime.planner import RunContext
+
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    decisions: list[ConfirmationRequest] = []
+    planner = ScriptedPlanner([calls(("payments.pay", {"amount": 1})), answer()])
+    rt = setup(registry, planner, decisions)
+    outcome = await rt.client("test.payer").run("go", labels={"tenant": "t"})
+    assert len(decisions) == 1
+    restored = AcceptedCall.from_json(outcome.accepted_calls[0].to_json(), lambda tool_id: None)
+    narrower = records_definition(
+        id="test.narrow", specs=(), deferred_tool_ids=()
+    ).with_registry_tools(Sources(toolsets=[("company", "payments", "2", False)]))
+    registration = rt.agent("test.payer").__class__(narrower, planner, {})
+    result = await execute(
+        ExecutionContext(rt, registration, RunContext("r2", "test.narrow")), restored
+    )
+    assert error_kind(result) == "not_permitted"
+    assert len(decisions) == 1  # nobody was asked to approve a call that cannot run
