@@ -8,6 +8,7 @@ and the field.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Iterable
@@ -49,7 +50,7 @@ from agentgen.dsl.expr import (
 )
 from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
-from agentgen.dsl.validate import DEFAULT_API_VERSION, continuation_tools
+from agentgen.dsl.validate import DEFAULT_API_VERSION, continuation_tools, finalize
 from agentgen.runtime.adapters.names import provider_name
 from agentgen.runtime.canonical import compact_json, pretty_json
 from agentgen.runtime.contract import tool_schema_json
@@ -210,28 +211,33 @@ def type_problems(
     ]
 
 
-def type_errors(root: RootExpr) -> list[DesignError]:
-    """The type problems of every tool of a design, also of one that broke DSL rules (its
-    partial tree), so that one run reports both kinds together."""
-    errors: list[DesignError] = []
-    for toolset in root.toolsets:
-        if toolset.is_registry:
-            continue
-        module = TypeModule()
-        for tool in toolset.tools:
-            for expr, result in ((tool.args, False), (tool.result, True)):
-                if expr is not None:
-                    errors.extend(type_problems(module, expr, result=result, tool=tool))
-    return errors
+def build_errors(root: RootExpr) -> list[DesignError]:
+    """What :func:`build` reports about a design that broke DSL rules (its partial tree):
+    types that cannot be generated, names that collide in generated code or provider
+    requests, so that one run reports every kind of problem together.
+
+    The tree is finalized first (what each consumer compiles is resolved, as for a valid
+    design); parts the DSL errors left inconsistent are skipped rather than checked.
+    """
+    finalize(root)
+    builder = _Builder(root, partial=True)
+    builder.run()
+    return builder.errors
 
 
 @dataclass
 class _Builder:
     root: RootExpr
+    #: The tree broke DSL rules: a part the builder cannot read is skipped (its DSL errors
+    #: are reported) instead of failing the whole check.
+    partial: bool = False
     errors: list[DesignError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     owners: dict[int, ServiceExpr] = field(default_factory=dict)
     toolsets: dict[int, ToolsetModel] = field(default_factory=dict)
+
+    def step(self) -> contextlib.AbstractContextManager[object]:
+        return contextlib.suppress(Exception) if self.partial else contextlib.nullcontext()
 
     # ------------------------------------------------------------------ ownership
 
@@ -661,53 +667,69 @@ class _Builder:
         document = {"generated_by": GENERATED_BY, "agent": identifier, "tools": tools}
         return pretty_json(document) + "\n"
 
+    # ------------------------------------------------------------------ design
+
+    def run(self) -> tuple[tuple[ServiceModel, ...], tuple[RegistryModel, ...]]:
+        """Build every service and registry, collecting design errors in ``errors``."""
+        root = self.root
+        self.assign_owners()
+        wanted: list[tuple[type[BaseModel], Mode]] = []
+        for toolset in root.toolsets:
+            for tool in toolset.tools:
+                for expr, mode in (
+                    (tool.args, "validation"),
+                    (tool.result, "serialization"),
+                    *((d.schema, "serialization") for d in tool.server_data),
+                ):
+                    value = expr.value if expr is not None else None
+                    if isinstance(value, type) and issubclass(value, BaseModel):
+                        wanted.append((value, cast(Mode, mode)))
+        with self.step():
+            prefetch_schemas(wanted)
+        for toolset in root.toolsets:
+            with self.step():
+                self.toolset(toolset)
+        services: list[ServiceModel] = []
+        for service in root.services:
+            owned = [
+                self.toolsets.get(id(t))
+                for t in root.toolsets
+                if self.owners.get(id(t)) is service and not t.is_registry
+            ]
+            agents: list[AgentModel] = []
+            for agent in service.agents:
+                with self.step():
+                    agents.append(self.agent(agent))
+            services.append(
+                ServiceModel(service.name, tuple(t for t in owned if t is not None), tuple(agents))
+            )
+        registries: list[RegistryModel] = []
+        for registry in root.registries:
+            with self.step():
+                registries.append(registry_model(registry))
+        if root.registries:
+            for service in root.services:
+                if service.name == REGISTRIES_MODULE:
+                    self.errors.append(
+                        DesignError(
+                            service.loc,
+                            service.where(),
+                            f"service name {q(service.name)} is taken by the generated module "
+                            f"{REGISTRIES_MODULE}.py that holds the settings of the design's "
+                            "registries; rename the service",
+                        )
+                    )
+        return tuple(services), tuple(registries)
+
 
 def build(root: RootExpr) -> GenerationModel:
     """The generation model of a validated design. Raises :class:`DesignErrors`."""
     builder = _Builder(root)
-    builder.assign_owners()
-    wanted: list[tuple[type[BaseModel], Mode]] = []
-    for toolset in root.toolsets:
-        for tool in toolset.tools:
-            for expr, mode in (
-                (tool.args, "validation"),
-                (tool.result, "serialization"),
-                *((d.schema, "serialization") for d in tool.server_data),
-            ):
-                value = expr.value if expr is not None else None
-                if isinstance(value, type) and issubclass(value, BaseModel):
-                    wanted.append((value, cast(Mode, mode)))
-    prefetch_schemas(wanted)
-    for toolset in root.toolsets:
-        builder.toolset(toolset)
-    services: list[ServiceModel] = []
-    for service in root.services:
-        owned = [
-            builder.toolset(t)
-            for t in root.toolsets
-            if builder.owners.get(id(t)) is service and not t.is_registry
-        ]
-        agents = [builder.agent(a) for a in service.agents]
-        services.append(
-            ServiceModel(service.name, tuple(t for t in owned if t is not None), tuple(agents))
-        )
-    registries = tuple(registry_model(r) for r in root.registries)
-    if registries:
-        for service in root.services:
-            if service.name == REGISTRIES_MODULE:
-                builder.errors.append(
-                    DesignError(
-                        service.loc,
-                        service.where(),
-                        f"service name {q(service.name)} is taken by the generated module "
-                        f"{REGISTRIES_MODULE}.py that holds the settings of the design's "
-                        "registries; rename the service",
-                    )
-                )
+    services, registries = builder.run()
     if builder.errors:
         raise DesignErrors(builder.errors)
     design_name = root.file.replace("\\", "/").rsplit("/", 1)[-1]
-    return GenerationModel(design_name, tuple(services), tuple(builder.warnings), registries)
+    return GenerationModel(design_name, services, tuple(builder.warnings), registries)
 
 
 def registry_model(registry: RegistryExpr) -> RegistryModel:

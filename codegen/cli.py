@@ -37,8 +37,8 @@ def load_or_exit(
 ) -> RootExpr:
     """Load ``design``, or print why it cannot be used and exit with the matching code.
 
-    When the design breaks DSL rules, the types of its tools are checked too (the generator
-    would report them next), so that one run shows every problem.
+    When the design breaks DSL rules, what the generator would check next is checked too
+    (types, names that collide), so that one run shows every problem.
     """
     from agentgen.codegen.loader import DesignFileError, UserCodeError, load_design
     from agentgen.dsl.errors import DesignErrors
@@ -56,9 +56,9 @@ def load_or_exit(
     except DesignErrors as exc:
         errors = exc
         if exc.root is not None:
-            from agentgen.codegen.build import type_errors
+            from agentgen.codegen.build import build_errors
 
-            errors = DesignErrors([*exc.errors, *type_errors(exc.root)])
+            errors = DesignErrors([*exc.errors, *build_errors(exc.root)])
         report(design, errors)
         sys.exit(EXIT_INVALID)
 
@@ -158,7 +158,8 @@ def build_or_exit(design: Path, build: Callable[[RootExpr], T], root: RootExpr) 
 @click.option(
     "--check",
     is_flag=True,
-    help="Write nothing; exit 1 listing missing, stale and extra files if OUTPUT is not current.",
+    help="Write nothing; exit 1 if OUTPUT is not current, listing missing, stale and extra "
+    "files and conflicts (files at generated paths that agentgen did not generate).",
 )
 @click.option(
     "--no-cache",
@@ -169,6 +170,11 @@ def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
     """Generate typed agent packages from DESIGN into OUTPUT.
 
     Files that are no longer generated are removed (only files carrying agentgen's header).
+    A file at a generated path that agentgen did not generate (no generated header) is a
+    conflict: gen refuses to overwrite it, lists the conflicts and writes nothing.
+
+    With --check nothing is written: gen exits 1 listing missing, stale and extra files and
+    conflicts when OUTPUT is not what DESIGN generates.
 
     \b
     Examples:
@@ -202,8 +208,9 @@ def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
         for line in diff.lines():
             click.echo(f"  {line}", err=True)
         if diff.conflicts:
+            # `agentgen gen` would refuse as well: the conflicts must go first.
             click.echo(CONFLICT_HINT, err=True)
-        if diff.missing or diff.stale or diff.extra:
+        else:
             click.echo("run `agentgen gen` again and commit the result", err=True)
         sys.exit(EXIT_INVALID)
     try:
@@ -250,11 +257,14 @@ def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
     help="How many tools a search returns (at least 1).",
 )
 def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
-    """Rank an agent's deferred tools for QUERY as tool search would.
+    """Rank an agent's deferred tools for QUERY as the OpenAI adapter's tool search does.
 
-    Shows the BM25 ranking (k1 1.2, b 0.75) over the agent's deferred compiled tools, with each
-    tool's score and every query word's contribution, so a team can check that its tools are
-    findable before shipping. Registry tools are resolved at run time and are not listed.
+    Shows the BM25 ranking (k1 1.2, b 0.75) over the agent's deferred compiled tools that the
+    OpenAI Responses adapter's client-side tool search uses, with each tool's score and every
+    query word's contribution, so a team can check that its tools are findable before
+    shipping. Claude (the Anthropic Messages adapter) uses Anthropic's hosted regex search
+    instead, which this ranking does not predict. Registry tools are resolved at run time and
+    are not listed.
 
     \b
     Examples:

@@ -12,10 +12,12 @@ Three ways a load fails, each shown differently by the CLI:
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import importlib.machinery
 import itertools
 import os
+import pathlib
 import sys
 import traceback
 import types
@@ -105,16 +107,47 @@ _RECORDING: list[_Recording] = []
 _LISTING_EVENTS = frozenset({"os.listdir", "os.scandir"})
 
 
+def _module_places(*modules: types.ModuleType) -> tuple[str, ...]:
+    """The source files of plain modules, the folders (with a trailing separator) of
+    packages: what a code object's filename is compared with."""
+    places: list[str] = []
+    for module in modules:
+        file = os.path.abspath(module.__file__ or "")
+        is_package = os.path.basename(file).startswith("__init__.")
+        places.append(os.path.dirname(file) + os.sep if is_package else file)
+    return tuple(places)
+
+
+#: The standard library's listing helpers: a folder they list is listed by their caller.
+_LISTING_HELPERS = _module_places(os, glob, pathlib, fnmatch)
+
+
+def _is_listing_helper(filename: str) -> bool:
+    return any(
+        filename.startswith(place) if place.endswith(os.sep) else filename == place
+        for place in _LISTING_HELPERS
+    )
+
+
+def _is_import_system(filename: str) -> bool:
+    return (
+        filename.startswith(("<frozen importlib", "<frozen zipimport"))
+        or f"{os.sep}importlib{os.sep}" in filename
+    )
+
+
 def _from_import_system() -> bool:
     """True when the import machinery (finders scanning ``sys.path``, package metadata) is
-    listing a folder, rather than the design itself."""
+    listing a folder, rather than the design or a module it imports.
+
+    Only the caller of the listing counts, seen through the standard library's listing
+    helpers (``glob`` → ``os.scandir``): while an imported module's body runs, importlib's
+    frames are always further up the stack, and what that module lists is the design's.
+    """
     frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if filename.startswith("<frozen importlib") or f"{os.sep}importlib{os.sep}" in filename:
-            return True
+    while frame is not None and _is_listing_helper(frame.f_code.co_filename):
         frame = frame.f_back
-    return False
+    return frame is not None and _is_import_system(frame.f_code.co_filename)
 
 
 def _glob_folder(pattern: str, root_dir: object) -> str | None:

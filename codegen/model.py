@@ -115,10 +115,12 @@ class ToolsetModel:
     tools: tuple[ToolModel, ...]
     kind: ToolsetKind
     classes: tuple[ClassSource, ...]
+    #: Modules ``types.py`` imports under a private alias (``import uuid as _uuid``).
     imports: tuple[str, ...]
     pydantic_names: tuple[str, ...]
     typing_names: tuple[str, ...]
-    #: ``import pydantic`` too: a pydantic type is written ``pydantic.X`` (a class took ``X``).
+    #: ``import pydantic as _pydantic`` too: a pydantic name is written ``_pydantic.X`` (a
+    #: class took ``X``, or a field of the class using it is named ``X``).
     pydantic_module: bool
     #: Classes to rebuild once all are defined (they refer to a later class).
     rebuild: tuple[str, ...]

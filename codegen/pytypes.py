@@ -23,7 +23,7 @@ import math
 import types
 import typing
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import annotated_types
@@ -33,13 +33,15 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 _SIMPLE = {str: "str", int: "int", float: "float", bool: "bool", bytes: None}
+#: Standard-library types, written through their module imported under a private alias
+#: (``import uuid as _uuid`` → ``_uuid.UUID``): a field named ``uuid`` cannot shadow it.
 _STDLIB = {
-    datetime.datetime: ("datetime", "datetime.datetime"),
-    datetime.date: ("datetime", "datetime.date"),
-    datetime.time: ("datetime", "datetime.time"),
-    datetime.timedelta: ("datetime", "datetime.timedelta"),
-    uuid.UUID: ("uuid", "uuid.UUID"),
-    decimal.Decimal: ("decimal", "decimal.Decimal"),
+    datetime.datetime: ("datetime", "datetime"),
+    datetime.date: ("datetime", "date"),
+    datetime.time: ("datetime", "time"),
+    datetime.timedelta: ("datetime", "timedelta"),
+    uuid.UUID: ("uuid", "UUID"),
+    decimal.Decimal: ("decimal", "Decimal"),
 }
 _CONSTRAINTS = (
     annotated_types.Gt,
@@ -70,9 +72,9 @@ _CONFIG_CAPTURED = frozenset({"alias_generator"})
 #: one of these names is written under another (``Field`` → ``Field2``).
 RESERVED_NAMES = frozenset(
     {
-        "BaseModel", "ConfigDict", "Field", "Annotated", "Any", "Literal", "datetime", "decimal",
-        "enum", "uuid", "pydantic", "typing", "annotations", "list", "dict", "str", "int",
-        "float", "bool", "__all__",
+        "BaseModel", "ConfigDict", "Field", "Annotated", "Any", "Literal", "_builtins",
+        "_datetime", "_decimal", "_enum", "_typing", "_uuid", "_pydantic", "annotations",
+        "list", "dict", "str", "int", "float", "bool", "__all__",
     }
 )  # fmt: skip
 
@@ -110,6 +112,9 @@ class ClassSource:
     fields: tuple[FieldSource, ...] = ()
     members: tuple[EnumMember, ...] = ()
     config: str | None = None
+    #: A private module-level name bound to the class after its definition (``_Level =
+    #: Level``), which annotations use where a field of their class is named like it.
+    alias: str | None = None
 
     @property
     def is_enum(self) -> bool:
@@ -119,9 +124,18 @@ class ClassSource:
 @dataclass
 class TypeModule:
     """The classes of one generated ``types.py``, in an order where every class comes after
-    the classes it refers to (cycles are closed by ``model_rebuild`` at the end)."""
+    the classes it refers to (cycles are closed by ``model_rebuild`` at the end).
+
+    A field's name is bound in its class's namespace, where pydantic (and mypy) resolve the
+    annotations and defaults of every field of the class: a field named ``Any`` or ``Level``
+    would shadow the ``Any`` or the class ``Level`` another field refers to. So modules are
+    imported under private aliases (``import uuid as _uuid``), and a name a class's fields
+    shadow is written in that class through one: ``_typing.Any``, ``_pydantic.Field``,
+    ``_builtins.int``, or ``_Level`` (bound to the class ``Level`` after its definition).
+    """
 
     classes: list[ClassSource] = field(default_factory=list)
+    #: Modules imported under a private alias (``import uuid as _uuid``), by name.
     imports: set[str] = field(default_factory=set)
     pydantic_names: set[str] = field(default_factory=lambda: {"BaseModel"})
     typing_names: set[str] = field(default_factory=set)
@@ -129,11 +143,15 @@ class TypeModule:
     _taken: set[str] = field(default_factory=set)
     _in_progress: set[int] = field(default_factory=set)
     _stack: list[str] = field(default_factory=list)
+    #: The field names of each class being written (innermost last).
+    _fields: list[frozenset[str]] = field(default_factory=list)
+    _aliases: dict[int, str] = field(default_factory=dict)
     #: Classes that refer to a class defined after them (a cycle): rebuilt at the end.
     rebuild: list[str] = field(default_factory=list)
     #: Fields that cannot be reproduced; every one is reported, not just the first.
     problems: list[UnsupportedType] = field(default_factory=list)
-    #: True when a pydantic type is written ``pydantic.X`` (a class of the design took ``X``).
+    #: True when a pydantic name is written ``_pydantic.X`` (a class of the design took ``X``,
+    #: or a field of the class that uses it is named ``X``).
     pydantic_module: bool = False
 
     def add_model(self, model: type[BaseModel]) -> str:
@@ -146,11 +164,7 @@ class TypeModule:
 
     # ------------------------------------------------------------------ naming
 
-    def _reserve(self, cls: type) -> tuple[str, bool]:
-        key = id(cls)
-        if key in self._names:
-            return self._names[key], False
-        base = cls.__name__ if cls.__name__.isidentifier() else "Model"
+    def _unique(self, base: str) -> str:
         name, counter = base, 2
         while (
             name in self._taken
@@ -159,9 +173,60 @@ class TypeModule:
             or keyword.iskeyword(name)
         ):
             name, counter = f"{base}{counter}", counter + 1
-        self._names[key] = name
         self._taken.add(name)
+        return name
+
+    def _reserve(self, cls: type) -> tuple[str, bool]:
+        key = id(cls)
+        if key in self._names:
+            return self._names[key], False
+        name = self._unique(cls.__name__ if cls.__name__.isidentifier() else "Model")
+        self._names[key] = name
         return name, True
+
+    def _shadowed(self, name: str) -> bool:
+        """Whether a field of the class being written is named ``name``."""
+        return bool(self._fields) and name in self._fields[-1]
+
+    def _typing_name(self, name: str) -> str:
+        if self._shadowed(name):
+            self.imports.add("typing")
+            return f"_typing.{name}"
+        self.typing_names.add(name)
+        return name
+
+    def _pydantic_name(self, name: str) -> str:
+        if self._shadowed(name) or name in self._taken:  # or a class of the design took it
+            self.pydantic_module = True
+            return f"_pydantic.{name}"
+        self.pydantic_names.add(name)
+        return name
+
+    def _builtin_name(self, name: str) -> str:
+        if self._shadowed(name):
+            self.imports.add("builtins")
+            return f"_builtins.{name}"
+        return name
+
+    def _class_ref(self, cls: type) -> str:
+        """How the class being written refers to ``cls``: by its name, or by its private
+        alias when a field of the class being written is named like it."""
+        name = self._class_name(cls)
+        if not self._shadowed(name):
+            return name
+        key = id(cls)
+        alias = self._aliases.get(key)
+        if alias is None:
+            alias = self._aliases[key] = self._unique(f"_{name}")
+            for index, source in enumerate(self.classes):
+                if source.name == name:  # written already: bind the alias after it
+                    self.classes[index] = replace(source, alias=alias)
+        referrer = self._stack[-1]
+        if key in self._in_progress and referrer not in self.rebuild:
+            # The alias is bound after the class, which is still being written (a cycle, or
+            # the class itself): the referrer is completed at the end.
+            self.rebuild.append(referrer)
+        return alias
 
     def _class_name(self, cls: type) -> str:
         name, new = self._reserve(cls)
@@ -175,9 +240,10 @@ class TypeModule:
             self._stack.append(name)
             try:
                 if isinstance(cls, type) and issubclass(cls, BaseModel):
-                    self.classes.append(self._model(cls, name))
+                    source = self._model(cls, name)
                 else:
-                    self.classes.append(self._enum(cls, name))
+                    source = self._enum(cls, name)
+                self.classes.append(replace(source, alias=self._aliases.get(id(cls))))
             finally:
                 self._stack.pop()
                 self._in_progress.discard(id(cls))
@@ -218,15 +284,24 @@ class TypeModule:
             )
         # Fields first: the classes they use are appended before this one.
         fields: list[FieldSource] = []
-        for fname, info in model.model_fields.items():
-            try:
-                fields.append(self._field(qual, fname, info))
-            except UnsupportedType as problem:
-                self.problems.append(problem)
+        self._fields.append(frozenset(model.model_fields))
+        try:
+            for fname, info in model.model_fields.items():
+                try:
+                    fields.append(self._field(qual, fname, info))
+                except UnsupportedType as problem:
+                    self.problems.append(problem)
+        finally:
+            self._fields.pop()
         doc = (model.__doc__ or "").strip() or None
         if doc is not None and model.__doc__ == BaseModel.__doc__:
             doc = None
-        config = self._config(model, renamed=name != model.__name__)
+        # ``model_config`` comes first in the class body, before any field binds its name.
+        self._fields.append(frozenset())
+        try:
+            config = self._config(model, renamed=name != model.__name__)
+        finally:
+            self._fields.pop()
         return ClassSource(name, "BaseModel", doc, fields=tuple(fields), config=config)
 
     def _config(self, model: type[BaseModel], *, renamed: bool = False) -> str | None:
@@ -254,9 +329,9 @@ class TypeModule:
         assert issubclass(cls, enum.Enum)
         values = [m.value for m in cls]
         if all(isinstance(v, str) for v in values):
-            base = "enum.StrEnum"
+            base = "_enum.StrEnum"
         elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            base = "enum.IntEnum"
+            base = "_enum.IntEnum"
         else:
             raise UnsupportedType(
                 cls.__qualname__, None, "enum values must be all strings or all integers"
@@ -283,7 +358,7 @@ class TypeModule:
                 raise UnsupportedType(
                     model, name, "default_factory must be list or dict (use a literal default)"
                 )
-            kwargs.append(f"default_factory={factory.__name__}")
+            kwargs.append(f"default_factory={self._builtin_name(factory.__name__)}")
         elif not required:
             kwargs.append(self._literal(model, name, default))
         if info.alias is not None and info.alias != name:
@@ -317,8 +392,7 @@ class TypeModule:
             return FieldSource(name, annotation, None)
         if not required and info.default_factory is None and len(kwargs) == 1:
             return FieldSource(name, annotation, kwargs[0])
-        self.pydantic_names.add("Field")
-        return FieldSource(name, annotation, f"Field({', '.join(kwargs)})")
+        return FieldSource(name, annotation, f"{self._pydantic_name('Field')}({', '.join(kwargs)})")
 
     def _constraints(self, model: str, name: str, metadata: list[Any]) -> list[str]:
         kwargs: list[str] = []
@@ -366,17 +440,16 @@ class TypeModule:
         if tp is None or tp is type(None):
             return "None"
         if tp is Any:
-            self.typing_names.add("Any")
-            return "Any"
+            return self._typing_name("Any")
         if tp in _SIMPLE:
             simple = _SIMPLE[tp]
             if simple is None:
                 raise UnsupportedType(model, name, "bytes have no JSON form; use str (base64)")
-            return simple
+            return self._builtin_name(simple)
         if tp in _STDLIB:
-            module, text = _STDLIB[tp]
+            module, attr = _STDLIB[tp]
             self.imports.add(module)
-            return text
+            return f"_{module}.{attr}"
         origin = typing.get_origin(tp)
         args = typing.get_args(tp)
         if origin is typing.Annotated:
@@ -391,9 +464,8 @@ class TypeModule:
                     kwargs.extend(self._constraints(model, name, [meta]))
             if not kwargs:
                 return inner
-            self.typing_names.add("Annotated")
-            self.pydantic_names.add("Field")
-            return f"Annotated[{inner}, Field({', '.join(kwargs)})]"
+            annotated = self._typing_name("Annotated")
+            return f"{annotated}[{inner}, {self._pydantic_name('Field')}({', '.join(kwargs)})]"
         if origin in (typing.Union, types.UnionType):
             return " | ".join(self._annotation(model, name, a) for a in args)
         if origin is typing.Literal:
@@ -402,38 +474,33 @@ class TypeModule:
                     raise UnsupportedType(
                         model, name, "Literal values must be strings, integers or booleans"
                     )
-            self.typing_names.add("Literal")
-            return f"Literal[{', '.join(repr(a) for a in args)}]"
+            literal = self._typing_name("Literal")
+            return f"{literal}[{', '.join(repr(a) for a in args)}]"
         if origin is list:
             (item,) = args or (Any,)
-            return f"list[{self._annotation(model, name, item)}]"
+            return f"{self._builtin_name('list')}[{self._annotation(model, name, item)}]"
         if origin is dict:
             key, value = args or (str, Any)
             if key is not str:
                 raise UnsupportedType(model, name, "dict keys must be str (JSON object keys)")
-            return f"dict[str, {self._annotation(model, name, value)}]"
+            mapping, key_type = self._builtin_name("dict"), self._builtin_name("str")
+            return f"{mapping}[{key_type}, {self._annotation(model, name, value)}]"
         if origin is not None:
             shown = str(tp).replace("typing.", "")
             raise UnsupportedType(
                 model, name, f"type {shown} is not supported; use list[...] or dict[str, ...]"
             )
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            return self._class_name(tp)
-        if isinstance(tp, type) and issubclass(tp, enum.Enum):
-            return self._class_name(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel | enum.Enum):
+            return self._class_ref(tp)
         exported = getattr(tp, "__name__", None)
         if isinstance(exported, str) and getattr(pydantic, exported, None) is tp:
-            if exported in self._taken:  # a class of the design has that name here
-                self.pydantic_module = True
-                return f"pydantic.{exported}"
-            self.pydantic_names.add(exported)
-            return exported
+            return self._pydantic_name(exported)
         shown = getattr(tp, "__qualname__", repr(tp))
         raise UnsupportedType(model, name, f"type {shown} is not supported in generated code")
 
     def _literal(self, model: str, name: str | None, value: Any) -> str:
         if isinstance(value, enum.Enum):
-            return f"{self._class_name(type(value))}.{value.name}"
+            return f"{self._class_ref(type(value))}.{value.name}"
         if value is None or isinstance(value, bool | int | str):
             return repr(value)
         if isinstance(value, float):

@@ -45,8 +45,9 @@ class DesignErrors(Exception):
     """Raised when a design does not validate; carries every error found in one run.
 
     ``root`` is the (partial) tree the design evaluated to when the DSL rules failed, so that a
-    caller can still look for other kinds of problems (types the generator cannot reproduce)
-    and report them together; None when the errors come from a later stage.
+    caller can still look for other kinds of problems (types the generator cannot reproduce,
+    names that collide in generated code) and report them together; None when the errors come
+    from a later stage.
     """
 
     def __init__(self, errors: Iterable[DesignError], root: RootExpr | None = None) -> None:

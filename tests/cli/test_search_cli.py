@@ -55,3 +55,12 @@ def test_limit_must_be_positive() -> None:
         assert "Invalid value for '--limit'" in err and ">=1" in err
     code, out, _ = run(RECORDS, "--agent", "assistant", "records", "--limit", "1")
     assert code == 0 and len(out.splitlines()) == 2
+
+
+def test_help_names_the_search_it_models() -> None:
+    result = CliRunner().invoke(main, ["search", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert "BM25 ranking (k1 1.2, b 0.75)" in text
+    assert "the OpenAI Responses adapter's client-side tool search uses" in text
+    assert "Claude (the Anthropic Messages adapter) uses Anthropic's hosted regex search" in text

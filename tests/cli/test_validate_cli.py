@@ -144,3 +144,46 @@ def test_type_problems_are_reported_with_dsl_errors_in_one_run(
         "design.py: 3 design errors",
     ]
     assert not (tmp_path / "gen").exists()
+
+
+@pytest.mark.parametrize("command", ["validate", "gen"])
+def test_name_collisions_are_reported_with_dsl_errors_in_one_run(
+    tmp_path: Path, command: str
+) -> None:
+    # Provider names, executor classes and the registries module are checked by the
+    # generator; a design that also breaks DSL rules still gets them in the same run.
+    (tmp_path / "design.py").write_text(
+        "from agentgen.dsl import *\n"
+        'AB = Toolset("a_b", lambda: Tool("c", "C."))\n'
+        'A = Toolset("a", lambda: Tool("b_c", "B C."))\n'
+        'A_1 = Toolset("a_1", lambda: Tool("one", "One."))\n'
+        'A1 = Toolset("a1", lambda: Tool("two", "Two."))\n'
+        'Company = Registry("company", lambda: URL("https://registry.example"))\n'
+        'with Service("registries"):\n'
+        '    with Agent("both", "Uses both."):\n'
+        "        Use(AB)\n"
+        "        Use(A)\n"
+        "        Use(A_1)\n"
+        "        Use(A1)\n"
+        "        Use(Company)\n"
+        '    Agent("bad", "Defers nothing.", lambda: Deferred())\n'
+    )
+    code, out, err = run(command, "design.py", cwd=tmp_path)
+    assert (code, out) == (1, "")
+    heads = [line for line in err.splitlines() if line.startswith("design.py")]
+    assert heads == [
+        'design.py:7: service "registries": service name "registries" is taken by the '
+        "generated module registries.py that holds the settings of the design's registries; "
+        "rename the service",
+        'design.py:10: service "registries" › agent "both" › Use(a): tools "a_b.c" and '
+        '"a.b_c" of agent "registries.both" are both sent to models as "a_b_c" (provider names '
+        "replace '.' and every character outside [A-Za-z0-9_-] with '_'), so a call to one "
+        "could not be told from a call to the other; rename one of the tools or toolsets",
+        'design.py:12: service "registries" › agent "both" › Use(a1): toolsets "a_1" and "a1" '
+        "both generate the executor class A1Executor, which the config of agent "
+        '"registries.both" imports together; rename one of the toolsets',
+        'design.py:14: service "registries" › agent "bad": Deferred is not valid inside agent '
+        '"bad"; it belongs inside a consuming Use(...) body',
+        "design.py: 4 design errors",
+    ]
+    assert not (tmp_path / "gen").exists()

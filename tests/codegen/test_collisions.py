@@ -95,14 +95,19 @@ def test_tool_constant_rule_is_injective() -> None:
 def test_type_classes_do_not_shadow_imports(generated: Path) -> None:
     types = module("toolsets.tools.types")
     text = (generated / "svc/toolsets/tools/types.py").read_text()
-    for name in ("Field", "Any", "Annotated", "Literal", "BaseModel", "ConfigDict", "datetime"):
+    for name in ("Field", "Any", "Annotated", "Literal", "BaseModel", "ConfigDict", "list"):
         # Renamed, with the design's class name kept as the schema title.
         assert f'\nclass {name}2(BaseModel):\n    model_config = ConfigDict(title="{name}")' in text
-    for name in ("uuid", "decimal", "enum", "list", "dict", "str", "int", "float", "bool"):
+    for name in ("dict", "str", "int", "float", "bool"):
         assert f"\nclass {name}2(BaseModel):" in text
+    # Modules are imported under private aliases: classes named like them keep their names.
+    for name in ("uuid", "datetime", "decimal", "enum", "pydantic", "typing"):
+        assert f"\nclass {name}(BaseModel):" in text
+        assert getattr(types, name).model_json_schema()["title"] == name
     # The design's class "HttpUrl" keeps its name; pydantic's type is then written qualified.
     assert "\nclass HttpUrl(BaseModel):" in text
-    assert "home: pydantic.HttpUrl | None = None" in text and "\nimport pydantic\n" in text
+    assert "home: _pydantic.HttpUrl | None = None" in text
+    assert "\nimport pydantic as _pydantic\n" in text
     assert types.Field2.model_json_schema()["title"] == "Field"
     everything = module("toolsets.tools.specs").EVERYTHING_SPEC
     value = everything.payload.codec.decode(
@@ -124,6 +129,68 @@ def test_type_classes_do_not_shadow_imports(generated: Path) -> None:
     executor = (generated / "svc/toolsets/tools/executor.py").read_text()
     assert "from . import types as _types" in executor
     assert "args: _types.Everything" in executor
+
+
+def test_fields_do_not_shadow_what_other_fields_use(generated: Path) -> None:
+    # A field's name is bound in its class's namespace, where pydantic resolves the
+    # annotations and defaults of all fields: ``uuid: uuid.UUID`` would make every
+    # ``uuid.UUID`` of the class mean the field's default.
+    text = (generated / "svc/toolsets/tools/types.py").read_text()
+    for name in ("builtins", "datetime", "decimal", "enum", "typing", "uuid"):
+        assert f"\nimport {name} as _{name}\n" in text
+    body = text.split("\nclass Everything(BaseModel):", 1)[1]
+    for line in (
+        "uuid: _uuid.UUID | None = None",
+        "datetime: _datetime.datetime | None = None",
+        "decimal: _decimal.Decimal | None = None",
+        "when: _datetime.datetime",
+        "Field: _builtins.int = _pydantic.Field(1, ge=0)",
+        "ratio: float = _pydantic.Field(0.5, ge=0)",
+        "Any: _typing.Any = None",
+        "anything: _typing.Any = None",
+        'kind: _typing.Literal["a", "b"] = "a"',
+        # Classes the fields shadow are referred to through a private alias.
+        "level: _Level = _Level.ONE",
+        "Level: _Level = _Level.TWO",
+        "own_url: _HttpUrl | None = None",
+        "shadow_7: _uuid2 | None = None",
+        "Tree: _Tree | None = None",
+    ):
+        assert f"\n    {line}\n" in body, line
+    assert "\n_Level = Level\n" in text and "\n_uuid2 = uuid\n" in text
+    # A class refers to itself through its alias too (bound after it, so rebuilt at the end).
+    assert "\nclass Tree(BaseModel):\n    Tree: _Tree | None\n" in text
+    assert "\n_Tree = Tree\n" in text and text.endswith("\nTree.model_rebuild()\n")
+    # Names no field of the class shadows stay plain there.
+    field2 = '\nclass Field2(BaseModel):\n    model_config = ConfigDict(title="Field")\n'
+    assert field2 + "    value: int = 0\n" in text
+    types = module("toolsets.tools.types")
+    value = types.Everything.model_validate(
+        {
+            "when": "2024-01-02T03:04:05Z",
+            "id": "12345678-1234-5678-1234-567812345678",
+            "label": "x",
+            "uuid": "12345678-1234-5678-1234-567812345678",
+            "datetime": "2024-01-02T03:04:05Z",
+            "decimal": "1.5",
+            "Field": 2,
+            "Any": {"a": 1},
+            "Level": 1,
+            "Tree": {"Tree": {"Tree": None}},
+            "int": 3,
+            "list": [1, 2],
+        }
+    )
+    assert str(value.uuid) == "12345678-1234-5678-1234-567812345678"
+    assert value.datetime is not None and value.datetime.year == 2024
+    assert str(value.decimal) == "1.5"
+    assert (value.Field, value.Any, value.int, value.list) == (2, {"a": 1}, 3, [1, 2])
+    assert value.Level is types.Level.ONE and value.level is types.Level.ONE
+    assert value.Tree == types.Tree(Tree=types.Tree(Tree=None))
+    assert types.Everything.model_fields["Field"].metadata[0].ge == 0
+    assert types.Everything.model_fields["ratio"].default == 0.5
+    with pytest.raises(ValueError):
+        types.Everything.model_validate({**value.model_dump(), "Field": -1})
 
 
 def test_toolsets_that_camel_case_alike_in_different_agents(generated: Path) -> None:

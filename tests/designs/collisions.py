@@ -2,8 +2,10 @@
 
 Tools named like the module-level names of ``specs.py`` (``toolset``, ``description``...),
 models named like the imports of ``types.py`` (``Field``, ``datetime``, ``list``...), a model
-named like a pydantic type a field uses (``HttpUrl``), toolsets whose names camel-case alike
-(``a_1``, ``a1``) used by different agents, and an agent tool without ``Return``.
+named like a pydantic type a field uses (``HttpUrl``), fields named like the modules, names and
+classes other fields' annotations and defaults use (``uuid``, ``Field``, ``Any``, ``Level``,
+``int``...), toolsets whose names camel-case alike (``a_1``, ``a1``) used by different agents,
+and an agent tool without ``Return``.
 """
 
 from __future__ import annotations
@@ -62,11 +64,34 @@ class Fields(BaseModel):
     home: HttpUrl | None = None
 
 
+#: A field named like its own class, which it refers to (required, so the design can say it).
+Tree = pydantic.create_model("Tree", __module__=__name__, Tree=("Tree | None", ...))
+Tree.model_rebuild()
+#: Fields named like what the annotations and defaults of the other fields use; in a class
+#: body they would shadow it.
+SHADOWING_FIELDS: dict[str, Any] = {
+    "uuid": (uuid.UUID | None, None),
+    "datetime": (datetime.datetime | None, None),
+    "decimal": (decimal.Decimal | None, None),
+    "enum": (str, "e"),
+    "Field": (int, Field(default=1, ge=0)),
+    "Any": (Any, None),
+    "Literal": (Literal["x"], "x"),
+    "Annotated": (list[Annotated[str, Field(min_length=1)]], []),
+    "HttpUrl": (str, "u"),
+    "Level": (Level, Level.TWO),
+    "Tree": (Tree | None, None),
+    "int": (int, 0),
+    "str": (str, ""),
+    "list": (list[int], Field(default_factory=list)),
+}
+
 Everything = pydantic.create_model(
     "Everything",
     __base__=Fields,
     __module__=__name__,
     **{f"shadow_{i}": (cls | None, None) for i, cls in enumerate(SHADOWING.values())},
+    **SHADOWING_FIELDS,
 )
 
 
