@@ -19,6 +19,7 @@ import click
 from agentgen.codegen import cache
 
 if TYPE_CHECKING:
+    from agentgen.codegen.agent_views import AgentView
     from agentgen.dsl.errors import DesignErrors
     from agentgen.dsl.expr import RootExpr
 
@@ -78,6 +79,20 @@ def batch_memory() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def views_or_exit(design: Path, agent_id: str | None) -> list[AgentView]:
+    """The design's agents as ``explain`` and ``search`` show them (all, or the one named)."""
+    from agentgen.codegen.agent_views import UnknownAgentError, select
+    from agentgen.codegen.build import build
+
+    with batch_memory():
+        root = load_or_exit(design)
+        model = build_or_exit(design, build, root)
+    try:
+        return select(model, agent_id)
+    except UnknownAgentError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def report(design: Path, errors: DesignErrors) -> None:
@@ -271,19 +286,11 @@ def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
       agentgen search examples/records/design.py --agent assistant.assistant "analyze records"
       agentgen search design.py --agent reader "find a customer" --limit 10
     """
-    from agentgen.codegen.agent_views import UnknownAgentError, select
-    from agentgen.codegen.build import build
     from agentgen.runtime.adapters.names import provider_name
     from agentgen.runtime.search import SearchEntry, SearchIndex
     from agentgen.runtime.search_document import tokenize
 
-    with batch_memory():
-        root = load_or_exit(design)
-        model = build_or_exit(design, build, root)
-    try:
-        views = select(model, agent_id)
-    except UnknownAgentError as exc:
-        raise click.UsageError(str(exc)) from None
+    views = views_or_exit(design, agent_id)
     if len(views) != 1:
         known = ", ".join(v.agent.id for v in views)
         raise click.UsageError(f"the design has several agents; pick one with --agent ({known})")
@@ -343,18 +350,10 @@ def explain(design: Path, agent_id: str | None, as_json: bool) -> None:
     """
     import json
 
-    from agentgen.codegen.agent_views import UnknownAgentError, select
-    from agentgen.codegen.build import build
     from agentgen.codegen.explain import explain as explain_agents
     from agentgen.codegen.explain import render_json, render_text
 
-    with batch_memory():
-        root = load_or_exit(design)
-        model = build_or_exit(design, build, root)
-    try:
-        views = select(model, agent_id)
-    except UnknownAgentError as exc:
-        raise click.UsageError(str(exc)) from None
+    views = views_or_exit(design, agent_id)
     explanations = explain_agents(views)
     if as_json:
         click.echo(json.dumps(render_json(str(design), explanations), indent=2))
