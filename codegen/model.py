@@ -153,7 +153,7 @@ class ToolsetModel:
     @property
     def spec_imports(self) -> tuple[str, ...]:
         """Names the specs module imports from ``agentgen.runtime.specs``."""
-        names = {"ToolSpec"}
+        names = {"SpecIndex", "ToolSpec"}
         constructors = {
             "model": "model_type", "empty": "empty_payload", "null": "null_result",
             "schema": "schema_type",

@@ -346,3 +346,45 @@ def _first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(p) for p in error["loc"])
     return f"{where}: {error['msg']}" if where else error["msg"]
+
+
+class ToolsetDeclarations:
+    """A compiled toolset's registry declarations, built from its generated specs.
+
+    Generated ``declarations.py`` modules bind these methods as their module-level
+    ``tool_schemas``/``toolset``/``schema_fingerprint``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str | None,
+        tags: Sequence[str],
+        specs: Sequence[ToolSpec],
+        fingerprint: str,
+    ) -> None:
+        self._name = name
+        self._description = description
+        self._tags = tuple(tags)
+        self._specs = tuple(specs)
+        self._fingerprint = fingerprint
+
+    def tool_schemas(self) -> list[ToolSchema]:
+        """Fresh, independent declarations of every tool of the toolset."""
+        return [declare(spec) for spec in self._specs]
+
+    def toolset(self) -> ToolsetDeclaration:
+        """The full declaration: registration name, description, tags, fresh schemas."""
+        return ToolsetDeclaration(
+            name=self._name,
+            description=self._description,
+            tags=list(self._tags),
+            tools=self.tool_schemas(),
+        )
+
+    def schema_fingerprint(self, name: str | None = None) -> str:
+        """The fingerprint of a registration under ``name`` (default: the declared name),
+        without description and tags; precomputed for the declared name."""
+        if name is None or name == self._name:
+            return self._fingerprint
+        return fingerprint(ToolsetDeclaration(name=name, tools=self.tool_schemas()))

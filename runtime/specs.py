@@ -104,3 +104,34 @@ class ToolSpec:
     bounds: BoundsSpec | None = None
     server_data: tuple[ServerDataSpec, ...] = ()
     required_labels: tuple[str, ...] = ()
+
+
+class SpecIndex:
+    """Lookups over a generated package's ``SPECS`` (a toolset's, or an agent's union).
+
+    Generated modules bind these methods as their module-level ``names``/``spec``/... so that
+    every package shares one implementation.
+    """
+
+    def __init__(self, owner: str, specs: tuple[ToolSpec, ...]) -> None:
+        self._owner = owner
+        self._by_id = {spec.id: spec for spec in specs}
+
+    def names(self) -> tuple[str, ...]:
+        """The tool IDs, in declaration order."""
+        return tuple(self._by_id)
+
+    def spec(self, tool_id: str) -> ToolSpec:
+        """The spec of ``tool_id``; ``KeyError`` naming the owner when it has none."""
+        try:
+            return self._by_id[tool_id]
+        except KeyError:
+            raise KeyError(f"{self._owner} has no tool {tool_id!r}") from None
+
+    def payload_schema(self, tool_id: str) -> dict[str, Any]:
+        """A fresh copy of the tool's payload JSON Schema."""
+        return self.spec(tool_id).payload.schema()
+
+    def result_schema(self, tool_id: str) -> dict[str, Any]:
+        """A fresh copy of the tool's result JSON Schema."""
+        return self.spec(tool_id).result.schema()

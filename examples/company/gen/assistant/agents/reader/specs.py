@@ -7,36 +7,18 @@ Agent: assistant.reader.
 
 from __future__ import annotations
 
-from typing import Any
-
-from agentgen.runtime.specs import ToolSpec
+from agentgen.runtime.specs import SpecIndex, ToolSpec
 
 SPECS: tuple[ToolSpec, ...] = ()
 
 #: Run labels the agent's tools need; runs without them fail at start.
 REQUIRED_LABELS: tuple[str, ...] = ()
 
-_BY_ID = {spec.id: spec for spec in SPECS}
-
-
-def names() -> tuple[str, ...]:
-    """The IDs of every compiled tool of the agent."""
-    return tuple(_BY_ID)
-
-
-def spec(tool_id: str) -> ToolSpec:
-    """The spec of ``tool_id``; ``KeyError`` naming the agent when it has none."""
-    try:
-        return _BY_ID[tool_id]
-    except KeyError:
-        raise KeyError(f"agent assistant.reader has no tool {tool_id!r}") from None
-
-
-def payload_schema(tool_id: str) -> dict[str, Any]:
-    """A fresh copy of the tool's payload JSON Schema."""
-    return spec(tool_id).payload.schema()
-
-
-def result_schema(tool_id: str) -> dict[str, Any]:
-    """A fresh copy of the tool's result JSON Schema."""
-    return spec(tool_id).result.schema()
+_INDEX = SpecIndex("agent assistant.reader", SPECS)
+#: The IDs of every compiled tool of the agent.
+names = _INDEX.names
+#: The spec of a tool ID; ``KeyError`` naming the agent when it has none.
+spec = _INDEX.spec
+#: Fresh copies of a tool's payload and result JSON Schemas.
+payload_schema = _INDEX.payload_schema
+result_schema = _INDEX.result_schema

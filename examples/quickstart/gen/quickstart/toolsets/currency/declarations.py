@@ -8,8 +8,7 @@ changes nothing else.
 
 from __future__ import annotations
 
-from agentgen.runtime.contract import declare, fingerprint
-from agentgen.runtime.declarations import ToolSchema, ToolsetDeclaration
+from agentgen.runtime.contract import ToolsetDeclarations
 
 from . import specs
 
@@ -19,24 +18,13 @@ SCHEMA_FINGERPRINT = "66f9b79db6bc0f43e4848100c603434ce856aab3fb49cf7b46339e39ab
 #: Registries this toolset's full contract is published to (``PublishTo``), by name.
 PUBLISH_TO: tuple[str, ...] = ()
 
-
-def tool_schemas() -> list[ToolSchema]:
-    """Fresh, independent declarations of every tool of the toolset."""
-    return [declare(spec) for spec in specs.SPECS]
-
-
-def toolset() -> ToolsetDeclaration:
-    """The full declaration: registration name, description, tags, fresh schemas."""
-    return ToolsetDeclaration(
-        name=specs.TOOLSET,
-        description=specs.DESCRIPTION,
-        tags=list(specs.TAGS),
-        tools=tool_schemas(),
-    )
-
-
-def schema_fingerprint(name: str = specs.TOOLSET) -> str:
-    """The fingerprint of a registration under ``name`` (no description, no tags)."""
-    if name == specs.TOOLSET:
-        return SCHEMA_FINGERPRINT
-    return fingerprint(ToolsetDeclaration(name=name, tools=tool_schemas()))
+_DECLARATIONS = ToolsetDeclarations(
+    specs.TOOLSET, specs.DESCRIPTION, specs.TAGS, specs.SPECS, SCHEMA_FINGERPRINT
+)
+#: Fresh, independent declarations of every tool of the toolset.
+tool_schemas = _DECLARATIONS.tool_schemas
+#: The full declaration: registration name, description, tags, fresh schemas.
+toolset = _DECLARATIONS.toolset
+#: The fingerprint of a registration under a name (default: the declared one), without
+#: description and tags.
+schema_fingerprint = _DECLARATIONS.schema_fingerprint

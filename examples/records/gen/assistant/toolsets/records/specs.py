@@ -9,7 +9,7 @@ the package was generated: tool IDs, titles, JSON Schemas, search word counts.
 from __future__ import annotations
 
 from agentgen.runtime.search_document import SearchDocument
-from agentgen.runtime.specs import ToolSpec, model_type
+from agentgen.runtime.specs import SpecIndex, ToolSpec, model_type
 
 from . import types
 
@@ -94,17 +94,8 @@ SPECS: tuple[ToolSpec, ...] = (
     ANALYZE_SPEC,
 )
 
-_BY_ID = {spec.id: spec for spec in SPECS}
-
-
-def names() -> tuple[str, ...]:
-    """The IDs of the toolset's tools, in declaration order."""
-    return tuple(_BY_ID)
-
-
-def spec(tool_id: str) -> ToolSpec:
-    """The spec of ``tool_id``; ``KeyError`` naming the toolset when it has none."""
-    try:
-        return _BY_ID[tool_id]
-    except KeyError:
-        raise KeyError(f"toolset {TOOLSET!r} has no tool {tool_id!r}") from None
+_INDEX = SpecIndex(f"toolset {TOOLSET!r}", SPECS)
+#: The IDs of the toolset's tools, in declaration order.
+names = _INDEX.names
+#: The spec of a tool ID; ``KeyError`` naming the toolset when it has none.
+spec = _INDEX.spec
