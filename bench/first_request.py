@@ -20,10 +20,10 @@ from typing import Any
 
 from agentgen.runtime.adapters import tokens
 from agentgen.runtime.adapters.preview import first_request_body, without_deferred
-from agentgen.runtime.ids import humanize_title
+from agentgen.runtime.contracts.ids import humanize_title
 from agentgen.runtime.messages import Message
-from agentgen.runtime.model import ModelRequest, ToolDefinition
-from agentgen.runtime.search_document import SearchDocument, search_text
+from agentgen.runtime.model_client import ModelRequest, ToolDefinition
+from agentgen.runtime.search.document import SearchDocument, search_text
 
 SIZES = (10, 100, 1000)
 

@@ -20,8 +20,8 @@ import bm25s
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from agentgen.runtime.search import SearchEntry, SearchIndex
-from agentgen.runtime.search_document import SearchDocument, search_text, tokenize
+from agentgen.runtime.search.document import SearchDocument, search_text, tokenize
+from agentgen.runtime.search.index import SearchEntry, SearchIndex
 
 SEED = 20240601
 SIZES = (100, 1_000, 10_000)

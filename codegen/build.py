@@ -52,13 +52,22 @@ from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.dsl.validate import DEFAULT_API_VERSION, continuation_tools, finalize
 from agentgen.runtime.adapters.names import provider_name
-from agentgen.runtime.canonical import compact_json, pretty_json
-from agentgen.runtime.contract import tool_schema_json
-from agentgen.runtime.fingerprint import schema_fingerprint
-from agentgen.runtime.ids import agent_id, humanize_title, registration_name, tool_id
-from agentgen.runtime.search_document import SearchDocument, search_text
-from agentgen.runtime.specs import BoundsSpec, ConfirmationSpec, PagingSpec, ServerDataSpec
-from agentgen.runtime.types import JSON_SCHEMA_DIALECT, empty_payload_schema, null_result_schema
+from agentgen.runtime.contracts.canonical import compact_json, pretty_json
+from agentgen.runtime.contracts.fingerprint import schema_fingerprint
+from agentgen.runtime.contracts.ids import agent_id, humanize_title, registration_name, tool_id
+from agentgen.runtime.contracts.schemas import (
+    JSON_SCHEMA_DIALECT,
+    empty_payload_schema,
+    null_result_schema,
+)
+from agentgen.runtime.contracts.specs import (
+    BoundsSpec,
+    ConfirmationSpec,
+    PagingSpec,
+    ServerDataSpec,
+)
+from agentgen.runtime.contracts.wire import tool_schema_json
+from agentgen.runtime.search.document import SearchDocument, search_text
 
 GENERATED_BY = "agentgen — do not edit"
 

@@ -287,8 +287,8 @@ def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
       agentgen search design.py --agent reader "find a customer" --limit 10
     """
     from agentgen.runtime.adapters.names import provider_name
-    from agentgen.runtime.search import SearchEntry, SearchIndex
-    from agentgen.runtime.search_document import tokenize
+    from agentgen.runtime.search.document import tokenize
+    from agentgen.runtime.search.index import SearchEntry, SearchIndex
 
     views = views_or_exit(design, agent_id)
     if len(views) != 1:

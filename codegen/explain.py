@@ -27,9 +27,9 @@ from agentgen.runtime.adapters.preview import (
     unavailable,
     without_deferred,
 )
-from agentgen.runtime.definition import TagClause
-from agentgen.runtime.model import ModelError, ToolDefinition
-from agentgen.runtime.policy import ToolPolicy
+from agentgen.runtime.agents.definition import TagClause
+from agentgen.runtime.model_client import ModelError, ToolDefinition
+from agentgen.runtime.runs.policy import ToolPolicy
 
 __all__ = [
     "AgentExplanation",

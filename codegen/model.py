@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agentgen.codegen.pytypes import ClassSource
-from agentgen.runtime.search_document import SearchDocument
+from agentgen.runtime.search.document import SearchDocument
 
 TypeKind = Literal["model", "empty", "null", "schema"]
 ToolsetKind = Literal["local", "mcp", "agent"]
@@ -152,8 +152,8 @@ class ToolsetModel:
 
     @property
     def spec_imports(self) -> tuple[str, ...]:
-        """Names the specs module imports from ``agentgen.runtime.specs``."""
-        names = {"SpecIndex", "ToolSpec"}
+        """Names the specs module imports from ``agentgen.runtime``."""
+        names = {"SearchDocument", "SpecIndex", "ToolSpec"}
         constructors = {
             "model": "model_type", "empty": "empty_payload", "null": "null_result",
             "schema": "schema_type",

@@ -1,5 +1,487 @@
-"""What generated agent packages and applications import at run time.
+"""agentgen's runtime: what generated agent packages and applications import.
 
-It never imports the DSL or the generator; the generator imports the shared algorithms from
-here (tool IDs, titles, search documents, fingerprints) so that generation and run time agree.
+Import every name from here (``from agentgen.runtime import Runtime, ModelPlanner``): these
+names are the public surface, kept stable across releases, while the modules that define them
+may move. Generated packages import only these names. The public submodules are
+:mod:`agentgen.runtime.adapters` (model adapters), :mod:`agentgen.runtime.contracts`
+(``contracts.compile`` and ``contracts.fingerprint`` for dynamic declarations) and
+:mod:`agentgen.runtime.transcript` (storing and compacting transcripts).
+
+Names load on first use, so importing this package costs nothing until a name is used, and an
+adapter's provider SDK is needed only when that adapter is. The runtime never imports the DSL
+or the generator.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentgen.runtime import adapters, contracts, transcript
+    from agentgen.runtime.adapters import (
+        AnthropicMessagesModel as AnthropicMessagesModel,
+    )
+    from agentgen.runtime.adapters import (
+        BedrockConverseModel as BedrockConverseModel,
+    )
+    from agentgen.runtime.adapters import (
+        HistoryReplayError as HistoryReplayError,
+    )
+    from agentgen.runtime.adapters import (
+        MissingNamespaceHistoryError as MissingNamespaceHistoryError,
+    )
+    from agentgen.runtime.adapters import (
+        OpenAIResponsesModel as OpenAIResponsesModel,
+    )
+    from agentgen.runtime.adapters import (
+        OutputBudgetError as OutputBudgetError,
+    )
+    from agentgen.runtime.adapters import (
+        ProviderNameError as ProviderNameError,
+    )
+    from agentgen.runtime.adapters import (
+        ToolIdentityError as ToolIdentityError,
+    )
+    from agentgen.runtime.agents.definition import (
+        AgentDefinition as AgentDefinition,
+    )
+    from agentgen.runtime.agents.definition import (
+        DefinitionError as DefinitionError,
+    )
+    from agentgen.runtime.agents.definition import (
+        RegistryCatalog as RegistryCatalog,
+    )
+    from agentgen.runtime.agents.definition import (
+        RegistryTools as RegistryTools,
+    )
+    from agentgen.runtime.agents.definition import (
+        RunPolicy as RunPolicy,
+    )
+    from agentgen.runtime.agents.definition import (
+        TagClause as TagClause,
+    )
+    from agentgen.runtime.agents.executors import (
+        ToolContext as ToolContext,
+    )
+    from agentgen.runtime.agents.executors import (
+        ToolsetExecutor as ToolsetExecutor,
+    )
+    from agentgen.runtime.agents.executors import (
+        UnknownToolError as UnknownToolError,
+    )
+    from agentgen.runtime.agents.model_planner import ModelPlanner as ModelPlanner
+    from agentgen.runtime.agents.planning import (
+        PlanInput as PlanInput,
+    )
+    from agentgen.runtime.agents.planning import (
+        Planner as Planner,
+    )
+    from agentgen.runtime.agents.planning import (
+        PlannerContext as PlannerContext,
+    )
+    from agentgen.runtime.agents.planning import (
+        PlanResult as PlanResult,
+    )
+    from agentgen.runtime.agents.planning import (
+        PlanResumeInput as PlanResumeInput,
+    )
+    from agentgen.runtime.agents.planning import (
+        RunContext as RunContext,
+    )
+    from agentgen.runtime.app import (
+        AgentClient as AgentClient,
+    )
+    from agentgen.runtime.app import (
+        RegistrationClosedError as RegistrationClosedError,
+    )
+    from agentgen.runtime.app import (
+        RegistrationError as RegistrationError,
+    )
+    from agentgen.runtime.app import (
+        Runtime as Runtime,
+    )
+    from agentgen.runtime.contracts.codecs import (
+        FieldIssue as FieldIssue,
+    )
+    from agentgen.runtime.contracts.codecs import (
+        PayloadError as PayloadError,
+    )
+    from agentgen.runtime.contracts.declarations import (
+        ContractError as ContractError,
+    )
+    from agentgen.runtime.contracts.declarations import (
+        ToolSchema as ToolSchema,
+    )
+    from agentgen.runtime.contracts.declarations import (
+        ToolsetDeclaration as ToolsetDeclaration,
+    )
+    from agentgen.runtime.contracts.schemas import EmptyPayload as EmptyPayload
+    from agentgen.runtime.contracts.specs import (
+        BoundsSpec as BoundsSpec,
+    )
+    from agentgen.runtime.contracts.specs import (
+        ConfirmationSpec as ConfirmationSpec,
+    )
+    from agentgen.runtime.contracts.specs import (
+        PagingSpec as PagingSpec,
+    )
+    from agentgen.runtime.contracts.specs import (
+        ServerDataSpec as ServerDataSpec,
+    )
+    from agentgen.runtime.contracts.specs import (
+        SpecIndex as SpecIndex,
+    )
+    from agentgen.runtime.contracts.specs import (
+        ToolSpec as ToolSpec,
+    )
+    from agentgen.runtime.contracts.specs import (
+        TypeSpec as TypeSpec,
+    )
+    from agentgen.runtime.contracts.specs import (
+        empty_payload as empty_payload,
+    )
+    from agentgen.runtime.contracts.specs import (
+        model_type as model_type,
+    )
+    from agentgen.runtime.contracts.specs import (
+        null_result as null_result,
+    )
+    from agentgen.runtime.contracts.specs import (
+        schema_type as schema_type,
+    )
+    from agentgen.runtime.contracts.wire import ToolsetDeclarations as ToolsetDeclarations
+    from agentgen.runtime.engines.base import Engine as Engine
+    from agentgen.runtime.engines.memory import InMemoryEngine as InMemoryEngine
+    from agentgen.runtime.mcp import (
+        MCPCaller as MCPCaller,
+    )
+    from agentgen.runtime.mcp import (
+        MCPToolsetExecutor as MCPToolsetExecutor,
+    )
+    from agentgen.runtime.mcp import (
+        SessionCaller as SessionCaller,
+    )
+    from agentgen.runtime.messages import (
+        Message as Message,
+    )
+    from agentgen.runtime.messages import (
+        Part as Part,
+    )
+    from agentgen.runtime.messages import (
+        TextPart as TextPart,
+    )
+    from agentgen.runtime.messages import (
+        ToolCallPart as ToolCallPart,
+    )
+    from agentgen.runtime.messages import (
+        ToolResultPart as ToolResultPart,
+    )
+    from agentgen.runtime.model_client import (
+        ModelClient as ModelClient,
+    )
+    from agentgen.runtime.model_client import (
+        ModelError as ModelError,
+    )
+    from agentgen.runtime.model_client import (
+        ModelRequest as ModelRequest,
+    )
+    from agentgen.runtime.model_client import (
+        ModelResponse as ModelResponse,
+    )
+    from agentgen.runtime.model_client import (
+        ToolChoice as ToolChoice,
+    )
+    from agentgen.runtime.model_client import (
+        ToolDefinition as ToolDefinition,
+    )
+    from agentgen.runtime.model_client import (
+        ToolSearchUnsupportedError as ToolSearchUnsupportedError,
+    )
+    from agentgen.runtime.model_client import (
+        Usage as Usage,
+    )
+    from agentgen.runtime.registry.client import (
+        CallOutcome as CallOutcome,
+    )
+    from agentgen.runtime.registry.client import (
+        CallRef as CallRef,
+    )
+    from agentgen.runtime.registry.client import (
+        RegistryClient as RegistryClient,
+    )
+    from agentgen.runtime.registry.client import (
+        RegistryError as RegistryError,
+    )
+    from agentgen.runtime.registry.client import (
+        ResolvedToolset as ResolvedToolset,
+    )
+    from agentgen.runtime.registry.client import (
+        ResultStream as ResultStream,
+    )
+    from agentgen.runtime.registry.client import (
+        ToolCallMeta as ToolCallMeta,
+    )
+    from agentgen.runtime.runs.accepted import (
+        AcceptedCall as AcceptedCall,
+    )
+    from agentgen.runtime.runs.accepted import (
+        RegistryBinding as RegistryBinding,
+    )
+    from agentgen.runtime.runs.catalog import (
+        CatalogError as CatalogError,
+    )
+    from agentgen.runtime.runs.catalog import (
+        DuplicateToolError as DuplicateToolError,
+    )
+    from agentgen.runtime.runs.catalog import (
+        OutsideConsumptionError as OutsideConsumptionError,
+    )
+    from agentgen.runtime.runs.catalog import (
+        RegistryNotRegisteredError as RegistryNotRegisteredError,
+    )
+    from agentgen.runtime.runs.catalog import (
+        RegistryReadError as RegistryReadError,
+    )
+    from agentgen.runtime.runs.catalog import (
+        SourceNotFoundError as SourceNotFoundError,
+    )
+    from agentgen.runtime.runs.catalog import (
+        SourceRemovedError as SourceRemovedError,
+    )
+    from agentgen.runtime.runs.catalog import (
+        UnconfiguredAgentExecutorError as UnconfiguredAgentExecutorError,
+    )
+    from agentgen.runtime.runs.catalog import (
+        VersionMismatchError as VersionMismatchError,
+    )
+    from agentgen.runtime.runs.confirmation import (
+        ConfirmationError as ConfirmationError,
+    )
+    from agentgen.runtime.runs.confirmation import (
+        ConfirmationRequest as ConfirmationRequest,
+    )
+    from agentgen.runtime.runs.confirmation import (
+        Confirmer as Confirmer,
+    )
+    from agentgen.runtime.runs.host import RunHost as RunHost
+    from agentgen.runtime.runs.requests import (
+        MissingLabelsError as MissingLabelsError,
+    )
+    from agentgen.runtime.runs.requests import (
+        RunError as RunError,
+    )
+    from agentgen.runtime.runs.requests import (
+        RunOutcome as RunOutcome,
+    )
+    from agentgen.runtime.runs.requests import (
+        RunRequest as RunRequest,
+    )
+    from agentgen.runtime.search.document import SearchDocument as SearchDocument
+
+__all__ = [
+    "AcceptedCall",
+    "AgentClient",
+    "AgentDefinition",
+    "AnthropicMessagesModel",
+    "BedrockConverseModel",
+    "BoundsSpec",
+    "CallOutcome",
+    "CallRef",
+    "CatalogError",
+    "ConfirmationError",
+    "ConfirmationRequest",
+    "ConfirmationSpec",
+    "Confirmer",
+    "ContractError",
+    "DefinitionError",
+    "DuplicateToolError",
+    "EmptyPayload",
+    "Engine",
+    "FieldIssue",
+    "HistoryReplayError",
+    "InMemoryEngine",
+    "MCPCaller",
+    "MCPToolsetExecutor",
+    "Message",
+    "MissingLabelsError",
+    "MissingNamespaceHistoryError",
+    "ModelClient",
+    "ModelError",
+    "ModelPlanner",
+    "ModelRequest",
+    "ModelResponse",
+    "OpenAIResponsesModel",
+    "OutputBudgetError",
+    "OutsideConsumptionError",
+    "PagingSpec",
+    "Part",
+    "PayloadError",
+    "PlanInput",
+    "PlanResult",
+    "PlanResumeInput",
+    "Planner",
+    "PlannerContext",
+    "ProviderNameError",
+    "RegistrationClosedError",
+    "RegistrationError",
+    "RegistryBinding",
+    "RegistryCatalog",
+    "RegistryClient",
+    "RegistryError",
+    "RegistryNotRegisteredError",
+    "RegistryReadError",
+    "RegistryTools",
+    "ResolvedToolset",
+    "ResultStream",
+    "RunContext",
+    "RunError",
+    "RunHost",
+    "RunOutcome",
+    "RunPolicy",
+    "RunRequest",
+    "Runtime",
+    "SearchDocument",
+    "ServerDataSpec",
+    "SessionCaller",
+    "SourceNotFoundError",
+    "SourceRemovedError",
+    "SpecIndex",
+    "TagClause",
+    "TextPart",
+    "ToolCallMeta",
+    "ToolCallPart",
+    "ToolChoice",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolIdentityError",
+    "ToolResultPart",
+    "ToolSchema",
+    "ToolSearchUnsupportedError",
+    "ToolSpec",
+    "ToolsetDeclaration",
+    "ToolsetDeclarations",
+    "ToolsetExecutor",
+    "TypeSpec",
+    "UnconfiguredAgentExecutorError",
+    "UnknownToolError",
+    "Usage",
+    "VersionMismatchError",
+    "adapters",
+    "contracts",
+    "empty_payload",
+    "model_type",
+    "null_result",
+    "schema_type",
+    "transcript",
+]
+
+_HOMES: dict[str, str] = {
+    "AgentClient": "agentgen.runtime.app",
+    "RegistrationClosedError": "agentgen.runtime.app",
+    "RegistrationError": "agentgen.runtime.app",
+    "Runtime": "agentgen.runtime.app",
+    "AgentDefinition": "agentgen.runtime.agents.definition",
+    "DefinitionError": "agentgen.runtime.agents.definition",
+    "RegistryCatalog": "agentgen.runtime.agents.definition",
+    "RegistryTools": "agentgen.runtime.agents.definition",
+    "RunPolicy": "agentgen.runtime.agents.definition",
+    "TagClause": "agentgen.runtime.agents.definition",
+    "ToolContext": "agentgen.runtime.agents.executors",
+    "ToolsetExecutor": "agentgen.runtime.agents.executors",
+    "UnknownToolError": "agentgen.runtime.agents.executors",
+    "ModelPlanner": "agentgen.runtime.agents.model_planner",
+    "PlanInput": "agentgen.runtime.agents.planning",
+    "PlanResult": "agentgen.runtime.agents.planning",
+    "PlanResumeInput": "agentgen.runtime.agents.planning",
+    "Planner": "agentgen.runtime.agents.planning",
+    "PlannerContext": "agentgen.runtime.agents.planning",
+    "RunContext": "agentgen.runtime.agents.planning",
+    "MissingLabelsError": "agentgen.runtime.runs.requests",
+    "RunError": "agentgen.runtime.runs.requests",
+    "RunOutcome": "agentgen.runtime.runs.requests",
+    "RunRequest": "agentgen.runtime.runs.requests",
+    "AcceptedCall": "agentgen.runtime.runs.accepted",
+    "RegistryBinding": "agentgen.runtime.runs.accepted",
+    "CatalogError": "agentgen.runtime.runs.catalog",
+    "DuplicateToolError": "agentgen.runtime.runs.catalog",
+    "OutsideConsumptionError": "agentgen.runtime.runs.catalog",
+    "RegistryNotRegisteredError": "agentgen.runtime.runs.catalog",
+    "RegistryReadError": "agentgen.runtime.runs.catalog",
+    "SourceNotFoundError": "agentgen.runtime.runs.catalog",
+    "SourceRemovedError": "agentgen.runtime.runs.catalog",
+    "UnconfiguredAgentExecutorError": "agentgen.runtime.runs.catalog",
+    "VersionMismatchError": "agentgen.runtime.runs.catalog",
+    "ConfirmationError": "agentgen.runtime.runs.confirmation",
+    "ConfirmationRequest": "agentgen.runtime.runs.confirmation",
+    "Confirmer": "agentgen.runtime.runs.confirmation",
+    "RunHost": "agentgen.runtime.runs.host",
+    "Engine": "agentgen.runtime.engines.base",
+    "InMemoryEngine": "agentgen.runtime.engines.memory",
+    "Message": "agentgen.runtime.messages",
+    "Part": "agentgen.runtime.messages",
+    "TextPart": "agentgen.runtime.messages",
+    "ToolCallPart": "agentgen.runtime.messages",
+    "ToolResultPart": "agentgen.runtime.messages",
+    "ModelClient": "agentgen.runtime.model_client",
+    "ModelError": "agentgen.runtime.model_client",
+    "ModelRequest": "agentgen.runtime.model_client",
+    "ModelResponse": "agentgen.runtime.model_client",
+    "ToolChoice": "agentgen.runtime.model_client",
+    "ToolDefinition": "agentgen.runtime.model_client",
+    "ToolSearchUnsupportedError": "agentgen.runtime.model_client",
+    "Usage": "agentgen.runtime.model_client",
+    "CallOutcome": "agentgen.runtime.registry.client",
+    "CallRef": "agentgen.runtime.registry.client",
+    "RegistryClient": "agentgen.runtime.registry.client",
+    "RegistryError": "agentgen.runtime.registry.client",
+    "ResolvedToolset": "agentgen.runtime.registry.client",
+    "ResultStream": "agentgen.runtime.registry.client",
+    "ToolCallMeta": "agentgen.runtime.registry.client",
+    "ContractError": "agentgen.runtime.contracts.declarations",
+    "ToolSchema": "agentgen.runtime.contracts.declarations",
+    "ToolsetDeclaration": "agentgen.runtime.contracts.declarations",
+    "FieldIssue": "agentgen.runtime.contracts.codecs",
+    "PayloadError": "agentgen.runtime.contracts.codecs",
+    "EmptyPayload": "agentgen.runtime.contracts.schemas",
+    "BoundsSpec": "agentgen.runtime.contracts.specs",
+    "ConfirmationSpec": "agentgen.runtime.contracts.specs",
+    "PagingSpec": "agentgen.runtime.contracts.specs",
+    "ServerDataSpec": "agentgen.runtime.contracts.specs",
+    "SpecIndex": "agentgen.runtime.contracts.specs",
+    "ToolSpec": "agentgen.runtime.contracts.specs",
+    "TypeSpec": "agentgen.runtime.contracts.specs",
+    "empty_payload": "agentgen.runtime.contracts.specs",
+    "model_type": "agentgen.runtime.contracts.specs",
+    "null_result": "agentgen.runtime.contracts.specs",
+    "schema_type": "agentgen.runtime.contracts.specs",
+    "ToolsetDeclarations": "agentgen.runtime.contracts.wire",
+    "SearchDocument": "agentgen.runtime.search.document",
+    "MCPCaller": "agentgen.runtime.mcp",
+    "MCPToolsetExecutor": "agentgen.runtime.mcp",
+    "SessionCaller": "agentgen.runtime.mcp",
+    "AnthropicMessagesModel": "agentgen.runtime.adapters",
+    "BedrockConverseModel": "agentgen.runtime.adapters",
+    "HistoryReplayError": "agentgen.runtime.adapters",
+    "MissingNamespaceHistoryError": "agentgen.runtime.adapters",
+    "OpenAIResponsesModel": "agentgen.runtime.adapters",
+    "OutputBudgetError": "agentgen.runtime.adapters",
+    "ProviderNameError": "agentgen.runtime.adapters",
+    "ToolIdentityError": "agentgen.runtime.adapters",
+}
+_MODULES = frozenset({"adapters", "contracts", "transcript"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

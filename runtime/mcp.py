@@ -1,4 +1,4 @@
-"""The official MCP Python SDK as the :class:`~agentgen.runtime.executor.MCPCaller` of an
+"""The official MCP Python SDK as the :class:`~agentgen.runtime.agents.executors.MCPCaller` of an
 external MCP toolset.
 
 Generated agent configs ask the application for one ``MCPCaller`` per external MCP toolset;
@@ -23,24 +23,48 @@ here touches the SDK at run time beyond the session the application hands in.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from agentgen.runtime.codec import decode_exact, encode_exact
+from agentgen.runtime.agents.executors import ToolContext, UnknownToolError
+from agentgen.runtime.contracts.codecs import decode_exact, encode_exact
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, ContentBlock
 
 __all__ = [
+    "MCPCaller",
     "MCPResultError",
     "MCPToolError",
+    "MCPToolsetExecutor",
     "SessionCaller",
     "ToolSession",
     "tool_arguments",
     "tool_value",
 ]
+
+
+class MCPCaller(Protocol):
+    """A client of an external MCP server (the application wires a real session)."""
+
+    async def call_tool(self, name: str, arguments: Any) -> Any: ...
+
+
+class MCPToolsetExecutor:
+    """Executor of an external MCP toolset: tool IDs map to the server's tool names."""
+
+    def __init__(self, caller: MCPCaller, names: Mapping[str, str]) -> None:
+        self._caller = caller
+        self._names = MappingProxyType(dict(names))
+
+    async def execute(self, tool_id: str, payload: Any, context: ToolContext) -> Any:
+        name = self._names.get(tool_id)
+        if name is None:
+            raise UnknownToolError(f"MCP toolset has no tool {tool_id!r}")
+        return await self._caller.call_tool(name, payload)
 
 
 class ToolSession(Protocol):
@@ -85,7 +109,7 @@ class MCPResultError(ValueError):
 
 
 class SessionCaller:
-    """An :class:`~agentgen.runtime.executor.MCPCaller` over an MCP SDK session.
+    """An :class:`~agentgen.runtime.agents.executors.MCPCaller` over an MCP SDK session.
 
     The session must be connected (entered and, for a ``ClientSession``, initialized) for as
     long as runs may call the toolset; its lifetime stays the application's, since one session

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+__all__ = ["Message", "Part", "Role", "TextPart", "ToolCallPart", "ToolResultPart"]
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 

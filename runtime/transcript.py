@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 from agentgen.runtime.messages import Message
 
+__all__ = ["compact", "dumps", "loads"]
+
 
 def dumps(messages: Sequence[Message]) -> str:
     """JSON text of a transcript (messages with all their parts and metadata)."""

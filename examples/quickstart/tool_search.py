@@ -35,17 +35,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from agentgen.runtime import (
+    Message,
+    ModelClient,
+    ModelPlanner,
+    ModelRequest,
+    ModelResponse,
+    Runtime,
+    TextPart,
+    ToolCallPart,
+    ToolContext,
+    ToolResultPart,
+    Usage,
+)
 from agentgen.runtime.adapters import (
     ANTHROPIC_METADATA_KEY,
     OPENAI_METADATA_KEY,
     ModelError,
     provider_name,
 )
-from agentgen.runtime.executor import ToolContext
-from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from agentgen.runtime.model import ModelClient, ModelRequest, ModelResponse, Usage
-from agentgen.runtime.planners import ModelPlanner
-from agentgen.runtime.runtime import Runtime
 from examples.quickstart.gen.quickstart.agents import chat
 from examples.quickstart.gen.quickstart.toolsets.calendar import types as calendar_types
 from examples.quickstart.gen.quickstart.toolsets.currency import types as currency_types
@@ -486,7 +494,7 @@ def offline_model(recorded: RecordedProvider) -> ModelClient:
     if provider == "openai":
         from openai import AsyncOpenAI
 
-        from agentgen.runtime.adapters import OpenAIResponsesModel
+        from agentgen.runtime import OpenAIResponsesModel
 
         return OpenAIResponsesModel(
             AsyncOpenAI(
@@ -499,7 +507,7 @@ def offline_model(recorded: RecordedProvider) -> ModelClient:
         )
     from anthropic import AsyncAnthropic
 
-    from agentgen.runtime.adapters import AnthropicMessagesModel
+    from agentgen.runtime import AnthropicMessagesModel
 
     return AnthropicMessagesModel(
         AsyncAnthropic(
@@ -521,24 +529,24 @@ def live_model(options: Options) -> ModelClient:
     if options.bedrock:
         region = _require_env("AWS_REGION", "AWS_DEFAULT_REGION")
         if options.provider == "openai":
-            from agentgen.runtime.adapters import OpenAIResponsesModel
+            from agentgen.runtime import OpenAIResponsesModel
 
             return OpenAIResponsesModel.bedrock(region=region)
         from anthropic import AsyncAnthropicBedrock
 
-        from agentgen.runtime.adapters import AnthropicMessagesModel
+        from agentgen.runtime import AnthropicMessagesModel
 
         return AnthropicMessagesModel(AsyncAnthropicBedrock(aws_region=region))
     _require_env(API_KEY_VARIABLES[options.provider])
     if options.provider == "openai":
         from openai import AsyncOpenAI
 
-        from agentgen.runtime.adapters import OpenAIResponsesModel
+        from agentgen.runtime import OpenAIResponsesModel
 
         return OpenAIResponsesModel(AsyncOpenAI())
     from anthropic import AsyncAnthropic
 
-    from agentgen.runtime.adapters import AnthropicMessagesModel
+    from agentgen.runtime import AnthropicMessagesModel
 
     return AnthropicMessagesModel(AsyncAnthropic())
 

@@ -13,7 +13,7 @@ tool-search beta goes into the body's ``anthropic_beta`` and ``anthropic_version
 the version AWS documents.
 
 Out of scope: continuing a turn that Claude paused (``pause_turn``) after doing only hosted
-work. Such a reply is refused with a :class:`~agentgen.runtime.model.ModelError` instead of
+work. Such a reply is refused with a :class:`~agentgen.runtime.model_client.ModelError` instead of
 being passed off as a final answer.
 """
 
@@ -45,7 +45,7 @@ from agentgen.runtime.adapters.errors import ToolIdentityError
 from agentgen.runtime.adapters.names import NameMap
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
-from agentgen.runtime.model import (
+from agentgen.runtime.model_client import (
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -66,7 +66,7 @@ _RESERVED = {SEARCH_TOOL_NAME: "is the name of Claude's hosted tool search tool"
 
 
 class AnthropicMessagesModel:
-    """A :class:`~agentgen.runtime.model.ModelClient` over the Messages API.
+    """A :class:`~agentgen.runtime.model_client.ModelClient` over the Messages API.
 
     ``client`` is an ``anthropic.AsyncAnthropic`` or ``anthropic.AsyncAnthropicBedrock``;
     ``platform`` defaults from its type and is only needed for other Bedrock clients.

@@ -6,7 +6,7 @@ definition. The references are expanded by the API from the current request's ``
 
 * a referenced tool that is still offered must have the same definition as when it was found,
   otherwise the model would see a different tool under the old name: that is refused with
-  :class:`~agentgen.runtime.model.ToolSearchUnsupportedError` naming the tool (a by-reference
+  :class:`~agentgen.runtime.model_client.ToolSearchUnsupportedError` naming the tool (a by-reference
   change cannot say "the old definition before, the new one after");
 * a referenced tool that is no longer offered is sent again, deferred, with its saved
   definition, and withdrawn by a ``tool_removal`` change; one that comes back is announced by a
@@ -34,7 +34,7 @@ from agentgen.runtime.adapters.anthropic_search import (
 from agentgen.runtime.adapters.errors import HistoryReplayError, call_arguments
 from agentgen.runtime.adapters.names import NameMap
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from agentgen.runtime.model import ModelError, ToolSearchUnsupportedError
+from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 
 __all__ = ["Replay", "encode_history", "validate_blocks"]
 

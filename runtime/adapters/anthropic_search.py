@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from agentgen.runtime.adapters.anchors import Anchored, read_anchored, require_mapping
 from agentgen.runtime.adapters.errors import HistoryReplayError
-from agentgen.runtime.model import ModelError, ToolDefinition
+from agentgen.runtime.model_client import ModelError, ToolDefinition
 
 __all__ = [
     "BEDROCK_ANTHROPIC_VERSION",

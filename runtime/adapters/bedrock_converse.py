@@ -4,10 +4,10 @@ Converse has no tool search: its tool specifications cannot be deferred, and Cla
 search is only reachable through InvokeModel (use
 :class:`~agentgen.runtime.adapters.anthropic_messages.AnthropicMessagesModel` with
 ``AsyncAnthropicBedrock`` for that). A request in which the model could need a deferred tool is
-therefore refused with :class:`~agentgen.runtime.model.ToolSearchUnsupportedError`; loading the
-deferred tools eagerly instead would silently change what the model sees and pays for. Forcing
-one tool sends just that tool, and tool choice ``none`` turns discovery (and tools) off, so both
-work whatever is deferred.
+therefore refused with :class:`~agentgen.runtime.model_client.ToolSearchUnsupportedError`;
+loading the deferred tools eagerly instead would silently change what the model sees and pays
+for. Forcing one tool sends just that tool, and tool choice ``none`` turns discovery (and tools)
+off, so both work whatever is deferred.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from agentgen.runtime.adapters.errors import HistoryReplayError, ToolIdentityErr
 from agentgen.runtime.adapters.names import NameMap
 from agentgen.runtime.adapters.selection import select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
-from agentgen.runtime.model import (
+from agentgen.runtime.model_client import (
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -39,7 +39,7 @@ _PROVIDER = "bedrock converse"
 
 
 class BedrockConverseModel:
-    """A :class:`~agentgen.runtime.model.ModelClient` over boto3's ``converse``.
+    """A :class:`~agentgen.runtime.model_client.ModelClient` over boto3's ``converse``.
 
     ``client`` is a boto3 ``bedrock-runtime`` client. boto3 is synchronous, so each call runs in
     a worker thread and does not block the event loop.

@@ -1,6 +1,6 @@
 """Typed failures of the model adapters.
 
-Every adapter failure is a :class:`~agentgen.runtime.model.ModelError`, so callers that only
+Every adapter failure is a :class:`~agentgen.runtime.model_client.ModelError`, so callers that only
 care that the model call failed catch one type; the subclasses exist for callers (and tests)
 that must tell a configuration mistake from a broken transcript or a misbehaving model. Each
 message starts with the provider, names the tool, model or message at fault, and says what to
@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from agentgen.runtime.messages import ToolCallPart
-from agentgen.runtime.model import ModelError, ToolSearchUnsupportedError
+from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 
 __all__ = [
     "HistoryReplayError",

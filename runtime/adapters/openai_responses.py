@@ -38,8 +38,8 @@ from agentgen.runtime.adapters.openai_search import (
 )
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
-from agentgen.runtime.model import ModelError, ModelRequest, ModelResponse, Usage
-from agentgen.runtime.search import DEFAULT_LIMIT, SearchEntry, SearchIndex
+from agentgen.runtime.model_client import ModelError, ModelRequest, ModelResponse, Usage
+from agentgen.runtime.search.index import DEFAULT_LIMIT, SearchEntry, SearchIndex
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -47,7 +47,7 @@ _BEDROCK_HOSTS = ("bedrock-runtime.", "bedrock-runtime-fips.", "bedrock-mantle."
 
 
 class OpenAIResponsesModel:
-    """A :class:`~agentgen.runtime.model.ModelClient` over ``client.responses.create``.
+    """A :class:`~agentgen.runtime.model_client.ModelClient` over ``client.responses.create``.
 
     ``client`` is an ``openai.AsyncOpenAI``, direct or built with the SDK's Bedrock provider
     (see :meth:`bedrock`). ``platform`` says which: Bedrock transcripts need stricter replay

@@ -26,7 +26,7 @@ from typing import Any
 
 from agentgen.runtime.adapters.anchors import Anchored, read_anchored, require_mapping
 from agentgen.runtime.adapters.errors import HistoryReplayError
-from agentgen.runtime.model import ModelError, ToolDefinition
+from agentgen.runtime.model_client import ModelError, ToolDefinition
 
 __all__ = [
     "METADATA_KEY",

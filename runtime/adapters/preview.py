@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentgen.runtime.messages import Message
-from agentgen.runtime.model import ModelClient, ModelRequest, ToolDefinition
+from agentgen.runtime.model_client import ModelClient, ModelRequest, ToolDefinition
 
 if TYPE_CHECKING:
     import httpx2
@@ -44,7 +44,7 @@ __all__ = [
 Provider = Literal["openai", "anthropic"]
 
 #: What ``agentgen explain`` asks for: one short user message, no system prompt, and the output
-#: budget :class:`~agentgen.runtime.planners.ModelPlanner` uses by default.
+#: budget :class:`~agentgen.runtime.agents.model_planner.ModelPlanner` uses by default.
 DEFAULT_PROMPT = "What can you help me with?"
 DEFAULT_MAX_TOKENS = 4096
 
@@ -167,7 +167,7 @@ async def capture_first_request(provider: Provider, request: ModelRequest) -> by
     """The exact body ``provider``'s adapter sends first for ``request``.
 
     Raises :class:`PreviewUnavailableError` when the SDK is missing and the adapter's own
-    :class:`~agentgen.runtime.model.ModelError` when it refuses the request (a name clash,
+    :class:`~agentgen.runtime.model_client.ModelError` when it refuses the request (a name clash,
     a missing output budget...), before anything would have been sent.
     """
     problem = unavailable(provider)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentgen.runtime.model import ModelError, ModelRequest, ToolChoice, ToolDefinition
+from agentgen.runtime.model_client import ModelError, ModelRequest, ToolChoice, ToolDefinition
 
 __all__ = ["ToolSelection", "select_tools"]
 

@@ -19,7 +19,7 @@ from agentgen.runtime.adapters import (
 )
 from agentgen.runtime.adapters.anthropic_search import METADATA_KEY
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from agentgen.runtime.model import ToolChoice
+from agentgen.runtime.model_client import ToolChoice
 from tests.adapters.fakes import (
     Server,
     anthropic_client,

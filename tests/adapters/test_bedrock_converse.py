@@ -19,7 +19,7 @@ from agentgen.runtime.adapters import (
     ToolSearchUnsupportedError,
 )
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from agentgen.runtime.model import ToolChoice, Usage
+from agentgen.runtime.model_client import ToolChoice, Usage
 from tests.adapters.tools import RECORDS, WEATHER, deferred, request
 
 MODEL = "anthropic.claude-sonnet-4-5-v1:0"

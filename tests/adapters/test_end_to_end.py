@@ -9,9 +9,9 @@ from agentgen.runtime import transcript
 from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel
 from agentgen.runtime.adapters.anthropic_search import METADATA_KEY as ANTHROPIC_KEY
 from agentgen.runtime.adapters.openai_search import METADATA_KEY as OPENAI_KEY
+from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.app import Runtime
 from agentgen.runtime.messages import Message
-from agentgen.runtime.planners import ModelPlanner
-from agentgen.runtime.runtime import Runtime
 from tests.adapters.fakes import (
     anthropic_client,
     anthropic_server,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel
-from agentgen.runtime.model import ToolDefinition
+from agentgen.runtime.model_client import ToolDefinition
 from tests.adapters.fakes import (
     anthropic_client,
     anthropic_server,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agentgen.runtime.adapters import NameMap, ProviderNameError, provider_name
 from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES
 from agentgen.runtime.adapters.selection import select_tools
-from agentgen.runtime.model import ModelError, ToolChoice, ToolDefinition
+from agentgen.runtime.model_client import ModelError, ToolChoice, ToolDefinition
 from tests.adapters.tools import CATALOG, RECORDS, WEATHER, request
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -20,7 +20,7 @@ from agentgen.runtime.adapters import (
 )
 from agentgen.runtime.adapters.openai_search import METADATA_KEY
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from agentgen.runtime.model import ToolChoice, Usage
+from agentgen.runtime.model_client import ToolChoice, Usage
 from tests.adapters.fakes import (
     function_call,
     openai_client,

@@ -16,7 +16,7 @@ from agentgen.runtime.adapters.preview import (
     unavailable,
     without_deferred,
 )
-from agentgen.runtime.model import ModelError
+from agentgen.runtime.model_client import ModelError
 from tests.adapters.fakes import (
     anthropic_client,
     anthropic_server,

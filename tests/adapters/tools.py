@@ -6,10 +6,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from agentgen.runtime.ids import humanize_title
+from agentgen.runtime.contracts.ids import humanize_title
 from agentgen.runtime.messages import Message
-from agentgen.runtime.model import ModelRequest, ToolChoice, ToolDefinition
-from agentgen.runtime.search_document import SearchDocument, search_text
+from agentgen.runtime.model_client import ModelRequest, ToolChoice, ToolDefinition
+from agentgen.runtime.search.document import SearchDocument, search_text
 
 
 def tool(

@@ -30,9 +30,9 @@ from agentgen.runtime.adapters.preview import (
     capture_first_request,
     preview_request,
 )
-from agentgen.runtime.executor import ToolContext
-from agentgen.runtime.planners import ModelPlanner
-from agentgen.runtime.runtime import Runtime
+from agentgen.runtime.agents.executors import ToolContext
+from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.app import Runtime
 from examples.records.gen.assistant.agents import assistant as assistant_agent
 from examples.records.gen.assistant.agents import clerk as clerk_agent
 from examples.records.gen.assistant.toolsets.records import declarations, types

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agentgen.runtime.codec import PayloadError
-from agentgen.runtime.contract import fingerprint
-from agentgen.runtime.declarations import ToolsetDeclaration
-from agentgen.runtime.search_document import SearchDocument, search_text
-from agentgen.runtime.specs import ToolSpec
+from agentgen.runtime.contracts.codecs import PayloadError
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.contracts.wire import fingerprint
+from agentgen.runtime.search.document import SearchDocument, search_text
 from tests.codegen.helpers import EXAMPLES, ROOT, generate_design, run_tool
 
 KITCHEN_SINK = ROOT / "tests" / "designs" / "kitchen_sink.py"

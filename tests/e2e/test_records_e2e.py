@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from agentgen.runtime.executor import ToolContext
-from agentgen.runtime.planners import ModelPlanner
-from agentgen.runtime.runtime import Runtime
+from agentgen.runtime.agents.executors import ToolContext
+from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.app import Runtime
 from examples.records.gen.assistant.agents import assistant as assistant_agent
 from examples.records.gen.assistant.toolsets.records import types
 from tests.runtime.scripted import Answer, Call, ScriptedModel, Search

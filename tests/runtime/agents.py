@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agentgen.runtime.declarations import ToolsetDeclaration
-from agentgen.runtime.definition import AgentDefinition, RegistryCatalog, RunPolicy
-from agentgen.runtime.executor import ToolContext
+from agentgen.runtime.agents.definition import AgentDefinition, RegistryCatalog, RunPolicy
+from agentgen.runtime.agents.executors import ToolContext
+from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
+from agentgen.runtime.app import Runtime
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart
-from agentgen.runtime.model import ToolDefinition
-from agentgen.runtime.planner import PlanInput, PlanResult, PlanResumeInput
-from agentgen.runtime.registry_client import ToolCallMeta
-from agentgen.runtime.runtime import Runtime
+from agentgen.runtime.model_client import ToolDefinition
+from agentgen.runtime.registry.client import ToolCallMeta
 from examples.records.gen.assistant.toolsets.records import declarations as records_declarations
 from examples.records.gen.assistant.toolsets.records import executor as records_executor
 from examples.records.gen.assistant.toolsets.records import specs as records_specs

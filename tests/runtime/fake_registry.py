@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentgen.runtime.contract import fingerprint
-from agentgen.runtime.declarations import ToolsetDeclaration
-from agentgen.runtime.fingerprint import registration_token
-from agentgen.runtime.registry_client import (
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.fingerprint import registration_token
+from agentgen.runtime.contracts.wire import fingerprint
+from agentgen.runtime.registry.client import (
     CallOutcome,
     CallRef,
     RegistryError,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart
-from agentgen.runtime.model import ModelRequest, ModelResponse, ToolDefinition, Usage
-from agentgen.runtime.search import SearchEntry, SearchIndex
+from agentgen.runtime.model_client import ModelRequest, ModelResponse, ToolDefinition, Usage
+from agentgen.runtime.search.index import SearchEntry, SearchIndex
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from agentgen.runtime.definition import AgentDefinition
-from agentgen.runtime.search_document import SearchDocument
-from agentgen.runtime.specs import ToolSpec, schema_type
+from agentgen.runtime.agents.definition import AgentDefinition
+from agentgen.runtime.contracts.specs import ToolSpec, schema_type
+from agentgen.runtime.search.document import SearchDocument
 
 QUESTION = {
     "type": "object",

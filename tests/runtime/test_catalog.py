@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from agentgen.runtime.catalog import (
+from agentgen.runtime.agents.definition import RunPolicy
+from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.wire import tool_schema
+from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.runs.catalog import (
     DuplicateToolError,
     OutsideConsumptionError,
     RegistryNotRegisteredError,
@@ -17,12 +22,7 @@ from agentgen.runtime.catalog import (
     UnconfiguredAgentExecutorError,
     VersionMismatchError,
 )
-from agentgen.runtime.contract import tool_schema
-from agentgen.runtime.declarations import ToolsetDeclaration
-from agentgen.runtime.definition import RunPolicy
-from agentgen.runtime.planners import ModelPlanner
-from agentgen.runtime.registry_client import RegistryError
-from agentgen.runtime.search_document import SearchDocument
+from agentgen.runtime.search.document import SearchDocument
 from examples.company.gen.assistant.agents import generalist, reader
 from tests.runtime.agents import (
     ScriptedPlanner,

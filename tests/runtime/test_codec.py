@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field
 
-from agentgen.runtime.codec import (
+from agentgen.runtime.contracts.codecs import (
     FieldIssue,
     ModelCodec,
     NullCodec,

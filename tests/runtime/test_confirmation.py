@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from agentgen.runtime.codec import decode_exact
-from agentgen.runtime.confirmation import ConfirmationError, denied_result, prompt, render
-from agentgen.runtime.specs import ConfirmationSpec
+from agentgen.runtime.contracts.codecs import decode_exact
+from agentgen.runtime.contracts.specs import ConfirmationSpec
+from agentgen.runtime.runs.confirmation import ConfirmationError, denied_result, prompt, render
 
 TOOL = "billing.refund"
 

@@ -12,17 +12,18 @@ from typing import Any
 
 import pytest
 
-from agentgen.runtime.codec import PayloadError, decode_exact, encode_exact
-from agentgen.runtime.contract import ContractError, compile, tool_schema
-from agentgen.runtime.declarations import ToolSchema
-from agentgen.runtime.search_document import SearchDocument, search_text
-from agentgen.runtime.specs import (
+from agentgen.runtime.contracts.codecs import PayloadError, decode_exact, encode_exact
+from agentgen.runtime.contracts.compiler import compile
+from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
+from agentgen.runtime.contracts.specs import (
     BoundsSpec,
     ConfirmationSpec,
     PagingSpec,
     ServerDataSpec,
     ToolSpec,
 )
+from agentgen.runtime.contracts.wire import tool_schema
+from agentgen.runtime.search.document import SearchDocument, search_text
 
 TOOL = "billing.refund"
 TOOLSET = "svc.billing"

@@ -12,12 +12,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentgen.runtime.canonical import canonical_json
-from agentgen.runtime.contract import ContractError, fingerprint, tool_schema, tool_schema_json
-from agentgen.runtime.declarations import ToolSchema, ToolsetDeclaration
-from agentgen.runtime.fingerprint import fingerprint_body, registration_token, schema_fingerprint
-from agentgen.runtime.search_document import SearchDocument
-from agentgen.runtime.specs import BoundsSpec, ConfirmationSpec, PagingSpec, ServerDataSpec
+from agentgen.runtime.contracts.canonical import canonical_json
+from agentgen.runtime.contracts.declarations import ContractError, ToolSchema, ToolsetDeclaration
+from agentgen.runtime.contracts.fingerprint import (
+    fingerprint_body,
+    registration_token,
+    schema_fingerprint,
+)
+from agentgen.runtime.contracts.specs import (
+    BoundsSpec,
+    ConfirmationSpec,
+    PagingSpec,
+    ServerDataSpec,
+)
+from agentgen.runtime.contracts.wire import fingerprint, tool_schema, tool_schema_json
+from agentgen.runtime.search.document import SearchDocument
 
 
 def tool(name: str, description: str = "Does a thing.", tags: tuple[str, ...] = ()) -> ToolSchema:

@@ -28,22 +28,22 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ImageContent, TextContent
 
-from agentgen.runtime.definition import AgentDefinition
-from agentgen.runtime.executor import MCPToolsetExecutor
+from agentgen.runtime.agents.definition import AgentDefinition
+from agentgen.runtime.agents.planning import PlanResumeInput
+from agentgen.runtime.app import Runtime
+from agentgen.runtime.contracts.specs import ToolSpec, schema_type
 from agentgen.runtime.mcp import (
     MCPResultError,
     MCPToolError,
+    MCPToolsetExecutor,
     SessionCaller,
     ToolSession,
     tool_arguments,
     tool_value,
 )
 from agentgen.runtime.messages import ToolResultPart
-from agentgen.runtime.planner import PlanResumeInput
-from agentgen.runtime.run import RunOutcome
-from agentgen.runtime.runtime import Runtime
-from agentgen.runtime.search_document import SearchDocument
-from agentgen.runtime.specs import ToolSpec, schema_type
+from agentgen.runtime.runs.requests import RunOutcome
+from agentgen.runtime.search.document import SearchDocument
 from tests.codegen.helpers import ROOT, generate_design
 from tests.runtime.agents import ScriptedPlanner, answer, calls
 
@@ -386,7 +386,7 @@ def test_is_error_wins_over_everything_else() -> None:
 
 
 def test_arguments_are_sent_as_plain_json_objects() -> None:
-    from agentgen.runtime.types import EmptyPayload
+    from agentgen.runtime.contracts.schemas import EmptyPayload
 
     assert tool_arguments({"x": Decimal("2.50"), "n": [Decimal("1")]}) == {"x": 2.5, "n": [1]}
     assert tool_arguments(EmptyPayload()) == {}
@@ -408,7 +408,7 @@ def test_sdk_sessions_are_tool_sessions() -> None:
 def test_the_runtime_imports_without_the_sdk() -> None:
     code = (
         "import sys; sys.modules['mcp'] = None; "
-        "import agentgen.runtime, agentgen.runtime.executor, agentgen.runtime.mcp as m; "
+        "import agentgen.runtime, agentgen.runtime.agents.executors, agentgen.runtime.mcp as m; "
         "print(m.SessionCaller.__name__)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentgen.runtime.definition import DefinitionError
-from agentgen.runtime.runtime import RegistrationClosedError, RegistrationError, Runtime
+from agentgen.runtime.agents.definition import DefinitionError
+from agentgen.runtime.app import RegistrationClosedError, RegistrationError, Runtime
 from examples.company.gen.assistant.agents import reader
 from examples.records.gen.assistant.toolsets.records import specs as records_specs
 from tests.runtime.agents import ScriptedPlanner, Sources, answer, records_definition, register

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from agentgen.runtime.definition import AgentDefinition, RunPolicy, TagClause
+from agentgen.runtime.agents.definition import AgentDefinition, RunPolicy, TagClause
+from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
+from agentgen.runtime.app import Runtime
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from agentgen.runtime.planner import PlanInput, PlanResult, PlanResumeInput
-from agentgen.runtime.run import MissingLabelsError, RunError
-from agentgen.runtime.runtime import Runtime
-from agentgen.runtime.search_document import SearchDocument, search_text
+from agentgen.runtime.runs.requests import MissingLabelsError, RunError
+from agentgen.runtime.search.document import SearchDocument, search_text
 from tests.runtime.agents import ScriptedPlanner, answer, calls, records_definition, register
 
 
@@ -283,7 +283,7 @@ def test_definitions_are_plain_values() -> None:
 async def test_arguments_are_validated_before_anyone_is_asked_to_confirm() -> None:
     from dataclasses import replace
 
-    from agentgen.runtime.specs import ConfirmationSpec
+    from agentgen.runtime.contracts.specs import ConfirmationSpec
 
     asked: list[object] = []
 
@@ -306,7 +306,7 @@ async def test_arguments_are_validated_before_anyone_is_asked_to_confirm() -> No
 async def test_a_failing_confirmer_fails_only_its_call() -> None:
     from dataclasses import replace
 
-    from agentgen.runtime.specs import ConfirmationSpec
+    from agentgen.runtime.contracts.specs import ConfirmationSpec
 
     async def confirm(request: object) -> bool:
         raise TimeoutError("approver unreachable")
@@ -333,7 +333,7 @@ async def test_a_failing_confirmer_fails_only_its_call() -> None:
 async def test_agents_exposed_as_tools_must_be_registered_before_the_first_run() -> None:
     import importlib
 
-    from agentgen.runtime.runtime import RegistrationError
+    from agentgen.runtime.app import RegistrationError
 
     sink = importlib.import_module("tests.runtime.sink_agents")
     rt = Runtime()
@@ -345,8 +345,8 @@ async def test_agents_exposed_as_tools_must_be_registered_before_the_first_run()
 async def test_model_planner_child_runs_answer_structured_contracts_with_json() -> None:
     import importlib
 
-    from agentgen.runtime.model import ModelRequest, ModelResponse
-    from agentgen.runtime.planners import ModelPlanner
+    from agentgen.runtime.agents.model_planner import ModelPlanner
+    from agentgen.runtime.model_client import ModelRequest, ModelResponse
 
     sink = importlib.import_module("tests.runtime.sink_agents")
     requests: list[ModelRequest] = []
@@ -375,7 +375,7 @@ async def test_child_runs_keep_exact_numbers_and_text_answers_for_text_contracts
     import importlib
     from dataclasses import replace
 
-    from agentgen.runtime.specs import schema_type
+    from agentgen.runtime.contracts.specs import schema_type
 
     sink = importlib.import_module("tests.runtime.sink_agents")
     seen: list[str] = []
@@ -408,8 +408,8 @@ async def test_child_runs_keep_exact_numbers_and_text_answers_for_text_contracts
 async def test_fenced_json_answers_count_as_structured_results() -> None:
     import importlib
 
-    from agentgen.runtime.model import ModelRequest, ModelResponse
-    from agentgen.runtime.planners import ModelPlanner
+    from agentgen.runtime.agents.model_planner import ModelPlanner
+    from agentgen.runtime.model_client import ModelRequest, ModelResponse
 
     sink = importlib.import_module("tests.runtime.sink_agents")
 
@@ -433,7 +433,7 @@ async def test_fenced_json_answers_count_as_structured_results() -> None:
 async def test_seal_checks_agents_exposed_as_tools() -> None:
     import importlib
 
-    from agentgen.runtime.runtime import RegistrationError
+    from agentgen.runtime.app import RegistrationError
 
     sink = importlib.import_module("tests.runtime.sink_agents")
     rt = Runtime()

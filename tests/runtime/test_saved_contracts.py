@@ -6,13 +6,13 @@ import hashlib
 import json
 from typing import Any
 
-from agentgen.runtime.calls import AcceptedCall
-from agentgen.runtime.confirmation import ConfirmationRequest
-from agentgen.runtime.contract import tool_schema
-from agentgen.runtime.declarations import ToolsetDeclaration
-from agentgen.runtime.registry_client import ToolCallMeta
-from agentgen.runtime.search_document import SearchDocument
-from agentgen.runtime.specs import BoundsSpec, ConfirmationSpec, PagingSpec
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.specs import BoundsSpec, ConfirmationSpec, PagingSpec
+from agentgen.runtime.contracts.wire import tool_schema
+from agentgen.runtime.registry.client import ToolCallMeta
+from agentgen.runtime.runs.accepted import AcceptedCall
+from agentgen.runtime.runs.confirmation import ConfirmationRequest
+from agentgen.runtime.search.document import SearchDocument
 from tests.runtime.agents import (
     ScriptedPlanner,
     Sources,
@@ -237,7 +237,7 @@ async def test_published_calls_keep_their_original_result() -> None:
 
 
 async def test_overload_retries_are_bounded_and_every_retry_is_awaited() -> None:
-    from agentgen.runtime.registry_client import CallOutcome, CallRef
+    from agentgen.runtime.registry.client import CallOutcome, CallRef
 
     registry = FakeRegistry()
     registry.publish(payments(), echo_handler)
@@ -262,9 +262,9 @@ async def test_overload_retries_are_bounded_and_every_retry_is_awaited() -> None
 
 
 async def test_saved_calls_of_sources_the_agent_no_longer_consumes_do_not_run() -> None:
-    from agentgen.runtime.calls import AcceptedCall
-    from agentgen.runtime.execution import ExecutionContext, execute
-    from agentgen.runtime.planner import RunContext
+    from agentgen.runtime.agents.planning import RunContext
+    from agentgen.runtime.runs.accepted import AcceptedCall
+    from agentgen.runtime.runs.execution import ExecutionContext, execute
 
     registry = FakeRegistry()
     registry.publish(payments(), echo_handler)
@@ -287,9 +287,9 @@ async def test_saved_calls_of_sources_the_agent_no_longer_consumes_do_not_run() 
 
 
 async def test_saved_calls_outside_consumption_are_refused_before_confirmation() -> None:
-    from agentgen.runtime.calls import AcceptedCall
-    from agentgen.runtime.execution import ExecutionContext, execute
-    from agentgen.runtime.planner import RunContext
+    from agentgen.runtime.agents.planning import RunContext
+    from agentgen.runtime.runs.accepted import AcceptedCall
+    from agentgen.runtime.runs.execution import ExecutionContext, execute
 
     registry = FakeRegistry()
     registry.publish(payments(), echo_handler)

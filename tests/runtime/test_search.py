@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentgen.runtime.search import K1, B, SearchEntry, SearchHit, SearchIndex
-from agentgen.runtime.search_document import SearchDocument, search_text, tokenize
+from agentgen.runtime.search.document import SearchDocument, search_text, tokenize
+from agentgen.runtime.search.index import K1, B, SearchEntry, SearchHit, SearchIndex
 
 Catalog = list[tuple[str, SearchDocument]]
 
@@ -305,7 +305,7 @@ def test_explain_shows_each_word() -> None:
 
 def test_runtime_search_imports_neither_numpy_nor_the_generator() -> None:
     code = (
-        "import sys, agentgen.runtime.search\n"
+        "import sys, agentgen.runtime.search.index\n"
         "bad = [m for m in sys.modules if m.split('.')[0] == 'numpy'"
         " or m.startswith(('agentgen.dsl', 'agentgen.codegen'))]\n"
         "assert not bad, bad\n"

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentgen.runtime.search_document import SearchDocument, search_text, tokenize
+from agentgen.runtime.search.document import SearchDocument, search_text, tokenize
 
 INVALID_COUNT = "tool search document has an invalid word count"
 LENGTH_MISMATCH = "tool search document length does not match its word counts"

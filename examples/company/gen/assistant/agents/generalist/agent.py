@@ -8,8 +8,7 @@ sources are read by each planning activity, through the definition's registry to
 
 from __future__ import annotations
 
-from agentgen.runtime.definition import AgentDefinition, RunPolicy
-from agentgen.runtime.runtime import AgentClient, Runtime
+from agentgen.runtime import AgentClient, AgentDefinition, RunPolicy, Runtime
 
 from . import specs
 from .registry_tools import GeneralistRegistryTools

@@ -7,7 +7,7 @@ Agent: assistant.generalist.
 
 from __future__ import annotations
 
-from agentgen.runtime.definition import RegistryCatalog
+from agentgen.runtime import RegistryCatalog
 
 #: (registry, toolset, required version or "") of every named registry toolset.
 TOOLSETS: frozenset[tuple[str, str, str]] = frozenset([])

@@ -7,7 +7,7 @@ Agent: assistant.generalist.
 
 from __future__ import annotations
 
-from agentgen.runtime.specs import SpecIndex, ToolSpec
+from agentgen.runtime import SpecIndex, ToolSpec
 
 SPECS: tuple[ToolSpec, ...] = ()
 

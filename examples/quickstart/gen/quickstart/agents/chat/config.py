@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentgen.runtime.planner import Planner
+from agentgen.runtime import Planner
 
 from ...toolsets.calendar.executor import CalendarExecutor
 from ...toolsets.currency.executor import CurrencyExecutor

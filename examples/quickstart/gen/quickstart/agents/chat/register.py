@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from agentgen.runtime.runtime import Runtime
+from agentgen.runtime import Runtime
 
 from ...toolsets.calendar import executor as calendar_executor
 from ...toolsets.currency import executor as currency_executor

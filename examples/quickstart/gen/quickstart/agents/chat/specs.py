@@ -7,7 +7,7 @@ Agent: quickstart.chat.
 
 from __future__ import annotations
 
-from agentgen.runtime.specs import SpecIndex, ToolSpec
+from agentgen.runtime import SpecIndex, ToolSpec
 
 from ...toolsets.calendar import specs as calendar_specs
 from ...toolsets.currency import specs as currency_specs

@@ -8,7 +8,7 @@ changes nothing else.
 
 from __future__ import annotations
 
-from agentgen.runtime.contract import ToolsetDeclarations
+from agentgen.runtime import ToolsetDeclarations
 
 from . import specs
 

@@ -8,8 +8,7 @@ the package was generated: tool IDs, titles, JSON Schemas, search word counts.
 
 from __future__ import annotations
 
-from agentgen.runtime.search_document import SearchDocument
-from agentgen.runtime.specs import SpecIndex, ToolSpec, model_type
+from agentgen.runtime import SearchDocument, SpecIndex, ToolSpec, model_type
 
 from . import types
 

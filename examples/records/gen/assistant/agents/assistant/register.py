@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from agentgen.runtime.runtime import Runtime
+from agentgen.runtime import Runtime
 
 from ...toolsets.records import executor as records_executor
 from .agent import definition

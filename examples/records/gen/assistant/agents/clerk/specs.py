@@ -7,7 +7,7 @@ Agent: assistant.clerk.
 
 from __future__ import annotations
 
-from agentgen.runtime.specs import SpecIndex, ToolSpec
+from agentgen.runtime import SpecIndex, ToolSpec
 
 from ...toolsets.records import specs as records_specs
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from agentgen.runtime.executor import ToolContext, ToolsetExecutor, UnknownToolError
+from agentgen.runtime import ToolContext, ToolsetExecutor, UnknownToolError
 
 from . import specs, types
 

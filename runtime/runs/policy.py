@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agentgen.runtime.definition import RunPolicy, TagClause
+from agentgen.runtime.agents.definition import RunPolicy, TagClause
+
+__all__ = ["EffectivePolicy", "ToolPolicy", "merge", "missing_labels"]
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,21 @@ later would change what already-running agents can see.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from agentgen.runtime.confirmation import Confirmer
-from agentgen.runtime.definition import AgentDefinition, RunPolicy
-from agentgen.runtime.engine import Engine, InMemoryEngine
-from agentgen.runtime.executor import ToolsetExecutor
+from agentgen.runtime.agents.definition import AgentDefinition, RunPolicy
+from agentgen.runtime.agents.executors import ToolsetExecutor
+from agentgen.runtime.agents.planning import Planner
+from agentgen.runtime.engines.base import Engine
+from agentgen.runtime.engines.memory import InMemoryEngine
 from agentgen.runtime.messages import Message
-from agentgen.runtime.model import ModelClient
-from agentgen.runtime.planner import Planner
-from agentgen.runtime.run import RunOutcome, RunRequest
+from agentgen.runtime.model_client import ModelClient
+from agentgen.runtime.runs.confirmation import Confirmer
+from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration
+from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+
+__all__ = ["AgentClient", "RegistrationClosedError", "RegistrationError", "Runtime"]
 
 
 class RegistrationError(ValueError):
@@ -29,20 +32,6 @@ class RegistrationError(ValueError):
 
 class RegistrationClosedError(RegistrationError):
     """The runtime is sealed: registrations must happen before any run."""
-
-
-@dataclass(frozen=True)
-class AgentRegistration:
-    definition: AgentDefinition
-    planner: Planner
-    executors: Mapping[str, ToolsetExecutor]
-
-
-@dataclass(frozen=True)
-class RegistryRegistration:
-    name: str
-    client: Any
-    result_stream: Any
 
 
 class Runtime:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
+__all__ = ["ToolContext", "ToolsetExecutor", "UnknownToolError"]
+
 
 @dataclass(frozen=True)
 class ToolContext:
@@ -36,25 +38,5 @@ class ToolsetExecutor(Protocol):
     async def execute(self, tool_id: str, payload: Any, context: ToolContext) -> Any: ...
 
 
-class MCPCaller(Protocol):
-    """A client of an external MCP server (the application wires a real session)."""
-
-    async def call_tool(self, name: str, arguments: Any) -> Any: ...
-
-
 class UnknownToolError(LookupError):
     """An executor was asked for a tool it does not implement."""
-
-
-class MCPToolsetExecutor:
-    """Executor of an external MCP toolset: tool IDs map to the server's tool names."""
-
-    def __init__(self, caller: MCPCaller, names: Mapping[str, str]) -> None:
-        self._caller = caller
-        self._names = MappingProxyType(dict(names))
-
-    async def execute(self, tool_id: str, payload: Any, context: ToolContext) -> Any:
-        name = self._names.get(tool_id)
-        if name is None:
-            raise UnknownToolError(f"MCP toolset has no tool {tool_id!r}")
-        return await self._caller.call_tool(name, payload)

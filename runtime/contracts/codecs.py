@@ -18,6 +18,17 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+__all__ = [
+    "FieldIssue",
+    "JSONCodec",
+    "ModelCodec",
+    "NullCodec",
+    "PayloadError",
+    "SchemaCodec",
+    "decode_exact",
+    "encode_exact",
+]
+
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 

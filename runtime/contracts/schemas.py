@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+__all__ = ["JSON_SCHEMA_DIALECT", "EmptyPayload", "empty_payload_schema", "null_result_schema"]
+
 #: The JSON Schema dialect of every tool contract.
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentgen.runtime.messages import Message, ToolResultPart
-from agentgen.runtime.model import ModelClient, ToolDefinition
+from agentgen.runtime.model_client import ModelClient, ToolDefinition
+
+__all__ = ["PlanInput", "PlanResult", "PlanResumeInput", "Planner", "PlannerContext", "RunContext"]
 
 
 class PlannerContext(Protocol):

@@ -16,8 +16,18 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from agentgen.runtime.canonical import canonical_bytes
-from agentgen.runtime.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.canonical import canonical_bytes
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+
+__all__ = [
+    "HEX64",
+    "REVISION_PATTERN",
+    "TOKEN_DOMAIN",
+    "WIRE_PROTOCOL_VERSION",
+    "fingerprint_body",
+    "registration_token",
+    "schema_fingerprint",
+]
 
 #: The registry wire protocol this runtime speaks; part of every registration token.
 WIRE_PROTOCOL_VERSION = 1

@@ -11,7 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from agentgen.runtime.specs import ToolSpec
+from agentgen.runtime.contracts.specs import ToolSpec
+
+__all__ = [
+    "AgentDefinition",
+    "DefinitionError",
+    "RegistryCatalog",
+    "RegistryTools",
+    "RunPolicy",
+    "TagClause",
+]
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["agent_id", "humanize_title", "local_name", "registration_name", "tool_id"]
+
 _WORD_BREAK = re.compile(r"[_\-\s]+")
 
 

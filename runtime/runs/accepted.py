@@ -13,10 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentgen.runtime import contract
-from agentgen.runtime.declarations import ToolSchema
+from agentgen.runtime.contracts import compiler
+from agentgen.runtime.contracts.declarations import ToolSchema
+from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.messages import ToolCallPart
-from agentgen.runtime.specs import ToolSpec
+
+__all__ = ["AcceptedCall", "RegistryBinding"]
 
 
 @dataclass(frozen=True)
@@ -93,11 +95,11 @@ class AcceptedCall:
             raw.get("partner_declaration"),
             raw.get("version", ""),
         )
-        spec = contract.compile(
+        spec = compiler.compile(
             ToolSchema.model_validate(binding.declaration), toolset=data["toolset"]
         )
         partner = (
-            contract.compile(
+            compiler.compile(
                 ToolSchema.model_validate(binding.partner_declaration), toolset=data["toolset"]
             )
             if binding.partner_declaration is not None

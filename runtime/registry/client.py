@@ -13,7 +13,18 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, Protocol
 
-from agentgen.runtime.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+
+__all__ = [
+    "CallOutcome",
+    "CallRef",
+    "ErrorCode",
+    "RegistryClient",
+    "RegistryError",
+    "ResolvedToolset",
+    "ResultStream",
+    "ToolCallMeta",
+]
 
 ErrorCode = str
 """Registry error codes are open strings; the runtime reacts to these:

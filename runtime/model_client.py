@@ -14,7 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from agentgen.runtime.messages import Message
-from agentgen.runtime.search_document import SearchDocument
+from agentgen.runtime.search.document import SearchDocument
+
+__all__ = [
+    "ModelClient",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "ToolChoice",
+    "ToolDefinition",
+    "ToolSearchUnsupportedError",
+    "Usage",
+]
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,35 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "TOOL_ID_PATTERN",
+    "AgentTarget",
+    "Audience",
+    "BoundsContract",
+    "ConfirmationContract",
+    "ConsumerContract",
+    "ContractError",
+    "FieldMetadata",
+    "PagingContract",
+    "PathSegment",
+    "SearchTerms",
+    "ServerDataContract",
+    "ToolKind",
+    "ToolSchema",
+    "ToolsetDeclaration",
+    "TypeContract",
+]
+
 TOOL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,255}$")
 MAX_NAME_LENGTH = 256
 
 ToolKind = Literal["service", "agent", "control"]
 Audience = Literal["timeline", "internal", "evidence"]
+
+
+class ContractError(ValueError):
+    """A declaration or contract is malformed; the message names the tool or toolset."""
 
 
 class _Strict(BaseModel):

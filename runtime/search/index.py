@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from agentgen.runtime.search_document import SearchDocument, tokenize
+from agentgen.runtime.search.document import SearchDocument, tokenize
 
 __all__ = [
     "DEFAULT_LIMIT",

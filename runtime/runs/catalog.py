@@ -14,20 +14,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from agentgen.runtime import contract
-from agentgen.runtime.calls import AcceptedCall, RegistryBinding
-from agentgen.runtime.contract import ContractError
-from agentgen.runtime.declarations import ToolSchema
+from agentgen.runtime.contracts import compiler
+from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
+from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.messages import ToolCallPart
-from agentgen.runtime.model import ModelClient, ToolDefinition
-from agentgen.runtime.policy import ToolPolicy
-from agentgen.runtime.registry_client import RegistryClient, RegistryError
-from agentgen.runtime.specs import ToolSpec
+from agentgen.runtime.model_client import ModelClient, ToolDefinition
+from agentgen.runtime.registry.client import RegistryClient, RegistryError
+from agentgen.runtime.runs.accepted import AcceptedCall, RegistryBinding
+from agentgen.runtime.runs.host import AgentRegistration, RunHost
+from agentgen.runtime.runs.policy import ToolPolicy
 
-if TYPE_CHECKING:
-    from agentgen.runtime.runtime import AgentRegistration, Runtime
+__all__ = [
+    "CatalogError",
+    "DuplicateToolError",
+    "OutsideConsumptionError",
+    "PlanningCatalog",
+    "Refusal",
+    "RegistryNotRegisteredError",
+    "RegistryReadError",
+    "SourceNotFoundError",
+    "SourceRemovedError",
+    "UnconfiguredAgentExecutorError",
+    "VersionMismatchError",
+]
 
 
 class CatalogError(Exception):
@@ -84,14 +94,14 @@ class Refusal:
 class PlanningCatalog:
     def __init__(
         self,
-        runtime: Runtime,
+        host: RunHost,
         registration: AgentRegistration,
         labels: Mapping[str, str],
         policy: ToolPolicy,
         *,
         tools_enabled: bool = True,
     ) -> None:
-        self._runtime = runtime
+        self._host = host
         self._registration = registration
         self._labels = dict(labels)
         self._policy = policy
@@ -149,7 +159,7 @@ class PlanningCatalog:
         declarations = {tool.name: tool for tool in toolset.tools}
         for tool in toolset.tools:
             try:
-                spec = contract.compile(tool, toolset=name)
+                spec = compiler.compile(tool, toolset=name)
             except ContractError as exc:
                 raise RegistryReadError(
                     f"resolve registry {registry!r} toolset {name!r}: {exc}"
@@ -192,7 +202,7 @@ class PlanningCatalog:
 
     def _client(self, registry: str) -> RegistryClient:
         try:
-            client: RegistryClient = self._runtime.registry(registry).client
+            client: RegistryClient = self._host.registry(registry).client
             return client
         except LookupError:
             raise RegistryNotRegisteredError(
@@ -230,7 +240,7 @@ class PlanningCatalog:
         ]
 
     def model(self, model_id: str) -> ModelClient:
-        return self._runtime.model(model_id)
+        return self._host.model(model_id)
 
     # ------------------------------------------------------------------ acceptance
 
@@ -247,7 +257,7 @@ class PlanningCatalog:
         if dynamic is not None:
             binding = dynamic.binding
             partner = (
-                contract.compile(
+                compiler.compile(
                     ToolSchema.model_validate(binding.partner_declaration), toolset=binding.toolset
                 )
                 if binding.partner_declaration is not None

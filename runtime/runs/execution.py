@@ -12,25 +12,26 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-from agentgen.runtime import confirmation
-from agentgen.runtime.calls import AcceptedCall
-from agentgen.runtime.codec import FieldIssue, PayloadError, decode_exact, encode_exact
-from agentgen.runtime.executor import ToolContext
+from agentgen.runtime.agents.executors import ToolContext
+from agentgen.runtime.agents.planning import RunContext
+from agentgen.runtime.contracts.codecs import FieldIssue, PayloadError, decode_exact, encode_exact
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
-from agentgen.runtime.planner import RunContext
-from agentgen.runtime.registry_client import (
+from agentgen.runtime.registry.client import (
     RegistryClient,
     RegistryError,
     ResultStream,
     ToolCallMeta,
 )
+from agentgen.runtime.runs import confirmation
+from agentgen.runtime.runs.accepted import AcceptedCall
+from agentgen.runtime.runs.host import AgentRegistration, RunHost
+from agentgen.runtime.runs.requests import RunRequest
 
-if TYPE_CHECKING:
-    from agentgen.runtime.runtime import AgentRegistration, Runtime
+__all__ = ["MAX_OVERLOAD_RETRIES", "ExecutionContext", "execute", "tool_error"]
 
 #: How often an overloaded registry call is retried (with the same admission) before failing.
 MAX_OVERLOAD_RETRIES = 3
@@ -49,7 +50,7 @@ def tool_error(
 
 @dataclass
 class ExecutionContext:
-    runtime: Runtime
+    host: RunHost
     registration: AgentRegistration
     run: RunContext
     #: Run IDs of child runs started for agent tools (linked to this run), by tool call ID.
@@ -121,7 +122,7 @@ async def _confirm(
 ) -> ToolResultPart | None:
     call, spec = accepted.call, accepted.spec
     assert spec.confirmation is not None
-    confirmer = context.runtime.confirmer
+    confirmer = context.host.confirmer
     if confirmer is None:
         return tool_error(
             call,
@@ -199,7 +200,7 @@ async def _call_registry(
 ) -> ToolResultPart:
     call, spec, binding = accepted.call, accepted.spec, accepted.binding
     assert binding is not None
-    registration = context.runtime.registry(binding.registry)
+    registration = context.host.registry(binding.registry)
     client: RegistryClient = registration.client
     stream: ResultStream = registration.result_stream
     labels = {
@@ -281,8 +282,6 @@ def _registry_failure(call: ToolCallPart, tool_id: str, exc: RegistryError) -> T
 async def _run_agent_tool(
     context: ExecutionContext, accepted: AcceptedCall, arguments: Any
 ) -> ToolResultPart:
-    from agentgen.runtime.run import RunRequest
-
     call, spec = accepted.call, accepted.spec
     assert spec.agent_id is not None
     request = RunRequest(
@@ -294,7 +293,7 @@ async def _run_agent_tool(
         result_schema_json=spec.result.schema_json,
     )
     try:
-        outcome = await context.runtime.engine.run(context.runtime, request)
+        outcome = await context.host.run(request)
     except Exception as exc:
         return tool_error(
             call, "agent_failed", f"agent {spec.agent_id} failed: {type(exc).__name__}: {exc}"

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import re
 
-from agentgen.runtime.codec import decode_exact
-from agentgen.runtime.model import ModelRequest, ToolChoice
-from agentgen.runtime.planner import PlanInput, PlanResult, PlanResumeInput
+from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
+from agentgen.runtime.contracts.codecs import decode_exact
+from agentgen.runtime.model_client import ModelRequest, ToolChoice
+
+__all__ = ["ModelPlanner"]
 
 
 class ModelPlanner:

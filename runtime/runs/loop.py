@@ -11,58 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from agentgen.runtime.calls import AcceptedCall
-from agentgen.runtime.catalog import PlanningCatalog, Refusal
-from agentgen.runtime.definition import RunPolicy
-from agentgen.runtime.execution import ExecutionContext, execute, tool_error
+from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput, RunContext
 from agentgen.runtime.messages import Message, ToolResultPart
-from agentgen.runtime.planner import PlanInput, PlanResult, PlanResumeInput, RunContext
-from agentgen.runtime.policy import EffectivePolicy, merge, missing_labels
+from agentgen.runtime.runs.accepted import AcceptedCall
+from agentgen.runtime.runs.catalog import PlanningCatalog, Refusal
+from agentgen.runtime.runs.execution import ExecutionContext, execute, tool_error
+from agentgen.runtime.runs.host import AgentRegistration, RunHost
+from agentgen.runtime.runs.policy import EffectivePolicy, merge, missing_labels
+from agentgen.runtime.runs.requests import MissingLabelsError, RunError, RunOutcome, RunRequest
 
-if TYPE_CHECKING:
-    from agentgen.runtime.runtime import AgentRegistration, Runtime
-
-
-class RunError(Exception):
-    """A run could not start or continue; the message names the agent and the cause."""
-
-
-class MissingLabelsError(RunError):
-    pass
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    agent_id: str
-    messages: Sequence[Message]
-    labels: Mapping[str, str] = field(default_factory=dict)
-    #: The run's own policy options (restrict-to-tool, tag clauses, limits).
-    policy: RunPolicy = field(default_factory=RunPolicy)
-    run_id: str = ""
-    parent_run_id: str | None = None
-    parent_tool_call_id: str | None = None
-    #: For a child run answering an agent-as-tool call: the JSON Schema of the result the
-    #: parent's tool contract expects (planners produce ``final_value`` matching it).
-    result_schema_json: str | None = None
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    run_id: str
-    agent_id: str
-    transcript: tuple[Message, ...]
-    final_text: str
-    final_value: Any = None
-    tool_calls: int = 0
-    #: Child runs started for agent tools, in order.
-    child_runs: tuple[str, ...] = ()
-    parent_run_id: str | None = None
-    #: Every call accepted during the run, with the contract it was accepted under.
-    accepted_calls: tuple[AcceptedCall, ...] = ()
+__all__ = ["run_agent"]
 
 
 @dataclass
@@ -71,8 +33,8 @@ class _Round:
     consecutive_failures: int = 0
 
 
-async def run_agent(runtime: Runtime, request: RunRequest) -> RunOutcome:
-    registration = runtime.agent(request.agent_id)
+async def run_agent(host: RunHost, request: RunRequest) -> RunOutcome:
+    registration = host.agent(request.agent_id)
     definition = registration.definition
     missing = missing_labels(definition.required_labels, request.labels)
     if missing:
@@ -80,7 +42,7 @@ async def run_agent(runtime: Runtime, request: RunRequest) -> RunOutcome:
             f"agent {definition.id!r}: run is missing required labels: {', '.join(missing)}"
         )
     try:
-        policy = merge(definition.policy, runtime.policy, request.policy)
+        policy = merge(definition.policy, host.policy, request.policy)
     except ValueError as exc:
         raise RunError(f"agent {definition.id!r}: {exc}") from None
     run = RunContext(
@@ -90,29 +52,29 @@ async def run_agent(runtime: Runtime, request: RunRequest) -> RunOutcome:
         parent_run_id=request.parent_run_id,
         result_schema_json=request.result_schema_json,
     )
-    loop = _RunLoop(runtime, registration, run, policy)
+    loop = _RunLoop(host, registration, run, policy)
     return await loop.run(list(request.messages))
 
 
 class _RunLoop:
     def __init__(
         self,
-        runtime: Runtime,
+        host: RunHost,
         registration: AgentRegistration,
         run: RunContext,
         policy: EffectivePolicy,
     ) -> None:
-        self.runtime = runtime
+        self.host = host
         self.registration = registration
         self.run_context = run
         self.policy = policy
-        self.execution = ExecutionContext(runtime, registration, run)
+        self.execution = ExecutionContext(host, registration, run)
         self.accepted: list[AcceptedCall] = []
         self.state = _Round()
 
     async def catalog(self, *, finalize: bool) -> PlanningCatalog:
         catalog = PlanningCatalog(
-            self.runtime,
+            self.host,
             self.registration,
             self.run_context.labels,
             self.policy.tools,

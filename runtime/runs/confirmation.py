@@ -18,8 +18,17 @@ from typing import Any
 from jinja2 import StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from agentgen.runtime.codec import encode_exact
-from agentgen.runtime.specs import ConfirmationSpec
+from agentgen.runtime.contracts.codecs import encode_exact
+from agentgen.runtime.contracts.specs import ConfirmationSpec
+
+__all__ = [
+    "ConfirmationError",
+    "ConfirmationRequest",
+    "Confirmer",
+    "denied_result",
+    "prompt",
+    "render",
+]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Tool specs: everything the runtime knows about one tool.
 
 Compiled tools get their specs from generated packages (every fact a literal computed at
-generation time); dynamic tools get them from :func:`agentgen.runtime.contract.compile`. Either
-way a spec is immutable and self-contained: an accepted call keeps the spec it was accepted
+generation time); dynamic tools get them from :func:`agentgen.runtime.contracts.compile`.
+Either way a spec is immutable and self-contained: an accepted call keeps the spec it was accepted
 under, whatever the catalog does afterwards.
 """
 
@@ -14,11 +14,29 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentgen.runtime.canonical import compact_json
-from agentgen.runtime.codec import JSONCodec, ModelCodec, NullCodec, SchemaCodec
-from agentgen.runtime.declarations import Audience, ToolKind
-from agentgen.runtime.search_document import SearchDocument
-from agentgen.runtime.types import EmptyPayload, empty_payload_schema, null_result_schema
+from agentgen.runtime.contracts.canonical import compact_json
+from agentgen.runtime.contracts.codecs import JSONCodec, ModelCodec, NullCodec, SchemaCodec
+from agentgen.runtime.contracts.declarations import Audience, ToolKind
+from agentgen.runtime.contracts.schemas import (
+    EmptyPayload,
+    empty_payload_schema,
+    null_result_schema,
+)
+from agentgen.runtime.search.document import SearchDocument
+
+__all__ = [
+    "BoundsSpec",
+    "ConfirmationSpec",
+    "PagingSpec",
+    "ServerDataSpec",
+    "SpecIndex",
+    "ToolSpec",
+    "TypeSpec",
+    "empty_payload",
+    "model_type",
+    "null_result",
+    "schema_type",
+]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ import math
 from json.encoder import encode_basestring
 from typing import Any
 
+__all__ = ["canonical_bytes", "canonical_json", "compact_json", "pretty_json"]
+
 
 def canonical_json(value: Any) -> str:
     return json.dumps(

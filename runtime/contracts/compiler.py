@@ -1,0 +1,133 @@
+"""Compiling a dynamic (registry) tool's wire declaration into a self-contained spec.
+
+Compiled tools get their specs from generated packages; a registry tool is known only by the
+declaration its provider published, so the consumer compiles it here, once per declaration, into
+the same :class:`~agentgen.runtime.contracts.specs.ToolSpec` the rest of the runtime uses.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentgen.runtime.contracts.canonical import compact_json
+from agentgen.runtime.contracts.codecs import SchemaCodec
+from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
+from agentgen.runtime.contracts.specs import (
+    BoundsSpec,
+    ConfirmationSpec,
+    PagingSpec,
+    ServerDataSpec,
+    ToolSpec,
+    TypeSpec,
+)
+from agentgen.runtime.search.document import SearchDocument
+
+__all__ = ["compile"]
+
+
+def compile(declaration: ToolSchema | Mapping[str, Any] | None, *, toolset: str) -> ToolSpec:
+    """An independent spec for a dynamic (registry) tool, whose codecs validate payloads and
+    results with its JSON Schemas (2020-12), keep numbers exact and never fetch ``$ref``s.
+
+    Everything the consumer needs comes from the declaration's consumer contract: nothing is
+    inferred from field names (no context, no permissions). ``toolset`` is the registration
+    name the tool was resolved under.
+    """
+    if declaration is None:
+        raise ContractError("tool declaration is required")
+    if isinstance(declaration, Mapping):
+        name = declaration.get("name", "?")
+        try:
+            declaration = ToolSchema.model_validate(declaration)
+        except ValidationError as exc:
+            raise ContractError(f"tool {name!r} declaration: {_first_error(exc)}") from None
+    name = declaration.name
+    contract = declaration.consumer_contract
+    if contract is None:
+        raise ContractError(
+            f"tool {name!r} has no generated consumer contract: a schema-only registration "
+            "cannot be consumed dynamically; publish the provider's full tool_schemas()"
+        )
+    if contract.kind not in ("service", "agent"):
+        raise ContractError(f"tool {name!r} requires compiled {contract.kind} execution")
+    result_is_null = declaration.result_schema.get("type") == "null"
+    if contract.kind == "agent" and (contract.agent is None or result_is_null):
+        raise ContractError(
+            f"agent tool {name!r} requires an executor, immutable configuration, and result "
+            "contract"
+        )
+    if contract.kind == "service" and contract.agent is not None:
+        raise ContractError(f"tool {name!r} declares an agent target for service execution")
+    search = SearchDocument(terms=dict(contract.search.terms), length=contract.search.length)
+    try:
+        search.validate()
+    except ValueError as exc:
+        raise ContractError(f"tool {name!r} search document: {exc}") from None
+    kinds: set[str] = set()
+    for data in contract.server_data:
+        if data.kind in kinds:
+            raise ContractError(f"tool {name!r} repeats server data kind {data.kind!r}")
+        kinds.add(data.kind)
+    payload = _schema_type(name, "payload", declaration.payload_schema, contract.payload.name)
+    _schema_type(name, "execution payload", declaration.execution_payload_schema, None)
+    result = _schema_type(
+        name, "result", declaration.result_schema, contract.result.name if contract.result else None
+    )
+    for data in contract.server_data:
+        _schema_type(name, f"server data {data.kind!r}", data.schema_, None)
+    paging = contract.bounds.paging if contract.bounds else None
+    return ToolSpec(
+        id=name,
+        toolset=toolset,
+        title=contract.title,
+        description=declaration.description or "",
+        payload=payload,
+        result=result,
+        search=search,
+        tags=tuple(declaration.tags),
+        kind=contract.kind,
+        agent_id=contract.agent.executor if contract.agent else None,
+        confirmation=ConfirmationSpec(
+            contract.confirmation.prompt_template,
+            contract.confirmation.denied_result_template,
+            contract.confirmation.title,
+        )
+        if contract.confirmation
+        else None,
+        bounds=BoundsSpec(
+            PagingSpec(
+                paging.cursor_field,
+                paging.next_cursor_field,
+                paging.continue_tool,
+                paging.source_tool,
+            )
+            if paging
+            else None
+        )
+        if contract.bounds
+        else None,
+        server_data=tuple(
+            ServerDataSpec(d.kind, d.audience, compact_json(d.schema_), d.description)
+            for d in contract.server_data
+        ),
+        required_labels=tuple(contract.required_labels),
+    )
+
+
+def _schema_type(name: str, role: str, schema: dict[str, Any], type_name: str | None) -> TypeSpec:
+    try:
+        codec = SchemaCodec(copy.deepcopy(schema), f"{name} {role}")
+    except Exception as exc:  # jsonschema's SchemaError and friends
+        message = str(exc).splitlines()[0]
+        raise ContractError(f"tool {name!r} {role}: invalid JSON Schema: {message}") from None
+    return TypeSpec(type_name, compact_json(schema), codec)
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error["loc"])
+    return f"{where}: {error['msg']}" if where else error["msg"]

@@ -1,0 +1,59 @@
+"""What a run needs from the application object that started it, as a narrow protocol.
+
+The run loop, its catalogs and its execution look up agents, models and registries and start
+child runs through :class:`RunHost`; :class:`agentgen.runtime.Runtime` implements it. Depending
+on this protocol rather than on the ``Runtime`` class keeps the loop free of the application's
+wiring (and the import graph free of cycles), and lets a durable engine host runs its own way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from agentgen.runtime.agents.definition import AgentDefinition, RunPolicy
+from agentgen.runtime.agents.executors import ToolsetExecutor
+from agentgen.runtime.agents.planning import Planner
+from agentgen.runtime.model_client import ModelClient
+from agentgen.runtime.registry.client import RegistryClient, ResultStream
+from agentgen.runtime.runs.confirmation import Confirmer
+from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+
+__all__ = ["AgentRegistration", "RegistryRegistration", "RunHost"]
+
+
+@dataclass(frozen=True)
+class AgentRegistration:
+    definition: AgentDefinition
+    planner: Planner
+    executors: Mapping[str, ToolsetExecutor]
+
+
+@dataclass(frozen=True)
+class RegistryRegistration:
+    name: str
+    client: RegistryClient
+    result_stream: ResultStream
+
+
+class RunHost(Protocol):
+    """The registrations a run reads, and how it starts child runs (agents exposed as tools)."""
+
+    @property
+    def policy(self) -> RunPolicy:
+        """The policy every run gets on top of its agent's own."""
+        ...
+
+    @property
+    def confirmer(self) -> Confirmer | None: ...
+
+    def agent(self, agent_id: str) -> AgentRegistration: ...
+
+    def model(self, model_id: str) -> ModelClient: ...
+
+    def registry(self, name: str) -> RegistryRegistration: ...
+
+    async def run(self, request: RunRequest) -> RunOutcome:
+        """Run a (child) agent to completion on the host's engine."""
+        ...

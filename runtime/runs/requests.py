@@ -1,0 +1,55 @@
+"""What a run is asked to do and what it answers: requests, outcomes, and run failures.
+
+Kept apart from the loop so that engines, the application object and durable workflows can
+speak about runs without importing the loop that executes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentgen.runtime.agents.definition import RunPolicy
+from agentgen.runtime.messages import Message
+from agentgen.runtime.runs.accepted import AcceptedCall
+
+__all__ = ["MissingLabelsError", "RunError", "RunOutcome", "RunRequest"]
+
+
+class RunError(Exception):
+    """A run could not start or continue; the message names the agent and the cause."""
+
+
+class MissingLabelsError(RunError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    agent_id: str
+    messages: Sequence[Message]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    #: The run's own policy options (restrict-to-tool, tag clauses, limits).
+    policy: RunPolicy = field(default_factory=RunPolicy)
+    run_id: str = ""
+    parent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    #: For a child run answering an agent-as-tool call: the JSON Schema of the result the
+    #: parent's tool contract expects (planners produce ``final_value`` matching it).
+    result_schema_json: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    agent_id: str
+    transcript: tuple[Message, ...]
+    final_text: str
+    final_value: Any = None
+    tool_calls: int = 0
+    #: Child runs started for agent tools, in order.
+    child_runs: tuple[str, ...] = ()
+    parent_run_id: str | None = None
+    #: Every call accepted during the run, with the contract it was accepted under.
+    accepted_calls: tuple[AcceptedCall, ...] = ()
