@@ -10,7 +10,7 @@ PACKAGES := dsl codegen runtime templates
 
 EXAMPLES := records company quickstart
 
-.PHONY: demo test lint typecheck typecheck-tree regen clean
+.PHONY: demo test lint layers typecheck typecheck-tree regen clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,7 +45,11 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev typecheck-tree
 	MYPYPATH=$(TYPECHECK_TREE) $(BIN)/mypy -p agentgen.dsl -p agentgen.codegen -p agentgen.runtime
 
-test: lint typecheck
+# The dependency rule and the layers of docs/architecture.md (.importlinter).
+layers: $(VENV)/.installed-dev
+	$(BIN)/lint-imports
+
+test: lint layers typecheck
 	$(BIN)/python -m pytest -q
 
 # Regenerate the committed packages of every example (the golden tests compare against them).

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from agentgen.codegen.model import (
+from agentgen.codegen.generation_model import (
     AgentModel,
     GenerationModel,
     RegistryRead,

@@ -1,7 +1,8 @@
-"""The ``agentgen`` command line.
+"""The ``agentgen`` command line: parses options, calls the library pipeline, prints.
 
 Exit codes: 0 success; 1 the design is invalid or its own code raised; 2 the design file
-cannot be used at all (missing, not Python) or the command line is wrong.
+cannot be used at all (missing, not Python) or the command line is wrong; 3 a bug in agentgen
+(its traceback is printed; please report it).
 """
 
 from __future__ import annotations
@@ -9,43 +10,47 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import platform
 import sys
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from agentgen.codegen import cache
-
 if TYPE_CHECKING:
     from agentgen.codegen.agent_views import AgentView
-    from agentgen.dsl.errors import DesignErrors
+    from agentgen.codegen.check import CheckedDesign
+    from agentgen.codegen.generation_model import GenerationModel
+    from agentgen.dsl.errors import DesignError
     from agentgen.dsl.expr import RootExpr
 
 # The design machinery (pydantic, Jinja2...) is imported by the commands that need it: a
 # regeneration with nothing to do answers from the cache without loading any of it.
 
-T = TypeVar("T")
-
 EXIT_INVALID = 1
 EXIT_UNUSABLE = 2
+EXIT_BUG = 3
 CONFLICT_HINT = "move those files out of the output folder, or choose another output folder with -o"
+BUG_REPORT = (
+    "this is a bug in agentgen, please report it with the traceback above and the design "
+    "that triggered it"
+)
 
 
-def load_or_exit(
-    design: Path, inputs: set[str] | None = None, listed: set[str] | None = None
-) -> RootExpr:
-    """Load ``design``, or print why it cannot be used and exit with the matching code.
+@contextlib.contextmanager
+def handled(design: Path) -> Iterator[None]:
+    """Turn the pipeline's exceptions into messages and exit codes.
 
-    When the design breaks DSL rules, what the generator would check next is checked too
-    (types, names that collide), so that one run shows every problem.
+    A design file that cannot be used exits 2, a design whose own code raised exits 1 with
+    its traceback (the user's frames only). Any other exception is a bug in agentgen: the
+    command group reports it (exit 3), never disguised as a design error.
     """
-    from agentgen.codegen.loader import DesignFileError, UserCodeError, load_design
-    from agentgen.dsl.errors import DesignErrors
+    from agentgen.codegen.loader import DesignFileError, UserCodeError
 
     try:
-        return load_design(design, inputs=inputs, listed=listed)
+        yield
     except DesignFileError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_UNUSABLE)
@@ -54,53 +59,61 @@ def load_or_exit(
             f"error: the design raised an exception\n{exc.traceback_text}", err=True, nl=False
         )
         sys.exit(EXIT_INVALID)
-    except DesignErrors as exc:
-        errors = exc
-        if exc.root is not None:
-            from agentgen.codegen.build import build_errors
-
-            errors = DesignErrors([*exc.errors, *build_errors(exc.root)])
-        report(design, errors)
-        sys.exit(EXIT_INVALID)
 
 
-@contextlib.contextmanager
-def batch_memory() -> Iterator[None]:
-    """Pause the cyclic garbage collector for one command.
+def bug() -> NoReturn:
+    """Print the current exception as a bug in agentgen and exit 3."""
+    from importlib import metadata
 
-    Loading a large design creates hundreds of thousands of long-lived objects (its pydantic
-    models); each full collection walks all of them again, which made generation time grow
-    faster than the design. A command is short-lived: it trades some peak memory for time.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
+    click.echo(traceback.format_exc(), err=True, nl=False)
     try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+        version = metadata.version("agentgen")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        version = "unknown"
+    click.echo(
+        f"error: {BUG_REPORT} (agentgen {version}, Python {platform.python_version()})", err=True
+    )
+    sys.exit(EXIT_BUG)
+
+
+def checked_or_exit(design: Path) -> CheckedDesign:
+    """Every check of ``design``; its design errors are printed and exit 1."""
+    from agentgen.codegen.pipeline import batch_memory, check_file
+
+    with handled(design), batch_memory():
+        checked = check_file(design)
+    if checked.errors:
+        report(design, checked.errors)
+        sys.exit(EXIT_INVALID)
+    return checked
+
+
+def model_or_exit(design: Path) -> GenerationModel:
+    from agentgen.codegen.model_builder import build
+    from agentgen.codegen.pipeline import batch_memory
+
+    checked = checked_or_exit(design)
+    with handled(design), batch_memory():
+        return build(checked)
 
 
 def views_or_exit(design: Path, agent_id: str | None) -> list[AgentView]:
     """The design's agents as ``explain`` and ``search`` show them (all, or the one named)."""
     from agentgen.codegen.agent_views import UnknownAgentError, select
-    from agentgen.codegen.build import build
 
-    with batch_memory():
-        root = load_or_exit(design)
-        model = build_or_exit(design, build, root)
+    model = model_or_exit(design)
     try:
         return select(model, agent_id)
     except UnknownAgentError as exc:
         raise click.UsageError(str(exc)) from None
 
 
-def report(design: Path, errors: DesignErrors) -> None:
+def report(design: Path, errors: tuple[DesignError, ...]) -> None:
     from agentgen.codegen.diagnostics import format_errors
 
     color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
-    click.echo(format_errors(errors.errors, color=color), err=True)
-    count = len(errors.errors)
+    click.echo(format_errors(errors, color=color), err=True)
+    count = len(errors)
     click.echo(f"{design}: {count} design error{'s' if count != 1 else ''}", err=True)
 
 
@@ -121,7 +134,19 @@ def summary(root: RootExpr) -> str:
     )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group: an exception no command expected is reported as a bug (exit 3)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception:
+            bug()
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="agentgen", prog_name="agentgen")
 def main() -> None:
     """agentgen: typed agent packages with deferred tool loading, from a Python design."""
@@ -139,25 +164,10 @@ def validate(design: Path) -> None:
     Example:
       agentgen validate examples/records/design.py
     """
-    from agentgen.codegen.build import build
-
-    with batch_memory():
-        root = load_or_exit(design)
-        model = build_or_exit(design, build, root)
-    for warning in model.warnings:
+    checked = checked_or_exit(design)
+    for warning in checked.warnings:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(f"{design}: valid ({summary(root)})")
-
-
-def build_or_exit(design: Path, build: Callable[[RootExpr], T], root: RootExpr) -> T:
-    """Run a generation stage, or print its design errors and exit 1."""
-    from agentgen.dsl.errors import DesignErrors
-
-    try:
-        return build(root)
-    except DesignErrors as exc:
-        report(design, exc)
-        sys.exit(EXIT_INVALID)
+    click.echo(f"{design}: valid ({summary(checked.root)})")
 
 
 @main.command()
@@ -197,62 +207,41 @@ def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
       agentgen gen examples/records/design.py -o examples/records/gen
       agentgen gen design.py --check     # in CI: fail when committed packages are stale
     """
-    if not check and not no_cache and design.is_file():
-        record = cache.unchanged(design, output)
-        if record is not None:
-            for warning in record.warnings:
-                click.echo(f"warning: {warning}", err=True)
-            click.echo(f"{output}: 0 created, 0 updated, 0 removed, {len(record.files)} unchanged")
-            return
-    from agentgen.codegen.output import OutputConflictError, compare, write
     from agentgen.codegen.pipeline import generate
 
-    inputs: set[str] = set()
-    listed: set[str] = set()
-    with batch_memory():
-        root = load_or_exit(design, inputs, listed)
-        generation = build_or_exit(design, generate, root)
-    for warning in generation.model.warnings:
+    with handled(design):
+        result = generate(design, output, check=check, use_cache=not no_cache)
+    if result.errors:
+        report(design, result.errors)
+        sys.exit(EXIT_INVALID)
+    for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if check:
-        diff = compare(output, generation.files)
-        if diff.clean:
-            click.echo(f"{output}: up to date ({len(generation.files)} files)")
+        if result.up_to_date:
+            click.echo(f"{output}: up to date ({len(result.files)} files)")
             return
         click.echo(f"{output} is not what {design} generates:", err=True)
-        for line in diff.lines():
+        for line in result.lines():
             click.echo(f"  {line}", err=True)
-        if diff.conflicts:
+        if result.conflicts:
             # `agentgen gen` would refuse as well: the conflicts must go first.
             click.echo(CONFLICT_HINT, err=True)
         else:
             click.echo("run `agentgen gen` again and commit the result", err=True)
         sys.exit(EXIT_INVALID)
-    try:
-        diff = write(output, generation.files)
-    except OutputConflictError as exc:
+    if result.conflicts:
         click.echo(
             f"error: {output}: refusing to overwrite what agentgen did not generate (no "
             "generated header) at generated paths; nothing was written:",
             err=True,
         )
-        for path in exc.conflicts:
+        for path in result.conflicts:
             click.echo(f"  {output / path}", err=True)
         click.echo(CONFLICT_HINT, err=True)
         sys.exit(EXIT_INVALID)
-    cache.save(
-        design,
-        output,
-        inputs,
-        ((f.path, f.text) for f in generation.files),
-        generation.model.warnings,
-        listed,
-    )
-    changed = len(diff.missing) + len(diff.stale)
-    unchanged = len(generation.files) - changed
     click.echo(
-        f"{output}: {len(diff.missing)} created, {len(diff.stale)} updated, "
-        f"{len(diff.extra)} removed, {unchanged} unchanged"
+        f"{output}: {len(result.created)} created, {len(result.updated)} updated, "
+        f"{len(result.removed)} removed, {result.unchanged} unchanged"
     )
 
 

@@ -4,8 +4,9 @@ Three ways a load fails, each shown differently by the CLI:
 
 * :class:`DesignFileError`: the file is missing, not a ``.py`` file, or not valid Python
   (one line, exit code 2);
-* :class:`agentgen.dsl.DesignErrors`: the design ran but breaks rules (``file:line`` per
-  error, all of them, exit code 1);
+* the design ran but breaks rules: not an exception; the returned
+  :class:`~agentgen.dsl.pipeline.Evaluation` holds the DSL's errors, and the checker adds the
+  generator's (``file:line`` per error, all of them, exit code 1);
 * :class:`UserCodeError`: the design's own code raised; the traceback shows the user's frames
   only (exit code 1).
 """
@@ -28,8 +29,8 @@ from types import FrameType
 import agentgen.codegen
 import agentgen.dsl
 from agentgen.codegen.cache import is_installation_path, is_library_path
-from agentgen.dsl.eval import design_context, finish
-from agentgen.dsl.expr import RootExpr
+from agentgen.dsl.eval import design_context
+from agentgen.dsl.pipeline import Evaluation, finish
 
 _COUNTER = itertools.count(1)
 _PACKAGE_DIRS = tuple(
@@ -199,8 +200,8 @@ def load_design(
     *,
     inputs: set[str] | None = None,
     listed: set[str] | None = None,
-) -> RootExpr:
-    """Evaluate and validate the design at ``path``; see the module docstring for failures.
+) -> Evaluation:
+    """Evaluate the design at ``path`` and run the DSL's rules; see the module docstring.
 
     With ``inputs``, collect the files the evaluation depended on: the design, every module
     it imported and every file it opened (standard library excluded). With ``listed``, collect
@@ -223,7 +224,7 @@ def load_design(
             listed.update(recording.listed)
 
 
-def _run(design: Path, code: types.CodeType) -> RootExpr:
+def _run(design: Path, code: types.CodeType) -> Evaluation:
     directory = str(design.resolve().parent)
     module_name = f"_agentgen_design_{next(_COUNTER)}"
     module = types.ModuleType(module_name)

@@ -157,8 +157,9 @@ class TypeModule:
     def add_model(self, model: type[BaseModel]) -> str:
         """Write ``model`` (and what it uses) into the module; return its class name here.
 
-        Problems of single fields are collected in ``problems``; a problem of the whole
-        model (validators, generics...) raises :class:`UnsupportedType`.
+        Every problem found is collected in ``problems`` (the model's own, such as validators
+        or generics, and each field's); only a model that is not fully defined raises
+        :class:`UnsupportedType`, since its fields cannot be read.
         """
         return self._class_name(model)
 
@@ -264,20 +265,26 @@ class TypeModule:
             )
             if found
         ]
+        # Every problem of the model is reported, not just the first: whole-model problems
+        # first, then each field's.
         if custom:
-            raise UnsupportedType(
-                qual,
-                None,
-                f"has custom {', '.join(custom)}, which generated code cannot reproduce; "
-                "express the rule with Field(...) constraints or check it in the executor",
+            self.problems.append(
+                UnsupportedType(
+                    qual,
+                    None,
+                    f"has custom {', '.join(custom)}, which generated code cannot reproduce; "
+                    "express the rule with Field(...) constraints or check it in the executor",
+                )
             )
         if (
             model.__pydantic_generic_metadata__["parameters"]
             or model.__pydantic_generic_metadata__["origin"]
         ):
-            raise UnsupportedType(qual, None, "generic models are not supported")
+            self.problems.append(UnsupportedType(qual, None, "generic models are not supported"))
         if isinstance(model, type) and issubclass(model, pydantic.RootModel):
-            raise UnsupportedType(qual, None, "RootModel is not supported; use a model with fields")
+            self.problems.append(
+                UnsupportedType(qual, None, "RootModel is not supported; use a model with fields")
+            )
         if not model.__pydantic_complete__:
             raise UnsupportedType(
                 qual, None, "is not fully defined (a forward reference is missing)"
@@ -300,6 +307,9 @@ class TypeModule:
         self._fields.append(frozenset())
         try:
             config = self._config(model, renamed=name != model.__name__)
+        except UnsupportedType as problem:
+            self.problems.append(problem)
+            config = None
         finally:
             self._fields.pop()
         return ClassSource(name, "BaseModel", doc, fields=tuple(fields), config=config)

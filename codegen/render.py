@@ -15,7 +15,13 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from agentgen.codegen.model import AgentModel, GenerationModel, ServiceModel, ToolsetModel, TypeRef
+from agentgen.codegen.generation_model import (
+    AgentModel,
+    GenerationModel,
+    ServiceModel,
+    ToolsetModel,
+    TypeRef,
+)
 
 
 @dataclass(frozen=True)

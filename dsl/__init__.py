@@ -8,7 +8,7 @@ Scope-opening functions take their body as a trailing callable or as a ``with`` 
 from agentgen.dsl.deferred import Deferred
 from agentgen.dsl.design import Agent, Export, Service, Use
 from agentgen.dsl.errors import DesignError, DesignErrors
-from agentgen.dsl.eval import evaluate
+from agentgen.dsl.pipeline import evaluate
 from agentgen.dsl.policy import (
     AllowTags,
     DenyTags,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar, overload
 
-from agentgen.dsl.eval import EvalContext, context
+from agentgen.dsl.eval import EvalContext, context, run_body
 from agentgen.dsl.expr import Expr
 from agentgen.dsl.location import SourceLoc, caller_loc
 from agentgen.dsl.names import name_problem, q
@@ -149,8 +149,6 @@ def open_scope(call: Call, expr: E, body: object | None) -> E:
     Without a body the caller may still use ``expr`` in a ``with`` block.
     """
     if body is not None:
-        from agentgen.dsl.eval import run_body
-
         run_body(call.ctx, expr, body, call.func)
     return expr
 

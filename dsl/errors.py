@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from agentgen.dsl.location import SourceLoc
-
-if TYPE_CHECKING:
-    from agentgen.dsl.expr import RootExpr
 
 
 @dataclass(frozen=True)
@@ -42,17 +38,11 @@ def sort_errors(errors: Iterable[DesignError]) -> list[DesignError]:
 
 
 class DesignErrors(Exception):
-    """Raised when a design does not validate; carries every error found in one run.
+    """Raised by :func:`agentgen.dsl.evaluate` when a design breaks rules; carries every error
+    found in one run."""
 
-    ``root`` is the (partial) tree the design evaluated to when the DSL rules failed, so that a
-    caller can still look for other kinds of problems (types the generator cannot reproduce,
-    names that collide in generated code) and report them together; None when the errors come
-    from a later stage.
-    """
-
-    def __init__(self, errors: Iterable[DesignError], root: RootExpr | None = None) -> None:
+    def __init__(self, errors: Iterable[DesignError]) -> None:
         self.errors: list[DesignError] = sort_errors(dict.fromkeys(errors))
-        self.root = root
         super().__init__(self.format())
 
     def format(self, cwd: str | None = None) -> str:

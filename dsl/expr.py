@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from agentgen.dsl.location import SourceLoc
 from agentgen.dsl.names import q
+from agentgen.dsl.scope import enter_with_body, exit_with_body
 
 
 @dataclass(eq=False)
@@ -43,17 +44,13 @@ class Expr:
             node = node.parent
         return " › ".join(reversed(names))
 
-    # Scope protocol: ``with Agent(...):`` runs the indented block as the body. The evaluation
-    # context does the bookkeeping; these hooks just forward to it.
+    # Scope protocol: ``with Agent(...):`` runs the indented block as the body. The scope
+    # stack does the bookkeeping; these hooks just forward to it.
     def __enter__(self) -> Any:
-        from agentgen.dsl.eval import enter_with_body
-
         enter_with_body(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from agentgen.dsl.eval import exit_with_body
-
         exit_with_body(self)
 
 

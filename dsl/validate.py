@@ -276,13 +276,15 @@ class _Validator:
     ) -> None:
         env = SandboxedEnvironment()
         try:
-            ast = env.parse(text)
+            names = meta.find_undeclared_variables(env.parse(text))
         except TemplateSyntaxError as exc:
             self.error(expr, f"{label} is not a valid template: {exc.message}", loc=loc)
-            return
+            # The rest of the template is still read, so that its other mistakes (a name
+            # the Args do not declare) come out in the same run.
+            names = _names_despite_syntax_error(env, text)
         if args is None:
             return
-        unknown = sorted(meta.find_undeclared_variables(ast) - set(args) - TEMPLATE_GLOBALS)
+        unknown = sorted(names - set(args) - TEMPLATE_GLOBALS)
         if unknown:
             known = ", ".join(sorted(args)) or "none"
             self.error(
@@ -551,3 +553,47 @@ class _Validator:
                 f"{hint}",
                 loc=loc,
             )
+
+
+def _names_despite_syntax_error(env: SandboxedEnvironment, text: str) -> set[str]:
+    """The variables a template that does not parse as a whole reads, found expression by
+    expression: each ``{{ ... }}``, each ``if``/``elif`` condition and each ``for`` iterable
+    is parsed on its own; names bound by ``for`` and ``set`` do not count. Expressions that do
+    not parse either are skipped (the syntax error is already reported)."""
+    try:
+        tokens = [(kind, value) for _, kind, value in env.lex(text) if kind != "whitespace"]
+    except TemplateSyntaxError:
+        return set()
+    expressions: list[str] = []
+    bound: set[str] = set()
+    index = 0
+    while index < len(tokens):
+        kind, _ = tokens[index]
+        end_kind = {"variable_begin": "variable_end", "block_begin": "block_end"}.get(kind)
+        if end_kind is None:
+            index += 1
+            continue
+        end = index + 1
+        while end < len(tokens) and tokens[end][0] != end_kind:
+            end += 1
+        body = [value for _, value in tokens[index + 1 : end]]
+        index = end + 1
+        if kind == "variable_begin":
+            expressions.append(" ".join(body))
+        elif body[:1] in (["if"], ["elif"]):
+            expressions.append(" ".join(body[1:]))
+        elif body[:1] == ["for"] and "in" in body:
+            split = body.index("in")
+            bound.update(n for n in body[1:split] if n.isidentifier())
+            expressions.append(" ".join(body[split + 1 :]))
+        elif body[:1] == ["set"]:
+            split = body.index("=") if "=" in body else len(body)
+            bound.update(n for n in body[1:split] if n.isidentifier())
+            expressions.append(" ".join(body[split + 1 :]))
+    names: set[str] = set()
+    for expression in expressions:
+        try:
+            names |= meta.find_undeclared_variables(env.parse("{{ " + expression + " }}"))
+        except TemplateSyntaxError:
+            continue
+    return names - bound

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgen.codegen.loader import load_design
+from agentgen.codegen.pipeline import check_file
 from agentgen.dsl.errors import DesignError, DesignErrors
 from agentgen.dsl.expr import RootExpr
 
@@ -34,15 +34,18 @@ class DesignRunner:
         return path
 
     def load(self, source: str) -> RootExpr:
-        return load_design(self.write(source))
+        """The tree of a valid design (every check passed); ``DesignErrors`` otherwise."""
+        checked = check_file(self.write(source))
+        if checked.errors:
+            raise DesignErrors(checked.errors)
+        return checked.root
 
     def errors(self, source: str) -> list[DesignError]:
-        path = self.write(source)
-        try:
-            load_design(path)
-        except DesignErrors as exc:
-            return exc.errors
-        raise AssertionError("the design validated, errors were expected")
+        """Every error of the design, as ``agentgen validate`` reports them."""
+        checked = check_file(self.write(source))
+        if not checked.errors:
+            raise AssertionError("the design validated, errors were expected")
+        return list(checked.errors)
 
     def check(self, source: str, *fragments: str) -> list[DesignError]:
         """Assert the errors are on the marked lines and each contains its fragment(s).

@@ -16,11 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from agentgen.codegen.agent_views import select
-from agentgen.codegen.build import build
 from agentgen.codegen.cli import main
 from agentgen.codegen.explain import tool_definitions
-from agentgen.codegen.loader import load_design
-from agentgen.codegen.pipeline import generate
+from agentgen.codegen.pipeline import model_of, render_model
 from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel, tokens
 from agentgen.runtime.adapters.preview import (
     DEFAULT_MAX_TOKENS,
@@ -117,9 +115,8 @@ def test_records_text_output() -> None:
 
 def kitchen_sink_fingerprints() -> dict[str, str]:
     """``SCHEMA_FINGERPRINT`` of every toolset package the kitchen sink generates."""
-    generation = generate(load_design(KITCHEN_SINK))
     found = {}
-    for file in generation.files:
+    for file in render_model(model_of(KITCHEN_SINK)):
         path = Path(file.path)
         if path.name == "declarations.py":
             match = re.search(r'^SCHEMA_FINGERPRINT = "([0-9a-f]{64})"$', file.text, re.MULTILINE)
@@ -269,7 +266,7 @@ async def sent_by_runtime(package: Any, config: Any, provider: Provider) -> byte
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_sizes_are_the_bytes_the_generated_agent_sends(provider: Provider) -> None:
-    model = build(load_design(Path(RECORDS)))
+    model = model_of(Path(RECORDS))
     for package, config in (
         (assistant_agent, assistant_agent.AssistantAgentConfig),
         (clerk_agent, clerk_agent.ClerkAgentConfig),

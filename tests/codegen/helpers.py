@@ -6,18 +6,26 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
-from agentgen.codegen.loader import load_design
+from agentgen.codegen.generation_model import GenerationModel
 from agentgen.codegen.output import Diff, write
-from agentgen.codegen.pipeline import Generation, generate
+from agentgen.codegen.pipeline import model_of, render_model
+from agentgen.codegen.render import RenderedFile
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 TYPECHECK_TREE = ROOT / "build" / "typecheck"
 
 
+class Generation(NamedTuple):
+    model: GenerationModel
+    files: tuple[RenderedFile, ...]
+
+
 def generate_design(design: Path, out: Path) -> tuple[Generation, Diff]:
-    generation = generate(load_design(design))
+    model = model_of(design)
+    generation = Generation(model, render_model(model))
     return generation, write(out, generation.files)
 
 

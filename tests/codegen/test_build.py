@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from agentgen.codegen.build import build
-from agentgen.codegen.loader import load_design
-from agentgen.codegen.model import GenerationModel
-from agentgen.dsl.errors import DesignError, DesignErrors
+from agentgen.codegen.generation_model import GenerationModel
+from agentgen.codegen.pipeline import check_file, model_of
+from agentgen.dsl.errors import DesignError
 from tests.conftest import DesignRunner
 
 
 def generation(designs: DesignRunner, source: str) -> GenerationModel:
-    return build(load_design(designs.write(source)))
+    return model_of(designs.write(source))
 
 
 def build_errors(designs: DesignRunner, source: str) -> list[DesignError]:
-    root = load_design(designs.write(source))
-    with pytest.raises(DesignErrors) as caught:
-        build(root)
-    return caught.value.errors
+    errors = list(check_file(designs.write(source)).errors)
+    assert errors, "the design validated, errors were expected"
+    return errors
 
 
 def owners(model: GenerationModel) -> dict[str, str]:

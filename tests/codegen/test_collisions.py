@@ -16,9 +16,9 @@ from types import ModuleType
 
 import pytest
 
-from agentgen.codegen.build import build, tool_constant
-from agentgen.codegen.loader import load_design
-from agentgen.dsl.errors import DesignError, DesignErrors
+from agentgen.codegen.builders.names import tool_constant
+from agentgen.codegen.pipeline import check_file
+from agentgen.dsl.errors import DesignError
 from tests.codegen.helpers import ROOT, generate_design, run_tool
 from tests.conftest import DesignRunner
 
@@ -212,10 +212,9 @@ def test_agent_tool_without_return_answers_with_text(generated: Path) -> None:
 
 
 def build_errors(designs: DesignRunner, source: str) -> list[DesignError]:
-    root = load_design(designs.write(source))
-    with pytest.raises(DesignErrors) as caught:
-        build(root)
-    return caught.value.errors
+    errors = list(check_file(designs.write(source)).errors)
+    assert errors, "the design validated, errors were expected"
+    return errors
 
 
 def test_executor_classes_that_collide_within_an_agent(designs: DesignRunner) -> None:

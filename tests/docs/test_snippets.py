@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgen.codegen.loader import load_design
+from agentgen.codegen.pipeline import check_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -33,7 +33,9 @@ def test_snippets_run(document: Path, tmp_path: Path) -> None:
         if "from agentgen.dsl import" in code:
             design = tmp_path / f"{document.stem}_{number}.py"
             design.write_text(code)
-            root = load_design(design)
+            checked = check_file(design)
+            assert not checked.errors, f"{document.name} snippet {number}: {checked.errors}"
+            root = checked.root
             assert root.services or root.toolsets, f"{document.name} snippet {number} is empty"
         else:
             exec(compile(code, f"{document.name}#{number}", "exec"), namespace)

@@ -253,7 +253,7 @@ Service("svc", lambda: Agent("a", "A.", lambda: Use(Records)))
     )
     from agentgen.codegen.loader import load_design
 
-    first, second = load_design(path), load_design(path)
+    first, second = load_design(path).root, load_design(path).root
     assert dump(first) == dump(second)
     assert first is not second
     assert first.toolsets[0] is not second.toolsets[0]
@@ -275,7 +275,7 @@ Service("svc", lambda: Agent("a", "A.", lambda: Use(Records)))
     )
     from agentgen.codegen.loader import load_design
 
-    first, second = load_design(path), load_design(path)
+    first, second = load_design(path).root, load_design(path).root
     assert [t.name for t in first.toolsets] == [t.name for t in second.toolsets] == ["records"]
     assert second.agents()[0].uses[0].target is second.toolsets[0]
 
@@ -303,7 +303,7 @@ def test_a5_modules_imported_from_another_folder_run_again(
     )
     from agentgen.codegen.loader import load_design
 
-    first, second = load_design(path), load_design(path)
+    first, second = load_design(path).root, load_design(path).root
     assert [t.name for t in first.toolsets] == [t.name for t in second.toolsets] == ["records"]
     assert second.agents()[0].uses[0].target is second.toolsets[0]
     assert first.toolsets[0] is not second.toolsets[0]
@@ -318,7 +318,7 @@ def test_a5_two_designs_in_two_threads_do_not_mix(designs: DesignRunner) -> None
     results: dict[int, list[str]] = {}
 
     def load(i: int) -> None:
-        results[i] = [t.name for t in load_design(paths[i]).toolsets]
+        results[i] = [t.name for t in load_design(paths[i]).root.toolsets]
 
     threads = [threading.Thread(target=load, args=(i,)) for i in range(2)]
     for thread in threads:

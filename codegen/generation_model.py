@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agentgen.codegen.pytypes import ClassSource
+from agentgen.runtime.contracts.specs import ConfirmationSpec, PagingSpec, ServerDataSpec
 from agentgen.runtime.search.document import SearchDocument
 
 TypeKind = Literal["model", "empty", "null", "schema"]
@@ -58,29 +59,6 @@ class TypeRef:
 
 
 @dataclass(frozen=True)
-class ConfirmationModel:
-    prompt_template: str
-    denied_result_template: str
-    title: str | None
-
-
-@dataclass(frozen=True)
-class PagingModel:
-    cursor_field: str
-    next_cursor_field: str
-    continue_tool: str | None
-    source_tool: str | None
-
-
-@dataclass(frozen=True)
-class ServerDataModel:
-    kind: str
-    audience: str
-    description: str | None
-    schema_json: str
-
-
-@dataclass(frozen=True)
 class ToolModel:
     name: str
     id: str
@@ -96,10 +74,10 @@ class ToolModel:
     search: SearchDocument
     kind: Literal["service", "agent"]
     agent_id: str | None
-    confirmation: ConfirmationModel | None
+    confirmation: ConfirmationSpec | None
     bounded: bool
-    paging: PagingModel | None
-    server_data: tuple[ServerDataModel, ...]
+    paging: PagingSpec | None
+    server_data: tuple[ServerDataSpec, ...]
     required_labels: tuple[str, ...]
 
 

@@ -1,0 +1,286 @@
+"""Types and schemas of every tool: what the generated ``types.py`` modules hold, the JSON
+Schemas of payloads, results and server data, and every reason one cannot be generated.
+
+The checker runs :func:`analyze_types` over the whole design and reports its errors with the
+others; the builders read the same analysis, so a type is examined once per generation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel
+
+from agentgen.codegen.builders.owners import toolset_kind
+from agentgen.codegen.generation_model import TypeRef
+from agentgen.codegen.pytypes import TypeModule, UnsupportedType
+from agentgen.dsl.errors import DesignError
+from agentgen.dsl.expr import RootExpr, ToolExpr, ToolsetExpr, TypeExpr
+from agentgen.dsl.names import python_identifier, q
+from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
+from agentgen.runtime.contracts.canonical import compact_json
+from agentgen.runtime.contracts.schemas import (
+    JSON_SCHEMA_DIALECT,
+    empty_payload_schema,
+    null_result_schema,
+)
+from agentgen.runtime.contracts.specs import ServerDataSpec
+
+__all__ = [
+    "AGENT_TEXT_RESULT_SCHEMA",
+    "ToolTypes",
+    "ToolsetTypes",
+    "TypeAnalysis",
+    "analyze_types",
+    "json_schema",
+    "schema_problems",
+]
+
+#: The result of an agent tool declared without ``Return``: the agent's final text.
+AGENT_TEXT_RESULT_SCHEMA = {"$schema": JSON_SCHEMA_DIALECT, "type": "string"}
+
+
+def _json_problem(value: Any, path: str = "") -> str | None:
+    """Why ``value`` is not JSON (first problem found), or None."""
+    where = f" at {path}" if path else ""
+    if value is None or isinstance(value, bool | int | str):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"the number {value!r}{where} is not finite"
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{path}/{index}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"the key {key!r}{where} is a {type(key).__name__}, not a string"
+            problem = _json_problem(item, f"{path}/{key}")
+            if problem is not None:
+                return problem
+        return None
+    return (
+        f"the value{where} is a {type(value).__name__} (JSON has objects with string keys, "
+        "lists, strings, numbers, booleans and null)"
+    )
+
+
+def _references(value: Any, path: str = "") -> Iterable[tuple[str, str]]:
+    """Every ``$ref``/``$dynamicRef`` string of a schema, with where it is."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(item, str):
+                yield f"{path}/{key}", item
+            else:
+                yield from _references(item, f"{path}/{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _references(item, f"{path}/{index}")
+
+
+def _resolves(schema: dict[str, Any], pointer: str) -> bool:
+    node: Any = schema
+    for token in pointer.split("/")[1:]:
+        part = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
+
+
+def schema_problems(value: dict[str, Any], *, payload: bool) -> list[str]:
+    """Why a JSON Schema dict given to ``Args``/``Return`` cannot be a tool contract."""
+    # Imported here, like the runtime does: only designs with JSON Schema dicts need it.
+    import jsonschema  # type: ignore[import-untyped, unused-ignore]
+
+    problem = _json_problem(value)
+    if problem is not None:
+        return [f"is not JSON: {problem}"]
+    problems: list[str] = []
+    dialect = value.get("$schema", JSON_SCHEMA_DIALECT)
+    if dialect != JSON_SCHEMA_DIALECT:
+        problems.append(
+            f"declares $schema {q(str(dialect))}; tool contracts are JSON Schema 2020-12 "
+            f"({JSON_SCHEMA_DIALECT}): remove $schema or use that one"
+        )
+    try:
+        jsonschema.Draft202012Validator.check_schema(value)
+    except jsonschema.SchemaError as exc:
+        at = "/".join(str(p) for p in exc.absolute_path)
+        problems.append(
+            f"is not a valid JSON Schema (2020-12): {exc.message}" + (f" (at /{at})" if at else "")
+        )
+    else:
+        if payload and value.get("type") != "object":
+            problems.append(
+                'must describe an object ("type": "object"): tool arguments are a JSON object'
+            )
+    for where, ref in _references(value):
+        if not ref.startswith("#"):
+            problems.append(
+                f"refers to {q(ref)} (at {where}), outside the schema: references must be "
+                'local ("#/$defs/...") since nothing is fetched'
+            )
+        elif ref.startswith("#/") and not _resolves(value, ref[1:]):
+            problems.append(f"refers to {q(ref)} (at {where}), which the schema does not define")
+    return problems
+
+
+def json_schema(
+    model: type[BaseModel], mode: Literal["validation", "serialization"]
+) -> dict[str, Any]:
+    return {"$schema": JSON_SCHEMA_DIALECT, **model_schema(model, mode)}
+
+
+@dataclass(frozen=True)
+class ToolTypes:
+    payload: TypeRef
+    result: TypeRef
+    server_data: tuple[ServerDataSpec, ...]
+
+
+@dataclass
+class ToolsetTypes:
+    """The ``types.py`` of one toolset and the types of each of its tools that can be
+    generated (a tool with a type error has no entry)."""
+
+    module: TypeModule
+    #: How generated executors refer to the module: ``types``, or ``_types`` when a tool's
+    #: method is named ``types`` and would shadow it.
+    types_module: str
+    tools: dict[str, ToolTypes] = field(default_factory=dict)
+
+
+@dataclass
+class TypeAnalysis:
+    #: By ``id()`` of each (non-registry) toolset expression.
+    toolsets: dict[int, ToolsetTypes] = field(default_factory=dict)
+    errors: list[DesignError] = field(default_factory=list)
+
+    def of(self, toolset: ToolsetExpr) -> ToolsetTypes:
+        return self.toolsets[id(toolset)]
+
+
+def analyze_types(root: RootExpr) -> TypeAnalysis:
+    """Examine the types of every tool of every toolset (used or not: a design error in an
+    unused toolset is still an error). Never raises for a broken design."""
+    analysis = TypeAnalysis()
+    prefetch_schemas(list(_models(root)))
+    for toolset in root.toolsets:
+        if not toolset.is_registry:
+            analysis.toolsets[id(toolset)] = _toolset(toolset, analysis.errors)
+    return analysis
+
+
+def _models(root: RootExpr) -> Iterable[tuple[type[BaseModel], Mode]]:
+    """Every model whose JSON Schema generation will need, to compute them all at once."""
+    for toolset in root.toolsets:
+        for tool in toolset.tools:
+            for expr, mode in (
+                (tool.args, "validation"),
+                (tool.result, "serialization"),
+                *((d.schema, "serialization") for d in tool.server_data),
+            ):
+                value = expr.value if expr is not None else None
+                if isinstance(value, type) and issubclass(value, BaseModel):
+                    yield value, cast(Mode, mode)
+
+
+def _toolset(expr: ToolsetExpr, errors: list[DesignError]) -> ToolsetTypes:
+    # The executor protocol annotates its methods with ``types.X``; a method named ``types``
+    # would shadow the module there, which is then imported as ``_types``.
+    methods = {python_identifier(tool.name) for tool in expr.tools}
+    types = ToolsetTypes(TypeModule(), "_types" if "types" in methods else "types")
+    agent_tools = toolset_kind(expr) == "agent"
+    for tool in expr.tools:
+        payload = _type_ref(types, tool.args, result=False, tool=tool, errors=errors)
+        result: TypeRef | None
+        if tool.result is None and agent_tools:
+            # An agent tool without Return answers with the agent's final text.
+            result = TypeRef("schema", None, compact_json(AGENT_TEXT_RESULT_SCHEMA), "str")
+        else:
+            result = _type_ref(types, tool.result, result=True, tool=tool, errors=errors)
+        server_data = _server_data(tool, errors)
+        if payload is not None and result is not None and server_data is not None:
+            types.tools[tool.name] = ToolTypes(payload, result, server_data)
+    return types
+
+
+def _type_ref(
+    types: ToolsetTypes,
+    expr: TypeExpr | None,
+    *,
+    result: bool,
+    tool: ToolExpr,
+    errors: list[DesignError],
+) -> TypeRef | None:
+    if expr is None:
+        if result:
+            return TypeRef("null", None, compact_json(null_result_schema()), "None")
+        return TypeRef("empty", None, compact_json(empty_payload_schema()), "EmptyPayload")
+    func = "Return" if result else "Args"
+    value = expr.value
+    if isinstance(value, dict):
+        problems = schema_problems(value, payload=not result)
+        errors.extend(
+            DesignError(expr.loc, tool.where(), f"{func} JSON Schema {problem}")
+            for problem in problems
+        )
+        if problems:
+            return None
+        schema = {"$schema": JSON_SCHEMA_DIALECT, **value}
+        return TypeRef("schema", None, compact_json(schema), "Any")
+    module = types.module
+    known = len(module.problems)
+    name: str | None = None
+    try:
+        name = module.add_model(value)
+    except UnsupportedType as exc:
+        module.problems.append(exc)
+    unsupported = module.problems[known:]
+    errors.extend(
+        DesignError(expr.loc, tool.where(), f"{func} {problem}") for problem in unsupported
+    )
+    try:
+        schema = json_schema(value, "serialization" if result else "validation")
+    except Exception as exc:  # pydantic's schema generation raises several types
+        errors.append(
+            DesignError(
+                expr.loc,
+                tool.where(),
+                f"{func} model {value.__qualname__} has no JSON Schema: {str(exc).splitlines()[0]}",
+            )
+        )
+        return None
+    if unsupported or name is None:
+        return None
+    return TypeRef("model", name, compact_json(schema), f"{types.types_module}.{name}")
+
+
+def _server_data(tool: ToolExpr, errors: list[DesignError]) -> tuple[ServerDataSpec, ...] | None:
+    found: list[ServerDataSpec] = []
+    ok = True
+    for data in tool.server_data:
+        if data.schema is None:  # reported by the DSL
+            ok = False
+            continue
+        try:
+            schema = json_schema(data.schema.value, "serialization")
+        except Exception as exc:
+            errors.append(
+                DesignError(data.loc, data.where(), f"ServerData schema has no JSON Schema: {exc}")
+            )
+            ok = False
+            continue
+        found.append(
+            ServerDataSpec(data.kind, data.audience, compact_json(schema), data.description)
+        )
+    return tuple(found) if ok else None

@@ -1,0 +1,109 @@
+"""The one checker: every rule that needs the whole design, in one pass that never raises.
+
+It adds the generator's rules to the DSL's (which :mod:`agentgen.dsl.pipeline` already ran):
+types that generated code cannot reproduce, JSON Schemas that are no valid contract, names that
+would collide in generated code or in provider requests. Every problem of a design comes out
+of one run; a design it passes is one the builders can turn into code without further checks,
+so an exception from the builders afterwards is a bug in agentgen, never a design error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agentgen.codegen.builders.names import REGISTRIES_MODULE, executor_class
+from agentgen.codegen.builders.owners import Ownership, assign_owners, toolset_kind
+from agentgen.codegen.builders.types import TypeAnalysis, analyze_types
+from agentgen.dsl.errors import DesignError, sort_errors
+from agentgen.dsl.expr import AgentExpr, RootExpr, ToolsetExpr, UseExpr
+from agentgen.dsl.names import q
+from agentgen.dsl.pipeline import Evaluation
+from agentgen.runtime.adapters.names import provider_name
+from agentgen.runtime.contracts.ids import agent_id, tool_id
+
+__all__ = ["CheckedDesign", "check_design"]
+
+
+@dataclass(frozen=True)
+class CheckedDesign:
+    """A design with every error of it, and what the checks learnt that the builders reuse."""
+
+    root: RootExpr
+    errors: tuple[DesignError, ...]
+    warnings: tuple[str, ...]
+    ownership: Ownership
+    types: TypeAnalysis
+
+
+def check_design(evaluation: Evaluation) -> CheckedDesign:
+    root = evaluation.root
+    ownership = assign_owners(root)
+    types = analyze_types(root)
+    errors = [
+        *evaluation.errors,
+        *types.errors,
+        *_agent_name_collisions(root),
+        *_reserved_service_names(root),
+    ]
+    return CheckedDesign(
+        root, tuple(sort_errors(dict.fromkeys(errors))), ownership.warnings, ownership, types
+    )
+
+
+def _agent_name_collisions(root: RootExpr) -> Iterable[DesignError]:
+    for agent in root.agents():
+        yield from _collisions(agent)
+
+
+def _collisions(agent: AgentExpr) -> Iterable[DesignError]:
+    """Names that must stay distinct within one agent: what models see of its tools
+    (sanitised provider names) and the executor classes its config imports together."""
+    identifier = agent_id(agent.service.name, agent.name)
+    sent: dict[str, str] = {}
+    classes: dict[str, str] = {}
+    for use in agent.uses:
+        target = use.target
+        if not isinstance(target, ToolsetExpr) or target.is_registry:
+            continue
+        for tool in use.resolved_tools:
+            tid = tool_id(target.name, tool.name)
+            name = provider_name(tid)
+            other = sent.setdefault(name, tid)
+            if other != tid:
+                yield _error(
+                    use,
+                    f"tools {q(other)} and {q(tid)} of agent {q(identifier)} are both sent to "
+                    f"models as {q(name)} (provider names replace '.' and every character "
+                    "outside [A-Za-z0-9_-] with '_'), so a call to one could not be told from a "
+                    "call to the other; rename one of the tools or toolsets",
+                )
+        if toolset_kind(target) != "local":
+            continue
+        executor = executor_class(target.name)
+        owner = classes.setdefault(executor, target.name)
+        if owner != target.name:
+            yield _error(
+                use,
+                f"toolsets {q(owner)} and {q(target.name)} both generate the executor class "
+                f"{executor}, which the config of agent {q(identifier)} imports together; rename "
+                "one of the toolsets",
+            )
+
+
+def _error(use: UseExpr, message: str) -> DesignError:
+    return DesignError(use.loc, use.where(), message)
+
+
+def _reserved_service_names(root: RootExpr) -> Iterable[DesignError]:
+    if not root.registries:
+        return
+    for service in root.services:
+        if service.name == REGISTRIES_MODULE:
+            yield DesignError(
+                service.loc,
+                service.where(),
+                f"service name {q(service.name)} is taken by the generated module "
+                f"{REGISTRIES_MODULE}.py that holds the settings of the design's registries; "
+                "rename the service",
+            )
