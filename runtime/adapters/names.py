@@ -9,9 +9,10 @@ the same tool keeps its name across requests and in stored transcripts.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 
 from agentgen.runtime.adapters.errors import ProviderNameError
 
@@ -34,6 +35,7 @@ BEDROCK_RESERVED_NAMESPACES: Mapping[str, str] = {
 }
 
 
+@functools.lru_cache(maxsize=65_536)
 def provider_name(tool_id: str) -> str:
     """Return the name a provider sees for a tool.
 
@@ -65,10 +67,16 @@ class NameMap:
         reserved: Mapping[str, str] | None = None,
     ) -> None:
         self.provider = provider
-        self._names: dict[str, str] = {}
-        self._ids: dict[str, str] = {}
-        for tool_id in tool_ids:
-            self.add(tool_id)
+        ids = list(tool_ids)
+        # A request may carry thousands of deferred tools: map them all in C-speed passes,
+        # and go tool by tool only to name a collision (or an empty ID).
+        names = list(map(provider_name, ids)) if all(ids) else []
+        self._names: dict[str, str] = dict(zip(ids, names, strict=True)) if names else {}
+        self._ids: dict[str, str] = dict(zip(names, ids, strict=True)) if names else {}
+        if len(self._ids) != len(self._names) or (ids and not names):
+            self._names, self._ids = {}, {}
+            for tool_id in ids:
+                self.add(tool_id)
         for name, reason in (reserved or {}).items():
             self.reject(name, reason)
 
@@ -90,10 +98,10 @@ class NameMap:
         self._ids[name] = tool_id
         return name
 
-    def reject(self, name: str, reason: str, among: Iterable[str] | None = None) -> None:
+    def reject(self, name: str, reason: str, among: Container[str] | None = None) -> None:
         """Fail if a mapped tool (or one of ``among``, if given) is sent as ``name``."""
         tool_id = self._ids.get(name)
-        if tool_id is None or (among is not None and tool_id not in set(among)):
+        if tool_id is None or (among is not None and tool_id not in among):
             return
         raise ProviderNameError(
             f"{self.provider}: tool {tool_id!r} would be sent as {name!r}, which {reason}; "

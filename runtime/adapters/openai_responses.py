@@ -15,7 +15,7 @@ search is refused, since nothing would bound how many rounds the model could tak
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, cast
 
 import openai
@@ -111,16 +111,13 @@ class _Invocation:
         self.provider = adapter._provider
         self.selection: ToolSelection = select_tools(self.provider, request)
         self.names = NameMap(self.provider, (tool.id for tool in request.tools))
-        deferred_ids = [tool.id for tool in self.selection.deferred]
+        deferred = _DeferredIds(self.selection)
         for name, reason in BEDROCK_RESERVED_NAMESPACES.items():
             # Deferred tools become namespaces of their own name when loaded.
-            self.names.reject(name, reason, among=deferred_ids)
-        self.current = {
-            self.names.name(tool.id): namespace_tool(tool, self.names.name(tool.id))
-            for tool in self.selection.all
-        }
+            self.names.reject(name, reason, among=deferred)
+        self.current = _Loadable(self.names, self.selection)
         self.eager_ids = {tool.id for tool in self.selection.eager}
-        self.permitted_ids = {tool.id for tool in self.selection.all}
+        self.permitted_ids = self.selection.by_id
         self.replay: Replay = encode_history(
             self.provider, request.messages, self.names, self.current, adapter.platform
         )
@@ -306,6 +303,46 @@ class _Invocation:
             metadata[METADATA_KEY] = SearchMetadata(tuple(self.records), self.namespaces).to_json()
         message = Message("assistant", tuple(self.parts), metadata)
         return ModelResponse(message, self.usage, _stop_reason(raw, called))
+
+
+class _DeferredIds:
+    """The IDs of the tools left to search, without listing them."""
+
+    def __init__(self, selection: ToolSelection) -> None:
+        self._selection = selection
+
+    def __contains__(self, tool_id: object) -> bool:
+        return isinstance(tool_id, str) and self._selection.is_deferred(tool_id)
+
+
+class _Loadable(Mapping[str, dict[str, Any]]):
+    """The namespace entry a search would load for each permitted tool, by provider name.
+
+    The first request sends none of them, and a search loads a few: entries are made when
+    asked for (by a search answer, or to compare a definition the history loaded), so a
+    request's cost does not grow with its deferred tools.
+    """
+
+    def __init__(self, names: NameMap, selection: ToolSelection) -> None:
+        self._names = names
+        self._tools = selection.by_id
+        self._made: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        made = self._made.get(name)
+        if made is None:
+            tool_id = self._names.tool_id(name)
+            tool = self._tools.get(tool_id) if tool_id is not None else None
+            if tool is None:
+                raise KeyError(name)
+            made = self._made[name] = namespace_tool(tool, name)
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._names.name(tool_id) for tool_id in self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
 
 
 def _usage(raw: Mapping[str, Any]) -> Usage:

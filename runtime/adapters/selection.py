@@ -9,7 +9,10 @@ deferred tools (withhold them, flag them, or refuse the request) is the adapter'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import filterfalse
+from operator import attrgetter
 
 from agentgen.runtime.model_client import ModelError, ModelRequest, ToolChoice, ToolDefinition
 
@@ -29,39 +32,60 @@ class ToolSelection:
     #: The tool ``ToolChoice(mode="tool")`` names, if any.
     forced: ToolDefinition | None
     choice: ToolChoice
+    #: Every tool of the request by ID.
+    by_id: Mapping[str, ToolDefinition] = field(default_factory=dict)
 
     @property
     def all(self) -> tuple[ToolDefinition, ...]:
         """Every tool the request permits (eager first)."""
         return self.eager + self.deferred
 
+    def is_deferred(self, tool_id: str) -> bool:
+        """Whether ``tool_id`` is one of the tools left to search."""
+        tool = self.by_id.get(tool_id)
+        return tool is not None and tool.deferred and tool is not self.forced
+
+
+_ID = attrgetter("id")
+_DEFERRED = attrgetter("deferred")
+
 
 def select_tools(provider: str, request: ModelRequest) -> ToolSelection:
-    """Split ``request.tools``; fail on duplicate IDs or a tool choice that names no tool."""
-    seen: set[str] = set()
-    for tool in request.tools:
-        if tool.id in seen:
-            raise ModelError(
-                f"{provider}: the request for model {request.model!r} lists tool {tool.id!r} "
-                "twice; each tool may be advertised once"
-            )
-        seen.add(tool.id)
+    """Split ``request.tools``; fail on duplicate IDs or a tool choice that names no tool.
+
+    Catalogs hold thousands of deferred tools, so each step here is one pass at C speed.
+    """
+    tools = request.tools
+    by_id = dict(zip(map(_ID, tools), tools, strict=True))
+    if len(by_id) != len(tools):
+        seen: set[str] = set()
+        for tool in tools:
+            if tool.id in seen:
+                raise ModelError(
+                    f"{provider}: the request for model {request.model!r} lists tool "
+                    f"{tool.id!r} twice; each tool may be advertised once"
+                )
+            seen.add(tool.id)
     choice = request.tool_choice
     forced: ToolDefinition | None = None
     if choice.mode == "tool":
-        forced = next((tool for tool in request.tools if tool.id == choice.name), None)
+        forced = by_id.get(choice.name) if choice.name is not None else None
         if forced is None:
             raise ModelError(
                 f"{provider}: tool choice forces tool {choice.name!r}, which is not among the "
                 f"tools of this request for model {request.model!r}; force one of "
-                f"{sorted(seen)} or change the run policy"
+                f"{sorted(by_id)} or change the run policy"
             )
-    elif choice.mode == "any" and not request.tools:
+    elif choice.mode == "any" and not tools:
         raise ModelError(
             f"{provider}: tool choice 'any' requires at least one tool, but the request for "
             f"model {request.model!r} has none"
         )
-    eager = tuple(tool for tool in request.tools if not tool.deferred or tool is forced)
-    deferred = tuple(tool for tool in request.tools if tool.deferred and tool is not forced)
+    if forced is None:
+        eager = tuple(filterfalse(_DEFERRED, tools))
+        deferred = tuple(filter(_DEFERRED, tools))
+    else:
+        eager = tuple(tool for tool in tools if not tool.deferred or tool is forced)
+        deferred = tuple(tool for tool in tools if tool.deferred and tool is not forced)
     discovery = bool(deferred) and choice.mode in ("auto", "any")
-    return ToolSelection(eager, deferred, discovery, forced, choice)
+    return ToolSelection(eager, deferred, discovery, forced, choice, by_id)

@@ -145,7 +145,9 @@ class SchemaCodec:
         import jsonschema  # type: ignore[import-untyped, unused-ignore]
         from referencing import Registry
 
-        jsonschema.Draft202012Validator.check_schema(schema)
+        from agentgen.runtime.contracts.schema_check import check_schema
+
+        check_schema(schema)
         self.schema = schema
         self.what = what
         self._validator = jsonschema.Draft202012Validator(

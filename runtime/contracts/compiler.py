@@ -7,15 +7,15 @@ the same :class:`~agentgen.runtime.contracts.specs.ToolSpec` the rest of the run
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from agentgen.runtime.contracts.canonical import compact_json
-from agentgen.runtime.contracts.codecs import SchemaCodec
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
+from agentgen.runtime.contracts.lazy_codec import LazySchemaCodec
+from agentgen.runtime.contracts.schema_check import check_schema
 from agentgen.runtime.contracts.specs import (
     BoundsSpec,
     ConfirmationSpec,
@@ -119,12 +119,15 @@ def compile(declaration: ToolSchema | Mapping[str, Any] | None, *, toolset: str)
 
 
 def _schema_type(name: str, role: str, schema: dict[str, Any], type_name: str | None) -> TypeSpec:
+    """The schema is checked now, so that an invalid one is refused when the catalog is
+    built; its validator is made when a value first goes through it."""
     try:
-        codec = SchemaCodec(copy.deepcopy(schema), f"{name} {role}")
-    except Exception as exc:  # jsonschema's SchemaError and friends
+        check_schema(schema)
+        text = compact_json(schema)
+    except Exception as exc:  # jsonschema's SchemaError, values that are not JSON
         message = str(exc).splitlines()[0]
         raise ContractError(f"tool {name!r} {role}: invalid JSON Schema: {message}") from None
-    return TypeSpec(type_name, compact_json(schema), codec)
+    return TypeSpec(type_name, text, LazySchemaCodec(text, name, role))
 
 
 def _first_error(exc: ValidationError) -> str:

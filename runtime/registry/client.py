@@ -46,10 +46,18 @@ class RegistryError(Exception):
 
 @dataclass(frozen=True)
 class ResolvedToolset:
-    """One active catalog read: the declaration and the token of the admission it came from."""
+    """One active catalog read: the declaration and the token of the admission it came from.
+
+    ``digest`` is optional: a client that parsed ``toolset`` from a registry's answer may set
+    it to the SHA-256 (hex) of exactly the bytes it parsed. Planning catalogs then recognise an
+    unchanged toolset by it, without hashing every tool again. It must change whenever the
+    declaration does; leave it ``None`` when the client cannot vouch for that (for instance
+    when it hands out objects that callers may have changed).
+    """
 
     toolset: ToolsetDeclaration
     registration_token: str
+    digest: str | None = None
 
 
 @dataclass(frozen=True)

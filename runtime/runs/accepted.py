@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentgen.runtime.contracts import compiler
-from agentgen.runtime.contracts.declarations import ToolSchema
+from agentgen.runtime.contracts.cache import default_cache
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.messages import ToolCallPart
 
@@ -26,7 +25,7 @@ class RegistryBinding:
     """Where a dynamic tool came from: registry, toolset, and the admission it was read from.
 
     ``declaration`` is the tool's wire declaration as resolved (the saved contract); a restored
-    call compiles it again instead of reading the registry.
+    call compiles it again (or finds it compiled) instead of reading the registry.
     """
 
     registry: str
@@ -95,13 +94,10 @@ class AcceptedCall:
             raw.get("partner_declaration"),
             raw.get("version", ""),
         )
-        spec = compiler.compile(
-            ToolSchema.model_validate(binding.declaration), toolset=data["toolset"]
-        )
+        cache = default_cache()
+        spec = cache.restore(binding.declaration, toolset=data["toolset"]).spec
         partner = (
-            compiler.compile(
-                ToolSchema.model_validate(binding.partner_declaration), toolset=data["toolset"]
-            )
+            cache.restore(binding.partner_declaration, toolset=data["toolset"]).spec
             if binding.partner_declaration is not None
             else None
         )

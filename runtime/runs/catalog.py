@@ -15,11 +15,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agentgen.runtime.contracts import compiler
-from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
+from agentgen.runtime.contracts.cache import (
+    CompiledTool,
+    CompiledToolset,
+    ContractCache,
+    default_cache,
+)
+from agentgen.runtime.contracts.declarations import ContractError
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.messages import ToolCallPart
 from agentgen.runtime.model_client import ModelClient, ToolDefinition
+from agentgen.runtime.pacing import Pacer
 from agentgen.runtime.registry.client import RegistryClient, RegistryError
 from agentgen.runtime.runs.accepted import AcceptedCall, RegistryBinding
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
@@ -77,10 +83,15 @@ class UnconfiguredAgentExecutorError(CatalogError):
 
 
 @dataclass(frozen=True)
-class _Dynamic:
-    spec: ToolSpec
-    binding: RegistryBinding
+class _Source:
+    """One registry toolset as this activity resolved it."""
+
+    registry: str
+    name: str
+    registration_token: str
+    version: str
     deferred: bool
+    compiled: CompiledToolset
 
 
 @dataclass(frozen=True)
@@ -100,13 +111,17 @@ class PlanningCatalog:
         policy: ToolPolicy,
         *,
         tools_enabled: bool = True,
+        cache: ContractCache | None = None,
     ) -> None:
         self._host = host
         self._registration = registration
         self._labels = dict(labels)
         self._policy = policy
         self._tools_enabled = tools_enabled
-        self._dynamic: dict[str, _Dynamic] = {}
+        #: Compiled registry contracts, shared with every other activity of the process.
+        self._cache = cache if cache is not None else default_cache()
+        self._pacer = Pacer()
+        self._dynamic: dict[str, tuple[CompiledTool, _Source]] = {}
         definition = registration.definition
         self._static = {spec.id: spec for spec in definition.specs}
         self._deferred = frozenset(definition.deferred_tool_ids)
@@ -156,15 +171,19 @@ class PlanningCatalog:
                 f"registry {registry!r} toolset {name!r} is outside agent "
                 f"{self.agent_id!r}'s declared consumption"
             )
-        declarations = {tool.name: tool for tool in toolset.tools}
-        for tool in toolset.tools:
-            try:
-                spec = compiler.compile(tool, toolset=name)
-            except ContractError as exc:
-                raise RegistryReadError(
-                    f"resolve registry {registry!r} toolset {name!r}: {exc}"
-                ) from None
-            if spec.id in self._static or spec.id in self._dynamic:
+        try:
+            compiled = await self._cache.toolset(
+                toolset, name=name, digest=resolved.digest, pacer=self._pacer
+            )
+        except ContractError as exc:
+            raise RegistryReadError(
+                f"resolve registry {registry!r} toolset {name!r}: {exc}"
+            ) from None
+        source = _Source(registry, name, resolved.registration_token, actual, deferred, compiled)
+        static, dynamic = self._static, self._dynamic
+        for entry in compiled.tools:
+            spec = entry.spec
+            if spec.id in static or spec.id in dynamic:
                 raise DuplicateToolError(
                     f"registry {registry!r} toolset {name!r} repeats tool {spec.id!r} already "
                     f"supplied to agent {self.agent_id!r}"
@@ -174,16 +193,8 @@ class PlanningCatalog:
                     f"registry tool {spec.id!r} targets unconfigured agent executor "
                     f"{spec.agent_id!r}"
                 )
-            partner = _partner_declaration(tool, declarations)
-            binding = RegistryBinding(
-                registry=registry,
-                toolset=name,
-                registration_token=resolved.registration_token,
-                declaration=tool.to_json(),
-                partner_declaration=partner.to_json() if partner is not None else None,
-                version=actual,
-            )
-            self._dynamic[spec.id] = _Dynamic(spec, binding, deferred)
+            dynamic[spec.id] = (entry, source)
+        await self._pacer.pause()
 
     async def include_registry(self, registry: str, deferred: bool = False) -> None:
         client = self._client(registry)
@@ -214,30 +225,37 @@ class PlanningCatalog:
 
     # ------------------------------------------------------------------ advertising
 
-    def _specs(self) -> list[tuple[ToolSpec, bool]]:
-        static = [(spec, spec.id in self._deferred) for spec in self._static.values()]
-        dynamic = [(d.spec, d.deferred) for d in self._dynamic.values()]
-        return static + dynamic
-
     def advertised_tool_definitions(self) -> list[ToolDefinition]:
-        """The activity's definitions after run-policy filtering (fresh objects each call).
+        """The activity's definitions after run-policy filtering (a fresh list each call).
 
         A final-answer-only activity still describes the compiled tools (so a conversation's
         history stays explainable), but accepts no call: its planner asks for an answer.
+        Registry tools' definitions are immutable and shared with other activities.
         """
-        return [
+        policy = self._policy
+        static = [
             ToolDefinition(
                 id=spec.id,
                 title=spec.title,
                 description=spec.description,
                 parameters_json=spec.payload.schema_json,
                 search=spec.search,
-                deferred=deferred,
+                deferred=spec.id in self._deferred,
                 tags=spec.tags,
             )
-            for spec, deferred in self._specs()
-            if self._policy.allows(spec.id, spec.tags)
+            for spec in self._static.values()
+            if policy.allows(spec.id, spec.tags)
         ]
+        found = self._dynamic.values()
+        if policy.restrict_to_tool is None and not policy.tag_clauses:
+            dynamic = [entry.definition(source.deferred) for entry, source in found]
+        else:
+            dynamic = [
+                entry.definition(source.deferred)
+                for entry, source in found
+                if policy.allows(entry.spec.id, entry.spec.tags)
+            ]
+        return static + dynamic
 
     def model(self, model_id: str) -> ModelClient:
         return self._host.model(model_id)
@@ -248,22 +266,24 @@ class PlanningCatalog:
         """Accept a call against this activity's catalog and policy, saving its contract."""
         if not self._tools_enabled:
             return Refusal(call, "tools are disabled in a final-answer-only activity")
-        dynamic = self._dynamic.get(call.tool_id)
-        spec = dynamic.spec if dynamic is not None else self._static.get(call.tool_id)
+        found = self._dynamic.get(call.tool_id)
+        spec = found[0].spec if found is not None else self._static.get(call.tool_id)
         if spec is None:
             return Refusal(call, f"tool {call.tool_id!r} is not available to this agent")
         if not self._policy.allows(spec.id, spec.tags):
             return Refusal(call, f"tool {call.tool_id!r} is not permitted by the run policy")
-        if dynamic is not None:
-            binding = dynamic.binding
-            partner = (
-                compiler.compile(
-                    ToolSchema.model_validate(binding.partner_declaration), toolset=binding.toolset
-                )
-                if binding.partner_declaration is not None
-                else None
+        if found is not None:
+            entry, source = found
+            partner = source.compiled.partner(entry)
+            binding = RegistryBinding(
+                registry=source.registry,
+                toolset=source.name,
+                registration_token=source.registration_token,
+                declaration=entry.declaration(),
+                partner_declaration=partner.declaration() if partner is not None else None,
+                version=source.version,
             )
-            return AcceptedCall(call, spec, partner, binding)
+            return AcceptedCall(call, spec, partner.spec if partner else None, binding)
         return AcceptedCall(call, spec, self._static_partner(spec))
 
     def _static_partner(self, spec: ToolSpec) -> ToolSpec | None:
@@ -275,14 +295,3 @@ class PlanningCatalog:
 
     def compiled_spec(self, tool_id: str) -> ToolSpec | None:
         return self._static.get(tool_id)
-
-
-def _partner_declaration(
-    tool: ToolSchema, declarations: Mapping[str, ToolSchema]
-) -> ToolSchema | None:
-    contract_ = tool.consumer_contract
-    paging = contract_.bounds.paging if contract_ and contract_.bounds else None
-    if paging is None:
-        return None
-    partner = paging.continue_tool or paging.source_tool
-    return declarations.get(partner) if partner else None
