@@ -9,14 +9,15 @@ eagerly instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from agentgen.runtime.messages import Message
 from agentgen.runtime.search.document import SearchDocument
 
 __all__ = [
+    "AdvertisedTools",
     "ModelClient",
     "ModelError",
     "ModelRequest",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolDefinition:
     """A tool as advertised to a model for one planning activity."""
 
@@ -43,6 +44,34 @@ class ToolDefinition:
     def parameters(self) -> dict[str, Any]:
         """A fresh copy of the payload JSON Schema."""
         value: dict[str, Any] = json.loads(self.parameters_json)
+        return value
+
+
+T = TypeVar("T")
+
+
+class AdvertisedTools(tuple[ToolDefinition, ...]):
+    """A planning activity's advertised definitions: an immutable sequence that keeps what
+    adapters derive from it.
+
+    A catalog can hold thousands of deferred tools, and an adapter needs facts about all of
+    them before its first request (which IDs exist, which are deferred, the provider name of
+    each). Planning catalogs hand the same object to every activity whose definitions did not
+    change, so those facts are computed once per catalog rather than on every request. Any
+    other sequence of definitions works as well, at the cost of recomputing them.
+    """
+
+    def derived(self, key: Hashable, make: Callable[[AdvertisedTools], T]) -> T:
+        """``make(self)``, computed the first time ``key`` is asked for and kept.
+
+        ``make`` must depend on nothing but the definitions (two threads may both run it;
+        either result is kept).
+        """
+        memo: dict[Hashable, Any] = self.__dict__.setdefault("_derived", {})
+        try:
+            value: T = memo[key]
+        except KeyError:
+            value = memo.setdefault(key, make(self))
         return value
 
 

@@ -42,7 +42,7 @@ from agentgen.runtime.adapters.anthropic_search import (
     change_message,
 )
 from agentgen.runtime.adapters.errors import ToolIdentityError
-from agentgen.runtime.adapters.names import NameMap
+from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
 from agentgen.runtime.model_client import (
@@ -106,7 +106,12 @@ class AnthropicMessagesModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         provider = self._provider
         selection = select_tools(provider, request)
-        names = NameMap(provider, (tool.id for tool in request.tools), _RESERVED)
+        names = NameMap(
+            provider,
+            (tool.id for tool in request.tools),
+            _RESERVED,
+            table=shared_table(request.tools),
+        )
         current = {
             names.name(tool.id): Definition.of(tool, names.name(tool.id)) for tool in selection.all
         }

@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 
 from agentgen.runtime.adapters.anchors import describe
 from agentgen.runtime.adapters.errors import HistoryReplayError, ToolIdentityError, call_arguments
-from agentgen.runtime.adapters.names import NameMap
+from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import (
@@ -58,7 +58,9 @@ class BedrockConverseModel:
                 "Messages adapter on Bedrock (InvokeModel) or the OpenAI Responses adapter for "
                 "tool search, or remove Deferred() for this agent"
             )
-        names = NameMap(_PROVIDER, (tool.id for tool in request.tools))
+        names = NameMap(
+            _PROVIDER, (tool.id for tool in request.tools), table=shared_table(request.tools)
+        )
         system, messages, used_tools = _encode_history(request.messages, names)
         if selection.forced is not None:
             advertised: tuple[ToolDefinition, ...] = (selection.forced,)

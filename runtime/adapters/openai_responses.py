@@ -24,7 +24,7 @@ from openai import AsyncOpenAI
 
 from agentgen.runtime.adapters.anchors import Anchored
 from agentgen.runtime.adapters.errors import OutputBudgetError, ToolIdentityError
-from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap
+from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap, shared_table
 from agentgen.runtime.adapters.openai_replay import Platform, Replay, encode_history
 from agentgen.runtime.adapters.openai_search import (
     METADATA_KEY,
@@ -110,7 +110,11 @@ class _Invocation:
         self.request = request
         self.provider = adapter._provider
         self.selection: ToolSelection = select_tools(self.provider, request)
-        self.names = NameMap(self.provider, (tool.id for tool in request.tools))
+        self.names = NameMap(
+            self.provider,
+            (tool.id for tool in request.tools),
+            table=shared_table(request.tools),
+        )
         deferred = _DeferredIds(self.selection)
         for name, reason in BEDROCK_RESERVED_NAMESPACES.items():
             # Deferred tools become namespaces of their own name when loaded.

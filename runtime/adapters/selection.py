@@ -9,12 +9,18 @@ deferred tools (withhold them, flag them, or refuse the request) is the adapter'
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import filterfalse
 from operator import attrgetter
 
-from agentgen.runtime.model_client import ModelError, ModelRequest, ToolChoice, ToolDefinition
+from agentgen.runtime.model_client import (
+    AdvertisedTools,
+    ModelError,
+    ModelRequest,
+    ToolChoice,
+    ToolDefinition,
+)
 
 __all__ = ["ToolSelection", "select_tools"]
 
@@ -50,22 +56,46 @@ _ID = attrgetter("id")
 _DEFERRED = attrgetter("deferred")
 
 
-def select_tools(provider: str, request: ModelRequest) -> ToolSelection:
-    """Split ``request.tools``; fail on duplicate IDs or a tool choice that names no tool.
+@dataclass(frozen=True)
+class _Split:
+    """What every request over the same definitions shares."""
 
-    Catalogs hold thousands of deferred tools, so each step here is one pass at C speed.
-    """
-    tools = request.tools
+    by_id: Mapping[str, ToolDefinition]
+    eager: tuple[ToolDefinition, ...]
+    deferred: tuple[ToolDefinition, ...]
+    #: The first ID listed twice, if any.
+    repeated: str | None
+
+
+def _split(tools: Sequence[ToolDefinition]) -> _Split:
+    # Catalogs hold thousands of deferred tools: each step is one pass at C speed.
     by_id = dict(zip(map(_ID, tools), tools, strict=True))
+    repeated = None
     if len(by_id) != len(tools):
         seen: set[str] = set()
         for tool in tools:
             if tool.id in seen:
-                raise ModelError(
-                    f"{provider}: the request for model {request.model!r} lists tool "
-                    f"{tool.id!r} twice; each tool may be advertised once"
-                )
+                repeated = tool.id
+                break
             seen.add(tool.id)
+    eager = tuple(filterfalse(_DEFERRED, tools))
+    return _Split(by_id, eager, tuple(filter(_DEFERRED, tools)), repeated)
+
+
+def select_tools(provider: str, request: ModelRequest) -> ToolSelection:
+    """Split ``request.tools``; fail on duplicate IDs or a tool choice that names no tool.
+
+    For :class:`~agentgen.runtime.model_client.AdvertisedTools` the split is computed once and
+    shared by every request over them, so a request's cost does not grow with its catalog.
+    """
+    tools = request.tools
+    split = tools.derived(_split, _split) if isinstance(tools, AdvertisedTools) else _split(tools)
+    if split.repeated is not None:
+        raise ModelError(
+            f"{provider}: the request for model {request.model!r} lists tool "
+            f"{split.repeated!r} twice; each tool may be advertised once"
+        )
+    by_id = split.by_id
     choice = request.tool_choice
     forced: ToolDefinition | None = None
     if choice.mode == "tool":
@@ -82,8 +112,7 @@ def select_tools(provider: str, request: ModelRequest) -> ToolSelection:
             f"model {request.model!r} has none"
         )
     if forced is None:
-        eager = tuple(filterfalse(_DEFERRED, tools))
-        deferred = tuple(filter(_DEFERRED, tools))
+        eager, deferred = split.eager, split.deferred
     else:
         eager = tuple(tool for tool in tools if not tool.deferred or tool is forced)
         deferred = tuple(tool for tool in tools if tool.deferred and tool is not forced)

@@ -57,7 +57,7 @@ class ModelPlanner:
             ModelRequest(
                 model=self.model,
                 messages=tuple(input.messages),
-                tools=tuple(input.agent.advertised_tool_definitions()),
+                tools=input.agent.advertised_tools(),
                 tool_choice=ToolChoice("none" if finalize else "auto"),
                 max_tokens=self.max_tokens,
                 system=self._system(input),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentgen.runtime.messages import Message, ToolResultPart
-from agentgen.runtime.model_client import ModelClient, ToolDefinition
+from agentgen.runtime.model_client import AdvertisedTools, ModelClient, ToolDefinition
 
 __all__ = ["PlanInput", "PlanResult", "PlanResumeInput", "Planner", "PlannerContext", "RunContext"]
 
@@ -25,6 +25,11 @@ class PlannerContext(Protocol):
     def agent_id(self) -> str: ...
 
     def advertised_tool_definitions(self) -> list[ToolDefinition]: ...
+
+    def advertised_tools(self) -> AdvertisedTools:
+        """The same definitions as an immutable sequence that keeps what model adapters
+        derive from it (pass it as ``ModelRequest.tools``)."""
+        ...
 
     def model(self, model_id: str) -> ModelClient: ...
 

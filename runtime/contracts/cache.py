@@ -27,15 +27,16 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections import OrderedDict
+import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from pydantic_core import SchemaSerializer
 
 from agentgen.runtime.contracts import compiler
 from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.lru import LRU
 from agentgen.runtime.model_client import ToolDefinition
 from agentgen.runtime.pacing import Pacer
 
@@ -70,15 +71,29 @@ class CompiledTool:
 
     The wire form is the saved contract an accepted call keeps (see
     :class:`~agentgen.runtime.runs.accepted.RegistryBinding`); ``declaration()`` parses a
-    fresh copy for each caller. The tool's definitions (deferred or not) are made once.
+    fresh copy for each caller. Only accepted calls need it, so it is kept compressed, with
+    the spec's schema texts (which it repeats) as the compression dictionary: a sixth of its
+    size, where it would otherwise be most of a cached tool's memory. The tool's definitions
+    (deferred or not) are made once.
     """
 
-    __slots__ = ("_definitions", "spec", "wire")
+    __slots__ = ("_deferred", "_eager", "_packed", "spec")
 
     def __init__(self, spec: ToolSpec, wire: bytes) -> None:
         self.spec = spec
-        self.wire = wire
-        self._definitions: tuple[ToolDefinition | None, ToolDefinition | None] = (None, None)
+        packer = zlib.compressobj(6, zdict=self._dictionary())
+        self._packed = packer.compress(wire) + packer.flush()
+        self._eager: ToolDefinition | None = None
+        self._deferred: ToolDefinition | None = None
+
+    def _dictionary(self) -> bytes:
+        return (self.spec.result.schema_json + self.spec.payload.schema_json).encode()
+
+    @property
+    def wire(self) -> bytes:
+        """The wire form, as compact JSON."""
+        unpacker = zlib.decompressobj(zdict=self._dictionary())
+        return unpacker.decompress(self._packed) + unpacker.flush()
 
     def declaration(self) -> dict[str, Any]:
         """A fresh copy of the wire declaration (callers may change it freely)."""
@@ -87,7 +102,7 @@ class CompiledTool:
 
     def definition(self, deferred: bool) -> ToolDefinition:
         """The tool as advertised to models (immutable, shared by every activity)."""
-        made = self._definitions[deferred]
+        made = self._deferred if deferred else self._eager
         if made is None:
             spec = self.spec
             made = ToolDefinition(
@@ -99,9 +114,10 @@ class CompiledTool:
                 deferred=deferred,
                 tags=spec.tags,
             )
-            pair = list(self._definitions)
-            pair[deferred] = made
-            self._definitions = (pair[0], pair[1])
+            if deferred:
+                self._deferred = made
+            else:
+                self._eager = made
         return made
 
 
@@ -127,36 +143,6 @@ class CompiledToolset:
         return by_name.get(other)
 
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class _LRU(Generic[K, V]):
-    """A bounded mapping; callers hold the cache's lock."""
-
-    def __init__(self, size: int) -> None:
-        if size < 1:
-            raise ValueError(f"a contract cache must hold at least one entry, got {size}")
-        self.size = size
-        self.entries: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        value = self.entries.get(key)
-        if value is not None:
-            self.entries.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V) -> V:
-        """Store ``value`` unless the key is already there; return what is stored."""
-        existing = self.entries.get(key)
-        if existing is not None:
-            return existing
-        self.entries[key] = value
-        if len(self.entries) > self.size:
-            self.entries.popitem(last=False)
-        return value
-
-
 class ContractCache:
     """Compiled registry tools by toolset and wire form, bounded, thread-safe."""
 
@@ -164,8 +150,10 @@ class ContractCache:
         self, max_tools: int = DEFAULT_MAX_TOOLS, max_toolsets: int = DEFAULT_MAX_TOOLSETS
     ) -> None:
         self._lock = threading.Lock()
-        self._tools: _LRU[tuple[str, bytes], CompiledTool] = _LRU(max_tools)
-        self._toolsets: _LRU[tuple[str, str], CompiledToolset] = _LRU(max_toolsets)
+        self._tools: LRU[bytes, CompiledTool] = LRU(max_tools)
+        self._toolsets: LRU[tuple[str, str], CompiledToolset] = LRU(max_toolsets)
+        # The same toolset again, recognised by its (cached) tools when no digest says so.
+        self._again: LRU[tuple[str, tuple[CompiledTool, ...]], CompiledToolset] = LRU(max_toolsets)
         #: Declarations compiled because no entry matched (also counts concurrent repeats).
         self.compiles = 0
         #: Declarations served from the cache.
@@ -178,6 +166,7 @@ class ContractCache:
         with self._lock:
             self._tools.entries.clear()
             self._toolsets.entries.clear()
+            self._again.entries.clear()
 
     def tool(self, declaration: ToolSchema, *, toolset: str) -> CompiledTool:
         """The compiled tool for ``declaration`` resolved under toolset ``toolset``.
@@ -186,7 +175,9 @@ class ContractCache:
         stored) when the declaration does not compile.
         """
         wire = wire_form(declaration)
-        key = (toolset, hashlib.sha256(wire).digest())
+        # One digest of the toolset name and the wire form: the name cannot run into the
+        # declaration (a NUL never occurs in JSON text nor in a valid registration name).
+        key = hashlib.sha256(b"%s\0%s" % (toolset.encode(), wire)).digest()
         with self._lock:
             found = self._tools.get(key)
             if found is not None:
@@ -213,7 +204,8 @@ class ContractCache:
 
         ``digest`` identifies the registry answer ``declaration`` was parsed from (see
         :attr:`ResolvedToolset.digest`); with it an unchanged toolset is found in one lookup.
-        ``pacer`` gives the event loop a turn between tools.
+        ``pacer`` gives the event loop a turn between tools. Reading the same declarations
+        again gives the same object.
         """
         key = (name, digest) if digest else None
         if key is not None:
@@ -226,11 +218,12 @@ class ContractCache:
             tools.append(self.tool(tool, toolset=name))
             if pacer is not None:
                 await pacer.pause()
-        compiled = CompiledToolset(name, tools)
-        if key is None:
-            return compiled
+        # The same tools as an earlier read give the same toolset object, so that what is
+        # derived from a whole catalog (see AdvertisedTools) can be kept across activities.
+        again = (name, tuple(tools))
         with self._lock:
-            return self._toolsets.put(key, compiled)
+            compiled = self._again.put(again, CompiledToolset(name, tools))
+            return compiled if key is None else self._toolsets.put(key, compiled)
 
 
 _default = ContractCache()

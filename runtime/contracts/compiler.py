@@ -7,6 +7,7 @@ the same :class:`~agentgen.runtime.contracts.specs.ToolSpec` the rest of the run
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,7 +63,9 @@ def compile(declaration: ToolSchema | Mapping[str, Any] | None, *, toolset: str)
         )
     if contract.kind == "service" and contract.agent is not None:
         raise ContractError(f"tool {name!r} declares an agent target for service execution")
-    search = SearchDocument(terms=dict(contract.search.terms), length=contract.search.length)
+    # Registry vocabularies are small: one string per word, shared by every tool using it.
+    terms = {sys.intern(word): count for word, count in contract.search.terms.items()}
+    search = SearchDocument(terms=terms, length=contract.search.length)
     try:
         search.validate()
     except ValueError as exc:
@@ -73,7 +76,8 @@ def compile(declaration: ToolSchema | Mapping[str, Any] | None, *, toolset: str)
             raise ContractError(f"tool {name!r} repeats server data kind {data.kind!r}")
         kinds.add(data.kind)
     payload = _schema_type(name, "payload", declaration.payload_schema, contract.payload.name)
-    _schema_type(name, "execution payload", declaration.execution_payload_schema, None)
+    if declaration.execution_payload_schema != declaration.payload_schema:  # usually the same
+        _schema_type(name, "execution payload", declaration.execution_payload_schema, None)
     result = _schema_type(
         name, "result", declaration.result_schema, contract.result.name if contract.result else None
     )
@@ -88,7 +92,7 @@ def compile(declaration: ToolSchema | Mapping[str, Any] | None, *, toolset: str)
         payload=payload,
         result=result,
         search=search,
-        tags=tuple(declaration.tags),
+        tags=tuple(sys.intern(tag) for tag in declaration.tags),
         kind=contract.kind,
         agent_id=contract.agent.executor if contract.agent else None,
         confirmation=ConfirmationSpec(

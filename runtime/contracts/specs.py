@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TypeSpec:
     """A payload or result type: its JSON Schema (as canonical JSON text, so that it cannot be
     mutated through the spec) and the codec that validates values against it."""

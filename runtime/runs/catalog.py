@@ -12,7 +12,8 @@ Every way a registry read can fail is an explicit error: there is no stale-catal
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 from agentgen.runtime.contracts.cache import (
@@ -23,8 +24,9 @@ from agentgen.runtime.contracts.cache import (
 )
 from agentgen.runtime.contracts.declarations import ContractError
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.lru import LRU
 from agentgen.runtime.messages import ToolCallPart
-from agentgen.runtime.model_client import ModelClient, ToolDefinition
+from agentgen.runtime.model_client import AdvertisedTools, ModelClient, ToolDefinition
 from agentgen.runtime.pacing import Pacer
 from agentgen.runtime.registry.client import RegistryClient, RegistryError
 from agentgen.runtime.runs.accepted import AcceptedCall, RegistryBinding
@@ -102,6 +104,26 @@ class Refusal:
     reason: str
 
 
+class _Same:
+    """Identifies an object by identity in a cache key (and keeps it alive meanwhile)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+
+#: Recent activities' advertised definitions, by what they were made from.
+_ADVERTISED: LRU[Hashable, AdvertisedTools] = LRU(16)
+_ADVERTISED_LOCK = threading.Lock()
+
+
 class PlanningCatalog:
     def __init__(
         self,
@@ -121,7 +143,9 @@ class PlanningCatalog:
         #: Compiled registry contracts, shared with every other activity of the process.
         self._cache = cache if cache is not None else default_cache()
         self._pacer = Pacer()
+        self._sources: list[_Source] = []
         self._dynamic: dict[str, tuple[CompiledTool, _Source]] = {}
+        self._advertised: AdvertisedTools | None = None
         definition = registration.definition
         self._static = {spec.id: spec for spec in definition.specs}
         self._deferred = frozenset(definition.deferred_tool_ids)
@@ -180,6 +204,8 @@ class PlanningCatalog:
                 f"resolve registry {registry!r} toolset {name!r}: {exc}"
             ) from None
         source = _Source(registry, name, resolved.registration_token, actual, deferred, compiled)
+        self._sources.append(source)
+        self._advertised = None
         static, dynamic = self._static, self._dynamic
         for entry in compiled.tools:
             spec = entry.spec
@@ -230,8 +256,32 @@ class PlanningCatalog:
 
         A final-answer-only activity still describes the compiled tools (so a conversation's
         history stays explainable), but accepts no call: its planner asks for an answer.
-        Registry tools' definitions are immutable and shared with other activities.
         """
+        return list(self.advertised_tools())
+
+    def advertised_tools(self) -> AdvertisedTools:
+        """The same definitions, immutable; what model adapters derive from them is kept.
+
+        An activity whose definitions are those of an earlier one (same agent, policy and
+        resolved toolsets) gets the earlier object back, so that adapters do not recompute
+        facts about thousands of tools on every request.
+        """
+        if self._advertised is None:
+            key = (
+                _Same(self._registration.definition),
+                self._policy,
+                tuple((source.compiled, source.deferred) for source in self._sources),
+            )
+            with _ADVERTISED_LOCK:
+                found = _ADVERTISED.get(key)
+            if found is None:
+                found = AdvertisedTools(self._definitions())
+                with _ADVERTISED_LOCK:
+                    found = _ADVERTISED.put(key, found)
+            self._advertised = found
+        return self._advertised
+
+    def _definitions(self) -> list[ToolDefinition]:
         policy = self._policy
         static = [
             ToolDefinition(

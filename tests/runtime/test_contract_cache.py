@@ -376,3 +376,25 @@ def test_a_checkpoint_restores_through_the_cache() -> None:
     again = AcceptedCall.from_json(data, lambda _: None)
     assert again.spec is first.spec
     assert first.spec.payload.codec.decode(call.arguments) == {"id": "1"}
+
+
+async def test_an_unchanged_catalog_advertises_the_same_object_again() -> None:
+    rt, registry = consuming_runtime()
+    registry.publish(provider_toolset(), echo_handler)
+    cache = ContractCache()
+    first, second = await activity(rt, cache), await activity(rt, cache)
+    assert second.advertised_tools() is first.advertised_tools()
+    listed = second.advertised_tool_definitions()
+    assert (
+        listed == list(first.advertised_tools())
+        and listed is not first.advertised_tool_definitions()
+    )
+    changed = provider_toolset()
+    changed.tools[1].description = "Search records, better."
+    registry.publish(changed, echo_handler)
+    third = await activity(rt, cache)
+    assert third.advertised_tools() is not first.advertised_tools()
+    assert (
+        "better"
+        in next(d for d in third.advertised_tools() if d.id == "records.search").description
+    )
