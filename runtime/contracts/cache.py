@@ -37,7 +37,6 @@ from agentgen.runtime.contracts import compiler
 from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.lru import LRU
-from agentgen.runtime.model_client import ToolDefinition
 from agentgen.runtime.pacing import Pacer
 
 __all__ = [
@@ -73,18 +72,18 @@ class CompiledTool:
     :class:`~agentgen.runtime.runs.accepted.RegistryBinding`); ``declaration()`` parses a
     fresh copy for each caller. Only accepted calls need it, so it is kept compressed, with
     the spec's schema texts (which it repeats) as the compression dictionary: a sixth of its
-    size, where it would otherwise be most of a cached tool's memory. The tool's definitions
-    (deferred or not) are made once.
+    size, where it would otherwise be most of a cached tool's memory.
     """
 
-    __slots__ = ("_deferred", "_eager", "_packed", "spec")
+    __slots__ = ("_packed", "advertised", "spec")
 
     def __init__(self, spec: ToolSpec, wire: bytes) -> None:
         self.spec = spec
         packer = zlib.compressobj(6, zdict=self._dictionary())
         self._packed = packer.compress(wire) + packer.flush()
-        self._eager: ToolDefinition | None = None
-        self._deferred: ToolDefinition | None = None
+        #: The tool as planning catalogs advertise it, made once by the first catalog that
+        #: needs it (contracts do not know the model seam's types).
+        self.advertised: Any = None
 
     def _dictionary(self) -> bytes:
         return (self.spec.result.schema_json + self.spec.payload.schema_json).encode()
@@ -99,26 +98,6 @@ class CompiledTool:
         """A fresh copy of the wire declaration (callers may change it freely)."""
         value: dict[str, Any] = json.loads(self.wire)
         return value
-
-    def definition(self, deferred: bool) -> ToolDefinition:
-        """The tool as advertised to models (immutable, shared by every activity)."""
-        made = self._deferred if deferred else self._eager
-        if made is None:
-            spec = self.spec
-            made = ToolDefinition(
-                id=spec.id,
-                title=spec.title,
-                description=spec.description,
-                parameters_json=spec.payload.schema_json,
-                search=spec.search,
-                deferred=deferred,
-                tags=spec.tags,
-            )
-            if deferred:
-                self._deferred = made
-            else:
-                self._eager = made
-        return made
 
 
 class CompiledToolset:

@@ -284,24 +284,16 @@ class PlanningCatalog:
     def _definitions(self) -> list[ToolDefinition]:
         policy = self._policy
         static = [
-            ToolDefinition(
-                id=spec.id,
-                title=spec.title,
-                description=spec.description,
-                parameters_json=spec.payload.schema_json,
-                search=spec.search,
-                deferred=spec.id in self._deferred,
-                tags=spec.tags,
-            )
+            _advertise(spec, spec.id in self._deferred)
             for spec in self._static.values()
             if policy.allows(spec.id, spec.tags)
         ]
         found = self._dynamic.values()
         if policy.restrict_to_tool is None and not policy.tag_clauses:
-            dynamic = [entry.definition(source.deferred) for entry, source in found]
+            dynamic = [_definition(entry, source.deferred) for entry, source in found]
         else:
             dynamic = [
-                entry.definition(source.deferred)
+                _definition(entry, source.deferred)
                 for entry, source in found
                 if policy.allows(entry.spec.id, entry.spec.tags)
             ]
@@ -345,3 +337,27 @@ class PlanningCatalog:
 
     def compiled_spec(self, tool_id: str) -> ToolSpec | None:
         return self._static.get(tool_id)
+
+
+def _definition(entry: CompiledTool, deferred: bool) -> ToolDefinition:
+    """A registry tool as advertised: immutable, made once per compiled tool and shared by
+    every activity (an agent advertising it with the other deferred flag gets its own)."""
+    made = entry.advertised
+    if isinstance(made, ToolDefinition) and made.deferred == deferred:
+        return made
+    definition = _advertise(entry.spec, deferred)
+    if made is None:
+        entry.advertised = definition
+    return definition
+
+
+def _advertise(spec: ToolSpec, deferred: bool) -> ToolDefinition:
+    return ToolDefinition(
+        id=spec.id,
+        title=spec.title,
+        description=spec.description,
+        parameters_json=spec.payload.schema_json,
+        search=spec.search,
+        deferred=deferred,
+        tags=spec.tags,
+    )
