@@ -18,6 +18,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from agentgen.runtime.contracts.schema_check import check_schema
+
 __all__ = [
     "FieldIssue",
     "JSONCodec",
@@ -144,8 +146,6 @@ class SchemaCodec:
         # costs every process that only runs compiled tools.
         import jsonschema  # type: ignore[import-untyped, unused-ignore]
         from referencing import Registry
-
-        from agentgen.runtime.contracts.schema_check import check_schema
 
         check_schema(schema)
         self.schema = schema
