@@ -53,6 +53,7 @@ if str(ROOT) not in sys.path:
 import httpx2  # noqa: E402
 from anthropic import AsyncAnthropic  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
+from vocabulary import DOMAINS, NOUNS, VERBS  # noqa: E402  (bench/, the script's own folder)
 
 from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel  # noqa: E402
 from agentgen.runtime.adapters.names import provider_name  # noqa: E402
@@ -98,16 +99,6 @@ AGENT_ID = "bench.agent"
 #: Tools per toolset on average: 10,000 tools come in 1,008 toolsets, as in the issue.
 TOOLS_PER_TOOLSET = 10_000 / 1008
 
-_DOMAINS = [
-    "billing", "crm", "calendar", "inventory", "shipping", "support", "analytics", "hr",
-    "payments", "documents", "email", "weather", "maps", "search", "security", "devops",
-]  # fmt: skip
-_VERBS = ["get", "list", "create", "update", "delete", "find", "export", "sync", "archive", "check"]
-_NOUNS = [
-    "invoice", "customer", "event", "order", "shipment", "ticket", "report", "employee",
-    "payment", "document", "message", "forecast", "route", "record", "alert", "deployment",
-    "contract", "refund", "subscription", "note",
-]  # fmt: skip
 _FIELDS: list[tuple[str, dict[str, Any]]] = [
     ("id", {"type": "string", "description": "Identifier of the {noun}."}),
     ("limit", {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
@@ -185,9 +176,9 @@ def toolsets(size: int, seed: int = 11) -> list[ToolsetDeclaration]:
     count = max(1, round(size / TOOLS_PER_TOOLSET))
     out = []
     for index in range(count):
-        name = f"{_DOMAINS[index % len(_DOMAINS)]}_{index}"
+        name = f"{DOMAINS[index % len(DOMAINS)]}_{index}"
         tools = size // count + (1 if index < size % count else 0)
-        pairs = rng.sample([(v, n) for v in _VERBS for n in _NOUNS], tools)
+        pairs = rng.sample([(v, n) for v in VERBS for n in NOUNS], tools)
         declarations = [tool_declaration(rng, name, verb, noun) for verb, noun in pairs]
         out.append(
             ToolsetDeclaration.model_validate(

@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from vocabulary import DOMAINS, NOUNS, VERBS  # bench/, the script's own folder
+
 from agentgen.runtime.adapters import tokens
 from agentgen.runtime.adapters.preview import first_request_body, without_deferred
 from agentgen.runtime.contracts.ids import humanize_title
@@ -27,16 +29,6 @@ from agentgen.runtime.search.document import SearchDocument, search_text
 
 SIZES = (10, 100, 1000)
 
-_TOOLSETS = [
-    "billing", "crm", "calendar", "inventory", "shipping", "support", "analytics", "hr",
-    "payments", "documents", "email", "weather", "maps", "search", "security", "devops",
-]  # fmt: skip
-_VERBS = ["get", "list", "create", "update", "delete", "find", "export", "sync", "archive", "check"]
-_NOUNS = [
-    "invoice", "customer", "event", "order", "shipment", "ticket", "report", "employee",
-    "payment", "document", "message", "forecast", "route", "record", "alert", "deployment",
-    "contract", "refund", "subscription", "note",
-]  # fmt: skip
 _FIELDS: list[tuple[str, dict[str, Any]]] = [
     ("id", {"type": "string", "description": "Identifier of the {noun}."}),
     ("limit", {"type": "integer", "minimum": 1, "maximum": 100, "description": "Maximum results."}),
@@ -55,8 +47,8 @@ def catalog(size: int, deferred: bool, seed: int = 7) -> tuple[ToolDefinition, .
     rng = random.Random(seed)
     tools = []
     for index in range(size):
-        toolset = f"{_TOOLSETS[index % len(_TOOLSETS)]}{index // 160 or ''}"
-        verb, noun = _VERBS[(index // 16) % len(_VERBS)], rng.choice(_NOUNS)
+        toolset = f"{DOMAINS[index % len(DOMAINS)]}{index // 160 or ''}"
+        verb, noun = VERBS[(index // 16) % len(VERBS)], rng.choice(NOUNS)
         tool_id = f"{toolset}.{verb}_{noun}_{index}"
         description = (
             f"{verb.capitalize()} a {noun} in the {toolset} system. Use it when the user asks "
