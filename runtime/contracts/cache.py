@@ -31,10 +31,10 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic_core import SchemaSerializer
+from pydantic_core import PydanticSerializationError, SchemaSerializer
 
 from agentgen.runtime.contracts import compiler
-from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclaration
+from agentgen.runtime.contracts.declarations import ContractError, ToolSchema, ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.lru import LRU
 from agentgen.runtime.pacing import Pacer
@@ -123,7 +123,11 @@ class CompiledToolset:
 
 
 class ContractCache:
-    """Compiled registry tools by toolset and wire form, bounded, thread-safe."""
+    """Compiled registry tools by toolset and wire form, bounded, thread-safe.
+
+    ``max_tools`` bounds the tools kept by wire form and ``max_toolsets`` the toolsets kept
+    whole (by digest, or by their tools); a toolset kept whole keeps its tools with it.
+    """
 
     def __init__(
         self, max_tools: int = DEFAULT_MAX_TOOLS, max_toolsets: int = DEFAULT_MAX_TOOLSETS
@@ -153,7 +157,12 @@ class ContractCache:
         Raises :class:`~agentgen.runtime.contracts.declarations.ContractError` (nothing is
         stored) when the declaration does not compile.
         """
-        wire = wire_form(declaration)
+        try:
+            wire = wire_form(declaration)
+        except PydanticSerializationError as exc:  # values that are not JSON at all
+            raise ContractError(
+                f"tool {declaration.name!r} declaration is not JSON: {exc}"
+            ) from None
         # One digest of the toolset name and the wire form: the name cannot run into the
         # declaration (a NUL never occurs in JSON text nor in a valid registration name).
         key = hashlib.sha256(b"%s\0%s" % (toolset.encode(), wire)).digest()

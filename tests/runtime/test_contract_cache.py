@@ -398,3 +398,10 @@ async def test_an_unchanged_catalog_advertises_the_same_object_again() -> None:
         "better"
         in next(d for d in third.advertised_tools() if d.id == "records.search").description
     )
+
+
+def test_a_declaration_holding_values_that_are_not_json_is_a_contract_error() -> None:
+    tool = records_tool()
+    tool.payload_schema["default"] = object()
+    with pytest.raises(ContractError, match="'records.search' declaration is not JSON"):
+        ContractCache().tool(tool, toolset="records")
