@@ -18,7 +18,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from vocabulary import DOMAINS, NOUNS, VERBS  # bench/, the script's own folder
+from vocabulary import (  # bench/, the script's own folder
+    DOMAINS,
+    NOUNS,
+    VERBS,
+    description,
+    properties,
+)
 
 from agentgen.runtime.adapters import tokens
 from agentgen.runtime.adapters.preview import first_request_body, without_deferred
@@ -50,21 +56,11 @@ def catalog(size: int, deferred: bool, seed: int = 7) -> tuple[ToolDefinition, .
         toolset = f"{DOMAINS[index % len(DOMAINS)]}{index // 160 or ''}"
         verb, noun = VERBS[(index // 16) % len(VERBS)], rng.choice(NOUNS)
         tool_id = f"{toolset}.{verb}_{noun}_{index}"
-        description = (
-            f"{verb.capitalize()} a {noun} in the {toolset} system. Use it when the user asks "
-            f"about a {noun} by its identifier or owner; results are paginated."
-        )
+        text = description(verb, noun, toolset)
         fields = rng.sample(_FIELDS, rng.randint(2, 5))
-        properties = {
-            name: {
-                key: value.format(noun=noun) if isinstance(value, str) else value
-                for key, value in spec.items()
-            }
-            for name, spec in fields
-        }
         schema = {
             "type": "object",
-            "properties": properties,
+            "properties": properties(fields, noun),
             "required": [fields[0][0]],
             "additionalProperties": False,
         }
@@ -73,9 +69,9 @@ def catalog(size: int, deferred: bool, seed: int = 7) -> tuple[ToolDefinition, .
             ToolDefinition(
                 id=tool_id,
                 title=title,
-                description=description,
+                description=text,
                 parameters_json=json.dumps(schema),
-                search=SearchDocument.from_text(search_text(tool_id, title, description)),
+                search=SearchDocument.from_text(search_text(tool_id, title, text)),
                 deferred=deferred,
             )
         )
