@@ -16,6 +16,8 @@ from agentgen.codegen.generation_model import (
     ToolModel,
     ToolsetModel,
 )
+from agentgen.runtime.agents.definition import TagClause
+from agentgen.runtime.runs.policy import ToolPolicy
 
 Source = Literal["local", "agent", "mcp", "registry"]
 
@@ -44,6 +46,20 @@ class AgentView:
     @property
     def immediate(self) -> tuple[ToolView, ...]:
         return tuple(t for t in self.tools if not t.deferred)
+
+    @property
+    def policy(self) -> ToolPolicy:
+        """The agent's own run policy, as the runtime's predicate (a runtime or run policy may
+        hide more)."""
+        return ToolPolicy(
+            tag_clauses=tuple(
+                TagClause(c.allowed_any, c.denied_any) for c in self.agent.policy.tag_clauses
+            )
+        )
+
+    def hidden(self, tool: ToolModel) -> bool:
+        """True when the agent's run policy keeps ``tool`` from the model (and refuses calls)."""
+        return not self.policy.allows(tool.id, tool.tags)
 
 
 class UnknownAgentError(LookupError):

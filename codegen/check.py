@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from agentgen.codegen.builders.names import REGISTRIES_MODULE, executor_class
 from agentgen.codegen.builders.owners import Ownership, assign_owners, toolset_kind
 from agentgen.codegen.builders.types import TypeAnalysis, analyze_types
+from agentgen.codegen.policy_rules import policy_errors
 from agentgen.dsl.errors import DesignError, sort_errors
 from agentgen.dsl.expr import AgentExpr, RootExpr, ToolsetExpr, UseExpr
 from agentgen.dsl.names import q
@@ -45,6 +46,7 @@ def check_design(evaluation: Evaluation) -> CheckedDesign:
         *types.errors,
         *_agent_name_collisions(root),
         *_reserved_service_names(root),
+        *policy_errors(root),
     ]
     return CheckedDesign(
         root, tuple(sort_errors(dict.fromkeys(errors))), ownership.warnings, ownership, types

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 if TYPE_CHECKING:
-    from agentgen.codegen.agent_views import AgentView
+    from agentgen.codegen.agent_views import AgentView, ToolView
     from agentgen.codegen.check import CheckedDesign
     from agentgen.codegen.generation_model import GenerationModel
     from agentgen.dsl.errors import DesignError
@@ -268,7 +268,8 @@ def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
     query word's contribution, so a team can check that its tools are findable before
     shipping. Claude (the Anthropic Messages adapter) uses Anthropic's hosted regex search
     instead, which this ranking does not predict. Registry tools are resolved at run time and
-    are not listed.
+    are not listed. Tools the agent's run policy hides are never searched at run time: the
+    ranking leaves them out and lists the ones that match after it.
 
     \b
     Examples:
@@ -280,35 +281,58 @@ def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
     from agentgen.runtime.search.index import SearchEntry, SearchIndex
 
     views = views_or_exit(design, agent_id)
+    if not views:
+        raise click.UsageError(
+            "the design has no agents: search ranks the deferred tools of an agent; declare one "
+            "with Agent(...) inside a Service and use its toolsets with Use(..., Deferred)"
+        )
     if len(views) != 1:
         known = ", ".join(v.agent.id for v in views)
         raise click.UsageError(f"the design has several agents; pick one with --agent ({known})")
     (view,) = views
-    deferred = view.deferred
-    index = SearchIndex(
-        [SearchEntry(t.tool.id, t.tool.search, (provider_name(t.tool.id),)) for t in deferred]
-    )
+
+    def index(tools: list[ToolView]) -> SearchIndex:
+        return SearchIndex(
+            [SearchEntry(t.tool.id, t.tool.search, (provider_name(t.tool.id),)) for t in tools]
+        )
+
+    # The adapter searches only what the run policy lets through (the catalog it receives);
+    # matching tools the policy hides are listed after the ranking.
+    deferred = list(view.deferred)
+    visible = [t for t in deferred if not view.hidden(t.tool)]
     words = sorted(set(tokenize(query)))
+    hidden_count = len(deferred) - len(visible)
+    note = f", {hidden_count} of them hidden by the agent's run policy" if hidden_count else ""
     click.echo(
         f"agent {view.agent.id}: {len(deferred)} deferred tool{'s' if len(deferred) != 1 else ''}"
-        f"; query {query!r} → words: {', '.join(words) or '(none)'}"
+        f"{note}; query {query!r} → words: {', '.join(words) or '(none)'}"
     )
     if view.registry_reads:
         click.echo("  (registry sources are resolved at run time and are not searched here)")
-    hits = index.explain(query, limit)
-    if not hits:
+    hits = index(visible).explain(query, limit)
+    hidden = [
+        hit.tool_id
+        for hit in index(deferred).explain(query, limit)
+        if hit.tool_id not in {t.tool.id for t in visible}
+    ]
+    if not hits and not hidden:
         click.echo(
             "  no tool matches (a deferred tool is found only by the words of its ID, "
             "title and description)"
         )
         return
-    width = max(len(h.tool_id) for h in hits)
+    width = max(len(tool) for tool in [*(h.tool_id for h in hits), *hidden])
     for rank, hit in enumerate(hits, start=1):
         terms = ", ".join(
             f"{t.term} {t.contribution:.3f} (tf {t.tf}, idf {t.idf:.3f})" for t in hit.terms
         )
         exact = "exact name; " if hit.exact_name else ""
         click.echo(f"  {rank}. {hit.tool_id:<{width}}  score {hit.score:.3f}  [{exact}{terms}]")
+    for tool_id in hidden:
+        click.echo(
+            f"  -  {tool_id:<{width}}  matches, but the agent's run policy hides it: the model "
+            "never sees it (see RunPolicy's AllowTags/DenyTags)"
+        )
 
 
 @main.command()

@@ -27,9 +27,7 @@ from agentgen.runtime.adapters.preview import (
     unavailable,
     without_deferred,
 )
-from agentgen.runtime.agents.definition import TagClause
 from agentgen.runtime.model_client import ModelError, ToolDefinition
-from agentgen.runtime.runs.policy import ToolPolicy
 
 __all__ = [
     "AgentExplanation",
@@ -81,21 +79,12 @@ class AgentExplanation:
     sizes: tuple[RequestSize, ...]
 
 
-def _policy(view: AgentView) -> ToolPolicy:
-    return ToolPolicy(
-        tag_clauses=tuple(
-            TagClause(c.allowed_any, c.denied_any) for c in view.agent.policy.tag_clauses
-        )
-    )
-
-
 def tool_definitions(view: AgentView, *, eager: bool = False) -> tuple[ToolDefinition, ...]:
     """The compiled tools a planning catalog of this agent advertises, in catalog order.
 
     Tools the agent's own run policy hides are left out, as the runtime does (a runtime or run
     policy may hide more). ``eager`` clears every deferred flag.
     """
-    policy = _policy(view)
     return tuple(
         ToolDefinition(
             id=t.tool.id,
@@ -107,7 +96,7 @@ def tool_definitions(view: AgentView, *, eager: bool = False) -> tuple[ToolDefin
             tags=t.tool.tags,
         )
         for t in view.tools
-        if policy.allows(t.tool.id, t.tool.tags)
+        if not view.hidden(t.tool)
     )
 
 

@@ -225,6 +225,11 @@ class ToolsetExpr(Expr):
                 return tool
         return None
 
+    def tool_tags(self, tool: ToolExpr) -> tuple[str, ...]:
+        """The tags run policies see on ``tool``: the toolset's tags, then the tool's own (each
+        once). Generated specs carry this union, so the runtime filters on one list."""
+        return tuple(dict.fromkeys([*self.tags, *tool.tags]))
+
 
 # --------------------------------------------------------------------------- consumption
 

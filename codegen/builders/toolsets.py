@@ -95,7 +95,7 @@ def _tool(
         method=method,
         title=title,
         description=description,
-        tags=tuple(expr.tags),
+        tags=toolset.tool_tags(expr),
         payload=types.payload,
         result=types.result,
         search=SearchDocument.from_text(search_text(identifier, title, description)),

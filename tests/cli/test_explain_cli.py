@@ -140,11 +140,17 @@ def test_kitchen_sink_sources_policy_and_fingerprints() -> None:
         "notes.add_note": ("local", "deferred"),
     }
     tools = {t["id"]: t for t in triage["tools"]}
-    assert tools["tickets.search"]["tags"] == ["read"]
+    # A toolset's tags apply to its tools: Tags("support") on tickets, Tags("read") on search.
+    assert tools["tickets.search"]["tags"] == ["support", "read"]
+    assert tools["tickets.ping"]["tags"] == ["support"]
     assert tools["ask_expert.ask"]["agent_id"] == "helpdesk.expert"
     assert tools["weather.get-forecast"]["mcp_server"] == "weather_server"
-    # The agent's run policy (AllowTags("support", "read")) lets only tagged tools through.
-    assert [t for t, tool in tools.items() if tool["advertised"]] == ["tickets.search"]
+    # The agent's run policy (AllowTags("support", "read")) lets only tagged tools through:
+    # every tickets tool carries its toolset's "support".
+    assert [t for t, tool in tools.items() if tool["advertised"]] == [
+        "tickets.search", "tickets.more", "tickets.get", "tickets.refund", "tickets.ping",
+        "tickets.open_folder",
+    ]  # fmt: skip
     fingerprints = kitchen_sink_fingerprints()
     assert {t["toolset"]: t["fingerprint"] for t in triage["tools"]} == fingerprints
     assert {t["name"]: t["fingerprint"] for t in triage["toolsets"]} == fingerprints

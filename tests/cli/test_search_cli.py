@@ -64,3 +64,41 @@ def test_help_names_the_search_it_models() -> None:
     assert "BM25 ranking (k1 1.2, b 0.75)" in text
     assert "the OpenAI Responses adapter's client-side tool search uses" in text
     assert "Claude (the Anthropic Messages adapter) uses Anthropic's hosted regex search" in text
+
+
+def test_a_ranked_tool_the_policy_hides_is_marked(tmp_path: Path) -> None:
+    design = tmp_path / "design.py"
+    design.write_text(
+        """
+from agentgen.dsl import AllowTags, Agent, Deferred, RunPolicy, Service, Tags, Tool, Toolset, Use
+
+with Toolset("tickets") as Tickets:
+    Tool("search", "Search tickets.", lambda: Tags("read"))
+    Tool("purge", "Purge old tickets.", lambda: Tags("admin"))
+
+with Service("svc"):
+    with Agent("a", "A."):
+        Use(Tickets, Deferred)
+        RunPolicy(lambda: AllowTags("read"))
+"""
+    )
+    code, out, _ = run(str(design), "tickets")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("agent svc.a: 2 deferred tools, 1 of them hidden by the agent's")
+    # The ranking is what the adapter searches: the tools the policy lets through.
+    assert lines[1].split()[:2] == ["1.", "tickets.search"]
+    assert lines[2].split()[:2] == ["-", "tickets.purge"]
+    assert "the agent's run policy hides it: the model never sees it" in lines[2]
+    assert len(lines) == 3
+
+
+def test_a_design_without_agents_says_so(tmp_path: Path) -> None:
+    design = tmp_path / "empty.py"
+    design.write_text(
+        'from agentgen.dsl import Tool, Toolset\n\nToolset("t", lambda: Tool("x", "X."))\n'
+    )
+    code, _, err = run(str(design), "x")
+    assert code == 2
+    assert "several agents" not in err
+    assert "the design has no agents: search ranks the deferred tools of an agent" in err

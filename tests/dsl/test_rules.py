@@ -241,8 +241,13 @@ with Service("svc"):
 def test_run_policy(designs: DesignRunner) -> None:
     root = designs.load(
         """
+with Toolset("records") as Records:
+    Tool("lookup", "Look up.", lambda: Tags("read"))
+    Tool("find", "Find.", lambda: Tags("search"))
+    Tool("drop", "Drop.", lambda: Tags("admin"))
 with Service("svc"):
     with Agent("a", "A."):
+        Use(Records)
         with RunPolicy():
             MaxToolCalls(10)
             MaxConsecutiveFailedToolCalls(2)

@@ -1,0 +1,92 @@
+"""Checker rules for agents' run policies: a tag clause must be able to match, and a policy
+must leave the model something to call.
+
+Policies filter on the tags generated specs carry (a tool's tags with its toolset's,
+:meth:`~agentgen.dsl.expr.ToolsetExpr.tool_tags`), with the runtime's own predicate, so a
+design that passes here filters at run time exactly as checked. Agents that read registries
+are exempt: their registry tools arrive at run time with tags of their own.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+from agentgen.dsl.errors import DesignError
+from agentgen.dsl.expr import AgentExpr, RegistryExpr, RootExpr, ToolsetExpr
+from agentgen.dsl.names import q
+from agentgen.runtime.agents.definition import TagClause
+from agentgen.runtime.contracts.ids import agent_id, tool_id
+from agentgen.runtime.runs.policy import ToolPolicy
+
+__all__ = ["policy_errors"]
+
+#: How many hidden tools an error lists before it only counts the rest.
+SHOWN_TOOLS = 5
+
+
+def policy_errors(root: RootExpr) -> Iterable[DesignError]:
+    for agent in root.agents():
+        yield from _agent_policy(agent)
+
+
+def _reads_registries(agent: AgentExpr) -> bool:
+    return any(
+        isinstance(use.target, RegistryExpr)
+        or (isinstance(use.target, ToolsetExpr) and use.target.is_registry)
+        for use in agent.uses
+    )
+
+
+def _tools(agent: AgentExpr) -> list[tuple[str, tuple[str, ...]]]:
+    """(tool ID, the tags its spec carries) of every compiled tool the agent uses."""
+    tools: list[tuple[str, tuple[str, ...]]] = []
+    for use in agent.uses:
+        target = use.target
+        if isinstance(target, ToolsetExpr) and not target.is_registry:
+            tools.extend(
+                (tool_id(target.name, tool.name), target.tool_tags(tool))
+                for tool in use.resolved_tools
+            )
+    return tools
+
+
+def _agent_policy(agent: AgentExpr) -> Iterable[DesignError]:
+    policy = agent.policy
+    if policy is None or not policy.tag_clauses or _reads_registries(agent):
+        return
+    identifier = agent_id(agent.service.name, agent.name)
+    tools = _tools(agent)
+    carried = sorted({tag for _, tags in tools for tag in tags})
+    unknown = False
+    for clause in policy.tag_clauses:
+        func = "AllowTags" if clause.allowed_any else "DenyTags"
+        for tag in (*clause.allowed_any, *clause.denied_any):
+            if tag in carried:
+                continue
+            unknown = True
+            close = difflib.get_close_matches(tag, carried, n=1)
+            hint = f"; did you mean {q(close[0])}?" if close else ""
+            yield DesignError(
+                clause.loc,
+                policy.where(),
+                f"{func} names tag {q(tag)}, which no tool of agent {q(identifier)} carries "
+                f"(their tags: {', '.join(carried) or 'none'}){hint}",
+            )
+    if unknown or not tools:
+        return  # a misspelt tag explains the rest
+    predicate = ToolPolicy(
+        tag_clauses=tuple(TagClause(c.allowed_any, c.denied_any) for c in policy.tag_clauses)
+    )
+    if any(predicate.allows(tid, tags) for tid, tags in tools):
+        return
+    shown = [f"{tid} (tags: {', '.join(tags) or 'none'})" for tid, tags in tools[:SHOWN_TOOLS]]
+    if len(tools) > SHOWN_TOOLS:
+        shown.append(f"and {len(tools) - SHOWN_TOOLS} more")
+    yield DesignError(
+        policy.loc,
+        policy.where(),
+        f"the RunPolicy of agent {q(identifier)} hides every tool the agent uses, so its model "
+        f"would see none: {', '.join(shown)}; loosen AllowTags/DenyTags, or tag the tools the "
+        "agent needs (a Toolset's Tags apply to each of its tools)",
+    )
