@@ -9,12 +9,11 @@ are exempt: their registry tools arrive at run time with tags of their own.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from agentgen.dsl.errors import DesignError
 from agentgen.dsl.expr import AgentExpr, RegistryExpr, RootExpr, ToolsetExpr
-from agentgen.dsl.names import q
+from agentgen.dsl.names import did_you_mean, q
 from agentgen.runtime.agents.definition import TagClause
 from agentgen.runtime.contracts.ids import agent_id, tool_id
 from agentgen.runtime.runs.policy import ToolPolicy
@@ -65,8 +64,7 @@ def _agent_policy(agent: AgentExpr) -> Iterable[DesignError]:
             if tag in carried:
                 continue
             unknown = True
-            close = difflib.get_close_matches(tag, carried, n=1)
-            hint = f"; did you mean {q(close[0])}?" if close else ""
+            hint = did_you_mean(tag, carried)
             yield DesignError(
                 clause.loc,
                 policy.where(),

@@ -10,9 +10,11 @@ collisions rejected).
 
 from __future__ import annotations
 
+import difflib
 import json
 import keyword
 import re
+from collections.abc import Iterable
 
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 MCP_TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -22,6 +24,15 @@ MAX_NAME_LENGTH = 64
 def q(value: str) -> str:
     """Quote a name for a message (double quotes, escapes visible)."""
     return json.dumps(value, ensure_ascii=False)
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``; did you mean "x"?`` for the candidate closest to a misspelt ``name`` (case counts
+    for little), or an empty string when none is close."""
+    known = list(dict.fromkeys(candidates))
+    folded = {candidate.lower(): candidate for candidate in reversed(known)}
+    close = difflib.get_close_matches(name.lower(), list(folded), n=1)
+    return f"; did you mean {q(folded[close[0]])}?" if close else ""
 
 
 def sanitize(value: str) -> str:

@@ -32,7 +32,7 @@ from agentgen.dsl.expr import (
     UseExpr,
 )
 from agentgen.dsl.location import SourceLoc
-from agentgen.dsl.names import python_identifier, q
+from agentgen.dsl.names import did_you_mean, python_identifier, q
 from agentgen.dsl.types import Property, SchemaProblem, properties, type_name
 
 DEFAULT_API_VERSION = "v1"
@@ -123,11 +123,13 @@ class _Validator:
     def run(self) -> list[DesignError]:
         self.unique(self.root.services, "service")
         self.unique(self.root.registries, "registry")
-        self.unique(self.root.toolsets, "toolset")
+        mistaken = self.names_for_toolsets()
+        self.unique([t for t in self.root.toolsets if id(t) not in mistaken], "toolset")
         for registry in self.root.registries:
             self.registry(registry)
         for toolset in self.root.toolsets:
-            self.toolset(toolset)
+            if id(toolset) not in mistaken:
+                self.toolset(toolset)
         for service in self.root.services:
             self.unique(service.agents, "agent", scope=f" within {service.eval_name()}")
             self.exports(service)
@@ -159,6 +161,33 @@ class _Validator:
                 )
             else:
                 first[expr.name] = expr
+
+    def names_for_toolsets(self) -> set[int]:
+        """``Use("tickets")`` without tools, where a toolset named "tickets" exists: the design
+        meant ``Use(Tickets)``. Reported once, at the Use, instead of as a duplicate toolset
+        that declares no tools; returns the ``id()`` of each such in-place toolset."""
+        mistaken: set[int] = set()
+        for toolset in self.root.toolsets:
+            empty = not (toolset.tools or toolset.rejected_tools or toolset.body_rejected)
+            if toolset.owner != "agent-use" or not empty:
+                continue
+            other = next(
+                (t for t in self.root.toolsets if t.name == toolset.name and t is not toolset),
+                None,
+            )
+            if other is None:
+                continue
+            mistaken.add(id(toolset))
+            variable = "".join(part.capitalize() for part in toolset.name.split("_"))
+            self.error(
+                toolset,
+                f"Use({q(toolset.name)}) defines a new toolset named {q(toolset.name)} in place, "
+                f"but {other.eval_name()} is already defined at {other.loc.short()}; to consume "
+                "it, pass the value Toolset(...) returned, not its name: "
+                f"{variable} = Toolset({q(toolset.name)}, ...), then Use({variable})",
+                related=(other.loc,),
+            )
+        return mistaken
 
     # ------------------------------------------------------------------ registries
 
@@ -543,10 +572,11 @@ class _Validator:
                     loc=loc,
                 )
                 continue
-            hint = ""
             local = name.rsplit(".", 1)[-1]
             if local != name and local in included:
                 hint = f"; use the local name {q(local)}, not a qualified one"
+            else:
+                hint = did_you_mean(name, included)
             self.error(
                 use,
                 f"{prefix} unknown tool {q(name)} (its tools: {', '.join(included) or 'none'})"

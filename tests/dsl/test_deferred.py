@@ -212,11 +212,23 @@ with Service("assistant"):
             Deferred("Analyze")  # <-
 """,
         'agent "assistant.assistant" toolset "records": Deferred selects unknown tool "serach" '
-        "(its tools: lookup, search, analyze)",
+        '(its tools: lookup, search, analyze); did you mean "search"?',
         'unknown tool "records.search" (its tools: lookup, search, analyze); use the local name '
         '"search"',
-        'unknown tool "Analyze"',
+        'unknown tool "Analyze" (its tools: lookup, search, analyze); did you mean "analyze"?',
     )
+
+
+def test_b8_a_name_close_to_none_gets_no_suggestion(designs: DesignRunner) -> None:
+    (error,) = designs.check(
+        RECORDS
+        + """
+with Service("assistant"):
+    Agent("assistant", "Find.", lambda: Use(Records, lambda: Deferred("weather")))  # <-
+""",
+        'Deferred selects unknown tool "weather" (its tools: lookup, search, analyze)',
+    )
+    assert "did you mean" not in str(error)
 
 
 def test_b8_names_include_inline_agent_and_external_mcp_tools(designs: DesignRunner) -> None:

@@ -383,3 +383,22 @@ with Service("svc"):
         'fetches its further pages (ContinueWith("more")); add Tool("more") to the selection',
         'this Export selects tool "search" of toolset "records" without "more"',
     )
+
+
+def test_use_of_a_name_where_the_toolset_object_was_meant(designs: DesignRunner) -> None:
+    errors = designs.check(
+        """
+Tickets = Toolset("tickets", lambda: Tool("get", "Get a ticket."))
+with Service("svc"):
+    Agent("a", "A.", lambda: Use("tickets"))  # <-
+    Agent("b", "B.", lambda: Use(Tickets))
+""",
+        'Use("tickets") defines a new toolset named "tickets" in place, but toolset "tickets" is '
+        "already defined at",
+    )
+    message = str(errors[0])
+    assert (
+        "to consume it, pass the value Toolset(...) returned, not its name: Tickets = Toolset("
+        '"tickets", ...), then Use(Tickets)'
+    ) in message
+    assert "declares no tools" not in message
