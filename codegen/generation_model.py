@@ -205,6 +205,10 @@ class AgentModel:
     required_labels: tuple[str, ...]
     agent_executors: tuple[str, ...]
     tool_schemas_json: str | None
+    #: ``<Agent>AgentConfig`` and ``register_<agent>_agent`` (no doubled suffix: see
+    #: :func:`agentgen.codegen.builders.names.agent_names`).
+    config_class: str
+    register_function: str
 
     @property
     def uses_mcp(self) -> bool:
@@ -238,14 +242,6 @@ class AgentModel:
         return sort_imports(
             [*lines, "from .agent import definition", f"from .config import {self.config_class}"]
         )
-
-    @property
-    def register_function(self) -> str:
-        return f"register_{self.name}_agent"
-
-    @property
-    def config_class(self) -> str:
-        return f"{self.prefix}AgentConfig"
 
 
 @dataclass(frozen=True)

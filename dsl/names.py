@@ -5,7 +5,9 @@ names and parts of the fixed tool IDs (``toolset.tool``), so they must be lower 
 identifiers without a double underscore or a trailing underscore (``a__b`` and ``a_`` would
 camel-case like ``a_b`` and ``a`` in generated class names). Tools of external MCP servers keep
 the server's names, which may use dashes and capitals; their Python identifiers are derived (and
-collisions rejected).
+collisions rejected). Names are ASCII: provider tool names allow only ``[A-Za-z0-9_-]``, and
+a non-ASCII identifier would reach models as ``_``s; a non-ASCII name is answered with its
+transliteration as the suggestion instead.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import json
 import keyword
 import re
 from collections.abc import Iterable
+
+from anyascii import anyascii
 
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 MCP_TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -36,8 +40,9 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
 
 
 def sanitize(value: str) -> str:
-    """A lower snake_case suggestion for a name that is not one."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", value)
+    """A lower snake_case suggestion for a name that is not one; other scripts and accents are
+    transliterated to ASCII (``größe`` → ``grosse``, ``東京`` → ``dong_jing``)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", anyascii(value))
     snake = re.sub(r"[^a-z0-9]+", "_", spaced.lower()).strip("_")
     snake = re.sub(r"_+", "_", snake)
     if snake and snake[0].isdigit():
@@ -61,11 +66,15 @@ def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | N
     pattern = MCP_TOOL_NAME if mcp_tool else IDENTIFIER
     if not pattern.match(value):
         suggestion = sanitize(value)
-        rule = (
-            "letters, digits, '_' and '-', starting with a letter"
-            if mcp_tool
-            else "a lower snake_case identifier (a-z, 0-9, _; starting with a letter)"
-        )
+        if mcp_tool:
+            rule = "letters, digits, '_' and '-', starting with a letter"
+        elif value.isascii():
+            rule = "a lower snake_case identifier (a-z, 0-9, _; starting with a letter)"
+        else:
+            rule = (
+                "a lower snake_case ASCII identifier (a-z, 0-9, _; starting with a letter: "
+                "names become Python packages, tool IDs and provider tool names)"
+            )
         hint = f"; try {q(suggestion)}" if suggestion and suggestion != value else ""
         return f"{kind} name {q(value)} must be {rule}{hint}"
     if not mcp_tool and ("__" in value or value.endswith("_")):

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentgen.codegen.builders.names import GENERATED_BY, camel
+from agentgen.codegen.builders.names import GENERATED_BY, agent_names, camel
 from agentgen.codegen.generation_model import (
     AgentModel,
     PolicyModel,
@@ -71,6 +71,7 @@ def build_agent(expr: AgentExpr, toolsets: Mapping[int, ToolsetModel]) -> AgentM
         )
     policy = expr.policy
     labels = sorted({label for used in uses for t in used.tools for label in t.required_labels})
+    config_class, register_function = agent_names(expr.name)
     return AgentModel(
         name=expr.name,
         id=identifier,
@@ -91,6 +92,8 @@ def build_agent(expr: AgentExpr, toolsets: Mapping[int, ToolsetModel]) -> AgentM
         required_labels=tuple(labels),
         agent_executors=tuple(sorted(set(executors))),
         tool_schemas_json=tool_schemas_json(identifier, service.name, uses),
+        config_class=config_class,
+        register_function=register_function,
     )
 
 

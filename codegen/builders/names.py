@@ -10,6 +10,7 @@ from agentgen.dsl.names import python_identifier
 
 __all__ = [
     "GENERATED_BY",
+    "agent_names",
     "REGISTRIES_MODULE",
     "SPECS_MODULE_NAMES",
     "camel",
@@ -30,6 +31,19 @@ REGISTRIES_MODULE = "registries"
 
 def camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in python_identifier(name).split("_"))
+
+
+def agent_names(agent: str) -> tuple[str, str]:
+    """The config class and the register function of an agent's package.
+
+    ``<Agent>AgentConfig`` and ``register_<agent>_agent``, except that a name whose last word
+    is already ``agent`` gets no second one: ``billing_agent`` gives ``BillingAgentConfig`` and
+    ``register_billing_agent``, ``agent`` gives ``AgentConfig`` and ``register_agent``.
+    """
+    words = agent.split("_")
+    suffixed = words[-1] == "agent"
+    stem = agent if suffixed else f"{agent}_agent"
+    return f"{camel(stem)}Config", f"register_{stem}"
 
 
 def executor_class(toolset: str) -> str:

@@ -136,3 +136,24 @@ def test_valid_mcp_json_schemas_with_local_references(designs: DesignRunner) -> 
     model = generation(designs, MCP.format(call=f"(Args({schema}), Return({schema}))"))
     (toolset,) = model.services[0].toolsets
     assert [t.payload.kind for t in toolset.tools] == ["schema", "schema"]
+
+
+def test_agent_names_ending_in_agent_get_no_doubled_suffix(designs: DesignRunner) -> None:
+    model = generation(
+        designs,
+        RECORDS
+        + """
+with Service("svc"):
+    Agent("billing_agent", "Bills.", lambda: Use(Records))
+    Agent("agent", "Plain.", lambda: Use(Records))
+    Agent("agents_desk", "Not a suffix.", lambda: Use(Records))
+    Agent("billing", "Bills too.", lambda: Use(Records))
+""",
+    )
+    names = {a.name: (a.config_class, a.register_function) for a in model.services[0].agents}
+    assert names == {
+        "billing_agent": ("BillingAgentConfig", "register_billing_agent"),
+        "agent": ("AgentConfig", "register_agent"),
+        "agents_desk": ("AgentsDeskAgentConfig", "register_agents_desk_agent"),
+        "billing": ("BillingAgentConfig", "register_billing_agent"),
+    }

@@ -402,3 +402,23 @@ with Service("svc"):
         '"tickets", ...), then Use(Tickets)'
     ) in message
     assert "declares no tools" not in message
+
+
+def test_non_ascii_names_get_a_transliterated_suggestion(designs: DesignRunner) -> None:
+    designs.check(
+        """
+Toolset("größe", lambda: Tool("x", "X."))  # <-
+with Toolset("ok"):
+    Tool("café_menu", "Menu.")  # <-
+Service("東京")  # <-
+""",
+        'toolset name "größe" must be a lower snake_case ASCII identifier (a-z, 0-9, _; starting '
+        "with a letter: names become Python packages, tool IDs and provider tool names); try "
+        '"grosse"',
+        'tool name "café_menu" must be a lower snake_case ASCII identifier',
+        'service name "東京" must be a lower snake_case ASCII identifier',
+    )
+    errors = designs.errors('Toolset("café_menu", lambda: Tool("x", "X."))')
+    assert 'try "cafe_menu"' in str(errors[0])
+    errors = designs.errors('Service("東京")')
+    assert 'try "dong_jing"' in str(errors[0])
