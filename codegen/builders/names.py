@@ -10,9 +10,9 @@ from agentgen.dsl.names import python_identifier
 
 __all__ = [
     "GENERATED_BY",
-    "agent_names",
     "REGISTRIES_MODULE",
     "SPECS_MODULE_NAMES",
+    "agent_names",
     "camel",
     "executor_class",
     "tool_constant",
