@@ -4,7 +4,8 @@ The library entry point is :func:`generate` (``agentgen gen`` is a thin layer ov
 
     from agentgen.codegen import generate
 
-    result = generate("design.py", "gen")          # or check=True to compare only
+    result = generate("design.py")                 # into gen/ next to design.py; check=True
+                                                   # compares only
     for error in result.errors:                    # design errors are data, not exceptions
         print(error)
 

@@ -137,6 +137,20 @@ def summary(root: RootExpr) -> str:
 class _Commands(click.Group):
     """The command group: an exception no command expected is reported as a bug (exit 3)."""
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List every command with its whole summary (the first paragraph of its help),
+        wrapped rather than cut at click's default 45 characters."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            summary = (command.short_help or command.help or "").split("\n\n")[0]
+            rows.append((name, " ".join(summary.split())))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
@@ -176,9 +190,10 @@ def validate(design: Path) -> None:
     "-o",
     "--output",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("gen"),
-    show_default=True,
-    help="Folder of the generated packages.",
+    default=None,
+    show_default="gen/ in the folder of DESIGN",
+    help="Folder of the generated packages (a relative path is relative to the current "
+    "folder).",
 )
 @click.option(
     "--check",
@@ -189,9 +204,11 @@ def validate(design: Path) -> None:
 @click.option(
     "--no-cache",
     is_flag=True,
-    help="Always load and generate, even when nothing the last generation read has changed.",
+    help="Always load and generate, even when nothing the last generation read has changed. "
+    "The record of the last generation lives in $AGENTGEN_CACHE_DIR, else "
+    "$XDG_CACHE_HOME/agentgen, else ~/.cache/agentgen; deleting that folder clears it.",
 )
-def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
+def gen(design: Path, output: Path | None, check: bool, no_cache: bool) -> None:
     """Generate typed agent packages from DESIGN into OUTPUT.
 
     Files that are no longer generated are removed (only files carrying agentgen's header).
@@ -203,12 +220,13 @@ def gen(design: Path, output: Path, check: bool, no_cache: bool) -> None:
 
     \b
     Examples:
-      agentgen gen design.py
-      agentgen gen examples/records/design.py -o examples/records/gen
+      agentgen gen design.py             # writes gen/ next to design.py
+      agentgen gen examples/records/design.py -o build/records
       agentgen gen design.py --check     # in CI: fail when committed packages are stale
     """
-    from agentgen.codegen.pipeline import generate
+    from agentgen.codegen.pipeline import default_output, generate
 
+    output = default_output(design) if output is None else output
     with handled(design):
         result = generate(design, output, check=check, use_cache=not no_cache)
     if result.errors:

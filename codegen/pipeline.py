@@ -29,13 +29,29 @@ if TYPE_CHECKING:
 # regeneration with nothing to do answers from the cache without loading any of it.
 
 __all__ = [
+    "DEFAULT_OUTPUT",
     "GenerationResult",
     "batch_memory",
     "check_file",
+    "default_output",
     "generate",
     "model_of",
     "render_model",
 ]
+
+
+#: The output folder's name when none is given; it goes next to the design file.
+DEFAULT_OUTPUT = "gen"
+
+
+def default_output(design: str | os.PathLike[str]) -> Path:
+    """``gen/`` in the design file's folder: where packages go when no output is given.
+
+    Next to the design rather than in the current folder, so that a generation writes the same
+    place whichever folder it is run from (CI, an editor, a Makefile) and the packages sit
+    where the design's own package can import them.
+    """
+    return Path(design).parent / DEFAULT_OUTPUT
 
 
 @dataclass(frozen=True)
@@ -141,12 +157,13 @@ def render_model(model: GenerationModel) -> tuple[RenderedFile, ...]:
 
 def generate(
     design: str | os.PathLike[str],
-    output: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
     *,
     check: bool = False,
     use_cache: bool = True,
 ) -> GenerationResult:
-    """Generate the typed agent packages of ``design`` into ``output``.
+    """Generate the typed agent packages of ``design`` into ``output`` (default:
+    :func:`default_output`, ``gen/`` next to the design).
 
     With ``check``, nothing is written: the result lists what is missing, stale, extra or in
     conflict. Without it, files are written, files no longer generated are removed (only
@@ -154,7 +171,8 @@ def generate(
     writes nothing and reports the conflicts. ``use_cache`` answers a regeneration from the
     record of the last one when nothing it read has changed.
     """
-    design, output = Path(design), Path(output)
+    design = Path(design)
+    output = default_output(design) if output is None else Path(output)
     if not check and use_cache and design.is_file():
         record = cache.unchanged(design, output)
         if record is not None:

@@ -187,3 +187,15 @@ def test_name_collisions_are_reported_with_dsl_errors_in_one_run(
         "design.py: 4 design errors",
     ]
     assert not (tmp_path / "gen").exists()
+
+
+def test_top_level_help_shows_every_command_summary_uncut() -> None:
+    result = CliRunner().invoke(main, ["--help"], terminal_width=80)
+    assert result.exit_code == 0
+    commands = result.stdout.split("Commands:")[1]
+    assert "..." not in commands
+    text = " ".join(commands.split())
+    for command in main.commands.values():
+        summary = (command.help or "").split("\n\n")[0]
+        summary = " ".join(summary.split())
+        assert summary and summary in text, f"{command.name}: {summary!r} is cut"

@@ -341,3 +341,27 @@ def test_a_folder_listed_by_a_module_the_design_imports_is_noticed(tmp_path: Pat
     finally:
         os.chdir(old)
     assert listed == {str(tmp_path / "tools")}
+
+
+def test_the_default_output_folder_is_next_to_the_design(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "design.py").write_text(DESIGN)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, out, err = gen("../project/design.py", cwd=elsewhere)
+    assert code == 0, err
+    assert out.startswith("../project/gen: 20 created")
+    assert (project / "gen" / "assistant" / "agents" / "clerk" / "agent.py").is_file()
+    assert list(elsewhere.iterdir()) == []
+    # -o stays relative to the current folder, as paths on a command line are.
+    code, _, err = gen("../project/design.py", "-o", "out", cwd=elsewhere)
+    assert code == 0, err
+    assert (elsewhere / "out" / "__init__.py").is_file()
+
+
+def test_gen_help_states_the_default_output_folder_and_the_cache() -> None:
+    result = CliRunner().invoke(main, ["gen", "--help"], terminal_width=200)
+    text = " ".join(result.stdout.split())
+    assert "[default: (gen/ in the folder of DESIGN)]" in text
+    assert "$AGENTGEN_CACHE_DIR, else $XDG_CACHE_HOME/agentgen, else ~/.cache/agentgen" in text
