@@ -192,8 +192,7 @@ def validate(design: Path) -> None:
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
     show_default="gen/ in the folder of DESIGN",
-    help="Folder of the generated packages (a relative path is relative to the current "
-    "folder).",
+    help="Folder of the generated packages (a relative path is relative to the current folder).",
 )
 @click.option(
     "--check",

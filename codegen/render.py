@@ -35,12 +35,35 @@ class RenderedFile:
         return self.path.endswith(".py")
 
 
+def _escape(ch: str) -> str:
+    """The Python escape of one character (``\\x00``, ``\\u2028``, ``\\ud800``...)."""
+    code = ord(ch)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def escaped(text: str, keep: str = "") -> str:
+    """``text`` with every character that is not printable (controls, NUL, line and paragraph
+    separators, format and private-use characters, lone surrogates) written as a Python escape,
+    except those in ``keep``. What remains is safe inside a literal, a docstring or a comment:
+    nothing a tokenizer, an editor or ``str.splitlines`` reads as a line break, nothing
+    invisible, nothing UTF-8 cannot encode. Backslashes already in ``text`` are the caller's
+    to escape (first)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in text)
+
+
 def py(value: Any) -> str:
     """A Python literal for a JSON-like value, strings in double quotes (black's style)."""
     if value is None or isinstance(value, bool | int | float):
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        # json.dumps escapes quotes, backslashes and C0 controls as Python reads them too.
+        return escaped(json.dumps(value, ensure_ascii=False))
     if isinstance(value, tuple):
         return py_tuple(value)
     if isinstance(value, list):
@@ -60,8 +83,11 @@ def py_tuple(values: Any) -> str:
 
 
 def docstring(text: str, indent: int = 0) -> str:
-    body = text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    lines = body.splitlines() or [""]
+    """A docstring literal for ``text``, line by line: backslashes, triple quotes and every
+    non-printable character but tabs escaped (a NUL or a separator would break the module)."""
+    body = text.strip().replace("\\", "\\\\")
+    body = escaped(body, keep="\n\t").replace('"""', '\\"\\"\\"')
+    lines = body.split("\n")
     pad = " " * indent
     joined = ("\n" + pad).join(line.rstrip() for line in lines)
     if joined.endswith('"'):
@@ -71,8 +97,32 @@ def docstring(text: str, indent: int = 0) -> str:
     return f'"""{joined}"""'
 
 
+def class_doc(text: str, indent: int = 4) -> str:
+    """The docstring statement of a generated model or enum: part of its contract, since
+    pydantic reads the description of its JSON Schema from it.
+
+    A docstring keeps it exactly when every character is printable or a line break, no line
+    ends in whitespace and it does not end in a quote (a docstring's tabs, trailing spaces and
+    final quote do not survive formatting and ``inspect.cleandoc`` as they were). Otherwise
+    the class assigns ``__doc__`` a string literal, which keeps every character.
+    """
+    lines = text.split("\n")
+    simple = (
+        all(ch.isprintable() or ch == "\n" for ch in text)
+        and all(line == line.rstrip() for line in lines)
+        and not text.endswith('"')
+    )
+    return docstring(text, indent) if simple else f"__doc__ = {py(text)}"
+
+
 def oneline(text: str) -> str:
-    return " ".join(text.split()).replace("\\", "\\\\").replace('"""', "'''")
+    """``text`` on one docstring line: each run of whitespace one space, the rest escaped."""
+    return escaped(" ".join(text.split()).replace("\\", "\\\\")).replace('"""', "'''")
+
+
+def comment(text: str) -> str:
+    """``text`` safe inside a ``#`` comment: no line break, nothing invisible."""
+    return escaped(text)
 
 
 def type_spec(ref: TypeRef, what: str) -> str:
@@ -96,7 +146,13 @@ def environment() -> Environment:
         autoescape=False,
     )
     env.filters.update(
-        py=py, py_tuple=py_tuple, docstring=docstring, oneline=oneline, type_spec=type_spec
+        py=py,
+        py_tuple=py_tuple,
+        docstring=docstring,
+        class_doc=class_doc,
+        oneline=oneline,
+        comment=comment,
+        type_spec=type_spec,
     )
     return env
 

@@ -10,7 +10,7 @@ from typing import TypeVar, overload
 from agentgen.dsl.eval import EvalContext, context, run_body
 from agentgen.dsl.expr import Expr
 from agentgen.dsl.location import SourceLoc, caller_loc
-from agentgen.dsl.names import name_problem, q
+from agentgen.dsl.names import lone_surrogate, name_problem, q
 
 E = TypeVar("E", bound=Expr)
 A = TypeVar("A", bound=Expr)
@@ -93,6 +93,10 @@ class Call:
             return None
         if not allow_empty and not value.strip():
             self.error(f"{self.func} {what} cannot be empty")
+            return None
+        surrogate = lone_surrogate(value)
+        if surrogate is not None:
+            self.error(f"{self.func} {what} contains {surrogate}; remove it")
             return None
         return value
 

@@ -30,6 +30,20 @@ def q(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def lone_surrogate(text: str) -> str | None:
+    """Describes the first lone surrogate of ``text`` (half of a UTF-16 pair, as a wrongly
+    decoded file or an escape like ``"\\ud800"`` leaves), or None. No UTF-8 file, JSON
+    document or provider request can carry one, so designs may not contain them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # only surrogates fail to encode
+        return (
+            f"a lone surrogate (U+{ord(text[exc.start]):04X} at index {exc.start}), which no "
+            "UTF-8 file, JSON document or provider request can carry"
+        )
+    return None
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """``; did you mean "x"?`` for the candidate closest to a misspelt ``name`` (case counts
     for little), or an empty string when none is close."""

@@ -18,7 +18,7 @@ from agentgen.codegen.builders.owners import toolset_kind
 from agentgen.codegen.generation_model import TypeRef
 from agentgen.codegen.pytypes import TypeModule, UnsupportedType
 from agentgen.dsl.errors import DesignError
-from agentgen.dsl.expr import RootExpr, ToolExpr, ToolsetExpr, TypeExpr
+from agentgen.dsl.expr import RootExpr, ServerDataExpr, ToolExpr, ToolsetExpr, TypeExpr
 from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.runtime.contracts.canonical import compact_json
@@ -43,10 +43,37 @@ __all__ = [
 AGENT_TEXT_RESULT_SCHEMA = {"$schema": JSON_SCHEMA_DIALECT, "type": "string"}
 
 
+def _surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The path (``/properties/x/description``) and code point (``U+D800``) of the first lone
+    surrogate in a JSON value's strings or keys, or None (only surrogates fail to encode)."""
+    if isinstance(value, str):
+        if _utf8(value):
+            return None
+        code = next(ord(c) for c in value if "\ud800" <= c <= "\udfff")
+        return path or "/", f"U+{code:04X}"
+    items: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _surrogate(key, f"{path}/{key}") if isinstance(key, str) else None
+            if found is not None:
+                return found
+            items.append((str(key), item))
+    elif isinstance(value, list):
+        items = [(str(i), v) for i, v in enumerate(value)]
+    for key, item in items:
+        found = _surrogate(item, f"{path}/{key}")
+        if found is not None:
+            return found
+    return None
+
+
 def _json_problem(value: Any, path: str = "") -> str | None:
     """Why ``value`` is not JSON (first problem found), or None."""
     where = f" at {path}" if path else ""
-    if value is None or isinstance(value, bool | int | str):
+    if isinstance(value, str):
+        surrogate = _surrogate(value, path)
+        return None if surrogate is None else f"the string{where} contains a lone surrogate"
+    if value is None or isinstance(value, bool | int):
         return None
     if isinstance(value, float):
         return None if math.isfinite(value) else f"the number {value!r}{where} is not finite"
@@ -260,9 +287,35 @@ def _type_ref(
             )
         )
         return None
+    text = compact_json(schema)
+    surrogate = None if _utf8(text) else _surrogate(schema)
+    if surrogate is not None:
+        errors.append(_surrogate_error(expr, tool, f"{func} model {value.__qualname__}", surrogate))
+        return None
     if unsupported or name is None:
         return None
-    return TypeRef("model", name, compact_json(schema), f"{types.types_module}.{name}")
+    return TypeRef("model", name, text, f"{types.types_module}.{name}")
+
+
+def _utf8(text: str) -> bool:
+    """True when ``text`` encodes as UTF-8 (checked at C speed; only lone surrogates fail)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _surrogate_error(
+    expr: TypeExpr | ServerDataExpr, tool: ToolExpr, what: str, found: tuple[str, str]
+) -> DesignError:
+    path, code = found
+    return DesignError(
+        expr.loc,
+        tool.where(),
+        f"{what}: its JSON Schema contains a lone surrogate ({code}) at {path}, which no UTF-8 "
+        "file, JSON document or provider request can carry; remove it from the model",
+    )
 
 
 def _server_data(tool: ToolExpr, errors: list[DesignError]) -> tuple[ServerDataSpec, ...] | None:
@@ -280,7 +333,11 @@ def _server_data(tool: ToolExpr, errors: list[DesignError]) -> tuple[ServerDataS
             )
             ok = False
             continue
-        found.append(
-            ServerDataSpec(data.kind, data.audience, compact_json(schema), data.description)
-        )
+        text = compact_json(schema)
+        surrogate = None if _utf8(text) else _surrogate(schema)
+        if surrogate is not None:
+            errors.append(_surrogate_error(data, tool, "ServerData schema", surrogate))
+            ok = False
+            continue
+        found.append(ServerDataSpec(data.kind, data.audience, text, data.description))
     return tuple(found) if ok else None

@@ -1,0 +1,137 @@
+"""Every text of a design reaches generated code as a literal that imports and round-trips, or
+is refused at design time with its line.
+
+Control characters (NUL included), Unicode line and paragraph separators, invisible format
+characters and very long strings are written as escapes where they would otherwise break a
+Python source, a comment or a docstring; lone surrogates, which no UTF-8 file, JSON document or
+provider request can carry, are design errors.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentgen.codegen.pipeline import check_file, generate
+from tests.conftest import DesignRunner
+
+#: Every C0 control character, DEL, every C1 control character, and the separators and format
+#: characters Python's str.splitlines() or editors treat as line breaks or hide.
+CONTROLS = "".join(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]) + "\u2028\u2029\u200b\ufeff"
+TEXT = f'Look{CONTROLS}up "quoted" \'single\' \\ back\\slash """ triple'
+LONG = "word " * 40_000
+
+
+@pytest.fixture
+def importable(tmp_path: Path) -> Iterator[Path]:
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield tmp_path
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.split(".")[0] == "literals_gen"]:
+            del sys.modules[name]
+
+
+def test_control_characters_and_long_strings_round_trip(
+    designs: DesignRunner, importable: Path
+) -> None:
+    design = designs.write(
+        f"""
+import enum
+from pydantic import BaseModel, Field
+
+TEXT = {TEXT!r}
+LONG = {LONG!r}
+
+class Kind(str, enum.Enum):
+    ODD = TEXT
+
+class Note(BaseModel):
+    {TEXT!r}
+    text: str = Field(default=TEXT, description=TEXT, title=TEXT, examples=[TEXT])
+    kind: Kind = Kind.ODD
+
+with Toolset("notes") as Notes:
+    Description(TEXT)
+    Tags(TEXT)
+    with Tool("add", TEXT):
+        Title(TEXT)
+        Args(Note)
+        Return(Note)
+        RequiredLabels(TEXT)
+        with Confirmation():
+            PromptTemplate(TEXT)
+            DeniedResultTemplate(TEXT)
+    Tool("long", LONG)
+
+with Service("svc"):
+    Agent("a", TEXT, lambda: Use(Notes))
+"""
+    )
+    result = generate(design, importable / "literals_gen")
+    assert not result.errors, result.errors
+    for path, text in result.contents:
+        assert "\x00" not in text, path
+        if path.endswith(".py"):
+            ast.parse(text, path)  # raises on a broken literal
+            assert all(ch.isprintable() or ch in "\n\t" for ch in text), path
+
+    specs = importlib.import_module("literals_gen.svc.toolsets.notes.specs")
+    types = importlib.import_module("literals_gen.svc.toolsets.notes.types")
+    agent = importlib.import_module("literals_gen.svc.agents.a.agent")
+    importlib.import_module("literals_gen.svc.toolsets.notes.executor")
+    add = specs.ADD_SPEC
+    assert (add.description, add.title, specs.DESCRIPTION) == (TEXT, TEXT, TEXT)
+    assert add.tags == (TEXT,) and add.required_labels == (TEXT,)
+    assert add.confirmation.prompt_template == TEXT
+    assert specs.LONG_SPEC.description == LONG
+    assert agent.DESCRIPTION == TEXT
+    field = types.Note.model_fields["text"]
+    assert (field.default, field.description, field.title, field.examples) == (
+        TEXT, TEXT, TEXT, [TEXT],
+    )  # fmt: skip
+    assert types.Kind.ODD.value == TEXT
+    # The generated model is the contract: its schema (docstring included) is the design's.
+    schema = types.Note.model_json_schema(mode="validation")
+    assert {"$schema": add.payload.schema()["$schema"], **schema} == add.payload.schema()
+    assert add.payload.schema()["properties"]["text"]["description"] == TEXT
+
+
+def test_lone_surrogates_are_refused_with_the_line(designs: DesignRunner) -> None:
+    designs.check(
+        """
+from pydantic import BaseModel, Field
+class Note(BaseModel):
+    text: str = Field(description="half \\ud800 a pair")
+with Toolset("notes") as Notes:
+    Tool("add", "Add \\udfff.")  # <-
+    Tool("edit", "Edit.", lambda: Args(Note))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Notes))
+""",
+        "Tool description contains a lone surrogate (U+DFFF at index 4), which no UTF-8 file, "
+        "JSON document or provider request can carry; remove it",
+        "Args model Note: its JSON Schema contains a lone surrogate (U+D800) at "
+        "/properties/text/description",
+    )
+
+
+def test_a_design_file_name_with_odd_characters_stays_a_comment(tmp_path: Path) -> None:
+    design = tmp_path / "odd\u2028name.py"
+    design.write_text(
+        "from agentgen.dsl import *\n"
+        'Records = Toolset("records", lambda: Tool("lookup", "Look up."))\n'
+        'Service("svc", lambda: Agent("a", "A.", lambda: Use(Records)))\n'
+    )
+    assert not check_file(design).errors
+    result = generate(design, tmp_path / "out")
+    for path, text in result.contents:
+        if path.endswith(".py"):
+            assert text.splitlines()[0].startswith("# Generated by agentgen from odd\\u2028name")
+            ast.parse(text, path)
