@@ -211,6 +211,11 @@ class AgentModel:
     register_function: str
 
     @property
+    def registries(self) -> tuple[str, ...]:
+        """The registries the agent reads, sorted, each once."""
+        return tuple(sorted({read.registry for read in self.registry_reads}))
+
+    @property
     def uses_mcp(self) -> bool:
         return any(u.toolset.kind == "mcp" for u in self.uses)
 

@@ -125,10 +125,14 @@ class Runtime:
         )
 
     def seal(self) -> None:
-        """Close registration (idempotent), after checking that every agent exposed as a tool
-        to a registered agent is registered too."""
+        """Close registration (idempotent), after checking that what the registered agents
+        need is registered too: every agent exposed to them as a tool and every registry they
+        consume. One :class:`RegistrationError` lists everything missing; registration stays
+        open then, so the application can add it."""
         if not self._sealed:
-            self._check_agent_executors()
+            problems = [*self._missing_agent_executors(), *self._missing_registries()]
+            if problems:
+                raise RegistrationError("runtime: " + "; ".join(problems))
         self._sealed = True
 
     @property
@@ -161,19 +165,39 @@ class Runtime:
 
     async def run(self, request: RunRequest) -> RunOutcome:
         """Run an agent to completion. The first run seals the runtime (after checking that
-        every agent exposed as a tool to a registered agent is registered too)."""
+        every agent exposed as a tool and every registry the registered agents consume is
+        registered too)."""
         self.seal()
         return await self.engine.run(self, request)
 
-    def _check_agent_executors(self) -> None:
+    def _missing_agent_executors(self) -> list[str]:
+        problems = []
         for registration in self._agents.values():
             definition = registration.definition
             missing = sorted(set(definition.agent_executors) - set(self._agents))
             if missing:
-                raise RegistrationError(
-                    f"runtime: agent {definition.id!r} calls agents exposed as tools that are "
-                    f"not registered: {', '.join(missing)}; register them before the first run"
+                problems.append(
+                    f"agent {definition.id!r} calls agents exposed as tools that are not "
+                    f"registered: {', '.join(missing)}; register them before the first run"
                 )
+        return problems
+
+    def _missing_registries(self) -> list[str]:
+        users: dict[str, list[str]] = {}
+        for agent_id, registration in self._agents.items():
+            for name in registration.definition.registries:
+                if name not in self._registries:
+                    users.setdefault(name, []).append(agent_id)
+        if not users:
+            return []
+        listed = ", ".join(
+            f"{name!r} (used by {', '.join(sorted(agents))})"
+            for name, agents in sorted(users.items())
+        )
+        return [
+            f"registries consumed by registered agents are not registered: {listed}; register "
+            "each with rt.register_registry(name, client, result_stream) before the first run"
+        ]
 
 
 class AgentClient:

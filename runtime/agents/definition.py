@@ -80,6 +80,9 @@ class AgentDefinition:
     required_labels: tuple[str, ...] = ()
     #: Agents whose exported tools this agent may call (they run as child runs).
     agent_executors: tuple[str, ...] = ()
+    #: Names of the registries the agent's registry tools read (sorted); sealing the runtime
+    #: checks that each one is registered.
+    registries: tuple[str, ...] = ()
     _custom_registry_tools: bool = field(default=False, repr=False)
 
     def spec(self, tool_id: str) -> ToolSpec | None:

@@ -89,3 +89,39 @@ def test_static_registrations_are_immutable() -> None:
     with pytest.raises(AttributeError):
         definition.specs = ()  # type: ignore[misc]
     assert records_specs.SPECS[0].id == "records.lookup"
+
+
+def test_seal_lists_every_registry_the_agents_consume_that_is_not_registered() -> None:
+    from dataclasses import replace
+
+    from examples.company.gen.assistant.agents import generalist
+
+    assert reader.definition().registries == ("company",)
+    rt = Runtime()
+    for agent in (reader, generalist):
+        rt.register_agent(agent.definition(), planner=ScriptedPlanner([]), executors={})
+    archive = replace(records_definition(id="test.archivist"), registries=("archive", "company"))
+    register(rt, ScriptedPlanner([]), archive)
+    with pytest.raises(RegistrationError) as raised:
+        rt.seal()
+    assert str(raised.value) == (
+        "runtime: registries consumed by registered agents are not registered: 'archive' "
+        "(used by test.archivist), 'company' (used by assistant.generalist, assistant.reader, "
+        "test.archivist); register each with rt.register_registry(name, client, result_stream) "
+        "before the first run"
+    )
+    assert not rt.sealed  # the application can still register them
+    registry = FakeRegistry()
+    rt.register_registry("company", registry, registry)
+    rt.register_registry("archive", registry, registry)
+    rt.seal()
+    assert rt.sealed
+
+
+async def test_the_first_run_checks_consumed_registries_before_planning() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner([answer()])
+    rt.register_agent(reader.definition(), planner=planner, executors={})
+    with pytest.raises(RegistrationError, match="'company' \\(used by assistant.reader\\)"):
+        await reader.new_client(rt).run("hi")
+    assert planner.inputs == []

@@ -31,6 +31,7 @@ def definition() -> AgentDefinition:
         deferred_tool_ids=DEFERRED_TOOL_IDS,
         policy=POLICY,
         registry_tools=ReaderRegistryTools(),
+        registries=("company",),
         required_labels=specs.REQUIRED_LABELS,
     )
 
