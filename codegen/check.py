@@ -12,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agentgen.codegen.builders.names import REGISTRIES_MODULE, executor_class
+from agentgen.codegen.builders.names import (
+    REGISTRIES_MODULE,
+    executor_class,
+    subset_executor_class,
+)
 from agentgen.codegen.builders.owners import Ownership, assign_owners, toolset_kind
 from agentgen.codegen.builders.types import TypeAnalysis, analyze_types
 from agentgen.codegen.policy_rules import policy_errors
@@ -60,7 +64,8 @@ def _agent_name_collisions(root: RootExpr) -> Iterable[DesignError]:
 
 def _collisions(agent: AgentExpr) -> Iterable[DesignError]:
     """Names that must stay distinct within one agent: what models see of its tools
-    (sanitised provider names) and the executor classes its config imports together."""
+    (sanitised provider names) and the executor classes its config imports or defines (its
+    own protocol for a toolset it uses some tools of) together."""
     identifier = agent_id(agent.service.name, agent.name)
     sent: dict[str, str] = {}
     classes: dict[str, str] = {}
@@ -82,7 +87,12 @@ def _collisions(agent: AgentExpr) -> Iterable[DesignError]:
                 )
         if toolset_kind(target) != "local":
             continue
-        executor = executor_class(target.name)
+        subset = len(use.resolved_tools) != len(target.tools)
+        executor = (
+            subset_executor_class(agent.name, target.name)
+            if subset
+            else executor_class(target.name)
+        )
         owner = classes.setdefault(executor, target.name)
         if owner != target.name:
             yield _error(

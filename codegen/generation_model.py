@@ -164,6 +164,28 @@ class UsedToolset:
     config_field: str | None
     #: True when the agent uses only some of the toolset's tools.
     subset: bool
+    #: The executor protocol the agent's config defines for a subset of a local toolset (one
+    #: method per used tool); None when the config takes the toolset's own protocol.
+    protocol: str | None = None
+
+    @property
+    def executor_type(self) -> str:
+        """The type of the config field holding this toolset's executor."""
+        return self.protocol or f"{self.toolset.prefix}Executor"
+
+    @property
+    def types_alias(self) -> str:
+        """The name the agent's config imports the toolset's ``types`` module under:
+        ``<alias>_types``, or ``_<alias>_types`` when a used tool's method takes that name (a
+        method would shadow the module in its protocol's annotations)."""
+        name = f"{self.alias}_types"
+        return f"_{name}" if any(t.method == name for t in self.tools) else name
+
+    def annotation(self, ref: TypeRef) -> str:
+        """How the agent's config module writes a tool type."""
+        if ref.kind == "model":
+            return f"{self.types_alias}.{ref.class_name}"
+        return ref.annotation
 
 
 @dataclass(frozen=True)
@@ -227,11 +249,34 @@ class AgentModel:
 
     @property
     def config_imports(self) -> tuple[str, ...]:
-        return sort_imports(
+        lines = [
             f"from {u.import_path}.executor import {u.toolset.prefix}Executor"
             for u in self.uses
-            if u.toolset.kind == "local"
-        )
+            if u.toolset.kind == "local" and u.protocol is None
+        ] + [
+            f"from {u.import_path} import types as {u.types_alias}"
+            for u in self.uses
+            if u.protocol is not None
+            and any(r.kind == "model" for t in u.tools for r in (t.payload, t.result))
+        ]
+        return sort_imports(lines)
+
+    @property
+    def protocols(self) -> tuple[UsedToolset, ...]:
+        """The uses whose executor protocol the agent's config defines (subsets)."""
+        return tuple(u for u in self.uses if u.protocol is not None)
+
+    @property
+    def config_runtime_imports(self) -> tuple[str, ...]:
+        """Names the agent's config imports from ``agentgen.runtime``."""
+        names = {"Planner"}
+        if self.uses_mcp:
+            names.add("MCPCaller")
+        for used in self.protocols:
+            names.add("ToolContext")
+            if any(t.payload.kind == "empty" for t in used.tools):
+                names.add("EmptyPayload")
+        return tuple(sorted(names))
 
     @property
     def register_imports(self) -> tuple[str, ...]:

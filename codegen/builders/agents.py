@@ -6,7 +6,12 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentgen.codegen.builders.names import GENERATED_BY, agent_names, camel
+from agentgen.codegen.builders.names import (
+    GENERATED_BY,
+    agent_names,
+    camel,
+    subset_executor_class,
+)
 from agentgen.codegen.generation_model import (
     AgentModel,
     PolicyModel,
@@ -59,6 +64,7 @@ def build_agent(expr: AgentExpr, toolsets: Mapping[int, ToolsetModel]) -> AgentM
             config_field = f"{toolset.name}_executor"
         elif toolset.kind == "mcp":
             config_field = f"{toolset.name}_mcp"
+        subset = len(tools) != len(toolset.tools)
         uses.append(
             UsedToolset(
                 toolset=toolset,
@@ -66,7 +72,10 @@ def build_agent(expr: AgentExpr, toolsets: Mapping[int, ToolsetModel]) -> AgentM
                 import_path=import_path(service.name, toolset),
                 alias=toolset.name,
                 config_field=config_field,
-                subset=len(tools) != len(toolset.tools),
+                subset=subset,
+                protocol=subset_executor_class(expr.name, toolset.name)
+                if subset and toolset.kind == "local"
+                else None,
             )
         )
     policy = expr.policy

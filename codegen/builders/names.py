@@ -15,6 +15,7 @@ __all__ = [
     "agent_names",
     "camel",
     "executor_class",
+    "subset_executor_class",
     "tool_constant",
 ]
 
@@ -49,6 +50,12 @@ def agent_names(agent: str) -> tuple[str, str]:
 def executor_class(toolset: str) -> str:
     """The executor protocol a local toolset's package defines."""
     return f"{camel(toolset)}Executor"
+
+
+def subset_executor_class(agent: str, toolset: str) -> str:
+    """The executor protocol an agent's config defines for a toolset it uses only some tools
+    of (``<Agent><Toolset>Executor``): one method per tool the agent uses."""
+    return f"{camel(agent)}{executor_class(toolset)}"
 
 
 def tool_constant(method: str) -> str:
