@@ -5,7 +5,9 @@ names are the public surface, kept stable across releases, while the modules tha
 may move. Generated packages import only these names. The public submodules are
 :mod:`agentgen.runtime.adapters` (model adapters), :mod:`agentgen.runtime.contracts`
 (``contracts.compile`` and ``contracts.fingerprint`` for dynamic declarations) and
-:mod:`agentgen.runtime.transcript` (storing and compacting transcripts).
+:mod:`agentgen.runtime.transcript` (storing and compacting transcripts) and
+:mod:`agentgen.runtime.testing` (scripted and function model clients, recorded provider
+exchanges played through the real adapters: testing agents without a network).
 
 Names load on first use, so importing this package costs nothing until a name is used, and an
 adapter's provider SDK is needed only when that adapter is. The runtime never imports the DSL
@@ -18,7 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentgen.runtime import adapters, contracts, transcript
+    from agentgen.runtime import adapters, contracts, testing, transcript
     from agentgen.runtime.adapters import (
         AnthropicMessagesModel as AnthropicMessagesModel,
     )
@@ -373,6 +375,7 @@ __all__ = [
     "model_type",
     "null_result",
     "schema_type",
+    "testing",
     "transcript",
 ]
 
@@ -469,7 +472,7 @@ _HOMES: dict[str, str] = {
     "ProviderNameError": "agentgen.runtime.adapters",
     "ToolIdentityError": "agentgen.runtime.adapters",
 }
-_MODULES = frozenset({"adapters", "contracts", "transcript"})
+_MODULES = frozenset({"adapters", "contracts", "testing", "transcript"})
 
 
 def __getattr__(name: str) -> Any:

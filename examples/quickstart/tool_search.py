@@ -12,12 +12,13 @@ the search query, the tools loaded, each call and its result, the answer and the
 
 Offline (the default) needs no credentials and sends nothing over the network, yet it runs
 the same code as production: the real SDK clients and the real adapters build and send every
-request, and an in-process ``httpx2.MockTransport`` answers with the provider replies stored
-under ``recordings/``. Those replies are written in each API's exact wire shape (the SDKs
-parse them with strict response validation). Each recorded exchange also stores a summary of
-the request it answers; a request that no longer matches it -- because the adapter or the
-design changed -- stops the run with both summaries, instead of replaying answers to questions
-nobody asked. ``--model`` makes real calls with the provider's usual environment variables.
+request, and ``agentgen.runtime.testing``'s recorded provider answers in process (an
+``httpx2.MockTransport``) with the replies stored under ``recordings/``. Those replies are
+written in each API's exact wire shape, and each is validated with the SDK's public response
+type before it is served. Each recorded exchange also stores a summary of the request it
+answers; a request that no longer matches it -- because the adapter or the design changed --
+stops the run with both summaries, instead of replaying answers to questions nobody asked.
+``--model`` makes real calls with the provider's usual environment variables.
 
 The forecast executor always returns one fixed value, :data:`TOKYO`: the quickstart shows how a
 deferred tool is found and run, not a weather service.
@@ -33,7 +34,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from agentgen.runtime import (
     Message,
@@ -54,6 +55,7 @@ from agentgen.runtime.adapters import (
     ModelError,
     provider_name,
 )
+from agentgen.runtime.testing import RecordedProvider, Recording, RecordingError
 from examples.quickstart.gen.quickstart.agents import chat
 from examples.quickstart.gen.quickstart.toolsets.calendar import types as calendar_types
 from examples.quickstart.gen.quickstart.toolsets.currency import types as currency_types
@@ -101,10 +103,6 @@ NO_SAVINGS_NOTE = (
 
 class ConfigurationError(Exception):
     """A problem with how the quickstart was invoked or configured (exit code 2)."""
-
-
-class RecordingMismatchError(Exception):
-    """The adapter sent a request that the recording does not answer (exit code 1)."""
 
 
 # --- the application's executors ---------------------------------------------------------
@@ -273,80 +271,6 @@ def _search_steps(message: Message, tool_ids: Mapping[str, str]) -> Steps:
 # --- offline: recorded provider replies ------------------------------------------------------
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _openai_input(item: Mapping[str, Any]) -> str:
-    kind = item.get("type", "message")
-    if kind == "message":
-        content = item.get("content")
-        if isinstance(content, list):
-            content = "".join(part.get("text", "") for part in content)
-        return f"{item.get('role')}: {content}"
-    if kind == "tool_search_call":
-        return f"tool_search_call {item['call_id']}: {_json(item['arguments'])}"
-    if kind == "tool_search_output":
-        names = [tool["name"] for tool in item["tools"]]
-        return f"tool_search_output {item['call_id']}: loaded {', '.join(names) or 'nothing'}"
-    if kind == "function_call":
-        namespace = f" in namespace {item['namespace']}" if item.get("namespace") else ""
-        return f"function_call {item['call_id']}: {item['name']}{namespace} {item['arguments']}"
-    if kind == "function_call_output":
-        return f"function_call_output {item['call_id']}: {item['output']}"
-    return str(kind)
-
-
-def summarize_openai(request: httpx2.Request) -> dict[str, Any]:
-    """What a Responses API request asks, in a form a person can read and a recording store."""
-    body = json.loads(request.content)
-    return {
-        "path": request.url.path,
-        "model": body.get("model"),
-        "tools": [tool.get("name") or tool["type"] for tool in body.get("tools", [])],
-        "input": [_openai_input(item) for item in body.get("input", [])],
-    }
-
-
-def _anthropic_block(block: Mapping[str, Any]) -> str:
-    kind = block.get("type")
-    if kind == "text":
-        return f"text: {block['text']}"
-    if kind in ("server_tool_use", "tool_use"):
-        return f"{kind} {block['id']}: {block['name']} {_json(block['input'])}"
-    if kind == "tool_search_tool_result":
-        names = [ref["tool_name"] for ref in block["content"].get("tool_references", [])]
-        return f"tool_search_tool_result {block['tool_use_id']}: {', '.join(names) or 'nothing'}"
-    if kind == "tool_result":
-        content = block.get("content")
-        if isinstance(content, list):
-            content = "".join(part.get("text", "") for part in content)
-        return f"tool_result {block['tool_use_id']}: {content}"
-    return str(kind)
-
-
-def summarize_anthropic(request: httpx2.Request) -> dict[str, Any]:
-    """What a Messages API request asks, in a form a person can read and a recording store."""
-    body = json.loads(request.content)
-    tools = []
-    for tool in body.get("tools", []):
-        if "type" in tool:
-            tools.append(f"{tool['name']} ({tool['type']})")
-        else:
-            tools.append(tool["name"] + (" (defer_loading)" if tool.get("defer_loading") else ""))
-    messages = []
-    for message in body.get("messages", []):
-        content = message["content"]
-        blocks = [content] if isinstance(content, str) else [_anthropic_block(b) for b in content]
-        messages.append(f"{message['role']}: " + " | ".join(blocks))
-    return {
-        "path": request.url.path,
-        "model": body.get("model"),
-        "tools": tools,
-        "messages": messages,
-    }
-
-
 def _openai_invariants(index: int, request: httpx2.Request) -> list[str]:
     """What the demo is about, checked whatever the recording says."""
     body = json.loads(request.content)
@@ -373,92 +297,22 @@ def _anthropic_invariants(index: int, request: httpx2.Request) -> list[str]:
     return problems
 
 
-_SUMMARIES: Mapping[Provider, Callable[[httpx2.Request], dict[str, Any]]] = {
-    "openai": summarize_openai,
-    "anthropic": summarize_anthropic,
-}
 _INVARIANTS: Mapping[Provider, Callable[[int, httpx2.Request], list[str]]] = {
     "openai": _openai_invariants,
     "anthropic": _anthropic_invariants,
 }
 
 
-@dataclass(frozen=True)
-class Exchange:
-    """One recorded round trip: the summary of the request and the provider's reply."""
-
-    request: dict[str, Any]
-    response: dict[str, Any]
+def load_recording(provider: Provider) -> Recording:
+    """The recorded conversation of ``provider`` for :data:`PROMPT`."""
+    return Recording.load(RECORDINGS / f"{provider}.json", provider)
 
 
-@dataclass(frozen=True)
-class Recording:
-    path: Path
-    provider: Provider
-    model: str
-    prompt: str
-    exchanges: tuple[Exchange, ...]
-
-    @classmethod
-    def load(cls, provider: Provider) -> Recording:
-        path = RECORDINGS / f"{provider}.json"
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("provider") != provider:
-            raise RecordingMismatchError(f"{path} is not a recording of {provider}")
-        exchanges = tuple(Exchange(e["request"], e["response"]) for e in data["exchanges"])
-        return cls(path, provider, data["model"], data["prompt"], exchanges)
-
-
-@dataclass
-class RecordedProvider:
-    """Answers the SDK's HTTP requests from a recording, checking each request first.
-
-    A request that does not match its recorded summary gets an HTTP 400 whose message holds
-    both summaries (the adapter then fails the run with it) and is kept in :attr:`problems`,
-    so the caller can say that the recording, not the provider, is out of date.
-    """
-
-    recording: Recording
-    served: int = 0
-    problems: list[str] = field(default_factory=list)
-
-    def handler(self, request: httpx2.Request) -> httpx2.Response:
-        import httpx2
-
-        provider, index = self.recording.provider, self.served
-        number = index + 1
-        actual = _SUMMARIES[provider](request)
-        problems = [f"request {number}: {p}" for p in _INVARIANTS[provider](index, request)]
-        if index >= len(self.recording.exchanges):
-            problems.append(
-                f"request {number} was not recorded (the recording has "
-                f"{len(self.recording.exchanges)}):\n{json.dumps(actual, indent=2)}"
-            )
-        elif actual != self.recording.exchanges[index].request:
-            expected = self.recording.exchanges[index].request
-            problems.append(
-                f"request {number} differs from the recording.\n  the adapter sent:\n"
-                f"{_indent(actual)}\n  the recording answers:\n{_indent(expected)}"
-            )
-        if problems:
-            self.problems.extend(problems)
-            message = "; ".join(problems)
-            return httpx2.Response(
-                400, json={"error": {"type": "invalid_request_error", "message": message}}
-            )
-        self.served += 1
-        return httpx2.Response(200, json=self.recording.exchanges[index].response)
-
-    def http_client(self) -> httpx2.AsyncClient:
-        import httpx2
-
-        return httpx2.AsyncClient(transport=httpx2.MockTransport(self.handler))
-
-
-def _indent(value: Any) -> str:
-    return "\n".join(
-        f"    {line}" for line in json.dumps(value, indent=2, ensure_ascii=False).splitlines()
-    )
+def player(recording: Recording) -> RecordedProvider:
+    """Plays ``recording`` to the real SDK client and adapter (agentgen.runtime.testing),
+    insisting on what the demo is about whatever the recording says."""
+    provider: Provider = "openai" if recording.provider == "openai" else "anthropic"
+    return recording.player(check=_INVARIANTS[provider])
 
 
 # --- building the model client -----------------------------------------------------------------
@@ -483,40 +337,6 @@ def _require_env(*names: str) -> str:
     raise ConfigurationError(
         f"{names[0]} is not set: export it for real calls, or leave out --model to replay the "
         "offline recording"
-    )
-
-
-def offline_model(recorded: RecordedProvider) -> ModelClient:
-    """The real adapter over the real SDK client, whose HTTP goes to the recording."""
-    provider = recorded.recording.provider
-    # Strict response validation: the SDK parses every recorded reply with its own models,
-    # so a reply that is not in the API's wire shape fails here rather than passing unnoticed.
-    if provider == "openai":
-        from openai import AsyncOpenAI
-
-        from agentgen.runtime import OpenAIResponsesModel
-
-        return OpenAIResponsesModel(
-            AsyncOpenAI(
-                api_key="offline-recording",
-                base_url="http://recording.invalid/v1",
-                http_client=recorded.http_client(),
-                max_retries=0,
-                _strict_response_validation=True,
-            )
-        )
-    from anthropic import AsyncAnthropic
-
-    from agentgen.runtime import AnthropicMessagesModel
-
-    return AnthropicMessagesModel(
-        AsyncAnthropic(
-            api_key="offline-recording",
-            base_url="http://recording.invalid",
-            http_client=recorded.http_client(),
-            max_retries=0,
-            _strict_response_validation=True,
-        )
     )
 
 
@@ -651,11 +471,11 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     recorded: RecordedProvider | None = None
     try:
         if options.offline:
-            recording = Recording.load(options.provider)
-            recorded = RecordedProvider(recording)
-            client = offline_model(recorded)
+            recording = load_recording(options.provider)
+            recorded = player(recording)
+            client = recorded.model()
             model, prompt = recording.model, recording.prompt
-            where = f"offline, no credentials: replaying {_shown(recording.path)}"
+            where = f"offline, no credentials: replaying {_shown(_path(recording))}"
         else:
             client = live_model(options)
             model, prompt = options.model or "", PROMPT
@@ -667,8 +487,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         return _fail(
             f"{exc.name or 'a provider SDK'} is not installed: pip install -e '.[{extras}]'", 2
         )
-    except (OSError, ValueError, KeyError, TypeError, RecordingMismatchError) as exc:
-        return _fail(f"cannot read the recording of {options.provider}: {exc!r}", 1)
+    except RecordingError as exc:
+        return _fail(str(exc), 1)
 
     print(f"agentgen quickstart: agent {chat.AGENT_ID}, {options.provider} model {model}", file=out)
     print(f"({where})", file=out)
@@ -680,17 +500,15 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except ModelError as exc:
         if recorded is None:
             return _fail(str(exc), 1)
-        path = _shown(recorded.recording.path)
+        path = _shown(_path(recorded.recording))
         if recorded.problems:
             problems = "\n".join(recorded.problems)
-            return _fail(
-                f"the recording {path} no longer matches what the adapter sends:\n{problems}", 1
-            )
+            return _fail(f"the recording {path} cannot answer this run:\n{problems}", 1)
         return _fail(f"{exc} (while replaying {path}; caused by {_causes(exc)})", 1)
-    if recorded is not None and recorded.served != len(recorded.recording.exchanges):
+    if recorded is not None and not recorded.finished:
         return _fail(
             f"the run ended after {recorded.served} of the {len(recorded.recording.exchanges)} "
-            f"recorded exchanges in {_shown(recorded.recording.path)}",
+            f"recorded exchanges in {_shown(_path(recorded.recording))}",
             1,
         )
     if not result.answer:
@@ -713,6 +531,10 @@ def _causes(exc: BaseException) -> str:
         causes.append(f"{type(cause).__name__}: {cause}")
         cause = cause.__cause__
     return "; caused by ".join(causes) or "no further detail"
+
+
+def _path(recording: Recording) -> Path:
+    return recording.path or RECORDINGS / f"{recording.provider}.json"
 
 
 def _shown(path: Path) -> str:

@@ -133,10 +133,10 @@ def test_offline_run_traces_search_load_call_result_answer_and_usage(
 async def test_run_quickstart_executes_the_forecast_once_for_tokyo(
     provider: tool_search.Provider, no_network: list[str]
 ) -> None:
-    recorded = tool_search.RecordedProvider(tool_search.Recording.load(provider))
+    recorded = tool_search.player(tool_search.load_recording(provider))
     out = io.StringIO()
     result = await tool_search.run_quickstart(
-        tool_search.offline_model(recorded),
+        recorded.model(),
         provider=provider,
         model=recorded.recording.model,
         out=out,
@@ -276,7 +276,7 @@ def test_a_request_that_no_longer_matches_the_recording_stops_the_run(
     output, errors = capsys.readouterr()
     assert status == 1
     assert errors.startswith("error: the recording ")
-    assert "no longer matches what the adapter sends" in errors
+    assert "cannot answer this run" in errors
     assert "request 1 differs from the recording" in errors
     assert '"weather_forecast",' in errors.split("the recording answers:")[1]
     assert "answer" not in [label for label, _ in trace(output)]
@@ -299,20 +299,20 @@ def test_an_unused_exchange_is_reported(
     assert "the run ended after 2 of the 3 recorded exchanges" in capsys.readouterr().err
 
 
-def test_a_reply_not_in_the_wire_shape_is_refused_by_the_sdk(
+def test_a_reply_not_in_the_wire_shape_is_refused_with_the_sdk_types(
     recordings: Path, no_network: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     edit(recordings / "openai.json", lambda d: d["exchanges"][0]["response"].pop("id"))
     status = tool_search.main([])
     errors = capsys.readouterr().err
     assert status == 1
-    assert "while replaying" in errors
-    assert "caused by APIResponseValidationError" in errors
+    assert "cannot answer this run" in errors
+    assert "reply 1 in " in errors and "is not a valid Responses API reply" in errors
     assert "validation error for Response" in errors and "Field required" in errors
 
 
 def test_the_transport_refuses_a_first_request_that_reveals_the_forecast() -> None:
-    recorded = tool_search.RecordedProvider(tool_search.Recording.load("openai"))
+    recorded = tool_search.player(tool_search.load_recording("openai"))
     body = {
         "model": "gpt-5.4",
         "input": [{"role": "user", "content": tool_search.PROMPT}],

@@ -9,9 +9,9 @@ import json
 from agentgen.runtime.agents.executors import ToolContext
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.app import Runtime
+from agentgen.runtime.testing import METADATA_KEY, Answer, Call, ScriptedModel, Search
 from examples.records.gen.assistant.agents import assistant as assistant_agent
 from examples.records.gen.assistant.toolsets.records import types
-from tests.runtime.scripted import Answer, Call, ScriptedModel, Search
 
 
 class Records:
@@ -68,5 +68,5 @@ async def test_deferred_tools_are_found_by_search_executed_and_answered() -> Non
     assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
     search_result = outcome.transcript[2].parts[0]
     assert json.loads(search_result.content) == {"ids": ["r1", "r2"]}  # type: ignore[union-attr]
-    assert outcome.transcript[1].metadata["scripted.search"][0]["query"] == "search records"
+    assert outcome.transcript[1].metadata[METADATA_KEY][0]["query"] == "search records"
     assert rt.sealed

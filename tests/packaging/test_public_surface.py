@@ -19,7 +19,11 @@ import agentgen.runtime
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
 #: Public submodules (namespaces of their own, documented in ``agentgen.runtime``'s docstring).
-PUBLIC_SUBMODULES = {"agentgen.runtime.adapters", "agentgen.runtime.contracts"}
+PUBLIC_SUBMODULES = {
+    "agentgen.runtime.adapters",
+    "agentgen.runtime.contracts",
+    "agentgen.runtime.testing",
+}
 
 
 def _runtime_imports(path: Path) -> list[tuple[str, str]]:

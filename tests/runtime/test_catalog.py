@@ -23,6 +23,7 @@ from agentgen.runtime.runs.catalog import (
     VersionMismatchError,
 )
 from agentgen.runtime.search.document import SearchDocument
+from agentgen.runtime.testing import Answer, Call, ScriptedModel, Search
 from examples.company.gen.assistant.agents import generalist, reader
 from tests.runtime.agents import (
     ScriptedPlanner,
@@ -36,7 +37,6 @@ from tests.runtime.agents import (
     registry_runtime,
 )
 from tests.runtime.fake_registry import FakeRegistry
-from tests.runtime.scripted import Answer, Call, ScriptedModel, Search
 
 
 async def test_generated_reader_resolves_its_source_deferred_and_runs_it() -> None:

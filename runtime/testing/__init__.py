@@ -1,0 +1,61 @@
+"""Testing agents without a network: model clients for tests and recorded provider exchanges.
+
+* :class:`ScriptedModel` plays scripted turns (tool calls and text per turn) and
+  :class:`FunctionModel` asks a function for each turn, like pydantic-ai's ``TestModel`` and
+  ``FunctionModel``. Both behave like a provider with tool search: a deferred tool must be
+  found by a :class:`Search` before it can be called, and a tool the request does not offer
+  cannot be called at all (:class:`ScriptError`).
+* :class:`Recording` and :class:`RecordedProvider` play a provider's recorded replies through
+  the real SDK client and the real adapter, in process: every request is built and every reply
+  parsed as in production, each reply validated with the SDK's public response type, and each
+  request compared with the summary the recording keeps of it.
+
+Register either with ``rt.register_model(id, model)``, as you would a provider adapter. See
+docs/testing.md.
+"""
+
+from __future__ import annotations
+
+from agentgen.runtime.testing.models import (
+    METADATA_KEY,
+    Answer,
+    Call,
+    FunctionModel,
+    ScriptedModel,
+    ScriptError,
+    Search,
+    Step,
+    Turn,
+)
+from agentgen.runtime.testing.recordings import (
+    Exchange,
+    RecordedProvider,
+    Recording,
+    RecordingError,
+)
+from agentgen.runtime.testing.summaries import (
+    Provider,
+    summarize,
+    summarize_anthropic,
+    summarize_openai,
+)
+
+__all__ = [
+    "METADATA_KEY",
+    "Answer",
+    "Call",
+    "Exchange",
+    "FunctionModel",
+    "Provider",
+    "RecordedProvider",
+    "Recording",
+    "RecordingError",
+    "ScriptError",
+    "ScriptedModel",
+    "Search",
+    "Step",
+    "Turn",
+    "summarize",
+    "summarize_anthropic",
+    "summarize_openai",
+]

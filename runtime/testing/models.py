@@ -1,0 +1,253 @@
+"""Model clients for tests: scripted turns, or a function that answers each request.
+
+They stand where a provider adapter stands (``rt.register_model(id, model)``) and behave like a
+provider with tool search: the model sees the request's immediate tools, plus the deferred ones
+it loaded by searching (the BM25 search the OpenAI Responses adapter runs, over the same search
+documents). Calling a tool it cannot see, or one the request does not offer at all (hidden by
+a run policy, say), fails the test with :class:`ScriptError`, so a test passes only when deferred
+tools really are found by search and permitted tools really are offered.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
+from agentgen.runtime.model_client import ModelRequest, ModelResponse, ToolDefinition, Usage
+from agentgen.runtime.search.index import SearchEntry, SearchIndex
+
+__all__ = [
+    "METADATA_KEY",
+    "Answer",
+    "Call",
+    "FunctionModel",
+    "ScriptError",
+    "ScriptedModel",
+    "Search",
+    "Step",
+    "Turn",
+]
+
+#: Where a response's searches are recorded in the assistant message's metadata: a list of
+#: ``{"query": ..., "loaded": [tool IDs]}``.
+METADATA_KEY = "agentgen.testing.search"
+
+
+class ScriptError(AssertionError):
+    """The model was asked for something its script cannot answer: a call to a tool it cannot
+    see, or a turn after the script ran out. An ``AssertionError``, so tests report it as a
+    failure with the message."""
+
+
+@dataclass(frozen=True)
+class Search:
+    """A tool search before the next turn: loads the deferred tools BM25 ranks for ``query``
+    (at most ``limit``), as the OpenAI Responses adapter's client-side search does."""
+
+    query: str
+    limit: int = 5
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of ``tool_id`` with ``arguments`` (a JSON object, or its JSON text)."""
+
+    tool_id: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    call_id: str = ""
+
+    def json(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(dict(self.arguments))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A turn that answers with ``text`` and calls no tool."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model response: searches first, then ``text`` and ``calls`` (parallel calls when
+    there are several). A turn without calls is a final answer."""
+
+    text: str = ""
+    calls: Sequence[Call] = ()
+    searches: Sequence[str] = ()
+
+
+#: What a script holds: turns, or their short forms (a :class:`Search` joins the next turn, a
+#: :class:`Call` or a list of them is a turn of calls, an :class:`Answer` or a ``str`` a turn of
+#: text).
+Step = Turn | Search | Call | Answer | str | Sequence[Call]
+Reply = Turn | Call | Answer | str | Sequence[Call]
+
+
+def _turn(reply: Reply, searches: Sequence[Search] = ()) -> tuple[Turn, list[Search]]:
+    extra = list(searches)
+    if isinstance(reply, Turn):
+        return reply, [*extra, *(Search(q) for q in reply.searches)]
+    if isinstance(reply, str):
+        return Turn(text=reply), extra
+    if isinstance(reply, Answer):
+        return Turn(text=reply.text), extra
+    if isinstance(reply, Call):
+        return Turn(calls=(reply,)), extra
+    calls = tuple(reply)
+    for call in calls:
+        if not isinstance(call, Call):
+            raise TypeError(f"a turn of calls holds Call(...) values, got {type(call).__name__}")
+    return Turn(calls=calls), extra
+
+
+@dataclass
+class _Player:
+    """What both test models share: what the model has loaded, and turning a turn into a
+    response a provider adapter would return."""
+
+    name: str
+    usage: Usage
+    requests: list[ModelRequest] = field(default_factory=list)
+    #: Every search: (query, the tool IDs it loaded).
+    searches: list[tuple[str, list[str]]] = field(default_factory=list)
+    #: Deferred tool IDs the model loaded by searching (kept across requests, as a
+    #: conversation's loaded tools are).
+    loaded: set[str] = field(default_factory=set)
+    _calls: int = 0
+
+    def visible(self, tools: Sequence[ToolDefinition]) -> set[str]:
+        """The tools of a request the model can call: immediate ones and loaded ones."""
+        offered = {t.id for t in tools}
+        return {t.id for t in tools if not t.deferred} | (self.loaded & offered)
+
+    def respond(
+        self, request: ModelRequest, turn: Turn, searches: Sequence[Search], number: int
+    ) -> ModelResponse:
+        records = [self._search(request, s) for s in searches]
+        visible = self.visible(request.tools)
+        offered = {t.id for t in request.tools}
+        parts: list[Part] = [TextPart(turn.text)] if turn.text or not turn.calls else []
+        for call in turn.calls:
+            if call.tool_id not in offered:
+                raise ScriptError(
+                    f"{self.name}: turn {number} calls {call.tool_id!r}, which this request "
+                    f"does not offer (its tools: {', '.join(sorted(offered)) or 'none'}); is "
+                    "it hidden by a run policy, or not used by the agent?"
+                )
+            if call.tool_id not in visible:
+                searched = "; ".join(
+                    f"{q!r} → {', '.join(ids) or 'nothing'}" for q, ids in self.searches
+                )
+                raise ScriptError(
+                    f"{self.name}: turn {number} calls {call.tool_id!r}, which the model cannot "
+                    f"see: it is deferred and no search loaded it (searches: {searched or 'none'})"
+                    "; add a Search(...) that finds it before the call"
+                )
+            self._calls += 1
+            parts.append(
+                ToolCallPart(call.call_id or f"call_{self._calls}", call.tool_id, call.json())
+            )
+        metadata = {METADATA_KEY: records} if records else {}
+        stop = "tool_use" if turn.calls else "end_turn"
+        return ModelResponse(Message("assistant", tuple(parts), metadata), self.usage, stop)
+
+    def _search(self, request: ModelRequest, search: Search) -> dict[str, Any]:
+        deferred = [t for t in request.tools if t.deferred]
+        index = SearchIndex([SearchEntry(t.id, t.search) for t in deferred])
+        hits = [hit.tool_id for hit in index.search(search.query, search.limit)]
+        self.loaded.update(hits)
+        self.searches.append((search.query, hits))
+        return {"query": search.query, "loaded": hits}
+
+
+class ScriptedModel:
+    """A model client that plays ``script`` one turn per request.
+
+    ``ScriptedModel([Search("weather"), Call("weather.forecast", {"city": "Tokyo"}),
+    "It is sunny."])`` searches, calls the forecast, then answers. :attr:`requests` keeps what
+    each request offered; :attr:`finished` says whether every step was played.
+    """
+
+    def __init__(self, script: Sequence[Step], *, usage: Usage | None = None) -> None:
+        self._steps: list[Step] = list(script)
+        self._player = _Player("ScriptedModel", usage or Usage(10, 5))
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        return self._player.requests
+
+    @property
+    def searches(self) -> list[tuple[str, list[str]]]:
+        return self._player.searches
+
+    @property
+    def loaded(self) -> set[str]:
+        return self._player.loaded
+
+    @property
+    def finished(self) -> bool:
+        """True when every step of the script was played."""
+        return not self._steps
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self._player.requests.append(request)
+        number = len(self._player.requests)
+        searches: list[Search] = []
+        while self._steps and isinstance(self._steps[0], Search):
+            step = self._steps.pop(0)
+            assert isinstance(step, Search)
+            searches.append(step)
+        if not self._steps:
+            raise ScriptError(
+                f"ScriptedModel: request {number} arrived after the script ran out (the run "
+                "asked the model once more than scripted: did a tool call fail, or does the "
+                "script miss the final answer?)"
+            )
+        step = self._steps.pop(0)
+        turn, searches = _turn(step, searches)  # type: ignore[arg-type]
+        return self._player.respond(request, turn, searches, number)
+
+
+Function = Callable[[ModelRequest], Reply | Awaitable[Reply]]
+
+
+class FunctionModel:
+    """A model client that asks ``function`` for each turn.
+
+    ``function(request)`` (plain or ``async``) returns a :class:`Turn`, a :class:`Call`, a list
+    of calls, an :class:`Answer` or a ``str``; it sees everything the request carries (messages,
+    tools with their ``deferred`` flags, tool choice). Turns obey the same visibility rules as
+    :class:`ScriptedModel`: a deferred tool must be searched for (``Turn(searches=[...])``)
+    before it is called.
+    """
+
+    def __init__(self, function: Function, *, usage: Usage | None = None) -> None:
+        self.function = function
+        self._player = _Player("FunctionModel", usage or Usage(10, 5))
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        return self._player.requests
+
+    @property
+    def searches(self) -> list[tuple[str, list[str]]]:
+        return self._player.searches
+
+    @property
+    def loaded(self) -> set[str]:
+        return self._player.loaded
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self._player.requests.append(request)
+        reply = self.function(request)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        turn, searches = _turn(reply)
+        return self._player.respond(request, turn, searches, len(self._player.requests))

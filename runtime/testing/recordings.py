@@ -1,0 +1,267 @@
+"""Playing recorded provider exchanges through the real SDK clients and the real adapters.
+
+A :class:`Recording` holds a provider's replies in its exact wire shape, each optionally with
+the summary of the request it answers (:mod:`~agentgen.runtime.testing.summaries`). Its
+:class:`RecordedProvider` answers an SDK client's HTTP requests in process, through an
+``httpx2.MockTransport``: nothing reaches the network, yet every request is built and every
+reply parsed by the same code as in production. Each reply is validated with the SDK's own
+public response type (``openai.types.responses.Response``, ``anthropic.types.Message`` or
+``BetaMessage``) before it is served, so a reply that is not in the API's wire shape is caught
+here, never passed on half-parsed. A request that does not match its recorded summary, or
+that arrives after the recording ran out, gets an HTTP 400 naming the difference (the adapter
+then fails the run with it) and is kept in :attr:`RecordedProvider.problems`.
+
+``httpx2`` and the provider SDKs are imported when a recording is played, so importing this
+module needs neither.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast, get_args
+
+from agentgen.runtime.model_client import ModelClient
+from agentgen.runtime.testing.summaries import Provider, summarize
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["Exchange", "RecordedProvider", "Recording", "RecordingError"]
+
+#: The region recorded Bedrock clients are built for (requests never leave the process).
+BEDROCK_REGION = "us-east-1"
+#: Credentials recorded clients are built with: SDKs refuse to start without some.
+PLACEHOLDER_KEY = "recorded-exchange"
+
+Check = Callable[[int, "httpx2.Request"], list[str]]
+
+
+class RecordingError(Exception):
+    """A recording cannot be read, or a played recording did not match the run."""
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One round trip: the provider's reply and, when given, the summary of the request it
+    answers (``None``: any request gets this reply)."""
+
+    response: Mapping[str, Any]
+    request: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A provider's replies, in order, for one conversation."""
+
+    provider: Provider
+    exchanges: tuple[Exchange, ...]
+    #: The model the conversation was recorded with, and its first user message, if known.
+    model: str = ""
+    prompt: str = ""
+    path: Path | None = None
+
+    @classmethod
+    def of(cls, provider: Provider, *replies: Mapping[str, Any], model: str = "") -> Recording:
+        """Replies given in code, answering whatever requests arrive, in order."""
+        return cls(_provider(provider), tuple(Exchange(reply) for reply in replies), model)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], provider: Provider | None = None) -> Recording:
+        """A recording file: ``{"provider", "model", "prompt", "exchanges": [{"request":
+        summary, "response": reply}]}``. ``provider``, when given, must be the file's."""
+        file = Path(path)
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+            recorded = _provider(data["provider"])
+            exchanges = tuple(
+                Exchange(exchange["response"], exchange.get("request"))
+                for exchange in data["exchanges"]
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise RecordingError(f"cannot read the recording {file}: {exc!r}") from exc
+        if provider is not None and recorded != provider:
+            raise RecordingError(f"{file} is a recording of {recorded}, not of {provider}")
+        return cls(recorded, exchanges, data.get("model", ""), data.get("prompt", ""), file)
+
+    def player(self, *, check: Check | None = None) -> RecordedProvider:
+        """A fresh player of this recording; ``check(index, request)`` may list more problems
+        with a request (what a test insists on whatever the recording says)."""
+        return RecordedProvider(self, check)
+
+
+def _provider(value: object) -> Provider:
+    if value not in get_args(Provider):
+        raise RecordingError(
+            f"unknown provider {value!r}; recordings hold {', '.join(get_args(Provider))}"
+        )
+    return cast(Provider, value)
+
+
+@dataclass
+class RecordedProvider:
+    """Answers an SDK client's HTTP requests from a :class:`Recording`, in order."""
+
+    recording: Recording
+    check: Check | None = None
+    #: How many exchanges were answered.
+    served: int = 0
+    #: Everything wrong so far, one message per problem (``request 2: ...``).
+    problems: list[str] = field(default_factory=list)
+    #: The summary of every request received, in order.
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        """Every exchange was answered and nothing went wrong."""
+        return not self.problems and self.served == len(self.recording.exchanges)
+
+    def assert_finished(self) -> None:
+        """Raise :class:`RecordingError` unless the run used exactly the recording."""
+        if self.problems:
+            raise RecordingError("\n".join(self.problems))
+        if self.served != len(self.recording.exchanges):
+            raise RecordingError(
+                f"the run ended after {self.served} of the {len(self.recording.exchanges)} "
+                f"recorded exchanges{self._where()}"
+            )
+
+    def _where(self) -> str:
+        return f" in {self.recording.path}" if self.recording.path else ""
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        """The ``httpx2.MockTransport`` handler."""
+        import httpx2
+
+        exchanges = self.recording.exchanges
+        index, number = self.served, self.served + 1
+        actual = summarize(self.recording.provider, request)
+        self.requests.append(actual)
+        problems = [f"request {number}: {p}" for p in (self.check or _none)(index, request)]
+        reply: Mapping[str, Any] | None = None
+        if index >= len(exchanges):
+            problems.append(
+                f"request {number} was not recorded (the recording has {len(exchanges)}):\n"
+                f"{json.dumps(actual, indent=2, ensure_ascii=False)}"
+            )
+        else:
+            expected = exchanges[index].request
+            if expected is not None and actual != expected:
+                problems.append(
+                    f"request {number} differs from the recording.\n  the adapter sent:\n"
+                    f"{_indent(actual)}\n  the recording answers:\n{_indent(expected)}"
+                )
+            reply = exchanges[index].response
+            invalid = _reply_problem(self.recording.provider, request, reply)
+            if invalid is not None:
+                problems.append(f"reply {number}{self._where()} {invalid}")
+        if problems or reply is None:
+            self.problems.extend(problems)
+            message = "; ".join(problems)
+            return httpx2.Response(
+                400, json={"error": {"type": "invalid_request_error", "message": message}}
+            )
+        self.served += 1
+        return httpx2.Response(200, json=dict(reply))
+
+    def http_client(self) -> httpx2.AsyncClient:
+        """An ``httpx2.AsyncClient`` whose requests this player answers; hand it to an SDK
+        client (``AsyncOpenAI(http_client=...)``, ``AsyncAnthropic(http_client=...)``)."""
+        import httpx2
+
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(self.handler))
+
+    def client(self) -> Any:
+        """The provider's SDK client, built as an application builds it, with this player as
+        its transport (placeholder credentials; retries off so a refusal fails at once)."""
+        provider, http = self.recording.provider, self.http_client()
+        if provider == "openai":
+            from openai import AsyncOpenAI
+
+            return AsyncOpenAI(
+                api_key=PLACEHOLDER_KEY,
+                base_url="http://recording.invalid/v1",
+                http_client=http,
+                max_retries=0,
+            )
+        if provider == "openai-bedrock":
+            import openai.providers
+            from openai import AsyncOpenAI
+
+            bedrock = openai.providers.bedrock(
+                endpoint="runtime",
+                region=BEDROCK_REGION,
+                access_key_id=PLACEHOLDER_KEY,
+                secret_access_key=PLACEHOLDER_KEY,
+            )
+            return AsyncOpenAI(provider=bedrock, http_client=http, max_retries=0)
+        if provider == "anthropic":
+            from anthropic import AsyncAnthropic
+
+            return AsyncAnthropic(
+                api_key=PLACEHOLDER_KEY,
+                base_url="http://recording.invalid",
+                http_client=http,
+                max_retries=0,
+            )
+        from anthropic import AsyncAnthropicBedrock
+
+        return AsyncAnthropicBedrock(
+            aws_region=BEDROCK_REGION,
+            aws_access_key=PLACEHOLDER_KEY,
+            aws_secret_key=PLACEHOLDER_KEY,
+            http_client=http,
+            max_retries=0,
+        )
+
+    def model(self, **options: Any) -> ModelClient:
+        """The real adapter for the recording's provider over :meth:`client`; ``options`` go
+        to the adapter (``tool_change_models=...`` for Anthropic, ``search_limit=...``)."""
+        from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel
+
+        if self.recording.provider.startswith("openai"):
+            return OpenAIResponsesModel(self.client(), **options)
+        return AnthropicMessagesModel(self.client(), **options)
+
+
+def _none(index: int, request: httpx2.Request) -> list[str]:
+    return []
+
+
+def _indent(value: Any) -> str:
+    return "\n".join(
+        f"    {line}" for line in json.dumps(value, indent=2, ensure_ascii=False).splitlines()
+    )
+
+
+def _reply_problem(
+    provider: Provider, request: httpx2.Request, reply: Mapping[str, Any]
+) -> str | None:
+    """Why ``reply`` is not a reply of ``provider``'s API to ``request``, as the SDK's public
+    response type validates it; None when it is one."""
+    from pydantic import ValidationError
+
+    if provider.startswith("openai"):
+        from openai.types.responses import Response
+
+        shape: Any = Response
+        name = "Responses API reply"
+    else:
+        body = json.loads(request.content or b"{}")
+        beta = request.url.params.get("beta") == "true" or "anthropic_beta" in body
+        if beta:
+            from anthropic.types.beta import BetaMessage
+
+            shape, name = BetaMessage, "Messages API (beta) reply"
+        else:
+            from anthropic.types import Message
+
+            shape, name = Message, "Messages API reply"
+    try:
+        shape.model_validate(dict(reply))
+    except ValidationError as exc:
+        return f"is not a valid {name}: {exc}"
+    return None

@@ -1,0 +1,251 @@
+"""agentgen.runtime.testing: scripted and function models, recorded provider exchanges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentgen.runtime import ModelError, ModelPlanner, ModelRequest, Runtime, ToolContext
+from agentgen.runtime.testing import (
+    METADATA_KEY,
+    Answer,
+    Call,
+    FunctionModel,
+    RecordedProvider,
+    Recording,
+    RecordingError,
+    ScriptedModel,
+    ScriptError,
+    Search,
+    Turn,
+)
+from examples.records.gen.assistant.agents import assistant, clerk
+from examples.records.gen.assistant.toolsets.records import types
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Records:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def lookup(self, args: types.LookupArgs, context: ToolContext) -> types.Record:
+        self.calls.append(f"lookup {args.id}")
+        return types.Record(id=args.id, title="Tokyo", body="Sunny")
+
+    async def search(self, args: types.SearchArgs, context: ToolContext) -> types.SearchResult:
+        self.calls.append(f"search {args.query}")
+        return types.SearchResult(ids=["r1"])
+
+    async def analyze(self, args: types.AnalyzeArgs, context: ToolContext) -> types.Analysis:
+        self.calls.append(f"analyze {','.join(args.ids)}")
+        return types.Analysis(summary="sunny")
+
+
+def wire(model: Any, agent: Any = assistant) -> tuple[Runtime, Records]:
+    rt = Runtime()
+    rt.register_model("m", model)
+    executor = Records()
+    config = getattr(agent, f"{agent.__name__.rsplit('.', 1)[1].capitalize()}AgentConfig")
+    register = getattr(agent, f"register_{agent.__name__.rsplit('.', 1)[1]}_agent")
+    register(rt, config(planner=ModelPlanner("m"), records_executor=executor))
+    return rt, executor
+
+
+# --------------------------------------------------------------------------- ScriptedModel
+
+
+async def test_a_script_searches_calls_and_answers() -> None:
+    model = ScriptedModel(
+        [
+            Search("search records"),
+            Call("records.search", {"query": "weather"}),
+            [Call("records.lookup", {"id": "r1"}), Call("records.analyze", '{"ids": ["r1"]}')],
+            Turn(text="Sunny in Tokyo."),
+        ]
+    )
+    rt, executor = wire(model)
+    outcome = await assistant.new_client(rt).run("Weather records?")
+    assert outcome.final_text == "Sunny in Tokyo."
+    assert executor.calls == ["search weather", "lookup r1", "analyze r1"]
+    assert model.finished
+    assert model.searches == [("search records", ["records.search", "records.analyze"])]
+    assert [t.deferred for t in model.requests[0].tools] == [False, True, True]
+    records = outcome.transcript[1].metadata[METADATA_KEY]
+    assert records == [{"query": "search records", "loaded": ["records.search", "records.analyze"]}]
+
+
+async def test_a_deferred_tool_cannot_be_called_before_a_search_finds_it() -> None:
+    model = ScriptedModel([Call("records.analyze", {"ids": []}), "never"])
+    rt, executor = wire(model)
+    with pytest.raises(ScriptError) as raised:
+        await assistant.new_client(rt).run("Analyze.")
+    assert str(raised.value) == (
+        "ScriptedModel: turn 1 calls 'records.analyze', which the model cannot see: it is "
+        "deferred and no search loaded it (searches: none); add a Search(...) that finds it "
+        "before the call"
+    )
+    assert executor.calls == []
+
+
+async def test_a_tool_the_request_does_not_offer_cannot_be_called() -> None:
+    model = ScriptedModel([Call("records.delete", {})])
+    rt, _ = wire(model, clerk)
+    with pytest.raises(ScriptError, match="calls 'records.delete', which this request does not"):
+        await clerk.new_client(rt).run("Delete.")
+
+
+async def test_running_out_of_script_is_a_clear_failure() -> None:
+    model = ScriptedModel([Call("records.lookup", {"id": "r1"})])
+    rt, _ = wire(model, clerk)
+    with pytest.raises(ScriptError, match="request 2 arrived after the script ran out"):
+        await clerk.new_client(rt).run("Look up r1.")
+    assert not ScriptedModel([Answer("x")]).finished
+
+
+# --------------------------------------------------------------------------- FunctionModel
+
+
+async def test_a_function_model_sees_each_request_and_answers_it() -> None:
+    seen: list[list[str]] = []
+
+    async def respond(request: ModelRequest) -> Turn | str:
+        seen.append([t.id for t in request.tools if t.deferred])
+        if len(seen) == 1:
+            return Turn(searches=["analyze"], calls=[Call("records.analyze", {"ids": ["a"]})])
+        return f"{len(request.messages)} messages"
+
+    model = FunctionModel(respond)
+    rt, executor = wire(model)
+    outcome = await assistant.new_client(rt).run("Analyze a.")
+    assert outcome.final_text == "3 messages"
+    assert executor.calls == ["analyze a"]
+    assert seen[0] == ["records.search", "records.analyze"]
+    assert model.loaded == {"records.analyze"}
+
+
+async def test_a_plain_function_works_too() -> None:
+    model = FunctionModel(lambda request: Answer(request.messages[-1].text.upper()))
+    rt, _ = wire(model, clerk)
+    assert (await clerk.new_client(rt).run("hi")).final_text == "HI"
+
+
+# --------------------------------------------------------------------------- recordings
+
+
+def openai_text(text: str, response_id: str = "resp_1") -> dict[str, Any]:
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": 1767225600,
+        "status": "completed",
+        "model": "gpt-5.4",
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
+        "usage": {
+            "input_tokens": 10,
+            "output_tokens": 3,
+            "total_tokens": 13,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
+CLAUDE_TEXT = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-opus-4-7",
+    "content": [{"type": "text", "text": "Records are sunny."}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 12, "output_tokens": 4},
+}
+
+
+async def test_inline_replies_play_through_the_real_openai_adapter() -> None:
+    replay = Recording.of("openai", openai_text("Hello.")).player()
+    rt, _ = wire(replay.model(), clerk)
+    outcome = await clerk.new_client(rt).run("hi")
+    assert outcome.final_text == "Hello."
+    assert replay.finished
+    assert replay.requests[0]["tools"] == ["records_lookup", "records_search", "records_analyze"]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "anthropic-bedrock"])
+async def test_anthropic_replies_direct_and_on_bedrock(provider: Any) -> None:
+    replay = Recording.of(provider, CLAUDE_TEXT).player()
+    rt, _ = wire(replay.model(), clerk)
+    outcome = await clerk.new_client(rt).run("hi")
+    assert outcome.final_text == "Records are sunny."
+    replay.assert_finished()
+    expected = "/v1/messages" if provider == "anthropic" else "/model/m/invoke"
+    assert replay.requests[0]["path"] == expected
+
+
+async def test_a_reply_not_in_the_wire_shape_is_refused_with_the_sdk_types() -> None:
+    broken = openai_text("Hello.")
+    del broken["id"]
+    replay = Recording.of("openai", broken).player()
+    rt, _ = wire(replay.model(), clerk)
+    with pytest.raises(ModelError):
+        await clerk.new_client(rt).run("hi")
+    (problem,) = replay.problems
+    assert problem.startswith("reply 1 is not a valid Responses API reply: 1 validation error")
+    assert "id\n  Field required" in problem
+    with pytest.raises(RecordingError, match="reply 1 is not a valid Responses API reply"):
+        replay.assert_finished()
+
+
+async def test_a_request_that_differs_from_the_recording_is_answered_400() -> None:
+    recording = Recording.load(ROOT / "examples/quickstart/recordings/openai.json", "openai")
+    replay = RecordedProvider(recording)
+    rt, _ = wire(replay.model(), clerk)
+    with pytest.raises(ModelError):
+        await clerk.new_client(rt).run("hi")
+    assert replay.served == 0
+    assert replay.problems[0].startswith("request 1 differs from the recording.")
+    assert '"calendar_list_events",' in replay.problems[0].split("the recording answers:")[1]
+
+
+async def test_unused_and_missing_exchanges_are_reported() -> None:
+    replay = Recording.of("openai", openai_text("a"), openai_text("b")).player()
+    rt, _ = wire(replay.model(), clerk)
+    await clerk.new_client(rt).run("hi")
+    with pytest.raises(RecordingError, match="the run ended after 1 of the 2 recorded exchanges"):
+        replay.assert_finished()
+    again = Recording.of("openai").player()
+    rt, _ = wire(again.model(), clerk)
+    with pytest.raises(ModelError):
+        await clerk.new_client(rt).run("hi")
+    assert again.problems[0].startswith("request 1 was not recorded (the recording has 0)")
+
+
+def test_recording_files_are_checked_on_load(tmp_path: Path) -> None:
+    path = ROOT / "examples/quickstart/recordings/anthropic.json"
+    with pytest.raises(RecordingError, match="is a recording of anthropic, not of openai"):
+        Recording.load(path, "openai")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"provider": "gemini", "exchanges": []}))
+    with pytest.raises(RecordingError, match="unknown provider 'gemini'"):
+        Recording.load(bad)
+
+
+def test_no_sdk_private_attribute_is_used() -> None:
+    quickstart = ROOT / "examples/quickstart/tool_search.py"
+    for path in [*(ROOT / "runtime/testing").glob("*.py"), quickstart]:
+        assert "_strict_response_validation" not in path.read_text(), path
