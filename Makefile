@@ -3,14 +3,17 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# mypy cannot follow setuptools' editable import hook, so it reads the sources through a tree
-# of links laid out as the installed package (agentgen/dsl -> dsl, ...).
-TYPECHECK_TREE := build/typecheck
+# mypy cannot follow setuptools' editable import hook (ours, or an application's mypy run in
+# this environment), so the editable install also puts a path entry on the environment: a tree
+# of links laid out as the installed package (.venv/agentgen-src/agentgen/dsl -> dsl, ...),
+# named by agentgen-src.pth in site-packages. Python and mypy both read agentgen through it, and
+# a new module needs no reinstall (the links are to folders).
+LINK_TREE := $(VENV)/agentgen-src
 PACKAGES := dsl codegen runtime templates
 
 EXAMPLES := records company quickstart
 
-.PHONY: demo test lint layers typecheck typecheck-tree regen clean
+.PHONY: demo test lint layers typecheck link-tree regen clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +21,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(MAKE) --no-print-directory link-tree
 	touch $@
 
 # The quickstart runs the real OpenAI and Anthropic adapters (offline), so it needs their SDKs.
@@ -27,6 +31,7 @@ $(VENV)/.installed-demo: pyproject.toml $(VENV)/.installed
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(MAKE) --no-print-directory link-tree
 	touch $@ $(VENV)/.installed $(VENV)/.installed-demo
 
 # Regenerate the examples, then run the quickstart agent end to end on recorded provider
@@ -34,16 +39,17 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed-demo regen
 	$(BIN)/python -m examples.quickstart.tool_search
 
-typecheck-tree:
-	@mkdir -p $(TYPECHECK_TREE)/agentgen
-	@for p in $(PACKAGES); do ln -sfn ../../../$$p $(TYPECHECK_TREE)/agentgen/$$p; done
+link-tree: | $(BIN)/python
+	@mkdir -p $(LINK_TREE)/agentgen
+	@for p in $(PACKAGES); do ln -sfn $(CURDIR)/$$p $(LINK_TREE)/agentgen/$$p; done
+	@$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "agentgen-src.pth").write_text(str(pathlib.Path("$(LINK_TREE)").resolve()) + "\n")'
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(VENV)/.installed-dev typecheck-tree
-	MYPYPATH=$(TYPECHECK_TREE) $(BIN)/mypy -p agentgen.dsl -p agentgen.codegen -p agentgen.runtime
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy -p agentgen.dsl -p agentgen.codegen -p agentgen.runtime
 
 # The dependency rule and the layers of docs/architecture.md (.importlinter).
 layers: $(VENV)/.installed-dev

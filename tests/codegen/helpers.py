@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,6 @@ from agentgen.codegen.render import RenderedFile
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-TYPECHECK_TREE = ROOT / "build" / "typecheck"
 
 
 class Generation(NamedTuple):
@@ -38,24 +36,13 @@ def tree(root: Path) -> dict[str, str]:
     }
 
 
-def typecheck_tree() -> Path:
-    """The link tree mypy reads agentgen through (see the Makefile)."""
-    package = TYPECHECK_TREE / "agentgen"
-    package.mkdir(parents=True, exist_ok=True)
-    for name in ("dsl", "codegen", "runtime", "templates"):
-        link = package / name
-        if not link.exists():
-            link.symlink_to(ROOT / name, target_is_directory=True)
-    return TYPECHECK_TREE
-
-
 def run_tool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MYPYPATH": str(typecheck_tree())}
+    # mypy finds agentgen through the path entry of make's editable install (the Makefile's
+    # link-tree), as an application's mypy run does.
     return subprocess.run(
         [sys.executable, "-m", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        env=env,
         check=False,
     )
