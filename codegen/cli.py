@@ -33,6 +33,14 @@ EXIT_INVALID = 1
 EXIT_UNUSABLE = 2
 EXIT_BUG = 3
 CONFLICT_HINT = "move those files out of the output folder, or choose another output folder with -o"
+EDITED_HINT = (
+    "move the changes into the design (or into a module of your own), then run "
+    "`agentgen gen --force` to overwrite them"
+)
+KEPT_NOTE = (
+    "it carries agentgen's header, but was edited by hand or written by an older agentgen: "
+    "delete it if it is a leftover"
+)
 BUG_REPORT = (
     "this is a bug in agentgen, please report it with the traceback above and the design "
     "that triggered it"
@@ -201,38 +209,51 @@ def validate(design: Path) -> None:
     "files and conflicts (files at generated paths that agentgen did not generate).",
 )
 @click.option(
+    "--force",
+    is_flag=True,
+    help="Overwrite generated files that were edited by hand (their content no longer matches "
+    "the hash in their header). Files agentgen did not generate are never overwritten.",
+)
+@click.option(
     "--no-cache",
     is_flag=True,
     help="Always load and generate, even when nothing the last generation read has changed. "
     "The record of the last generation lives in $AGENTGEN_CACHE_DIR, else "
     "$XDG_CACHE_HOME/agentgen, else ~/.cache/agentgen; deleting that folder clears it.",
 )
-def gen(design: Path, output: Path | None, check: bool, no_cache: bool) -> None:
+def gen(design: Path, output: Path | None, check: bool, force: bool, no_cache: bool) -> None:
     """Generate typed agent packages from DESIGN into OUTPUT.
 
-    Files that are no longer generated are removed (only files carrying agentgen's header).
-    A file at a generated path that agentgen did not generate (no generated header) is a
-    conflict: gen refuses to overwrite it, lists the conflicts and writes nothing.
+    Every generated file carries a hash of its content in its header. A generated file
+    edited by hand since is not overwritten: gen lists it and writes nothing, unless --force.
+    Files that are no longer generated are removed only when untouched; others carrying
+    agentgen's header are kept and listed. A file at a generated path that agentgen did not
+    generate (no generated header) is a conflict: gen refuses to overwrite it, lists the
+    conflicts and writes nothing.
 
-    With --check nothing is written: gen exits 1 listing missing, stale and extra files and
-    conflicts when OUTPUT is not what DESIGN generates.
+    With --check nothing is written: gen exits 1 listing missing, stale (the design changed),
+    edited (changed by hand) and extra files and conflicts when OUTPUT is not what DESIGN
+    generates.
 
     \b
     Examples:
       agentgen gen design.py             # writes gen/ next to design.py
       agentgen gen examples/records/design.py -o build/records
       agentgen gen design.py --check     # in CI: fail when committed packages are stale
+      agentgen gen design.py --force     # overwrite generated files edited by hand
     """
     from agentgen.codegen.pipeline import default_output, generate
 
     output = default_output(design) if output is None else output
     with handled(design):
-        result = generate(design, output, check=check, use_cache=not no_cache)
+        result = generate(design, output, check=check, use_cache=not no_cache, force=force)
     if result.errors:
         report(design, result.errors)
         sys.exit(EXIT_INVALID)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
+    for path in result.kept:
+        click.echo(f"kept: {output / path} ({KEPT_NOTE})", err=True)
     if check:
         if result.up_to_date:
             click.echo(f"{output}: up to date ({len(result.files)} files)")
@@ -243,6 +264,8 @@ def gen(design: Path, output: Path | None, check: bool, no_cache: bool) -> None:
         if result.conflicts:
             # `agentgen gen` would refuse as well: the conflicts must go first.
             click.echo(CONFLICT_HINT, err=True)
+        elif result.edited:
+            click.echo(EDITED_HINT, err=True)
         else:
             click.echo("run `agentgen gen` again and commit the result", err=True)
         sys.exit(EXIT_INVALID)
@@ -255,6 +278,16 @@ def gen(design: Path, output: Path | None, check: bool, no_cache: bool) -> None:
         for path in result.conflicts:
             click.echo(f"  {output / path}", err=True)
         click.echo(CONFLICT_HINT, err=True)
+    if result.edited:
+        click.echo(
+            f"error: {output}: refusing to overwrite files edited by hand (their content no "
+            "longer matches the hash in their header); nothing was written:",
+            err=True,
+        )
+        for path in result.edited:
+            click.echo(f"  {output / path}", err=True)
+        click.echo(EDITED_HINT, err=True)
+    if result.conflicts or result.edited:
         sys.exit(EXIT_INVALID)
     click.echo(
         f"{output}: {len(result.created)} created, {len(result.updated)} updated, "

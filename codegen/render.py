@@ -22,6 +22,7 @@ from agentgen.codegen.generation_model import (
     ToolsetModel,
     TypeRef,
 )
+from agentgen.codegen.stamp import PLACEHOLDER
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ def environment() -> Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.globals["hash_placeholder"] = PLACEHOLDER
     env.filters.update(
         py=py,
         py_tuple=py_tuple,

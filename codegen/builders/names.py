@@ -6,6 +6,7 @@ use the same functions to write them.
 
 from __future__ import annotations
 
+from agentgen.codegen.stamp import PLACEHOLDER
 from agentgen.dsl.names import python_identifier
 
 __all__ = [
@@ -19,7 +20,8 @@ __all__ = [
     "tool_constant",
 ]
 
-GENERATED_BY = "agentgen — do not edit"
+#: The ``generated_by`` field of generated JSON files (its hash filled in when stamped).
+GENERATED_BY = f"agentgen {PLACEHOLDER} — do not edit"
 
 #: Module-level names of a toolset's generated ``specs.py`` that tool constants must not take.
 SPECS_MODULE_NAMES = frozenset(
