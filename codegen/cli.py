@@ -269,24 +269,26 @@ def gen(design: Path, output: Path | None, check: bool, force: bool, no_cache: b
         else:
             click.echo("run `agentgen gen` again and commit the result", err=True)
         sys.exit(EXIT_INVALID)
-    if result.conflicts:
-        click.echo(
-            f"error: {output}: refusing to overwrite what agentgen did not generate (no "
-            "generated header) at generated paths; nothing was written:",
-            err=True,
-        )
-        for path in result.conflicts:
-            click.echo(f"  {output / path}", err=True)
-        click.echo(CONFLICT_HINT, err=True)
-    if result.edited:
-        click.echo(
-            f"error: {output}: refusing to overwrite files edited by hand (their content no "
-            "longer matches the hash in their header); nothing was written:",
-            err=True,
-        )
-        for path in result.edited:
-            click.echo(f"  {output / path}", err=True)
-        click.echo(EDITED_HINT, err=True)
+    refusals = (
+        (
+            result.conflicts,
+            "what agentgen did not generate (no generated header) at generated paths",
+            CONFLICT_HINT,
+        ),
+        (
+            result.edited,
+            "files edited by hand (their content no longer matches the hash in their header)",
+            EDITED_HINT,
+        ),
+    )
+    for paths, what, hint in refusals:
+        if paths:
+            click.echo(
+                f"error: {output}: refusing to overwrite {what}; nothing was written:", err=True
+            )
+            for path in paths:
+                click.echo(f"  {output / path}", err=True)
+            click.echo(hint, err=True)
     if result.conflicts or result.edited:
         sys.exit(EXIT_INVALID)
     click.echo(

@@ -107,20 +107,20 @@ def _turn(reply: Reply, searches: Sequence[Search] = ()) -> tuple[Turn, list[Sea
     return Turn(calls=calls), extra
 
 
-@dataclass
-class _Player:
-    """What both test models share: what the model has loaded, and turning a turn into a
+class _SearchingModel:
+    """What both test models share: what the model has loaded, and turning a turn into the
     response a provider adapter would return."""
 
-    name: str
-    usage: Usage
-    requests: list[ModelRequest] = field(default_factory=list)
-    #: Every search: (query, the tool IDs it loaded).
-    searches: list[tuple[str, list[str]]] = field(default_factory=list)
-    #: Deferred tool IDs the model loaded by searching (kept across requests, as a
-    #: conversation's loaded tools are).
-    loaded: set[str] = field(default_factory=set)
-    _calls: int = 0
+    def __init__(self, usage: Usage | None) -> None:
+        self.usage = usage or Usage(10, 5)
+        #: Every request received, in order.
+        self.requests: list[ModelRequest] = []
+        #: Every search: (query, the tool IDs it loaded).
+        self.searches: list[tuple[str, list[str]]] = []
+        #: Deferred tool IDs the model loaded by searching (kept across requests, as a
+        #: conversation's loaded tools are).
+        self.loaded: set[str] = set()
+        self._calls = 0
 
     def visible(self, tools: Sequence[ToolDefinition]) -> set[str]:
         """The tools of a request the model can call: immediate ones and loaded ones."""
@@ -133,12 +133,13 @@ class _Player:
         records = [self._search(request, s) for s in searches]
         visible = self.visible(request.tools)
         offered = {t.id for t in request.tools}
+        model = type(self).__name__
         parts: list[Part] = [TextPart(turn.text)] if turn.text or not turn.calls else []
         for call in turn.calls:
             if call.tool_id not in offered:
                 raise ScriptError(
-                    f"{self.name}: turn {number} calls {call.tool_id!r}, which this request "
-                    f"does not offer (its tools: {', '.join(sorted(offered)) or 'none'}); is "
+                    f"{model}: turn {number} calls {call.tool_id!r}, which this request does "
+                    f"not offer (its tools: {', '.join(sorted(offered)) or 'none'}); is "
                     "it hidden by a run policy, or not used by the agent?"
                 )
             if call.tool_id not in visible:
@@ -146,8 +147,8 @@ class _Player:
                     f"{q!r} → {', '.join(ids) or 'nothing'}" for q, ids in self.searches
                 )
                 raise ScriptError(
-                    f"{self.name}: turn {number} calls {call.tool_id!r}, which the model cannot "
-                    f"see: it is deferred and no search loaded it (searches: {searched or 'none'})"
+                    f"{model}: turn {number} calls {call.tool_id!r}, which the model cannot see: "
+                    f"it is deferred and no search loaded it (searches: {searched or 'none'})"
                     "; add a Search(...) that finds it before the call"
                 )
             self._calls += 1
@@ -167,7 +168,7 @@ class _Player:
         return {"query": search.query, "loaded": hits}
 
 
-class ScriptedModel:
+class ScriptedModel(_SearchingModel):
     """A model client that plays ``script`` one turn per request.
 
     ``ScriptedModel([Search("weather"), Call("weather.forecast", {"city": "Tokyo"}),
@@ -176,20 +177,8 @@ class ScriptedModel:
     """
 
     def __init__(self, script: Sequence[Step], *, usage: Usage | None = None) -> None:
+        super().__init__(usage)
         self._steps: list[Step] = list(script)
-        self._player = _Player("ScriptedModel", usage or Usage(10, 5))
-
-    @property
-    def requests(self) -> list[ModelRequest]:
-        return self._player.requests
-
-    @property
-    def searches(self) -> list[tuple[str, list[str]]]:
-        return self._player.searches
-
-    @property
-    def loaded(self) -> set[str]:
-        return self._player.loaded
 
     @property
     def finished(self) -> bool:
@@ -197,8 +186,8 @@ class ScriptedModel:
         return not self._steps
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        self._player.requests.append(request)
-        number = len(self._player.requests)
+        self.requests.append(request)
+        number = len(self.requests)
         searches: list[Search] = []
         while self._steps and isinstance(self._steps[0], Search):
             step = self._steps.pop(0)
@@ -212,13 +201,13 @@ class ScriptedModel:
             )
         step = self._steps.pop(0)
         turn, searches = _turn(step, searches)  # type: ignore[arg-type]
-        return self._player.respond(request, turn, searches, number)
+        return self.respond(request, turn, searches, number)
 
 
 Function = Callable[[ModelRequest], Reply | Awaitable[Reply]]
 
 
-class FunctionModel:
+class FunctionModel(_SearchingModel):
     """A model client that asks ``function`` for each turn.
 
     ``function(request)`` (plain or ``async``) returns a :class:`Turn`, a :class:`Call`, a list
@@ -229,25 +218,13 @@ class FunctionModel:
     """
 
     def __init__(self, function: Function, *, usage: Usage | None = None) -> None:
+        super().__init__(usage)
         self.function = function
-        self._player = _Player("FunctionModel", usage or Usage(10, 5))
-
-    @property
-    def requests(self) -> list[ModelRequest]:
-        return self._player.requests
-
-    @property
-    def searches(self) -> list[tuple[str, list[str]]]:
-        return self._player.searches
-
-    @property
-    def loaded(self) -> set[str]:
-        return self._player.loaded
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        self._player.requests.append(request)
+        self.requests.append(request)
         reply = self.function(request)
         if inspect.isawaitable(reply):
             reply = await reply
         turn, searches = _turn(reply)
-        return self._player.respond(request, turn, searches, len(self._player.requests))
+        return self.respond(request, turn, searches, len(self.requests))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,3 +48,17 @@ def run_tool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         check=False,
     )
+
+
+@contextlib.contextmanager
+def importable(folder: Path) -> Iterator[Path]:
+    """``folder`` on ``sys.path`` while the block runs; modules imported from it are
+    forgotten afterwards, so the next test imports its own generated packages."""
+    sys.path.insert(0, str(folder))
+    try:
+        yield folder
+    finally:
+        sys.path.remove(str(folder))
+        for name, module in list(sys.modules.items()):
+            if (getattr(module, "__file__", None) or "").startswith(str(folder)):
+                del sys.modules[name]

@@ -9,48 +9,22 @@ generated output.
 from __future__ import annotations
 
 import json
-import os
 import re
-import textwrap
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from agentgen.codegen.cli import main
 from agentgen.codegen.pipeline import generate
 from agentgen.codegen.stamp import state
+from tests.codegen.test_output import DESIGN, gen
 
-DESIGN = textwrap.dedent(
-    """
-    from agentgen.dsl import *
-    def records():
-        Tool("lookup", "Look up a record by its ID.")
-        Tool("search", "Search records.")
-    Records = Toolset("records", records)
-    with Service("assistant"):
-        Agent("assistant", "Find records.", lambda: Use(Records, lambda: Deferred("search")))
-        Agent("clerk", "Everything up front.", lambda: Use(Records))
-    """
-)
 SPECS = "assistant/toolsets/records/specs.py"
 CLERK = "assistant/agents/clerk/agent.py"
 HASH = re.compile(r"\(hash [0-9a-f]{16}\)")
 
 
-def gen(*args: str, cwd: Path) -> tuple[int, str]:
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(main, ["gen", *args])
-    finally:
-        os.chdir(old)
-    return result.exit_code, result.output
-
-
 def project(tmp_path: Path) -> Path:
     (tmp_path / "design.py").write_text(DESIGN)
-    code, output = gen("design.py", cwd=tmp_path)
-    assert code == 0, output
+    code, _, err = gen("design.py", cwd=tmp_path)
+    assert code == 0, err
     return tmp_path / "gen"
 
 
@@ -81,9 +55,9 @@ def test_check_tells_edited_from_stale(tmp_path: Path) -> None:
     out = project(tmp_path)
     edit(out / SPECS, "Search records.", "Search records, by hand.")
     (tmp_path / "design.py").write_text(DESIGN.replace("Everything up front.", "All up front."))
-    code, output = gen("design.py", "--check", cwd=tmp_path)
+    code, _, err = gen("design.py", "--check", cwd=tmp_path)
     assert code == 1
-    lines = output.splitlines()
+    lines = err.splitlines()
     assert f"  edited:  {SPECS} (edited by hand since it was generated)" in lines
     assert f"  stale:   {CLERK}" in lines
     assert not any(line.startswith("  stale:   " + SPECS) for line in lines)
@@ -94,19 +68,19 @@ def test_gen_refuses_to_overwrite_a_hand_edit_without_force(tmp_path: Path) -> N
     edit(out / SPECS, "Search records.", "Search records, by hand.")
     (tmp_path / "design.py").write_text(DESIGN.replace("Everything up front.", "All up front."))
     before = (out / CLERK).read_text()
-    code, output = gen("design.py", cwd=tmp_path)
+    code, _, err = gen("design.py", cwd=tmp_path)
     assert code == 1
     assert (
         "error: gen: refusing to overwrite files edited by hand (their content no longer "
         "matches the hash in their header); nothing was written:"
-    ) in output
-    assert f"  gen/{SPECS}" in output.splitlines()
-    assert "agentgen gen --force" in output
+    ) in err
+    assert f"  gen/{SPECS}" in err.splitlines()
+    assert "agentgen gen --force" in err
     assert "by hand" in (out / SPECS).read_text()
     assert (out / CLERK).read_text() == before  # nothing was written
-    code, output = gen("design.py", "--force", cwd=tmp_path)
-    assert code == 0, output
-    assert output.startswith("gen: 0 created, 3 updated")
+    code, out_text, err = gen("design.py", "--force", cwd=tmp_path)
+    assert code == 0, err
+    assert out_text.startswith("gen: 0 created, 3 updated")
     assert "by hand" not in (out / SPECS).read_text()
     assert state((out / SPECS).read_text()) == "untouched"
 
@@ -120,14 +94,14 @@ def test_only_untouched_generated_files_are_removed(tmp_path: Path) -> None:
     (tmp_path / "design.py").write_text(
         DESIGN.replace('    Agent("clerk", "Everything up front.", lambda: Use(Records))\n', "")
     )
-    code, output = gen("design.py", cwd=tmp_path)
-    assert code == 0, output
+    code, _, err = gen("design.py", cwd=tmp_path)
+    assert code == 0, err
     assert not (out / CLERK).exists()
     assert mine.exists()
     assert (
         "kept: gen/assistant/agents/clerk/mine.py (it carries agentgen's header, but was "
         "edited by hand or written by an older agentgen: delete it if it is a leftover)"
-    ) in output
+    ) in err
     result = generate(tmp_path / "design.py", out, check=True)
     assert result.up_to_date and result.kept == ("assistant/agents/clerk/mine.py",)
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import ast
 import importlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agentgen.codegen.pipeline import check_file, generate
+from tests.codegen.helpers import importable as on_path
 from tests.conftest import DesignRunner
 
 #: Every C0 control character, DEL, every C1 control character, and the separators and format
@@ -29,13 +29,8 @@ LONG = "word " * 40_000
 
 @pytest.fixture
 def importable(tmp_path: Path) -> Iterator[Path]:
-    sys.path.insert(0, str(tmp_path))
-    try:
+    with on_path(tmp_path):
         yield tmp_path
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in [m for m in sys.modules if m.split(".")[0] == "literals_gen"]:
-            del sys.modules[name]
 
 
 def test_control_characters_and_long_strings_round_trip(

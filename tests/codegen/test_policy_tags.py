@@ -10,7 +10,6 @@ whose tools arrive with their own tags at run time).
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from agentgen.runtime import (
     Runtime,
     TextPart,
 )
+from tests.codegen.helpers import importable as on_path
 from tests.conftest import DesignRunner
 
 TICKETS = """
@@ -50,13 +50,8 @@ class Recorder:
 
 @pytest.fixture
 def importable(tmp_path: Path) -> Iterator[Path]:
-    sys.path.insert(0, str(tmp_path))
-    try:
+    with on_path(tmp_path):
         yield tmp_path
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in [m for m in sys.modules if m.split(".")[0] == "policy_gen"]:
-            del sys.modules[name]
 
 
 async def test_toolset_tags_reach_every_tool_and_the_run_policy(

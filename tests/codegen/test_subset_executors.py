@@ -8,7 +8,6 @@ protocol with those two methods; an application implementing only them type-chec
 from __future__ import annotations
 
 import importlib
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentgen.codegen.pipeline import check_file, generate
-from tests.codegen.helpers import run_tool
+from tests.codegen.helpers import importable, run_tool
 from tests.conftest import DesignRunner
 
 DESIGN = """
@@ -91,13 +90,8 @@ def generated(designs: DesignRunner, tmp_path: Path) -> Iterator[Path]:
     design = designs.write(DESIGN)
     result = generate(design, tmp_path / "subset_gen")
     assert not result.errors, result.errors
-    sys.path.insert(0, str(tmp_path))
-    try:
+    with importable(tmp_path):
         yield tmp_path
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in [m for m in sys.modules if m.split(".")[0] in ("subset_gen", "app")]:
-            del sys.modules[name]
 
 
 def test_an_executor_of_exactly_the_used_tools_type_checks(generated: Path) -> None:
