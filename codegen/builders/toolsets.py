@@ -16,7 +16,7 @@ from agentgen.runtime.contracts.fingerprint import schema_fingerprint
 from agentgen.runtime.contracts.ids import agent_id, humanize_title, registration_name, tool_id
 from agentgen.runtime.contracts.specs import BoundsSpec, ConfirmationSpec, PagingSpec
 from agentgen.runtime.contracts.wire import tool_schema_json
-from agentgen.runtime.search.document import SearchDocument, search_text
+from agentgen.runtime.search.document import search_document
 
 __all__ = ["build_toolset", "tool_declaration"]
 
@@ -98,7 +98,9 @@ def _tool(
         tags=toolset.tool_tags(expr),
         payload=types.payload,
         result=types.result,
-        search=SearchDocument.from_text(search_text(identifier, title, description)),
+        search=search_document(
+            identifier, title, description, json.loads(types.payload.schema_json)
+        ),
         kind="agent" if exporter_id else "service",
         agent_id=exporter_id,
         confirmation=ConfirmationSpec(

@@ -39,7 +39,15 @@ from agentgen.runtime.adapters.openai_search import (
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
 from agentgen.runtime.model_client import ModelError, ModelRequest, ModelResponse, Usage
-from agentgen.runtime.search.index import DEFAULT_LIMIT, SearchEntry, SearchIndex
+from agentgen.runtime.search.document import search_text
+from agentgen.runtime.search.index import (
+    DEFAULT_LIMIT,
+    DEFAULT_RANKING,
+    RANKINGS,
+    Ranking,
+    SearchEntry,
+    SearchIndex,
+)
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -53,7 +61,8 @@ class OpenAIResponsesModel:
     (see :meth:`bedrock`). ``platform`` says which: Bedrock transcripts need stricter replay
     checks. Left out, it is read from the client's base URL (``bedrock-runtime.*`` or
     ``bedrock-mantle.*`` hosts are Bedrock); pass it when a proxy hides the host.
-    ``search_limit`` caps the tools one search returns.
+    ``search_limit`` caps the tools one search returns; ``search_ranking`` is ``"fields"``
+    (BM25F over the documents' fields, the default) or ``"classic"`` (the spec's plain BM25).
     """
 
     def __init__(
@@ -62,9 +71,16 @@ class OpenAIResponsesModel:
         *,
         platform: Platform | None = None,
         search_limit: int = DEFAULT_LIMIT,
+        search_ranking: Ranking = DEFAULT_RANKING,
     ) -> None:
         if search_limit < 1:
             raise ValueError(f"openai: search_limit must be at least 1, got {search_limit}")
+        if search_ranking not in RANKINGS:
+            raise ValueError(
+                f"openai: unknown search_ranking {search_ranking!r}; choose one of "
+                f"{', '.join(RANKINGS)}"
+            )
+        self.search_ranking: Ranking = search_ranking
         self._client = client
         host = client.base_url.host or ""
         self.platform: Platform = platform or (
@@ -80,12 +96,18 @@ class OpenAIResponsesModel:
         region: str,
         endpoint: Literal["runtime", "mantle"] = "runtime",
         search_limit: int = DEFAULT_LIMIT,
+        search_ranking: Ranking = DEFAULT_RANKING,
         **credentials: Any,
     ) -> OpenAIResponsesModel:
         """An adapter for OpenAI models on Bedrock; ``credentials`` go to the SDK's Bedrock
         provider (``access_key_id``/``secret_access_key``, ``profile``, ``api_key``, ...)."""
         provider = openai.providers.bedrock(endpoint=endpoint, region=region, **credentials)
-        return cls(AsyncOpenAI(provider=provider), platform="bedrock", search_limit=search_limit)
+        return cls(
+            AsyncOpenAI(provider=provider),
+            platform="bedrock",
+            search_limit=search_limit,
+            search_ranking=search_ranking,
+        )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         invocation = _Invocation(self, request)
@@ -292,9 +314,15 @@ class _Invocation:
         if self._index is None:
             self._index = SearchIndex(
                 [
-                    SearchEntry(tool.id, tool.search, aliases=(self.names.name(tool.id),))
+                    SearchEntry(
+                        tool.id,
+                        tool.search,
+                        aliases=(self.names.name(tool.id),),
+                        text=search_text(tool.id, tool.title, tool.description),
+                    )
                     for tool in self.selection.deferred
-                ]
+                ],
+                self.adapter.search_ranking,
             )
         hits = self._index.search(search.query, self.adapter.search_limit)
         return search_output(

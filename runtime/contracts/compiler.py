@@ -25,7 +25,8 @@ from agentgen.runtime.contracts.specs import (
     ToolSpec,
     TypeSpec,
 )
-from agentgen.runtime.search.document import SearchDocument
+from agentgen.runtime.search.analysis import SEARCH_VERSION
+from agentgen.runtime.search.document import SearchDocument, search_document
 
 __all__ = ["compile"]
 
@@ -63,13 +64,7 @@ def compile(declaration: ToolSchema | Mapping[str, Any] | None, *, toolset: str)
         )
     if contract.kind == "service" and contract.agent is not None:
         raise ContractError(f"tool {name!r} declares an agent target for service execution")
-    # Registry vocabularies are small: one string per word, shared by every tool using it.
-    terms = {sys.intern(word): count for word, count in contract.search.terms.items()}
-    search = SearchDocument(terms=terms, length=contract.search.length)
-    try:
-        search.validate()
-    except ValueError as exc:
-        raise ContractError(f"tool {name!r} search document: {exc}") from None
+    search = _search_document(declaration)
     kinds: set[str] = set()
     for data in contract.server_data:
         if data.kind in kinds:
@@ -138,3 +133,24 @@ def _first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(p) for p in error["loc"])
     return f"{where}: {error['msg']}" if where else error["msg"]
+
+
+def _search_document(declaration: ToolSchema) -> SearchDocument:
+    """The tool's search document in the version this runtime ranks with.
+
+    A provider built by another agentgen version publishes documents of its own version; the
+    consumer then counts the words of the declaration itself (ID, title, description, payload
+    schema) with its own analysis, so every tool of a catalog is ranked the same way.
+    """
+    contract = declaration.consumer_contract
+    assert contract is not None
+    name = declaration.name
+    published = contract.search
+    if published.version != SEARCH_VERSION:
+        return search_document(
+            name, contract.title, declaration.description or "", declaration.payload_schema
+        )
+    try:
+        return SearchDocument.from_json({"version": published.version, "terms": published.terms})
+    except ValueError as exc:
+        raise ContractError(f"tool {name!r} search document: {exc}") from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -55,8 +55,12 @@ class _Strict(BaseModel):
 
 
 class SearchTerms(_Strict):
-    length: int = Field(ge=0)
-    terms: dict[str, int] = Field(default_factory=dict)
+    """A tool's search document: its version, and each word's counts per field (the fields of
+    that version, in order; :mod:`agentgen.runtime.search.document`)."""
+
+    version: int = Field(ge=1)
+    # Strict: a registry's 1.0 or true is not a count.
+    terms: dict[str, list[StrictInt]] = Field(default_factory=dict)
 
 
 class PathSegment(_Strict):

@@ -136,8 +136,8 @@ def tool_schema_json(
         "kind": kind,
         "title": title,
         "search": {
-            "length": search.length,
-            **({"terms": dict(search.terms)} if search.terms else {}),
+            "version": search.version,
+            **({"terms": search.to_json()["terms"]} if search.terms else {}),
         },
         "payload": _type_contract(payload_name, payload_schema),
     }

@@ -1,20 +1,42 @@
-"""Words of a tool's search text, counted once at generation time.
+"""Words of a tool's search text, counted once per field at generation time.
 
-Tool search ranks deferred tools by the words of their ID, title and description. Counting
-those words is done by the code generator (or when a registry contract is compiled), so the
-runtime only adds up precomputed counts. Both sides must split text into words the same way,
-which is why the tokenizer lives here, next to the document it produces.
+Tool search ranks deferred tools by the words of their ID, title, description and arguments.
+Counting those words is done by the code generator (or when a registry contract is compiled),
+so the runtime only adds up precomputed counts. Every side builds documents with
+:func:`search_document` and analyses words with :mod:`agentgen.runtime.search.analysis`, and a
+document records the version of that analysis, so documents and queries always agree.
+:func:`tokenize` is the spec's original word rule, kept for the ``classic`` ranking.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-__all__ = ["SearchDocument", "search_text", "tokenize"]
+from agentgen.runtime.search.analysis import (
+    FIELDS,
+    SEARCH_VERSION,
+    identifier_words,
+    text_words,
+)
+
+__all__ = [
+    "CLASSIC_VERSION",
+    "VERSION_FIELDS",
+    "SearchDocument",
+    "parameter_text",
+    "search_document",
+    "search_text",
+    "tokenize",
+]
+
+#: The spec's plain BM25 document: word counts of "<tool ID> <title> <description>".
+CLASSIC_VERSION = 1
 
 # For str patterns, `\w` is exactly `str.isalnum()` plus "_", so this matches runs of
 # characters that are alphanumeric. That is a superset of the word rule: `isalnum` also accepts
@@ -25,7 +47,6 @@ _ALNUM_RUN = re.compile(r"[^\W_]+")
 _INVALID_COUNT = "tool search document has an invalid word count"
 _WORD_TYPES = frozenset({str})
 _COUNT_TYPES = frozenset({int})
-_LENGTH_MISMATCH = "tool search document length does not match its word counts"
 
 
 def tokenize(text: str) -> list[str]:
@@ -71,53 +92,110 @@ def search_text(tool_id: str, title: str, description: str) -> str:
     return f"{tool_id} {title} {description}"
 
 
+#: The fields of a document of each version, in the order their counts are stored.
+VERSION_FIELDS: Mapping[int, tuple[str, ...]] = MappingProxyType(
+    {CLASSIC_VERSION: ("text",), SEARCH_VERSION: FIELDS}
+)
+
+# Count tuples repeat across tools ((1, 0, 0, 0, 0) is most of them): one shared object each
+# keeps a catalog of thousands of documents small.
+_COUNTS: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def _shared(counts: tuple[int, ...]) -> tuple[int, ...]:
+    return _COUNTS.setdefault(counts, counts)
+
+
 @dataclass(frozen=True, slots=True)
 class SearchDocument:
-    """How often each word occurs in a tool's search text, and how many words it has.
+    """How often each word occurs in each field of a tool's search text.
 
-    `length` counts repeats, so it equals the sum of the counts; BM25 needs it to discount
-    long descriptions. An empty document is valid: such a tool is only found by its exact name.
+    ``terms`` maps a word to its counts per field, in the order of ``VERSION_FIELDS[version]``:
+    for the current version the tool ID, title, description, argument names and argument text
+    (descriptions and enum values); version 1 (``classic``) has one field, the spec's
+    "<tool ID> <title> <description>". ``lengths`` (words per field, repeats included) follow
+    from the counts; BM25 uses them to discount long fields. An empty document is valid: such a
+    tool is only found by its exact name.
     """
 
-    terms: Mapping[str, int]
-    length: int
+    terms: Mapping[str, tuple[int, ...]]
+    version: int = SEARCH_VERSION
+    lengths: tuple[int, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        fields = VERSION_FIELDS.get(self.version) if _is_int(self.version) else None
+        if fields is None:
+            known = ", ".join(str(v) for v in VERSION_FIELDS)
+            raise ValueError(
+                f"tool search document version {self.version!r} is not one this runtime ranks "
+                f"with ({known}); regenerate the package or upgrade agentgen"
+            )
+        width = len(fields)
+        lengths = [0] * width
+        for counts in self.terms.values():
+            if type(counts) is not tuple or len(counts) != width:
+                raise ValueError(_INVALID_COUNT)
+            for index, count in enumerate(counts):
+                if type(count) is not int:  # bool and float included: JSON mixes them up
+                    raise ValueError(_INVALID_COUNT)
+                lengths[index] += count
+        object.__setattr__(self, "lengths", tuple(lengths))
+
+    @classmethod
+    def of(
+        cls, fields: Mapping[str, Iterable[str]], version: int = SEARCH_VERSION
+    ) -> SearchDocument:
+        """Count the words of each field (``{field: words}``); terms sorted so output is stable."""
+        names = VERSION_FIELDS[version]
+        unknown = sorted(set(fields) - set(names))
+        if unknown:
+            raise ValueError(f"tool search documents of version {version} have no field {unknown}")
+        counters = [Counter(fields.get(name, ())) for name in names]
+        words = sorted(set().union(*counters))
+        return cls(
+            {sys.intern(word): _shared(tuple(c[word] for c in counters)) for word in words},
+            version,
+        )
 
     @classmethod
     def from_text(cls, text: str) -> SearchDocument:
-        """Count the words of text; terms are kept in sorted order so output is stable."""
-        words = tokenize(text)
-        counts = Counter(words)
-        return cls(terms={word: counts[word] for word in sorted(counts)}, length=len(words))
+        """The classic (version 1) document: the words of ``text`` by :func:`tokenize`."""
+        return cls.of({"text": tokenize(text)}, CLASSIC_VERSION)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return VERSION_FIELDS[self.version]
+
+    def field_terms(self, name: str) -> dict[str, int]:
+        """The counts of one field, as a plain mapping (for showing and testing)."""
+        index = self.fields.index(name)
+        return {word: counts[index] for word, counts in self.terms.items() if counts[index]}
 
     def validate(self) -> None:
         """Reject counts that BM25 cannot use, such as documents read from a registry."""
-        terms, counts = self.terms, self.terms.values()
+        terms = self.terms
+        counts = [c for counts in terms.values() for c in counts]
         # A registry catalog validates thousands of documents: plain words and counts pass in a
         # few C-speed passes; anything else goes through the checks below.
         if (
             set(map(type, terms)) <= _WORD_TYPES
             and set(map(type, counts)) <= _COUNT_TYPES
             and "" not in terms
-            and min(counts, default=1) >= 1
-            and _is_int(self.length)
-            and self.length == sum(counts)
+            and min(counts, default=0) >= 0
+            and all(map(any, terms.values()))
         ):
             return
-        total = 0
-        for term, count in self.terms.items():
+        for term, word_counts in terms.items():
             if not isinstance(term, str) or not term:
                 raise ValueError(_INVALID_COUNT)
-            if not _is_int(count) or count < 1:
+            if not all(_is_int(c) and c >= 0 for c in word_counts) or not any(word_counts):
                 raise ValueError(_INVALID_COUNT)
-            total += count
-        if not _is_int(self.length) or self.length != total:
-            raise ValueError(_LENGTH_MISMATCH)
 
     def to_json(self) -> dict[str, Any]:
-        """Return the JSON form used in contracts; terms are sorted so bytes are stable."""
+        """The JSON form used in registry contracts; terms sorted so bytes are stable."""
         return {
-            "length": self.length,
-            "terms": {term: self.terms[term] for term in sorted(self.terms)},
+            "version": self.version,
+            "terms": {term: list(self.terms[term]) for term in sorted(self.terms)},
         }
 
     @classmethod
@@ -126,26 +204,106 @@ class SearchDocument:
         if not isinstance(obj, dict):
             raise ValueError("tool search document must be a JSON object")
         keys = set(obj)
-        if keys != {"length", "terms"}:
-            unknown = sorted(str(key) for key in keys - {"length", "terms"})
-            missing = sorted({"length", "terms"} - keys)
+        if keys != {"version", "terms"}:
+            unknown = sorted(str(key) for key in keys - {"version", "terms"})
+            missing = sorted({"version", "terms"} - keys)
             detail = f"unknown keys {unknown}" if unknown else f"missing keys {missing}"
             raise ValueError(f"tool search document has {detail}")
-        length, terms = obj["length"], obj["terms"]
-        if not _is_int(length):
-            raise ValueError("tool search document length must be an integer")
+        version, terms = obj["version"], obj["terms"]
         if not isinstance(terms, dict):
             raise ValueError("tool search document terms must be a JSON object")
-        for term, count in terms.items():
-            if not isinstance(term, str) or not _is_int(count):
+        converted: dict[str, tuple[int, ...]] = {}
+        for term in sorted(terms):
+            counts = terms[term]
+            if (
+                not isinstance(term, str)
+                or not isinstance(counts, list)
+                or not all(type(count) is int for count in counts)
+            ):
                 raise ValueError(_INVALID_COUNT)
-        document = cls(terms={term: terms[term] for term in sorted(terms)}, length=length)
+            # Only exact ints are shared: (True,) and (1.0,) would compare equal to (1,).
+            converted[sys.intern(term)] = _shared(tuple(counts))
+        document = cls(converted, version)
         document.validate()
         return document
 
     def __hash__(self) -> int:
         # The generated hash would fail on the dict; documents are values, so hash by content.
-        return hash((self.length, frozenset(self.terms.items())))
+        return hash((self.version, frozenset(self.terms.items())))
+
+
+def search_document(
+    tool_id: str,
+    title: str,
+    description: str,
+    parameters: Mapping[str, Any] | None = None,
+) -> SearchDocument:
+    """The search document of a tool, in the current version: the one function the generator,
+    the registry compiler and ``agentgen eval-search`` build documents with."""
+    names, texts = parameter_text(parameters or {})
+    return SearchDocument.of(
+        {
+            "name": identifier_words(tool_id),
+            "title": text_words(title),
+            "description": text_words(description),
+            "parameters": [w for name in names for w in identifier_words(name)],
+            "parameter_text": [w for text in texts for w in text_words(text)],
+        }
+    )
+
+
+#: How deep argument schemas are read for names and text, and how many properties at most.
+_MAX_PARAMETER_DEPTH = 4
+_MAX_PARAMETERS = 512
+
+
+def parameter_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The argument names of a payload schema and their text (descriptions, enum values), in
+    schema order, nested objects and array items included; local ``$ref``s are followed. The
+    walk is bounded in depth and size, since schemas may come from a registry."""
+    defs = schema.get("$defs")
+    definitions: Mapping[str, Any] = defs if isinstance(defs, Mapping) else {}
+    names: list[str] = []
+    texts: list[str] = []
+
+    def resolve(node: Any) -> Any:
+        for _ in range(_MAX_PARAMETER_DEPTH):
+            ref = node.get("$ref") if isinstance(node, Mapping) else None
+            if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+                break
+            node = definitions.get(ref.removeprefix("#/$defs/"), {})
+        return node
+
+    def walk(node: Any, depth: int) -> None:
+        node = resolve(node)
+        if not isinstance(node, Mapping) or depth > _MAX_PARAMETER_DEPTH:
+            return
+        properties = node.get("properties")
+        if isinstance(properties, Mapping):
+            for name, sub in properties.items():
+                if len(names) >= _MAX_PARAMETERS:
+                    return
+                names.append(str(name))
+                prop = resolve(sub)
+                if isinstance(prop, Mapping):
+                    description = prop.get("description")
+                    if isinstance(description, str):
+                        texts.append(description)
+                    values = prop.get("enum")
+                    if isinstance(values, list):
+                        texts.extend(str(v) for v in values if isinstance(v, str | int))
+                    walk(prop, depth + 1)
+        items = node.get("items")
+        if isinstance(items, Mapping):
+            walk(items, depth + 1)
+        for key in ("anyOf", "oneOf", "allOf"):
+            variants = node.get(key)
+            if isinstance(variants, list):
+                for variant in variants:
+                    walk(variant, depth + 1)
+
+    walk(schema, 0)
+    return names, texts
 
 
 def _is_int(value: object) -> bool:

@@ -1,12 +1,17 @@
-"""BM25 ranking of deferred tools for client-side tool search.
+"""BM25F ranking of deferred tools for client-side tool search.
 
 An index is built for every planning activity, over the deferred tools that activity may
-use, from word counts the generator already made; only queries are tokenised at run time.
+use, from word counts the generator already made; only queries are analysed at run time.
 Building therefore has to be cheap, and most of the work is put off until a query needs it.
 
-Scores are Lucene's BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5))), with
-each distinct query word counted once, so that rankings match the Go original and other BM25
-engines. Peers' searches miss a tool the model names exactly; here such a tool comes first.
+Two rankings. ``fields`` (the default): BM25F over the fields of version-2 documents (tool ID,
+title, description, argument names, argument text), each with its own weight and length
+normalisation (:mod:`agentgen.runtime.search.analysis`), queries analysed the same way and
+widened with a few synonyms. ``classic``: the spec's plain Lucene BM25 (k1 = 1.2, b = 0.75,
+idf = ln(1 + (N - n + 0.5) / (n + 0.5))) over "<tool ID> <title> <description>", which matches
+the Go original and other BM25 engines; its counts are made from each entry's ``text`` when the
+index is built. In both, each distinct query word counts once, and a tool the query names
+exactly comes first (peers' searches miss it).
 """
 
 from __future__ import annotations
@@ -15,15 +20,27 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Literal, NoReturn
 
-from agentgen.runtime.search.document import SearchDocument, tokenize
+from agentgen.runtime.search.analysis import (
+    FIELD_B,
+    FIELD_WEIGHTS,
+    SEARCH_VERSION,
+    SYNONYM_WEIGHT,
+    query_words,
+    synonyms,
+)
+from agentgen.runtime.search.document import CLASSIC_VERSION, SearchDocument, tokenize
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "DEFAULT_RANKING",
     "K1",
+    "RANKINGS",
     "B",
     "ExplainedHit",
+    "FieldContribution",
+    "Ranking",
     "SearchEntry",
     "SearchHit",
     "SearchIndex",
@@ -31,8 +48,13 @@ __all__ = [
 ]
 
 K1 = 1.2
+#: The classic ranking's length normalisation.
 B = 0.75
 DEFAULT_LIMIT = 5
+
+Ranking = Literal["fields", "classic"]
+RANKINGS: tuple[Ranking, ...] = ("fields", "classic")
+DEFAULT_RANKING: Ranking = "fields"
 
 _K1_PLUS_1 = K1 + 1.0
 # Scanning every document for one word costs a tenth to a twentieth of inverting them all
@@ -54,6 +76,8 @@ class SearchEntry:
     tool_id: str
     document: SearchDocument
     aliases: tuple[str, ...] = ()
+    #: "<tool ID> <title> <description>": what the ``classic`` ranking counts words of.
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,13 +89,29 @@ class SearchHit:
 
 
 @dataclass(frozen=True)
+class FieldContribution:
+    """How much of a word's contribution comes from one field of the tool's document."""
+
+    field: str
+    count: int
+    contribution: float
+
+
+@dataclass(frozen=True)
 class TermContribution:
-    """One query word's share of a tool's score, for showing why a tool ranks where it does."""
+    """One query word's share of a tool's score, for showing why a tool ranks where it does.
+
+    ``tf`` is how often the word occurs in the tool (all fields; ``fields`` splits it and the
+    contribution by field); ``weight`` is 1 for the query's own words and less for synonyms
+    (``synonym_of`` names the query word they stand in for)."""
 
     term: str
     idf: float
     tf: int
     contribution: float
+    weight: float = 1.0
+    synonym_of: str | None = None
+    fields: tuple[FieldContribution, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,9 +141,9 @@ class _Term:
 
 
 class SearchIndex:
-    """BM25 over a fixed set of tools.
+    """BM25F (or classic BM25) over a fixed set of tools.
 
-    Building only records lengths and names. A word's postings are found by scanning the
+    Building only records field lengths and names. A word's postings are found by scanning the
     documents the first time a query uses it, then kept: an activity asks a handful of
     queries, and scanning for their few words costs far less than inverting every document.
     If an activity asks about many words, the documents are inverted once after all.
@@ -115,19 +155,34 @@ class SearchIndex:
     already met are followed. Ties are broken by tool ID so that results are reproducible.
     """
 
-    def __init__(self, entries: Sequence[SearchEntry]) -> None:
+    def __init__(self, entries: Sequence[SearchEntry], ranking: Ranking = DEFAULT_RANKING) -> None:
+        if ranking not in RANKINGS:
+            raise ValueError(
+                f"unknown tool search ranking {ranking!r}; choose one of {', '.join(RANKINGS)}"
+            )
+        self.ranking: Ranking = ranking
         self._ids = [entry.tool_id for entry in entries]
         self._names = _names(self._ids, entries)
-        self._doc_terms: list[Mapping[str, int]] = [entry.document.terms for entry in entries]
-        lengths = [entry.document.length for entry in entries]
-        count = len(lengths)
-        total = sum(lengths)
+        documents = _documents(entries, ranking)
+        self._fields = documents[0].fields if documents else ()
+        weights, bs = (FIELD_WEIGHTS, FIELD_B) if ranking == "fields" else ((1.0,), (B,))
+        self._doc_terms: list[Mapping[str, tuple[int, ...]]] = [d.terms for d in documents]
+        count = len(documents)
         self._count = count
-        avgdl = total / count if count else 0.0
-        # With no words at all there is nothing to score; avoid dividing by zero.
-        self._norms = (
-            [K1 * (1.0 - B + B * length / avgdl) for length in lengths] if total else [0.0] * count
-        )
+        width = len(weights)
+        averages = [sum(d.lengths[f] for d in documents) / count if count else 0.0
+                    for f in range(width)]  # fmt: skip
+        # Per tool and field, what one occurrence of a word adds to its weighted frequency:
+        # the field's weight over its length normalisation (BM25F).
+        self._factors: list[tuple[float, ...]] = [
+            tuple(
+                weights[f] / (1.0 - bs[f] + bs[f] * d.lengths[f] / averages[f])
+                if averages[f]
+                else weights[f]
+                for f in range(width)
+            )
+            for d in documents
+        ]
         self._terms: dict[str, _Term | None] = {}
         self._scans = 0
         self._postings: dict[str, list[int]] | None = None
@@ -143,29 +198,44 @@ class SearchIndex:
         """Return the hits of `search` with the contribution of each query word to each score."""
         return self._rank(query, limit, True)
 
+    def query_terms(self, query: str) -> list[tuple[str, float, str | None]]:
+        """The words a query is ranked by: (word, weight, the query word a synonym stands in
+        for), the query's own words first."""
+        if self.ranking == "classic":
+            return [(word, 1.0, None) for word in sorted(set(tokenize(query)))]
+        own = query_words(query)
+        found: list[tuple[str, float, str | None]] = [(word, 1.0, None) for word in own]
+        taken = set(own)
+        for word in own:
+            for synonym in synonyms(word):
+                if synonym not in taken:
+                    taken.add(synonym)
+                    found.append((synonym, SYNONYM_WEIGHT, word))
+        return found
+
     def _rank(self, query: str, limit: int, explain: bool) -> list[ExplainedHit]:
         if limit < 0:
             raise ValueError(f"tool search limit must not be negative, got {limit}")
         if limit == 0:
             return []
         exact = self._names.get(query.strip().casefold())
-        words = self._query_terms(query)
+        words = self._words(query)
         top = self._top(words, limit)
         if exact is not None:
             rest = [doc for doc in top if doc != exact]
             top = [exact, *rest[: limit - 1]]
         return [self._hit(doc, words, explain, doc == exact) for doc in top]
 
-    def _query_terms(self, query: str) -> list[tuple[str, _Term]]:
-        """Return the distinct known query words, sorted, which fixes the summation order."""
+    def _words(self, query: str) -> list[_Word]:
+        """The known query words, sorted, which fixes the summation order."""
         words = []
-        for word in sorted(set(tokenize(query))):
+        for word, weight, origin in sorted(self.query_terms(query)):
             if word in self._terms:
                 term = self._terms[word]
             else:
                 term = self._terms[word] = self._term(word)
             if term is not None:
-                words.append((word, term))
+                words.append(_Word(word, term, weight, origin))
         return words
 
     def _term(self, word: str) -> _Term | None:
@@ -182,40 +252,40 @@ class SearchIndex:
             return None
         df = len(docs)
         idf = math.log(1.0 + (self._count - df + 0.5) / (df + 0.5))
-        norms = self._norms
-        weights = {
-            doc: idf * tf * _K1_PLUS_1 / (tf + norms[doc])
-            for doc in docs
-            for tf in (doc_terms[doc][word],)
-        }
+        factors = self._factors
+        weights = {}
+        for doc in docs:
+            tf = _frequency(doc_terms[doc][word], factors[doc])
+            weights[doc] = idf * tf * _K1_PLUS_1 / (tf + K1)
         return _Term(idf, weights)
 
-    def _score(self, doc: int, words: list[tuple[str, _Term]]) -> float:
+    def _score(self, doc: int, words: list[_Word]) -> float:
         # Scores that are reported are added up here, in sorted word order, so that equal
         # tools get bit-for-bit equal scores whatever order pruning visited them in.
         counts = self._doc_terms[doc]
-        norm = self._norms[doc]
+        factors = self._factors[doc]
         score = 0.0
-        for word, term in words:
-            tf = counts.get(word)
-            if tf is not None:
-                score += term.idf * tf * _K1_PLUS_1 / (tf + norm)
+        for word in words:
+            found = counts.get(word.word)
+            if found is not None:
+                tf = _frequency(found, factors)
+                score += word.weight * word.term.idf * tf * _K1_PLUS_1 / (tf + K1)
         return score
 
-    def _top(self, words: list[tuple[str, _Term]], k: int) -> list[int]:
+    def _top(self, words: list[_Word], k: int) -> list[int]:
         """Return the k best documents by (score desc, tool ID asc); all have score > 0."""
         if not words:
             return []
-        terms = sorted((term for _, term in words), key=lambda term: -term.top)
+        ordered = sorted(words, key=lambda word: -word.top)
         # remaining[i]: the most that words i, i+1, ... can add to any one tool.
-        remaining = [0.0] * (len(terms) + 1)
-        for i in range(len(terms) - 1, -1, -1):
-            remaining[i] = remaining[i + 1] + terms[i].top
+        remaining = [0.0] * (len(ordered) + 1)
+        for i in range(len(ordered) - 1, -1, -1):
+            remaining[i] = remaining[i + 1] + ordered[i].top
         # Partial scores of the tools met so far, summed in this loop's word order.
         acc: dict[int, float] = {}
         following = False
-        for i, term in enumerate(terms):
-            weights = term.weights
+        for i, word in enumerate(ordered):
+            weights = word.weights()
             if following:
                 if len(weights) < len(acc):
                     for doc, weight in weights.items():
@@ -232,13 +302,13 @@ class SearchIndex:
                 for doc, weight in weights.items():
                     acc[doc] = get(doc, 0.0) + weight
             else:
-                acc = weights.copy()
+                acc = dict(weights)
             if len(acc) <= k:
                 continue
             if len(acc) <= 8 * k:
                 pool = list(acc.values())
             else:
-                seeds = {doc for seen in terms[: i + 1] for doc in self._best(seen, k)}
+                seeds = {doc for seen in ordered[: i + 1] for doc in self._best(seen.term, k)}
                 pool = [score for score in map(acc.get, seeds) if score is not None]
             if len(pool) < k:
                 continue
@@ -267,27 +337,100 @@ class SearchIndex:
             term.best = heapq.nlargest(max(k, 8), weights, key=weights.__getitem__)
         return term.best[:k]
 
-    def _hit(
-        self, doc: int, words: list[tuple[str, _Term]], explain: bool, exact: bool
-    ) -> ExplainedHit:
+    def _hit(self, doc: int, words: list[_Word], explain: bool, exact: bool) -> ExplainedHit:
         tool_id = self._ids[doc]
         if not explain:
             return ExplainedHit(tool_id, self._score(doc, words), exact)
         counts = self._doc_terms[doc]
-        norm = self._norms[doc]
+        factors = self._factors[doc]
         parts = []
-        for word, term in words:
-            tf = counts.get(word)
-            if tf is not None:
-                contribution = term.idf * tf * _K1_PLUS_1 / (tf + norm)
-                parts.append(TermContribution(word, term.idf, tf, contribution))
+        for word in words:
+            found = counts.get(word.word)
+            if found is None:
+                continue
+            tf = _frequency(found, factors)
+            contribution = word.weight * word.term.idf * tf * _K1_PLUS_1 / (tf + K1)
+            fields = tuple(
+                FieldContribution(name, count, contribution * count * factor / tf)
+                for name, count, factor in zip(self._fields, found, factors, strict=True)
+                if count
+            )
+            parts.append(
+                TermContribution(
+                    word.word,
+                    word.term.idf,
+                    sum(found),
+                    contribution,
+                    word.weight,
+                    word.origin,
+                    fields,
+                )
+            )
         score = 0.0
         for part in parts:
             score += part.contribution
         return ExplainedHit(tool_id, score, exact, tuple(parts))
 
 
-def _invert(doc_terms: Sequence[Mapping[str, int]]) -> dict[str, list[int]]:
+class _Word:
+    """A query word with its weight (synonyms count less) and its postings."""
+
+    __slots__ = ("origin", "term", "top", "weight", "word")
+
+    def __init__(self, word: str, term: _Term, weight: float, origin: str | None) -> None:
+        self.word = word
+        self.term = term
+        self.weight = weight
+        self.origin = origin
+        self.top = term.top * weight
+
+    def __lt__(self, other: _Word) -> bool:
+        return self.word < other.word
+
+    def weights(self) -> Mapping[int, float]:
+        if self.weight == 1.0:
+            return self.term.weights
+        scale = self.weight
+        return {doc: weight * scale for doc, weight in self.term.weights.items()}
+
+
+def _frequency(counts: tuple[int, ...], factors: tuple[float, ...]) -> float:
+    """A word's weighted, length-normalised frequency in a tool (BM25F's pseudo term count)."""
+    if len(counts) == 1:
+        return counts[0] * factors[0]
+    tf = 0.0
+    for count, factor in zip(counts, factors, strict=True):
+        if count:
+            tf += count * factor
+    return tf
+
+
+def _documents(entries: Sequence[SearchEntry], ranking: Ranking) -> list[SearchDocument]:
+    if ranking == "classic":
+        documents = []
+        for entry in entries:
+            if entry.document.version == CLASSIC_VERSION:
+                documents.append(entry.document)
+            elif entry.text is not None:
+                documents.append(SearchDocument.from_text(entry.text))
+            else:
+                raise ValueError(
+                    f"the classic tool search ranking counts words of each tool's text; tool "
+                    f"{entry.tool_id!r} has none (SearchEntry(text=...))"
+                )
+        return documents
+    for entry in entries:
+        if entry.document.version != SEARCH_VERSION:
+            raise ValueError(
+                f"tool {entry.tool_id!r} has a search document of version "
+                f"{entry.document.version}, and this runtime ranks version {SEARCH_VERSION}: "
+                "regenerate the package that defines it (agentgen gen), or rank with "
+                "ranking='classic'"
+            )
+    return [entry.document for entry in entries]
+
+
+def _invert(doc_terms: Sequence[Mapping[str, tuple[int, ...]]]) -> dict[str, list[int]]:
     """List, for every word, the documents that use it, in document order."""
     postings: dict[str, list[int]] = {}
     for doc, counts in enumerate(doc_terms):

@@ -9,7 +9,7 @@ from typing import Any
 from agentgen.runtime.contracts.ids import humanize_title
 from agentgen.runtime.messages import Message
 from agentgen.runtime.model_client import ModelRequest, ToolChoice, ToolDefinition
-from agentgen.runtime.search.document import SearchDocument, search_text
+from agentgen.runtime.search.document import search_document
 
 
 def tool(
@@ -32,7 +32,7 @@ def tool(
         title=title,
         description=description,
         parameters_json=json.dumps(schema),
-        search=SearchDocument.from_text(search_text(tool_id, title, description)),
+        search=search_document(tool_id, title, description, schema),
         deferred=deferred,
     )
 

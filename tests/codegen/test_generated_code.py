@@ -17,7 +17,7 @@ from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.contracts.wire import fingerprint
-from agentgen.runtime.search.document import SearchDocument, search_text
+from agentgen.runtime.search.document import search_document
 from tests.codegen.helpers import EXAMPLES, ROOT, generate_design, run_tool
 
 KITCHEN_SINK = ROOT / "tests" / "designs" / "kitchen_sink.py"
@@ -112,8 +112,8 @@ def test_mutually_recursive_models_are_rebuilt(sink: Path) -> None:
 
 def test_search_documents_are_the_shared_tokenizers(sink: Path) -> None:
     for spec in all_specs():
-        assert spec.search == SearchDocument.from_text(
-            search_text(spec.id, spec.title, spec.description)
+        assert spec.search == search_document(
+            spec.id, spec.title, spec.description, spec.payload.schema()
         )
     get = module("helpdesk.toolsets.tickets.specs").GET_SPEC
     assert get.title == "Get Ticket" and get.id == "tickets.get"

@@ -6,7 +6,7 @@ import json
 
 from agentgen.runtime.agents.definition import AgentDefinition
 from agentgen.runtime.contracts.specs import ToolSpec, schema_type
-from agentgen.runtime.search.document import SearchDocument
+from agentgen.runtime.search.document import search_document
 
 QUESTION = {
     "type": "object",
@@ -28,7 +28,7 @@ ASK = ToolSpec(
     description="Ask the expert a question.",
     payload=schema_type(json.dumps(QUESTION), "ask_expert.ask payload"),
     result=schema_type(json.dumps(ANSWER), "ask_expert.ask result"),
-    search=SearchDocument.from_text("ask_expert.ask Ask Ask the expert a question."),
+    search=search_document("ask_expert.ask", "Ask", "Ask the expert a question.", QUESTION),
     kind="agent",
     agent_id="helpdesk.expert",
 )

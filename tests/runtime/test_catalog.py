@@ -22,7 +22,7 @@ from agentgen.runtime.runs.catalog import (
     UnconfiguredAgentExecutorError,
     VersionMismatchError,
 )
-from agentgen.runtime.search.document import SearchDocument
+from agentgen.runtime.search.document import search_document
 from agentgen.runtime.testing import Answer, Call, ScriptedModel, Search
 from examples.company.gen.assistant.agents import generalist, reader
 from tests.runtime.agents import (
@@ -277,7 +277,7 @@ async def test_agent_tool_with_unconfigured_executor() -> None:
         payload_name=None,
         result_schema={"type": "object"},
         result_name=None,
-        search=SearchDocument.from_text("experts.ask Ask"),
+        search=search_document("experts.ask", "Ask", ""),
         kind="agent",
         agent_id="other.expert",
     )

@@ -23,7 +23,8 @@ from agentgen.runtime.contracts.specs import (
     ToolSpec,
 )
 from agentgen.runtime.contracts.wire import tool_schema
-from agentgen.runtime.search.document import SearchDocument, search_text
+from agentgen.runtime.search.analysis import SEARCH_VERSION
+from agentgen.runtime.search.document import SearchDocument, search_document
 
 TOOL = "billing.refund"
 TOOLSET = "svc.billing"
@@ -67,8 +68,8 @@ def declaration(**overrides: Any) -> ToolSchema:
         "payload_name": "RefundArgs",
         "result_schema": copy.deepcopy(RESULT),
         "result_name": "RefundResult",
-        "search": SearchDocument.from_text(
-            search_text(TOOL, "Refund a charge", "Refunds part or all of a card charge.")
+        "search": search_document(
+            TOOL, "Refund a charge", "Refunds part or all of a card charge.", PAYLOAD
         ),
     }
     args.update(overrides)
@@ -173,27 +174,50 @@ def test_service_tools_cannot_name_an_agent_target() -> None:
 
 
 @pytest.mark.parametrize(
-    ("terms", "length"),
+    "terms",
     [
-        ({"refund": 2, "charge": 1}, 4),
-        ({"refund": 2}, 1),
-        ({"refund": 0}, 0),
-        ({"refund": 1, "charge": 0}, 1),
-        ({"": 1}, 1),
-        ({}, 3),
+        {"refund": [2, 0, 0, 0]},
+        {"refund": [2, 0, 0, 0, 0, 1]},
+        {"refund": [0, 0, 0, 0, 0]},
+        {"refund": [1, 0, 0, 0, 0], "charge": [0, 0, 0, 0, 0]},
+        {"refund": [1, 0, -1, 0, 0]},
+        {"": [1, 0, 0, 0, 0]},
+        {"refund": [1.0, 0, 0, 0, 0]},
+        {"refund": 1},
     ],
-    ids=["too-long", "too-short", "zero-count", "one-zero-count", "empty-word", "empty-terms"],
+    ids=[
+        "too-few-fields",
+        "too-many-fields",
+        "zero-count",
+        "one-zero-count",
+        "negative",
+        "empty-word",
+        "float",
+        "bare-count",
+    ],
 )
-def test_invalid_search_documents_are_refused(terms: dict[str, int], length: int) -> None:
+def test_invalid_search_documents_are_refused(terms: dict[str, object]) -> None:
     data = wire()
-    data["consumer_contract"]["search"] = {"terms": terms, "length": length}
+    data["consumer_contract"]["search"] = {"version": SEARCH_VERSION, "terms": terms}
     message = compile_error(data)
-    assert message.startswith(f"tool {TOOL!r} search document: "), message
+    assert message.startswith(f"tool {TOOL!r} "), message
+    assert "search" in message, message
+
+
+def test_documents_of_another_version_are_counted_again_by_the_consumer() -> None:
+    # A provider built by an older agentgen publishes version-1 documents; the consumer ranks
+    # version 2 and counts the declaration's own words with its own analysis.
+    data = wire()
+    data["consumer_contract"]["search"] = {"version": 1, "terms": {"refund": [1]}}
+    spec = compile(data, toolset=TOOLSET)
+    assert spec.search == search_document(
+        TOOL, "Refund a charge", "Refunds part or all of a card charge.", PAYLOAD
+    )
 
 
 def test_an_empty_search_document_is_valid() -> None:
-    spec = compile(declaration(search=SearchDocument(terms={}, length=0)), toolset=TOOLSET)
-    assert spec.search == SearchDocument(terms={}, length=0)
+    spec = compile(declaration(search=SearchDocument({})), toolset=TOOLSET)
+    assert spec.search == SearchDocument({})
 
 
 def test_repeated_server_data_kinds_are_refused() -> None:
@@ -300,8 +324,8 @@ def test_every_fact_comes_from_the_contract() -> None:
     assert spec.result.name == "RefundResult"
     assert spec.payload.schema() == PAYLOAD
     assert spec.result.schema() == RESULT
-    assert spec.search == SearchDocument.from_text(
-        search_text(TOOL, "Refund a charge", "Refunds part or all of a card charge.")
+    assert spec.search == search_document(
+        TOOL, "Refund a charge", "Refunds part or all of a card charge.", PAYLOAD
     )
 
 
@@ -436,11 +460,12 @@ def test_changing_the_input_model_afterwards_changes_nothing() -> None:
     model.result_schema["properties"].clear()
     model.tags.append("admin")
     assert model.consumer_contract is not None
-    model.consumer_contract.search.terms["refund"] = 99
+    before = spec.search.terms["refund"]
+    model.consumer_contract.search.terms["refund"] = [99, 0, 0, 0, 0]
     assert spec.payload.schema() == PAYLOAD
     assert spec.result.schema() == RESULT
     assert spec.tags == ("money", "write")
-    assert spec.search.terms["refund"] == 2
+    assert spec.search.terms["refund"] == before == (1, 1, 1, 0, 0)
     with pytest.raises(PayloadError):
         spec.payload.codec.decode('{"charge_id":"ch_1","amount":"5"}')
 

@@ -26,7 +26,7 @@ from agentgen.runtime.contracts.specs import (
     ServerDataSpec,
 )
 from agentgen.runtime.contracts.wire import fingerprint, tool_schema, tool_schema_json
-from agentgen.runtime.search.document import SearchDocument
+from agentgen.runtime.search.document import search_document
 
 
 def tool(name: str, description: str = "Does a thing.", tags: tuple[str, ...] = ()) -> ToolSchema:
@@ -39,7 +39,7 @@ def tool(name: str, description: str = "Does a thing.", tags: tuple[str, ...] = 
         payload_name="Args",
         result_schema={"type": "null"},
         result_name=None,
-        search=SearchDocument.from_text(f"records.{name} {description}"),
+        search=search_document(f"records.{name}", name.title(), description),
     )
 
 
@@ -186,7 +186,7 @@ def test_the_generators_json_form_equals_the_models_wire_form(extra: dict[str, A
             "items": {"type": "object", "properties": {"id": {"type": "string"}}},
         },
         "result_name": None,
-        "search": SearchDocument.from_text("records.search Search"),
+        "search": search_document("records.search", "Search", ""),
         **extra,
     }
     assert tool_schema(**fields).to_json() == tool_schema_json(**fields)

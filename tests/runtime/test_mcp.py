@@ -43,7 +43,7 @@ from agentgen.runtime.mcp import (
 )
 from agentgen.runtime.messages import ToolResultPart
 from agentgen.runtime.runs.requests import RunOutcome
-from agentgen.runtime.search.document import SearchDocument
+from agentgen.runtime.search.document import search_document
 from tests.codegen.helpers import ROOT, generate_design
 from tests.runtime.agents import ScriptedPlanner, answer, calls
 
@@ -157,7 +157,7 @@ def almanac_spec(tool: str, payload: dict[str, Any], result: dict[str, Any]) -> 
         description=f"The {tool} of a city.",
         payload=schema_type(json.dumps(payload), f"{tool_id} payload"),
         result=schema_type(json.dumps(result), f"{tool_id} result"),
-        search=SearchDocument.from_text(f"{tool_id} {tool}"),
+        search=search_document(tool_id, tool.title(), f"The {tool} of a city.", payload),
     )
 
 

@@ -12,7 +12,7 @@ from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeIn
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError
-from agentgen.runtime.search.document import SearchDocument, search_text
+from agentgen.runtime.search.document import search_document
 from tests.runtime.agents import ScriptedPlanner, answer, calls, records_definition, register
 
 
@@ -34,8 +34,8 @@ async def test_advertised_definitions_carry_deferred_flags_and_search_documents(
         ("records.analyze", True),
     ]
     search = definitions[1]
-    assert search.search == SearchDocument.from_text(
-        search_text(search.id, search.title, search.description)
+    assert search.search == search_document(
+        search.id, search.title, search.description, search.parameters()
     )
     assert search.parameters()["required"] == ["query"]
     definitions[1].parameters()["required"].append("x")

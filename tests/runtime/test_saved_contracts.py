@@ -12,7 +12,7 @@ from agentgen.runtime.contracts.wire import tool_schema
 from agentgen.runtime.registry.client import ToolCallMeta
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.confirmation import ConfirmationRequest
-from agentgen.runtime.search.document import SearchDocument
+from agentgen.runtime.search.document import search_document
 from tests.runtime.agents import (
     ScriptedPlanner,
     Sources,
@@ -40,7 +40,7 @@ def payments(
             payload_name=None,
             result_schema={"type": "object"},
             result_name=None,
-            search=SearchDocument.from_text(f"payments.{name} {name}"),
+            search=search_document(f"payments.{name}", name, name, payload or PAY),
             **extra,
         )
 

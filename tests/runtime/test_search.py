@@ -28,17 +28,17 @@ def reference(catalog: Catalog, query: str, limit: int = 5) -> list[tuple[str, f
     if not catalog:
         return []
     count = len(catalog)
-    avgdl = sum(document.length for _, document in catalog) / count
+    avgdl = sum(document.lengths[0] for _, document in catalog) / count
     words = sorted(set(tokenize(query)))
     df = {word: sum(word in document.terms for _, document in catalog) for word in words}
     hits = []
     for tool_id, document in catalog:
         score = 0.0
         for word in words:
-            f = document.terms.get(word, 0)
+            f = document.terms.get(word, (0,))[0]
             if f:
                 idf = math.log(1 + (count - df[word] + 0.5) / (df[word] + 0.5))
-                score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * document.length / avgdl))
+                score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * document.lengths[0] / avgdl))
         if score > 0:
             hits.append((tool_id, score))
     hits.sort(key=lambda hit: (-hit[1], hit[0]))
@@ -46,7 +46,9 @@ def reference(catalog: Catalog, query: str, limit: int = 5) -> list[tuple[str, f
 
 
 def index_of(catalog: Catalog) -> SearchIndex:
-    return SearchIndex([SearchEntry(tool_id, document) for tool_id, document in catalog])
+    return SearchIndex(
+        [SearchEntry(tool_id, document) for tool_id, document in catalog], ranking="classic"
+    )
 
 
 def assert_same(hits: list[SearchHit], expected: list[tuple[str, float]]) -> None:
@@ -156,7 +158,7 @@ def test_empty_catalog() -> None:
 
 
 def test_catalog_of_empty_documents() -> None:
-    index = SearchIndex([SearchEntry("a.x", doc("")), SearchEntry("a.y", doc(""))])
+    index = SearchIndex([SearchEntry("a.x", doc("")), SearchEntry("a.y", doc(""))], "classic")
     assert index.search("x") == []
     assert index.search("a.y") == [SearchHit("a.y", 0.0)]
 
@@ -213,7 +215,7 @@ def test_exact_id_comes_first_then_bm25_order_without_duplicates(query: str) -> 
 def test_alias_comes_first() -> None:
     entries = [SearchEntry(tool_id, document) for tool_id, document in NAMED]
     entries[0] = SearchEntry("a.report", entries[0].document, aliases=("a_report",))
-    index = SearchIndex(entries)
+    index = SearchIndex(entries, ranking="classic")
     assert [hit.tool_id for hit in index.search("A_REPORT")] == [
         "a.report",
         "b.summary",
@@ -259,7 +261,9 @@ def test_ambiguous_names_are_rejected(entries: list[SearchEntry]) -> None:
 
 
 def test_own_alias_equal_to_id_is_allowed() -> None:
-    index = SearchIndex([SearchEntry("records.search", doc("x"), aliases=("Records.Search",))])
+    index = SearchIndex(
+        [SearchEntry("records.search", doc("x"), aliases=("Records.Search",))], "classic"
+    )
     assert [hit.tool_id for hit in index.search("records.search")] == ["records.search"]
 
 
@@ -288,7 +292,7 @@ def test_explain_contributions_add_up_to_the_score(catalog: Catalog, query: str)
         document = dict(catalog)[hit.tool_id]
         for part in hit.terms:
             assert part.term in words
-            assert part.tf == document.terms[part.term] > 0
+            assert part.tf == document.terms[part.term][0] > 0
             assert part.idf > 0
 
 

@@ -13,10 +13,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentgen.runtime.search.document import SearchDocument, search_text, tokenize
+from agentgen.runtime.search.analysis import SEARCH_VERSION
+from agentgen.runtime.search.document import (
+    CLASSIC_VERSION,
+    SearchDocument,
+    parameter_text,
+    search_document,
+    search_text,
+    tokenize,
+)
 
 INVALID_COUNT = "tool search document has an invalid word count"
-LENGTH_MISMATCH = "tool search document length does not match its word counts"
 
 
 def reference_tokenize(text: str) -> list[str]:
@@ -74,67 +81,128 @@ def test_search_text_puts_the_id_first() -> None:
 
 def test_from_text_counts_repeats_and_sorts_terms() -> None:
     document = SearchDocument.from_text("records.search Search Search records by query.")
-    assert document.terms == {"by": 1, "query": 1, "records": 2, "search": 3}
+    assert document.version == CLASSIC_VERSION
+    assert document.terms == {"by": (1,), "query": (1,), "records": (2,), "search": (3,)}
     assert list(document.terms) == ["by", "query", "records", "search"]
-    assert document.length == 7
+    assert document.lengths == (7,)
     document.validate()
+
+
+def test_search_document_counts_each_field() -> None:
+    document = search_document(
+        "records.searchRecords",
+        "Search records",
+        "Searches the records by query.",
+        {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words to look for."},
+                "sortOrder": {"enum": ["newest", "oldest"]},
+            },
+        },
+    )
+    assert document.version == SEARCH_VERSION
+    assert document.fields == ("name", "title", "description", "parameters", "parameter_text")
+    assert document.field_terms("name") == {"record": 2, "search": 1}
+    assert document.field_terms("title") == {"record": 1, "search": 1}
+    assert document.field_terms("description") == {"queri": 1, "record": 1, "search": 1}
+    assert document.field_terms("parameters") == {"order": 1, "queri": 1, "sort": 1}
+    assert document.field_terms("parameter_text") == {
+        "look": 1,
+        "newest": 1,
+        "oldest": 1,
+        "word": 1,
+    }
+    assert document.lengths == (3, 2, 3, 3, 4)
+    document.validate()
+
+
+def test_parameter_text_follows_references_and_nesting_within_bounds() -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"Loop": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Loop"}}}},
+        "properties": {
+            "filter": {
+                "type": "object",
+                "properties": {"status": {"enum": ["open", 3, None]}},
+            },
+            "items": {"type": "array", "items": {"$ref": "#/$defs/Loop"}},
+        },
+    }
+    names, texts = parameter_text(schema)
+    assert names[:3] == ["filter", "status", "items"]
+    assert texts == ["open", "3"]
+    # The self-referencing definition is read to a bounded depth, not forever.
+    assert 1 <= names.count("next") <= 5
 
 
 def test_empty_document_is_valid() -> None:
     document = SearchDocument.from_text(" . ")
-    assert document == SearchDocument(terms={}, length=0)
+    assert document == SearchDocument({}, version=CLASSIC_VERSION)
+    assert document.lengths == (0,)
     document.validate()
 
 
 @pytest.mark.parametrize(
-    ("terms", "length", "message"),
+    ("terms", "message"),
     [
-        ({"": 1}, 1, INVALID_COUNT),
-        ({"records": 0}, 0, INVALID_COUNT),
-        ({"records": -1}, -1, INVALID_COUNT),
-        ({"records": True}, 1, INVALID_COUNT),
-        ({"records": 1.0}, 1, INVALID_COUNT),
-        ({"records": 2}, 1, LENGTH_MISMATCH),
-        ({"records": 1, "search": 1}, 3, LENGTH_MISMATCH),
-        ({}, 1, LENGTH_MISMATCH),
-        ({"records": 1}, True, LENGTH_MISMATCH),
+        ({"": (1,)}, INVALID_COUNT),
+        ({"records": (0,)}, INVALID_COUNT),
+        ({"records": (-1,)}, INVALID_COUNT),
     ],
 )
-def test_validate_rejects(terms: dict[str, object], length: object, message: str) -> None:
-    document = SearchDocument(terms=terms, length=length)  # type: ignore[arg-type]
+def test_validate_rejects(terms: dict[str, tuple[object, ...]], message: str) -> None:
+    document = SearchDocument(terms, version=CLASSIC_VERSION)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=f"^{message}$"):
         document.validate()
 
 
+@pytest.mark.parametrize(
+    ("terms", "version", "message"),
+    [
+        ({"records": (1, 2)}, CLASSIC_VERSION, INVALID_COUNT),
+        ({"records": [1]}, CLASSIC_VERSION, INVALID_COUNT),
+        ({"records": (1.0,)}, CLASSIC_VERSION, INVALID_COUNT),
+        ({"records": (True,)}, CLASSIC_VERSION, INVALID_COUNT),
+        ({}, 3, "version 3 is not one this runtime ranks with"),
+        ({}, True, "version True is not one"),
+    ],
+)
+def test_construction_rejects(terms: dict[str, object], version: object, message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        SearchDocument(terms, version=version)  # type: ignore[arg-type]
+
+
 def test_to_json_sorts_terms() -> None:
-    document = SearchDocument(terms={"search": 2, "records": 1}, length=3)
-    assert json.dumps(document.to_json()) == ('{"length": 3, "terms": {"records": 1, "search": 2}}')
+    document = SearchDocument({"search": (2,), "records": (1,)}, version=CLASSIC_VERSION)
+    assert json.dumps(document.to_json()) == (
+        '{"version": 1, "terms": {"records": [1], "search": [2]}}'
+    )
 
 
-@given(st.text())
-def test_json_round_trip(text: str) -> None:
-    document = SearchDocument.from_text(text)
-    encoded = json.loads(json.dumps(document.to_json()))
-    assert SearchDocument.from_json(encoded) == document
-    assert hash(SearchDocument.from_json(encoded)) == hash(document)
+@given(st.text(), st.text(), st.text())
+def test_json_round_trip(name: str, title: str, text: str) -> None:
+    for document in (SearchDocument.from_text(text), search_document(name, title, text)):
+        encoded = json.loads(json.dumps(document.to_json()))
+        assert SearchDocument.from_json(encoded) == document
+        assert hash(SearchDocument.from_json(encoded)) == hash(document)
 
 
 @pytest.mark.parametrize(
     ("obj", "message"),
     [
         ([], "must be a JSON object"),
-        ({"length": 0}, "missing keys \\['terms'\\]"),
-        ({"length": 0, "terms": {}, "title": "x"}, "unknown keys \\['title'\\]"),
-        ({"length": "1", "terms": {"a": 1}}, "length must be an integer"),
-        ({"length": 1.0, "terms": {"a": 1}}, "length must be an integer"),
-        ({"length": False, "terms": {}}, "length must be an integer"),
-        ({"length": 1, "terms": [["a", 1]]}, "terms must be a JSON object"),
-        ({"length": 1, "terms": {"a": 1.0}}, INVALID_COUNT),
-        ({"length": 1, "terms": {"a": True}}, INVALID_COUNT),
-        ({"length": 1, "terms": {"a": "1"}}, INVALID_COUNT),
-        ({"length": 0, "terms": {"a": 0}}, INVALID_COUNT),
-        ({"length": 1, "terms": {"": 1}}, INVALID_COUNT),
-        ({"length": 2, "terms": {"a": 1}}, LENGTH_MISMATCH),
+        ({"version": 1}, "missing keys \\['terms'\\]"),
+        ({"version": 1, "terms": {}, "title": "x"}, "unknown keys \\['title'\\]"),
+        ({"version": "1", "terms": {"a": [1]}}, "version '1' is not one"),
+        ({"version": 1, "terms": [["a", 1]]}, "terms must be a JSON object"),
+        ({"version": 1, "terms": {"a": 1}}, INVALID_COUNT),
+        ({"version": 1, "terms": {"a": [1.0]}}, INVALID_COUNT),
+        ({"version": 1, "terms": {"a": [True]}}, INVALID_COUNT),
+        ({"version": 1, "terms": {"a": ["1"]}}, INVALID_COUNT),
+        ({"version": 1, "terms": {"a": [0]}}, INVALID_COUNT),
+        ({"version": 1, "terms": {"": [1]}}, INVALID_COUNT),
+        ({"version": 2, "terms": {"a": [1]}}, INVALID_COUNT),
     ],
 )
 def test_from_json_is_strict(obj: object, message: str) -> None:
@@ -143,5 +211,5 @@ def test_from_json_is_strict(obj: object, message: str) -> None:
 
 
 def test_from_json_sorts_terms() -> None:
-    document = SearchDocument.from_json({"terms": {"b": 1, "a": 2}, "length": 3})
+    document = SearchDocument.from_json({"terms": {"b": [1], "a": [2]}, "version": 1})
     assert list(document.terms) == ["a", "b"]

@@ -13,7 +13,7 @@ from agentgen.runtime import ToolsetDeclarations
 from . import specs
 
 #: Fingerprint of the registration under its declared name (no toolset annotations).
-SCHEMA_FINGERPRINT = "ef026b1c1fe554a882038b704a7e106f1609f966dc0507d8b3e57caed8712383"
+SCHEMA_FINGERPRINT = "b8cb5cd78bfe4ee65cb581acf0e474a107838b461644392821a6c8e4538e2b22"
 
 #: Registries this toolset's full contract is published to (``PublishTo``), by name.
 PUBLISH_TO: tuple[str, ...] = ()

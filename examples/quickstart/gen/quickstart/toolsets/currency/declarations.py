@@ -13,7 +13,7 @@ from agentgen.runtime import ToolsetDeclarations
 from . import specs
 
 #: Fingerprint of the registration under its declared name (no toolset annotations).
-SCHEMA_FINGERPRINT = "66f9b79db6bc0f43e4848100c603434ce856aab3fb49cf7b46339e39abfc89f0"
+SCHEMA_FINGERPRINT = "08b881fbcd4645ad397c922f2b79b3f2926c0b97a25538f9af23c797c700f0da"
 
 #: Registries this toolset's full contract is published to (``PublishTo``), by name.
 PUBLISH_TO: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from agentgen.runtime import ToolsetDeclarations
 from . import specs
 
 #: Fingerprint of the registration under its declared name (no toolset annotations).
-SCHEMA_FINGERPRINT = "7ac32429bbfc474139a1c31781ce526c1d992092b6d456f3f93f7cedbf8fd110"
+SCHEMA_FINGERPRINT = "642f5233d394e8ecd05edda10193b8650ce043de27e592c9ad9eaa669139cfce"
 
 #: Registries this toolset's full contract is published to (``PublishTo``), by name.
 PUBLISH_TO: tuple[str, ...] = ()

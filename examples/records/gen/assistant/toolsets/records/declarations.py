@@ -13,7 +13,7 @@ from agentgen.runtime import ToolsetDeclarations
 from . import specs
 
 #: Fingerprint of the registration under its declared name (no toolset annotations).
-SCHEMA_FINGERPRINT = "aad100ccb2454ecd0a98b3caef5284c6ea6f11963dc9d9f090bdff90648be180"
+SCHEMA_FINGERPRINT = "69e5f7e6facb696e03a293720ad8abed634cc0f08fd34436f82faa7a27cbaff5"
 
 #: Registries this toolset's full contract is published to (``PublishTo``), by name.
 PUBLISH_TO: tuple[str, ...] = ()

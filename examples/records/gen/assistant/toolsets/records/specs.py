@@ -36,18 +36,14 @@ LOOKUP_SPEC = ToolSpec(
         "records.lookup result",
     ),
     search=SearchDocument(
-        terms={
-            "a": 1,
-            "by": 1,
-            "id": 1,
-            "its": 1,
-            "look": 1,
-            "lookup": 2,
-            "record": 1,
-            "records": 1,
-            "up": 1,
+        {
+            "id": (0, 0, 1, 1, 1),
+            "look": (0, 0, 1, 0, 0),
+            "lookup": (1, 1, 0, 0, 0),
+            "record": (1, 0, 1, 0, 1),
+            "up": (0, 0, 1, 0, 0),
         },
-        length=10,
+        version=2,
     ),
 )
 
@@ -66,7 +62,17 @@ SEARCH_SPEC = ToolSpec(
         '{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"ids":{"items":{"type":"string"},"title":"Ids","type":"array"}},"required":["ids"],"title":"SearchResult","type":"object"}',
         "records.search result",
     ),
-    search=SearchDocument(terms={"records": 2, "search": 3}, length=5),
+    search=SearchDocument(
+        {
+            "limit": (0, 0, 0, 1, 0),
+            "look": (0, 0, 0, 0, 1),
+            "queri": (0, 0, 0, 1, 0),
+            "record": (1, 0, 1, 0, 0),
+            "search": (1, 1, 1, 0, 0),
+            "word": (0, 0, 0, 0, 1),
+        },
+        version=2,
+    ),
 )
 
 ANALYZE_SPEC = ToolSpec(
@@ -84,7 +90,10 @@ ANALYZE_SPEC = ToolSpec(
         '{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"summary":{"title":"Summary","type":"string"}},"required":["summary"],"title":"Analysis","type":"object"}',
         "records.analyze result",
     ),
-    search=SearchDocument(terms={"analyze": 3, "records": 2}, length=5),
+    search=SearchDocument(
+        {"analyz": (1, 1, 1, 0, 1), "id": (0, 0, 0, 1, 0), "record": (1, 0, 1, 0, 1)},
+        version=2,
+    ),
 )
 
 SPECS: tuple[ToolSpec, ...] = (

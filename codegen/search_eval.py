@@ -1,0 +1,205 @@
+"""Measuring tool search: recall@1/@k, MRR and nDCG@k of a ranking over a labelled set.
+
+``agentgen eval-search CATALOG QUERIES`` and notebooks call :func:`evaluate_search`. Search
+documents are built from each tool's name, description and parameters by the same function the
+generator and the registry compiler use, and ranked by the runtime's index, so a number measured
+here is what an agent's OpenAI tool search would do with those tools.
+
+A catalog is a JSON list of ``{"name", "description", "parameters"}`` (OpenAI/MCP tool
+definitions; ``inputSchema`` is read as ``parameters``) or an MCP ``tools/list`` result
+(``{"tools": [...]}``). A name without a dot is used as its own tool ID. Queries are a JSON list
+of ``{"query", "expected": [names]}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentgen.runtime.contracts.ids import humanize_title
+from agentgen.runtime.search.document import search_document
+from agentgen.runtime.search.index import RANKINGS, SearchEntry, SearchIndex
+
+__all__ = [
+    "CatalogError",
+    "EvalTool",
+    "Miss",
+    "SearchEvaluation",
+    "evaluate_search",
+    "load_catalog",
+    "load_queries",
+]
+
+
+class CatalogError(ValueError):
+    """A catalog or query file is not in a form the harness reads; the message says where."""
+
+
+@dataclass(frozen=True)
+class EvalTool:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class EvalQuery:
+    query: str
+    expected: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A query whose expected tools did not rank in the top k."""
+
+    query: str
+    expected: tuple[str, ...]
+    #: The expected tool's rank (1-based) within the first 50, or None when it ranked lower.
+    rank: int | None
+    #: What ranked above it (the top k).
+    above: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SearchEvaluation:
+    ranking: str
+    k: int
+    queries: int
+    recall_at_1: float
+    recall_at_k: float
+    mrr: float
+    ndcg_at_k: float
+    misses: tuple[Miss, ...] = field(default=(), repr=False)
+
+    def worst(self, count: int = 10) -> tuple[Miss, ...]:
+        """The misses whose expected tool ranked lowest (not found at all first)."""
+        return tuple(sorted(self.misses, key=lambda m: (-(m.rank or 10**6), m.query))[:count])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ranking": self.ranking,
+            "k": self.k,
+            "queries": self.queries,
+            "recall@1": round(self.recall_at_1, 4),
+            f"recall@{self.k}": round(self.recall_at_k, 4),
+            "mrr": round(self.mrr, 4),
+            f"ndcg@{self.k}": round(self.ndcg_at_k, 4),
+            "worst_misses": [
+                {"query": m.query, "expected": list(m.expected), "rank": m.rank,
+                 "above": list(m.above)}
+                for m in self.worst()
+            ],
+        }  # fmt: skip
+
+
+def _read_json(path: str | Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{path}: not JSON: {exc}") from None
+
+
+def load_catalog(path: str | Path) -> list[EvalTool]:
+    data = _read_json(path)
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]  # an MCP tools/list result
+    if not isinstance(data, list):
+        raise CatalogError(f"{path}: a catalog is a JSON list of tools (or an MCP tools/list)")
+    tools: list[EvalTool] = []
+    seen: set[str] = set()
+    for index, item in enumerate(data):
+        where = f"{path}: tool {index}"
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+            raise CatalogError(f'{where}: each tool needs a non-empty string "name"')
+        name = item["name"]
+        if name in seen:
+            raise CatalogError(f"{where}: the name {name!r} is repeated")
+        seen.add(name)
+        description = item.get("description") or ""
+        parameters = item.get("parameters", item.get("inputSchema", {})) or {}
+        if not isinstance(description, str) or not isinstance(parameters, dict):
+            raise CatalogError(
+                f"{where} ({name}): description must be a string, parameters an object"
+            )
+        tools.append(EvalTool(name, description, parameters))
+    return tools
+
+
+def load_queries(path: str | Path, names: Sequence[str] = ()) -> list[EvalQuery]:
+    data = _read_json(path)
+    if not isinstance(data, list):
+        raise CatalogError(f'{path}: queries are a JSON list of {{"query", "expected"}}')
+    known = set(names)
+    queries: list[EvalQuery] = []
+    for index, item in enumerate(data):
+        where = f"{path}: query {index}"
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+            raise CatalogError(f'{where}: each query needs a string "query"')
+        expected = item.get("expected")
+        if (
+            not isinstance(expected, list)
+            or not expected
+            or not all(isinstance(e, str) for e in expected)
+        ):
+            raise CatalogError(f'{where}: "expected" must be a non-empty list of tool names')
+        unknown = sorted(set(expected) - known) if known else []
+        if unknown:
+            raise CatalogError(f"{where}: expects tools the catalog lacks: {', '.join(unknown)}")
+        queries.append(EvalQuery(item["query"], tuple(expected)))
+    return queries
+
+
+def _entries(tools: Sequence[EvalTool]) -> list[SearchEntry]:
+    entries = []
+    for tool in tools:
+        title = humanize_title(tool.name)
+        document = search_document(tool.name, title, tool.description, tool.parameters)
+        entries.append(
+            SearchEntry(tool.name, document, text=f"{tool.name} {title} {tool.description}")
+        )
+    return entries
+
+
+def evaluate_search(
+    tools: Sequence[EvalTool],
+    queries: Sequence[EvalQuery],
+    *,
+    k: int = 5,
+    ranking: str = "fields",
+) -> SearchEvaluation:
+    """Rank every query over ``tools`` and measure where the expected tools land."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if ranking not in RANKINGS:
+        raise ValueError(f"unknown ranking {ranking!r}; choose one of {', '.join(RANKINGS)}")
+    index = SearchIndex(_entries(tools), ranking=ranking)
+    depth = max(k, 50)
+    hits_1 = hits_k = reciprocal = gain = 0.0
+    misses: list[Miss] = []
+    for query in queries:
+        ranked = [hit.tool_id for hit in index.search(query.query, depth)]
+        expected = set(query.expected)
+        positions = [i for i, name in enumerate(ranked) if name in expected]
+        first = positions[0] if positions else None
+        hits_1 += first == 0
+        hits_k += first is not None and first < k
+        reciprocal += 1.0 / (first + 1) if first is not None else 0.0
+        dcg = sum(1.0 / math.log2(i + 2) for i in positions if i < k)
+        ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(expected), k)))
+        gain += dcg / ideal
+        if first is None or first >= k:
+            misses.append(
+                Miss(query.query, query.expected, first + 1 if first is not None else None,
+                     tuple(ranked[:k]))
+            )  # fmt: skip
+    count = len(queries) or 1
+    return SearchEvaluation(
+        ranking, k, len(queries), hits_1 / count, hits_k / count, reciprocal / count,
+        gain / count, tuple(misses),
+    )  # fmt: skip

@@ -1,0 +1,186 @@
+"""How tool search turns text into the words it matches on, one function per kind of text.
+
+The analysis is versioned (:data:`SEARCH_VERSION`): the generator counts words with it when it
+writes search documents, consumers compile registry declarations with it, and queries go
+through it at run time, so the three always agree. Any change to what a word is (the stop
+words, the stemmer, the synonyms, the field weights) is a new version: generated packages carry
+the version in their documents, so ``agentgen gen --check`` flags packages written by another.
+
+Every choice here was kept because it moved held-out recall on ``bench/search_eval`` (see its
+README): identifiers split at ``_``, ``.``, ``-`` and camelCase (free text is not split at case
+changes: "GitHub" in a description stays one word), English stop words dropped, words reduced
+to their Snowball (Porter 2) stem, and query words expanded with a small set of software
+synonyms at a fifth of their weight. Text inside quotes is left out of queries when words
+remain outside them: quoted text names values ("a page called "Incident review"") rather than
+what the tool does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
+from types import MappingProxyType
+
+import snowballstemmer  # type: ignore[import-untyped]
+
+__all__ = [
+    "FIELDS",
+    "FIELD_B",
+    "FIELD_WEIGHTS",
+    "K1",
+    "SEARCH_VERSION",
+    "STOP_WORDS",
+    "SYNONYM_WEIGHT",
+    "identifier_words",
+    "query_words",
+    "split_camel",
+    "stem",
+    "synonyms",
+    "text_words",
+]
+
+#: The version of the analysis and of the documents it produces. 1 was the spec's plain
+#: "<tool ID> <title> <description>" word bag, still available as the ``classic`` ranking.
+SEARCH_VERSION = 2
+
+#: The fields of a search document, in the order their counts are stored.
+FIELDS = ("name", "title", "description", "parameters", "parameter_text")
+#: How much a word counts in each field (BM25F); tuned on the tuning half of the eval set.
+FIELD_WEIGHTS = (3.0, 1.0, 1.0, 0.5, 0.3)
+#: Length normalisation per field (0: none, 1: full), as BM25's ``b``.
+FIELD_B = (0.3, 0.3, 0.75, 0.5, 0.75)
+#: BM25 term-frequency saturation.
+K1 = 1.2
+#: The weight of a synonym added to a query, relative to the query's own words.
+SYNONYM_WEIGHT = 0.2
+
+# Runs of letters and digits (``\w`` without ``_``); the classic tokenizer's rule.
+_RUN = re.compile(r"[^\W_]+")
+# Quoted values in a query: straight and typographic double quotes.
+_QUOTED = re.compile(r'"[^"]*"|\u201c[^\u201d]*\u201d')
+
+#: English function words and the filler of requests ("can you show me..."), which match
+#: every tool's description equally and only add noise to a ranking.
+STOP_WORDS = frozenset(
+    """
+    a an the and or of to in for on with by from at as is are be been was were this that these
+    those it its into over under than then so such via per if else when which who whom whose
+    what where how why not no do does did can could would should will shall may might must i me
+    my we our you your he she they them their please want need let lets us
+    """.split()  # noqa: SIM905 - a word list reads best as text
+)
+
+# Groups of words that name the same action or thing in requests and tool descriptions.
+# General software vocabulary, written once; kept small because every synonym also widens
+# what a query can match.
+_SYNONYM_GROUPS = """
+create make new add build insert compose
+delete remove drop erase destroy trash purge
+update edit change modify rename patch alter adjust
+get fetch retrieve read view display detail details info inspect describe
+list enumerate browse
+search find lookup query locate
+send post notify
+issue ticket bug task story
+pr pull merge request mr review
+repository repo
+comment note reply remark
+run execute exec trigger launch invoke
+copy duplicate clone
+close stop end terminate finish kill
+chart plot graph diagram visualization visualize
+folder directory dir
+user member person people account
+calendar event meeting appointment schedule
+alert alarm notification
+image picture photo screenshot
+page webpage site website url
+email mail message inbox
+price cost
+metric measurement stat statistics
+deploy deployment release rollout
+error exception failure crash
+permission access role
+upload attach
+download export
+move relocate transfer
+spreadsheet sheet worksheet workbook
+sprint iteration
+summary overview
+click press tap
+coordinates latitude longitude geocode lat lng
+"""
+
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Snowball (Porter 2) stem of a lower-case word; digits and non-Latin words are
+    returned as they are by the stemmer."""
+    result: str = _STEMMER.stemWord(word)
+    return result
+
+
+def split_camel(run: str) -> list[str]:
+    """Split an identifier's letter-and-digit run at case changes: ``getHTTPStatus`` →
+    ``get``, ``HTTP``, ``Status``; ``base64`` and ``v2`` stay whole."""
+    if run.islower() or run.isupper() or not any(c.isupper() for c in run[1:]):
+        return [run]
+    parts: list[str] = []
+    start = 0
+    for index in range(1, len(run)):
+        before, char = run[index - 1], run[index]
+        after = run[index + 1] if index + 1 < len(run) else ""
+        lower_to_upper = (before.islower() or before.isdigit()) and char.isupper()
+        acronym_end = before.isupper() and char.isupper() and after.islower()
+        if lower_to_upper or acronym_end:
+            parts.append(run[start:index])
+            start = index
+    parts.append(run[start:])
+    return parts
+
+
+def _words(runs: Iterable[str]) -> Iterator[str]:
+    for run in runs:
+        word = run.lower()
+        if word not in STOP_WORDS:
+            yield stem(word)
+
+
+def identifier_words(text: str) -> list[str]:
+    """Words of identifiers (tool IDs, argument names): split at every character that is not a
+    letter or digit and at camelCase boundaries, stop words dropped, stemmed."""
+    return list(_words(part for run in _RUN.findall(text) for part in split_camel(run)))
+
+
+def text_words(text: str) -> list[str]:
+    """Words of prose (titles, descriptions): split at every character that is not a letter
+    or digit, stop words dropped, stemmed."""
+    return list(_words(_RUN.findall(text)))
+
+
+def query_words(query: str) -> list[str]:
+    """The distinct words of a query, in order: quoted values left out when words remain
+    outside the quotes."""
+    unquoted = _QUOTED.sub(" ", query)
+    words = text_words(unquoted) or text_words(query)
+    return list(dict.fromkeys(words))
+
+
+def _synonym_table() -> Mapping[str, tuple[str, ...]]:
+    table: dict[str, set[str]] = {}
+    for line in _SYNONYM_GROUPS.strip().splitlines():
+        group = [stem(word) for word in line.split()]
+        for word in group:
+            table.setdefault(word, set()).update(other for other in group if other != word)
+    return MappingProxyType({word: tuple(sorted(others)) for word, others in table.items()})
+
+
+_SYNONYMS = _synonym_table()
+
+
+def synonyms(word: str) -> tuple[str, ...]:
+    """The (stemmed) synonyms of a stemmed query word, sorted."""
+    return _SYNONYMS.get(word, ())

@@ -1,0 +1,137 @@
+"""The versioned word analysis of tool search, pinned on inputs that are easy to get wrong.
+
+Generated documents, compiled registry declarations and run-time queries all go through these
+functions; a change to any output here is a new ``SEARCH_VERSION``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentgen.runtime.search.analysis import (
+    SEARCH_VERSION,
+    STOP_WORDS,
+    identifier_words,
+    query_words,
+    split_camel,
+    stem,
+    synonyms,
+    text_words,
+)
+
+
+def test_the_version_is_pinned() -> None:
+    # Changing the analysis without bumping this would let stale packages rank differently
+    # from fresh ones; bumping it makes `agentgen gen --check` flag them.
+    assert SEARCH_VERSION == 2
+
+
+@pytest.mark.parametrize(
+    ("run", "parts"),
+    [
+        ("getHTTPStatus", ["get", "HTTP", "Status"]),
+        ("XMLHttpRequest", ["XML", "Http", "Request"]),
+        ("listPullRequests", ["list", "Pull", "Requests"]),
+        ("iPhone", ["i", "Phone"]),
+        ("base64", ["base64"]),
+        ("v2", ["v2"]),
+        ("utf8Decode", ["utf8", "Decode"]),
+        ("HTTP", ["HTTP"]),
+        ("lower", ["lower"]),
+        ("Title", ["Title"]),
+        ("ÉtéChaud", ["Été", "Chaud"]),
+        ("", [""]),
+    ],
+)
+def test_camel_case_splitting(run: str, parts: list[str]) -> None:
+    assert split_camel(run) == parts
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("gitlab.create_merge_request", ["gitlab", "creat", "merg", "request"]),
+        ("k8s.kubectl_get", ["k8s", "kubectl", "get"]),
+        ("API-create-a-data-source", ["api", "creat", "data", "sourc"]),
+        ("stories-get-by-id", ["stori", "get", "id"]),
+        ("getHTTPStatus", ["get", "http", "status"]),
+        ("größe.berechnen", ["größe", "berechnen"]),
+        ("データ.取得", ["データ", "取得"]),
+        ("²³", ["²³"]),
+        ("...---___", []),
+        ("", []),
+    ],
+)
+def test_identifier_words(text: str, words: list[str]) -> None:
+    assert identifier_words(text) == words
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("Creates a new issue in the GitHub repository.", ["creat", "new", "issu", "github",
+                                                            "repositori"]),
+        ("Lists the 20 most recent runs (2024-07)", ["list", "20", "most", "recent", "run",
+                                                      "2024", "07"]),
+        ("Café résumé naïve", ["café", "résumé", "naïv"]),
+        ("Поиск задач", ["поиск", "задач"]),
+        ("—…‽!?", []),
+        ("the and of to", []),
+    ],
+)  # fmt: skip
+def test_text_words(text: str, words: list[str]) -> None:
+    # Prose is not split at case changes: "GitHub" in a description stays one word.
+    assert text_words(text) == words
+
+
+def test_stop_words_and_stems() -> None:
+    assert {"the", "a", "please", "you", "can"} <= STOP_WORDS
+    assert "list" not in STOP_WORDS and "all" not in STOP_WORDS
+    assert [stem(w) for w in ("issues", "running", "created", "queries")] == [
+        "issu",
+        "run",
+        "creat",
+        "queri",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ('create a page called "Incident review"', ["creat", "page", "call"]),
+        ("\u201cIncident review\u201d page", ["page"]),
+        ('"only quoted words"', ["onli", "quot", "word"]),
+        ("search search SEARCH", ["search"]),
+        ("getHTTPStatus", ["gethttpstatus"]),
+        ("", []),
+    ],
+)
+def test_query_words(query: str, words: list[str]) -> None:
+    # Quoted text names values, not what a tool does: left out unless nothing else remains.
+    assert query_words(query) == words
+
+
+def test_synonyms_are_symmetric_and_stemmed() -> None:
+    assert "delet" in synonyms("remov") and "remov" in synonyms("delet")
+    assert synonyms("creat") == tuple(sorted(synonyms("creat")))
+    assert "creat" not in synonyms("creat")
+    assert synonyms("unrelatedword") == ()
+
+
+def test_very_long_text() -> None:
+    text = "Creates issues and lists pullRequests. " * 20_000
+    words = identifier_words(text)
+    assert len(words) == 5 * 20_000
+    assert words[:5] == ["creat", "issu", "list", "pull", "request"]
+    assert len(text_words(text)) == 4 * 20_000
+    single = "a" * 100_000 + "B" * 10
+    assert identifier_words(single) == ["a" * 100_000, "b" * 10]
+
+
+@given(st.text())
+def test_analysis_never_fails_and_is_lower_case(text: str) -> None:
+    for words in (identifier_words(text), text_words(text), query_words(text)):
+        assert all(word and word == word.lower() for word in words)
+        assert not set(words) & STOP_WORDS

@@ -1,0 +1,200 @@
+"""The default ``fields`` ranking: BM25F over document fields, with synonyms, exact names first.
+
+The index prunes and reorders its additions for speed, so rankings are compared with a literal
+reading of BM25F that scores every tool and sorts by (score desc, tool ID asc).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentgen.runtime.search.analysis import (
+    FIELD_B,
+    FIELD_WEIGHTS,
+    K1,
+    SEARCH_VERSION,
+    SYNONYM_WEIGHT,
+    synonyms,
+)
+from agentgen.runtime.search.document import SearchDocument, search_document, search_text
+from agentgen.runtime.search.index import SearchEntry, SearchIndex
+
+Catalog = list[tuple[str, SearchDocument]]
+
+
+def reference(catalog: Catalog, index: SearchIndex, query: str, limit: int = 5) -> list[str]:
+    """BM25F as written: per field weight over length normalisation, summed, saturated."""
+    if not catalog:
+        return []
+    count = len(catalog)
+    width = len(FIELD_WEIGHTS)
+    averages = [sum(d.lengths[f] for _, d in catalog) / count for f in range(width)]
+    terms = index.query_terms(query)
+    scored = []
+    for tool_id, document in catalog:
+        score = 0.0
+        for word, weight, _ in terms:
+            counts = document.terms.get(word)
+            if counts is None:
+                continue
+            df = sum(word in d.terms for _, d in catalog)
+            idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
+            tf = sum(
+                FIELD_WEIGHTS[f]
+                * counts[f]
+                / (
+                    (1 - FIELD_B[f] + FIELD_B[f] * document.lengths[f] / averages[f])
+                    if averages[f]
+                    else 1.0
+                )
+                for f in range(width)
+            )
+            score += weight * idf * tf * (K1 + 1) / (tf + K1)
+        if score > 0:
+            scored.append((-score, tool_id))
+    return [tool_id for _, tool_id in sorted(scored)[:limit]]
+
+
+def entry(tool_id: str, title: str, description: str, **arguments: str) -> SearchEntry:
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "string", "description": text} for name, text in
+                       arguments.items()},
+    }  # fmt: skip
+    return SearchEntry(
+        tool_id,
+        search_document(tool_id, title, description, schema),
+        text=search_text(tool_id, title, description),
+    )
+
+
+CATALOG = [
+    entry("github.create_issue", "Create Issue", "Create a new issue in a repository.",
+          repo="Repository name", summary="Issue title"),
+    entry("github.list_pull_requests", "List Pull Requests", "List pull requests of a repo.",
+          state="open or closed"),
+    entry("gitlab.delete_branch", "Delete Branch", "Delete a branch of a project."),
+    entry("calendar.list_events", "List Events", "List upcoming events on a calendar.",
+          time_min="Start of the window"),
+    entry("maps.geocode", "Geocode", "Convert an address into coordinates."),
+    entry("files.read_file", "Read File", "Read the complete contents of a file."),
+]  # fmt: skip
+
+
+def ids(hits: list[object]) -> list[str]:
+    return [hit.tool_id for hit in hits]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("query", "tool"),
+    [
+        ("remove the feature branch", "gitlab.delete_branch"),
+        ("erase a branch", "gitlab.delete_branch"),
+        ("what are the lat/long of the Eiffel Tower", "maps.geocode"),
+        ("which pull requests are still open", "github.list_pull_requests"),
+        ("make a new ticket", "github.create_issue"),
+        ("show my upcoming meetings", "calendar.list_events"),
+        ("get the contents of notes.txt", "files.read_file"),
+    ],
+)
+def test_the_right_tool_and_nothing_for_filler_words(query: str, tool: str) -> None:
+    # Stop words ("the", "a", "my") match nothing, so a request finds only the tools its
+    # meaningful words (and their synonyms) point at.
+    assert ids(SearchIndex(CATALOG).search(query)) == [tool]
+
+
+def test_classic_ranks_by_every_word_including_filler() -> None:
+    classic = SearchIndex(CATALOG, ranking="classic")
+    assert classic.ranking == "classic"
+    hits = ids(classic.search("what are the lat/long of the Eiffel Tower"))
+    assert "maps.geocode" not in hits and len(hits) >= 3
+    assert ids(SearchIndex(CATALOG).search("what are the lat/long of the Eiffel Tower")) == [
+        "maps.geocode"
+    ]
+
+
+def test_query_terms_add_synonyms_at_a_lower_weight() -> None:
+    terms = SearchIndex(CATALOG).query_terms("remove branch")
+    own = [(w, weight, origin) for w, weight, origin in terms if origin is None]
+    assert own == [("remov", 1.0, None), ("branch", 1.0, None)]
+    added = {w for w, weight, origin in terms if origin == "remov"}
+    assert added == set(synonyms("remov"))
+    assert all(weight == SYNONYM_WEIGHT for _, weight, origin in terms if origin is not None)
+
+
+def test_a_query_word_is_never_also_its_own_synonym() -> None:
+    terms = SearchIndex(CATALOG).query_terms("delete remove")
+    words = [w for w, _, _ in terms]
+    assert len(words) == len(set(words))
+    assert ("delet", 1.0, None) in terms and ("remov", 1.0, None) in terms
+
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "create", "delete", "issue"]
+fields = st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join)
+catalogs = st.lists(
+    st.tuples(st.text(alphabet="abcdef", min_size=1, max_size=5), fields, fields, fields),
+    max_size=20,
+    unique_by=lambda item: item[0],
+).map(
+    lambda items: [
+        (f"t.{name}", search_document(f"t.{name}", title, text, {
+            "type": "object", "properties": {arg: {} for arg in args.split()}}))
+        for name, title, text, args in items
+    ]
+)  # fmt: skip
+queries = st.lists(st.sampled_from([*WORDS, "make", "remove", "ticket", "zzz"]), max_size=5).map(
+    " ".join
+)
+
+
+@settings(max_examples=300)
+@given(catalogs, queries, st.integers(min_value=1, max_value=8))
+def test_rankings_equal_the_bm25f_reference(catalog: Catalog, query: str, limit: int) -> None:
+    index = SearchIndex([SearchEntry(tool_id, document) for tool_id, document in catalog])
+    assert ids(index.search(query, limit)) == reference(catalog, index, query, limit)
+
+
+@settings(max_examples=150)
+@given(catalogs, queries)
+def test_explained_contributions_add_up_by_word_and_by_field(catalog: Catalog, query: str) -> None:
+    index = SearchIndex([SearchEntry(tool_id, document) for tool_id, document in catalog])
+    for hit in index.explain(query):
+        assert hit.score == functools.reduce(operator.add, [p.contribution for p in hit.terms], 0.0)
+        document = dict(catalog)[hit.tool_id]
+        for part in hit.terms:
+            assert part.tf == sum(document.terms[part.term]) > 0
+            assert sum(f.contribution for f in part.fields) == pytest.approx(part.contribution)
+            assert {f.field for f in part.fields} <= set(document.fields)
+            assert part.weight == (1.0 if part.synonym_of is None else SYNONYM_WEIGHT)
+
+
+def test_exact_names_come_first_whatever_the_words() -> None:
+    entries = [
+        *CATALOG,
+        SearchEntry("misc.zz", search_document("misc.zz", "", ""), aliases=("misc_zz",)),
+    ]
+    index = SearchIndex(entries)
+    assert ids(index.search(" MISC_ZZ ")) == ["misc.zz"]
+    assert ids(index.search("files.read_file"))[0] == "files.read_file"
+
+
+def test_documents_of_another_version_are_refused_with_what_to_do() -> None:
+    old = SearchEntry("a.x", SearchDocument.from_text("a.x X old tool"))
+    with pytest.raises(ValueError, match="version 1, and this runtime ranks version 2") as caught:
+        SearchIndex([old])
+    assert "regenerate the package" in str(caught.value)
+    assert ids(SearchIndex([old], ranking="classic").search("old")) == ["a.x"]
+    assert SEARCH_VERSION == 2
+
+
+def test_classic_needs_text_or_classic_documents() -> None:
+    with pytest.raises(ValueError, match="has none"):
+        SearchIndex([SearchEntry("a.x", search_document("a.x", "X", "x"))], ranking="classic")
+    with pytest.raises(ValueError, match="unknown tool search ranking 'bm42'"):
+        SearchIndex(CATALOG, ranking="bm42")  # type: ignore[arg-type]
