@@ -1,14 +1,18 @@
-"""Tool search speed and ranking agreement: agentgen's BM25 against bm25s and rank_bm25.
+"""Tool search speed and ranking agreement: agentgen's rankings against bm25s and rank_bm25.
 
 Run from the repository root with `python bench/search.py` (needs `pip install bm25s rank-bm25
-numpy`). It prints a Markdown table and writes nothing. The catalogs are synthetic and
-deterministic, so runs differ only by machine noise.
+numpy`). It prints two Markdown tables and writes nothing: speed per system (agentgen's default
+``fields`` ranking, its ``classic`` BM25, bm25s and rank_bm25, which rank like ``classic``), and
+the size of the search documents each agentgen ranking needs per tool. The catalogs are
+synthetic and deterministic, so runs differ only by machine noise. Search *quality* is measured
+on real tools by ``agentgen eval-search`` (bench/search_eval).
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
+import json
 import random
 import statistics
 import time
@@ -20,8 +24,13 @@ import bm25s
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from agentgen.runtime.search.document import SearchDocument, search_text, tokenize
-from agentgen.runtime.search.index import SearchEntry, SearchIndex
+from agentgen.runtime.search.document import (
+    SearchDocument,
+    search_document,
+    search_text,
+    tokenize,
+)
+from agentgen.runtime.search.index import Ranking, SearchEntry, SearchIndex
 
 SEED = 20240601
 SIZES = (100, 1_000, 10_000)
@@ -148,11 +157,13 @@ def time_queries(run: Callable[[int], object], count: int) -> list[float]:
     return [statistics.median(times) for times in per_query]
 
 
-def time_cold_queries(entries: Sequence[SearchEntry], queries: Sequence[str]) -> list[float]:
+def time_cold_queries(
+    entries: Sequence[SearchEntry], queries: Sequence[str], ranking: Ranking
+) -> list[float]:
     """Per-query latency on a fresh index, so every query word is weighed for the first time."""
     samples = []
     for query in queries:
-        index = SearchIndex(entries)
+        index = SearchIndex(entries, ranking)
         t0 = time.perf_counter()
         index.search(query, TOP_K)
         samples.append(time.perf_counter() - t0)
@@ -174,21 +185,30 @@ class Row:
     agreement: float | None = None
 
 
-def bench_size(size: int) -> list[Row]:
+def document_bytes(documents: Sequence[SearchDocument]) -> float:
+    """Mean bytes per tool of the documents' compact JSON (what registry declarations carry;
+    generated specs.py literals are of the same order)."""
+    sizes = [len(json.dumps(d.to_json(), separators=(",", ":"))) for d in documents]
+    return statistics.mean(sizes)
+
+
+def bench_size(size: int) -> tuple[list[Row], tuple[float, float]]:
     tools, queries = make_catalog(size)
     ids = [tool.tool_id for tool in tools]
     texts = [search_text(tool.tool_id, tool.title, tool.description) for tool in tools]
     # Counted ahead, as the generator does; not part of any timing.
-    documents = [SearchDocument.from_text(text) for text in texts]
-    entries = [SearchEntry(tool_id, doc) for tool_id, doc in zip(ids, documents, strict=True)]
+    classic_docs = [SearchDocument.from_text(text) for text in texts]
+    field_docs = [search_document(t.tool_id, t.title, t.description) for t in tools]
+    classic = [SearchEntry(i, d) for i, d in zip(ids, classic_docs, strict=True)]
+    fields = [SearchEntry(i, d) for i, d in zip(ids, field_docs, strict=True)]
     corpus = [tokenize(text) for text in texts]
     vocabulary = {word for tokens in corpus for word in tokens}
     # Distinct query words, as agentgen scores them, and only known ones, which bm25s needs.
     query_tokens = [sorted(set(tokenize(query)) & vocabulary) for query in queries]
     n = len(queries)
 
-    def agentgen_build(i: int) -> object:
-        return SearchIndex(entries).search(queries[i % n], TOP_K)
+    def agentgen_build(entries: list[SearchEntry], ranking: Ranking) -> Callable[[int], object]:
+        return lambda i: SearchIndex(entries, ranking).search(queries[i % n], TOP_K)
 
     def bm25s_index() -> bm25s.BM25:
         retriever = bm25s.BM25(method="lucene", k1=K1, b=B)
@@ -202,7 +222,8 @@ def bench_size(size: int) -> list[Row]:
         scores = BM25Okapi(corpus, k1=K1, b=B).get_scores(query_tokens[i % n])
         return np.argpartition(-scores, TOP_K)[:TOP_K]
 
-    index = SearchIndex(entries)
+    field_index = SearchIndex(fields)
+    classic_index = SearchIndex(classic, "classic")
     retriever = bm25s_index()
     okapi = BM25Okapi(corpus, k1=K1, b=B)
 
@@ -215,7 +236,7 @@ def bench_size(size: int) -> list[Row]:
     def okapi_scores(i: int) -> object:
         return np.argpartition(-okapi.get_scores(query_tokens[i]), TOP_K)[:TOP_K]
 
-    ours = [[hit.tool_id for hit in index.search(query, TOP_K)] for query in queries]
+    ours = [[hit.tool_id for hit in classic_index.search(query, TOP_K)] for query in queries]
 
     def agreement(score: Callable[[list[str]], Any]) -> float:
         same = sum(
@@ -224,13 +245,27 @@ def bench_size(size: int) -> list[Row]:
         )
         return same / n
 
-    return [
+    rows = [
         Row(
-            "agentgen",
-            median_ms(time_builds(agentgen_build)),
-            time_queries(lambda i: index.search(queries[i], TOP_K), n),
+            "agentgen fields (default)",
+            median_ms(time_builds(agentgen_build(fields, "fields"))),
+            time_queries(lambda i: field_index.search(queries[i], TOP_K), n),
         ),
-        Row("agentgen, words not yet weighed", None, time_cold_queries(entries, queries)),
+        Row(
+            "agentgen fields, words not yet weighed",
+            None,
+            time_cold_queries(fields, queries, "fields"),
+        ),
+        Row(
+            "agentgen classic",
+            median_ms(time_builds(agentgen_build(classic, "classic"))),
+            time_queries(lambda i: classic_index.search(queries[i], TOP_K), n),
+        ),
+        Row(
+            "agentgen classic, words not yet weighed",
+            None,
+            time_cold_queries(classic, queries, "classic"),
+        ),
         Row(
             "bm25s `retrieve`",
             median_ms(time_builds(bm25s_build)),
@@ -245,17 +280,21 @@ def bench_size(size: int) -> list[Row]:
             agreement(okapi.get_scores),
         ),
     ]
+    return rows, (document_bytes(classic_docs), document_bytes(field_docs))
 
 
 def main() -> None:
     print(
         "| tools | system | build + first query, ms | query p50, µs | query p95, µs "
-        "| build ÷ agentgen's | p50 ÷ agentgen's | same top-5 as agentgen |"
+        "| build ÷ agentgen classic | p50 ÷ agentgen classic | same top-5 as agentgen classic |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    sizes: list[tuple[int, float, float]] = []
     for size in SIZES:
-        rows = bench_size(size)
-        build, p50 = rows[0].build_ms, percentile_us(rows[0].latencies, 0.5)
+        rows, (classic_bytes, field_bytes) = bench_size(size)
+        sizes.append((size, classic_bytes, field_bytes))
+        base = rows[2]
+        build, p50 = base.build_ms, percentile_us(base.latencies, 0.5)
         assert build is not None
         for row in rows:
             row_p50 = percentile_us(row.latencies, 0.5)
@@ -265,11 +304,16 @@ def main() -> None:
                 "" if row.build_ms is None else f"{row.build_ms:.2f}",
                 f"{row_p50:.0f}",
                 f"{percentile_us(row.latencies, 0.95):.0f}",
-                "" if row.build_ms is None else f"{row.build_ms / build:.1f}",
+                "" if row.build_ms is None else f"{row.build_ms / build:.2f}",
                 f"{row_p50 / p50:.2f}",
                 "" if row.agreement is None else f"{row.agreement:.1%}",
             ]
             print("| " + " | ".join(cells) + " |")
+    print()
+    print("| tools | classic document, bytes per tool | fields document, bytes per tool |")
+    print("|---:|---:|---:|")
+    for size, classic_bytes, field_bytes in sizes:
+        print(f"| {size:,} | {classic_bytes:.0f} | {field_bytes:.0f} |")
 
 
 if __name__ == "__main__":

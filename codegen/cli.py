@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agentgen.codegen.generation_model import GenerationModel
     from agentgen.dsl.errors import DesignError
     from agentgen.dsl.expr import RootExpr
+    from agentgen.runtime.search.index import TermContribution
 
 # The design machinery (pydantic, Jinja2...) is imported by the commands that need it: a
 # regeneration with nothing to do answers from the cache without loading any of it.
@@ -164,6 +165,10 @@ class _Commands(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except BrokenPipeError:
+            # The reader went away (`agentgen ... | head`): not a bug, nothing more to say.
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream
+            sys.exit(EXIT_INVALID)
         except Exception:
             bug()
 
@@ -312,25 +317,35 @@ def gen(design: Path, output: Path | None, check: bool, force: bool, no_cache: b
     show_default=True,
     help="How many tools a search returns (at least 1).",
 )
-def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
+@click.option(
+    "--ranking",
+    type=click.Choice(["fields", "classic"]),
+    default="fields",
+    show_default=True,
+    help="fields: BM25F over ID, title, description and arguments, with stems and synonyms "
+    "(the adapter's default); classic: the spec's plain BM25 over ID, title and description.",
+)
+def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: str) -> None:
     """Rank an agent's deferred tools for QUERY as the OpenAI adapter's tool search does.
 
-    Shows the BM25 ranking (k1 1.2, b 0.75) over the agent's deferred compiled tools that the
-    OpenAI Responses adapter's client-side tool search uses, with each tool's score and every
-    query word's contribution, so a team can check that its tools are findable before
-    shipping. Claude (the Anthropic Messages adapter) uses Anthropic's hosted regex search
-    instead, which this ranking does not predict. Registry tools are resolved at run time and
-    are not listed. Tools the agent's run policy hides are never searched at run time: the
-    ranking leaves them out and lists the ones that match after it.
+    Shows the ranking the OpenAI Responses adapter's client-side tool search uses over the
+    agent's deferred compiled tools, with each tool's score, every query word's contribution
+    and, for the fields ranking, how much of it each field of the tool gave (name, title,
+    description, parameters, parameter_text), so a team can check that its tools are findable
+    before shipping and see why. Claude (the Anthropic Messages adapter) uses Anthropic's hosted
+    regex search instead, which this ranking does not predict. Registry tools are resolved at
+    run time and are not listed. Tools the agent's run policy hides are never searched at run
+    time: the ranking leaves them out and lists the ones that match after it.
 
     \b
     Examples:
       agentgen search examples/records/design.py --agent assistant.assistant "analyze records"
       agentgen search design.py --agent reader "find a customer" --limit 10
+      agentgen search design.py --agent reader "find a customer" --ranking classic
     """
     from agentgen.runtime.adapters.names import provider_name
-    from agentgen.runtime.search.document import tokenize
-    from agentgen.runtime.search.index import SearchEntry, SearchIndex
+    from agentgen.runtime.search.document import search_text
+    from agentgen.runtime.search.index import Ranking, SearchEntry, SearchIndex
 
     views = views_or_exit(design, agent_id)
     if not views:
@@ -342,26 +357,42 @@ def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
         known = ", ".join(v.agent.id for v in views)
         raise click.UsageError(f"the design has several agents; pick one with --agent ({known})")
     (view,) = views
+    chosen = cast(Ranking, ranking)
 
     def index(tools: list[ToolView]) -> SearchIndex:
         return SearchIndex(
-            [SearchEntry(t.tool.id, t.tool.search, (provider_name(t.tool.id),)) for t in tools]
+            [
+                SearchEntry(
+                    t.tool.id,
+                    t.tool.search,
+                    (provider_name(t.tool.id),),
+                    search_text(t.tool.id, t.tool.title, t.tool.description),
+                )
+                for t in tools
+            ],
+            chosen,
         )
 
     # The adapter searches only what the run policy lets through (the catalog it receives);
     # matching tools the policy hides are listed after the ranking.
     deferred = list(view.deferred)
     visible = [t for t in deferred if not view.hidden(t.tool)]
-    words = sorted(set(tokenize(query)))
+    ranked = index(visible)
+    terms = ranked.query_terms(query)
+    own = [word for word, _, origin in terms if origin is None]
+    added = [word for word, _, origin in terms if origin is not None]
+    words = ", ".join(own) or "(none)"
+    if added:
+        words += f" (+ synonyms: {', '.join(added)})"
     hidden_count = len(deferred) - len(visible)
     note = f", {hidden_count} of them hidden by the agent's run policy" if hidden_count else ""
     click.echo(
         f"agent {view.agent.id}: {len(deferred)} deferred tool{'s' if len(deferred) != 1 else ''}"
-        f"{note}; query {query!r} → words: {', '.join(words) or '(none)'}"
+        f"{note}; query {query!r} → words: {words}"
     )
     if view.registry_reads:
         click.echo("  (registry sources are resolved at run time and are not searched here)")
-    hits = index(visible).explain(query, limit)
+    hits = ranked.explain(query, limit)
     hidden = [
         hit.tool_id
         for hit in index(deferred).explain(query, limit)
@@ -369,22 +400,99 @@ def search(design: Path, query: str, agent_id: str | None, limit: int) -> None:
     ]
     if not hits and not hidden:
         click.echo(
-            "  no tool matches (a deferred tool is found only by the words of its ID, "
-            "title and description)"
+            "  no tool matches (a deferred tool is found only by the words of its ID, title, "
+            "description and arguments)"
         )
         return
     width = max(len(tool) for tool in [*(h.tool_id for h in hits), *hidden])
     for rank, hit in enumerate(hits, start=1):
-        terms = ", ".join(
-            f"{t.term} {t.contribution:.3f} (tf {t.tf}, idf {t.idf:.3f})" for t in hit.terms
-        )
         exact = "exact name; " if hit.exact_name else ""
-        click.echo(f"  {rank}. {hit.tool_id:<{width}}  score {hit.score:.3f}  [{exact}{terms}]")
+        parts = "; ".join(_contribution(t, chosen) for t in hit.terms)
+        click.echo(f"  {rank}. {hit.tool_id:<{width}}  score {hit.score:.3f}  [{exact}{parts}]")
     for tool_id in hidden:
         click.echo(
             f"  -  {tool_id:<{width}}  matches, but the agent's run policy hides it: the model "
             "never sees it (see RunPolicy's AllowTags/DenyTags)"
         )
+
+
+def _contribution(term: TermContribution, ranking: str) -> str:
+    """One word's share of a score: its contribution, by field for the fields ranking."""
+    head = f"{term.term} {term.contribution:.3f}"
+    if term.synonym_of is not None:
+        head += f" (synonym of {term.synonym_of}, weight {term.weight:g})"
+    detail = f"tf {term.tf}, idf {term.idf:.3f}"
+    if ranking == "fields":
+        by_field = ", ".join(f"{f.field} {f.contribution:.3f}" for f in term.fields)
+        return f"{head} = {by_field} ({detail})"
+    return f"{head} ({detail})"
+
+
+@main.command("eval-search")
+@click.argument("catalog", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("queries", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--k",
+    "k",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="How many hits count (recall@k, nDCG@k).",
+)
+@click.option(
+    "--ranking",
+    type=click.Choice(["fields", "classic"]),
+    default="fields",
+    show_default=True,
+    help="The ranking to measure (classic: the spec's plain BM25, the baseline).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: bool) -> None:
+    """Measure tool search on CATALOG with the labelled QUERIES.
+
+    CATALOG is a JSON list of tools {"name", "description", "parameters"} (OpenAI or MCP tool
+    definitions; an MCP tools/list result works too); QUERIES a JSON list of {"query",
+    "expected": [tool names]}. Search documents are built exactly as the generator builds them
+    and ranked by the runtime's search. Prints recall@1, recall@k, MRR and nDCG@k, then the 10
+    worst misses with what ranked above the expected tool.
+
+    \b
+    Examples:
+      agentgen eval-search bench/search_eval/catalog.json bench/search_eval/queries_heldout.json
+      agentgen eval-search tools.json queries.json --ranking classic --k 3 --json
+    """
+    import json
+
+    from agentgen.codegen.search_eval import (
+        CatalogError,
+        evaluate_search,
+        load_catalog,
+        load_queries,
+    )
+
+    try:
+        tools = load_catalog(catalog)
+        labelled = load_queries(queries, [tool.name for tool in tools])
+    except CatalogError as exc:
+        raise click.UsageError(str(exc)) from None
+    result = evaluate_search(tools, labelled, k=k, ranking=cast(Any, ranking))
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return
+    click.echo(
+        f"{len(labelled)} queries over {len(tools)} tools, ranking {ranking}\n"
+        f"recall@1 {result.recall_at_1:.3f}\n"
+        f"recall@{k} {result.recall_at_k:.3f}\n"
+        f"mrr {result.mrr:.3f}\n"
+        f"ndcg@{k} {result.ndcg_at_k:.3f}"
+    )
+    worst = result.worst()
+    if worst:
+        click.echo(f"worst misses ({len(result.misses)} queries missed the top {k}):")
+    for miss in worst:
+        where = f"rank {miss.rank}" if miss.rank is not None else "not in the top 50"
+        click.echo(f"  {miss.query!r}: expected {', '.join(miss.expected)} ({where})")
+        click.echo(f"    above it: {', '.join(miss.above) or '(nothing matched)'}")
 
 
 @main.command()

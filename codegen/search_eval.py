@@ -122,7 +122,8 @@ def load_catalog(path: str | Path) -> list[EvalTool]:
             raise CatalogError(f"{where}: the name {name!r} is repeated")
         seen.add(name)
         description = item.get("description") or ""
-        parameters = item.get("parameters", item.get("inputSchema", {})) or {}
+        parameters = item.get("parameters", item.get("inputSchema"))
+        parameters = {} if parameters is None else parameters
         if not isinstance(description, str) or not isinstance(parameters, dict):
             raise CatalogError(
                 f"{where} ({name}): description must be a string, parameters an object"

@@ -21,13 +21,31 @@ def test_ranking_with_scores_and_term_contributions() -> None:
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == (
-        "agent assistant.assistant: 2 deferred tools; query 'analyze records' → words: analyze, "
-        "records"
+        "agent assistant.assistant: 2 deferred tools; query 'analyze records' → words: analyz, "
+        "record"
     )
     assert lines[1].split()[:2] == ["1.", "records.analyze"]
-    assert "analyze 1.089 (tf 3, idf 0.693)" in lines[1]
+    # Each word's contribution, split by the fields of the tool it came from.
+    assert (
+        "analyz 1.243 = name 0.704, title 0.235, description 0.235, parameter_text 0.070"
+        in (lines[1])
+    )
+    assert "(tf 4, idf 0.693)" in lines[1]
     assert lines[2].split()[:2] == ["2.", "records.search"]
     assert len(lines) == 3
+
+
+def test_classic_ranking_and_synonyms() -> None:
+    code, out, _ = run(
+        RECORDS, "--agent", "assistant.assistant", "analyze records", "--ranking", "classic"
+    )
+    assert code == 0
+    assert "→ words: analyze, records" in out
+    assert "analyze 1.089 (tf 3, idf 0.693)" in out
+    code, out, _ = run(RECORDS, "--agent", "assistant.assistant", "find the records")
+    assert code == 0
+    assert "→ words: find, record (+ synonyms: locat, lookup, queri, search)" in out
+    assert "search 0." in out and "(synonym of find, weight 0.2)" in out
 
 
 def test_exact_provider_name_comes_first() -> None:
@@ -61,8 +79,9 @@ def test_help_names_the_search_it_models() -> None:
     result = CliRunner().invoke(main, ["search", "--help"], terminal_width=200)
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
-    assert "BM25 ranking (k1 1.2, b 0.75)" in text
-    assert "the OpenAI Responses adapter's client-side tool search uses" in text
+    assert "fields: BM25F over ID, title, description and arguments" in text
+    assert "classic: the spec's plain BM25" in text
+    assert "the ranking the OpenAI Responses adapter's client-side tool search uses" in text
     assert "Claude (the Anthropic Messages adapter) uses Anthropic's hosted regex search" in text
 
 

@@ -1,0 +1,133 @@
+"""``agentgen eval-search`` and its library: measuring tool search on a labelled set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentgen.codegen.cli import main
+from agentgen.codegen.search_eval import (
+    CatalogError,
+    EvalQuery,
+    EvalTool,
+    evaluate_search,
+    load_catalog,
+    load_queries,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+EVAL = ROOT / "bench" / "search_eval"
+
+TOOLS = [
+    {"name": "github.create_issue", "description": "Create a new issue in a repository.",
+     "parameters": {"type": "object", "properties": {"title": {"type": "string"}}}},
+    {"name": "github.list_pull_requests", "description": "List pull requests.",
+     "parameters": {"type": "object", "properties": {"state": {"enum": ["open", "closed"]}}}},
+    {"name": "files.read_file", "description": "Read a file from disk.",
+     "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+]  # fmt: skip
+QUERIES = [
+    {"query": "make a new ticket", "expected": ["github.create_issue"]},
+    {"query": "which pull requests are open", "expected": ["github.list_pull_requests"]},
+    {"query": "read notes.txt from disk", "expected": ["files.read_file"]},
+    {"query": "zzz qqq", "expected": ["files.read_file"]},
+]
+
+
+def write(tmp_path: Path, name: str, value: object) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(value))
+    return path
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["eval-search", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def tools() -> list[EvalTool]:
+    return [
+        EvalTool(t["name"], t["description"], t.get("parameters", t.get("inputSchema", {})))
+        for t in TOOLS
+    ]  # type: ignore[arg-type]
+
+
+def test_metrics_are_computed_from_the_ranks() -> None:
+    queries = [EvalQuery(q["query"], tuple(q["expected"])) for q in QUERIES]  # type: ignore[arg-type]
+    result = evaluate_search(tools(), queries, k=5)
+    # Three queries find their tool first; "zzz qqq" matches nothing at all.
+    assert result.queries == 4
+    assert result.recall_at_1 == result.recall_at_k == pytest.approx(0.75)
+    assert result.mrr == pytest.approx(0.75)
+    assert result.ndcg_at_k == pytest.approx(0.75)
+    (miss,) = result.misses
+    assert (miss.query, miss.rank, miss.above) == ("zzz qqq", None, ())
+
+
+def test_a_lower_rank_counts_in_mrr_and_ndcg_but_not_recall_at_1() -> None:
+    queries = [EvalQuery("list issues and pull requests", ("github.create_issue",))]
+    result = evaluate_search(tools(), queries, k=5)
+    assert result.recall_at_1 == 0.0 and result.recall_at_k == 1.0
+    assert result.mrr == pytest.approx(0.5)
+    assert result.ndcg_at_k == pytest.approx(1 / 1.584962500721156)
+
+
+def test_cli_prints_the_metrics_and_the_worst_misses(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    queries = write(tmp_path, "queries.json", QUERIES)
+    code, out, _ = run(str(catalog), str(queries))
+    assert code == 0
+    assert "4 queries over 3 tools, ranking fields" in out
+    assert "recall@5 0.750" in out and "recall@1 0.750" in out
+    assert "'zzz qqq': expected files.read_file (not in the top 50)" in out
+    code, out, _ = run(str(catalog), str(queries), "--json", "--k", "1", "--ranking", "classic")
+    data = json.loads(out)
+    assert data["ranking"] == "classic" and data["k"] == 1 and "recall@1" in data
+
+
+def test_an_mcp_tools_list_result_is_a_catalog(tmp_path: Path) -> None:
+    path = write(tmp_path, "tools.json", {"tools": TOOLS})
+    assert [t.name for t in load_catalog(path)][2] == "files.read_file"
+    assert load_catalog(path)[2].parameters["properties"]["path"] == {"type": "string"}
+
+
+@pytest.mark.parametrize(
+    ("catalog", "message"),
+    [
+        ({"name": "x"}, "a catalog is a JSON list of tools"),
+        ([{"description": "no name"}], 'each tool needs a non-empty string "name"'),
+        ([{"name": "a"}, {"name": "a"}], "the name 'a' is repeated"),
+        ([{"name": "a", "parameters": []}], "parameters an object"),
+    ],
+)
+def test_bad_catalogs_are_refused_with_where(tmp_path: Path, catalog: object, message: str) -> None:
+    with pytest.raises(CatalogError, match=message):
+        load_catalog(write(tmp_path, "catalog.json", catalog))
+
+
+def test_bad_queries_and_files_are_usage_errors(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    bad = write(tmp_path, "queries.json", [{"query": "x", "expected": ["nope.tool"]}])
+    code, _, err = run(str(catalog), str(bad))
+    assert code == 2 and "expects tools the catalog lacks: nope.tool" in err
+    with pytest.raises(CatalogError, match='"expected" must be a non-empty list'):
+        load_queries(write(tmp_path, "q2.json", [{"query": "x", "expected": []}]))
+    (tmp_path / "broken.json").write_text("{")
+    code, _, err = run(str(tmp_path / "broken.json"), str(bad))
+    assert code == 2 and "not JSON" in err and "Traceback" not in err
+
+
+def test_the_committed_set_loads_and_fields_beats_classic_on_it() -> None:
+    catalog = load_catalog(EVAL / "catalog.json")
+    names = [tool.name for tool in catalog]
+    assert len(catalog) >= 800
+    tune = load_queries(EVAL / "queries_tune.json", names)
+    heldout = load_queries(EVAL / "queries_heldout.json", names)
+    assert len(tune) + len(heldout) >= 400
+    fields = evaluate_search(catalog, heldout)
+    classic = evaluate_search(catalog, heldout, ranking="classic")
+    assert fields.recall_at_k > classic.recall_at_k
+    assert fields.mrr > classic.mrr
