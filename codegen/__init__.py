@@ -17,8 +17,9 @@ the design machinery.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentgen.runtime.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from agentgen.codegen.check import CheckedDesign as CheckedDesign
@@ -49,13 +50,4 @@ _HOMES = {
     "model_of": "agentgen.codegen.pipeline",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, __all__)

@@ -16,8 +16,9 @@ or the generator.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentgen.runtime.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from agentgen.runtime import adapters, contracts, testing, transcript
@@ -474,17 +475,6 @@ _HOMES: dict[str, str] = {
 }
 _MODULES = frozenset({"adapters", "contracts", "testing", "transcript"})
 
-
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(
+    __name__, _HOMES, __all__, submodules=_MODULES, namespace=globals()
+)

@@ -18,8 +18,7 @@ Native search records are kept in the returned message's metadata under
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentgen.runtime.adapters.errors import (
     HistoryReplayError,
@@ -31,6 +30,7 @@ from agentgen.runtime.adapters.errors import (
     ToolSearchUnsupportedError,
 )
 from agentgen.runtime.adapters.names import NameMap, provider_name
+from agentgen.runtime.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from agentgen.runtime.adapters.anthropic_messages import (
@@ -68,9 +68,4 @@ _LAZY = {
     "BedrockConverseModel": "agentgen.runtime.adapters.bedrock_converse",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, _ = lazy_names(__name__, _LAZY, __all__)
