@@ -259,6 +259,9 @@ if TYPE_CHECKING:
         VersionMismatchError as VersionMismatchError,
     )
     from agentgen.runtime.runs.confirmation import (
+        ConfirmationBudgetError as ConfirmationBudgetError,
+    )
+    from agentgen.runtime.runs.confirmation import (
         ConfirmationError as ConfirmationError,
     )
     from agentgen.runtime.runs.confirmation import (
@@ -292,6 +295,7 @@ __all__ = [
     "CallOutcome",
     "CallRef",
     "CatalogError",
+    "ConfirmationBudgetError",
     "ConfirmationError",
     "ConfirmationRequest",
     "ConfirmationSpec",
@@ -416,6 +420,7 @@ _HOMES: dict[str, str] = {
     "SourceRemovedError": "agentgen.runtime.runs.catalog",
     "UnconfiguredAgentExecutorError": "agentgen.runtime.runs.catalog",
     "VersionMismatchError": "agentgen.runtime.runs.catalog",
+    "ConfirmationBudgetError": "agentgen.runtime.runs.confirmation",
     "ConfirmationError": "agentgen.runtime.runs.confirmation",
     "ConfirmationRequest": "agentgen.runtime.runs.confirmation",
     "Confirmer": "agentgen.runtime.runs.confirmation",

@@ -5,6 +5,15 @@ external MCP tools validate against their JSON Schema (2020-12) and keep numbers
 payload's ``9007199254740993`` or ``0.1`` comes back out byte for byte). Either way a bad value
 raises :class:`PayloadError` naming every field at fault, which the runtime turns into a tool
 error the model can correct.
+
+Tool *arguments* (what a model wrote) are decoded strictly, with :meth:`JSONCodec.decode_arguments`
+after :func:`parse_arguments` bounded their size and nesting: nothing is converted and nothing
+is dropped, so what a person confirms is what runs. For compiled tools that is pydantic's
+strict JSON mode with unknown keys refused (``true`` is not an integer, ``"7"`` is not 7, an
+extra key is an error). For schema-typed tools the JSON Schema is applied exactly (JSON Schema
+never converts) and, in addition, an object schema that lists its ``properties`` refuses keys
+it does not list unless it says otherwise (see
+:func:`~agentgen.runtime.contracts.schema_checks.closed_copy` for the precise rule).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ __all__ = [
     "SchemaCodec",
     "decode_exact",
     "encode_exact",
+    "parse_arguments",
 ]
 
 T = TypeVar("T")
@@ -60,6 +70,10 @@ class JSONCodec(Protocol[T]):
 
     def decode(self, data: str | bytes | Any) -> T: ...
 
+    def decode_arguments(self, data: str | bytes | Any) -> T:
+        """Decode a tool call's arguments strictly (nothing converted, unknown keys refused)."""
+        ...
+
     def encode(self, value: T) -> str: ...
 
 
@@ -85,7 +99,15 @@ class ModelCodec(Generic[M]):
         self.what = what
 
     def decode(self, data: str | bytes | Any) -> M:
+        return self._validate(data, strict=None)
+
+    def decode_arguments(self, data: str | bytes | Any) -> M:
+        return self._validate(data, strict=True)
+
+    def _validate(self, data: str | bytes | Any, *, strict: bool | None) -> M:
         try:
+            if strict:
+                return self.model.model_validate_json(_as_text(data), strict=True, extra="forbid")
             return self.model.model_validate_json(_as_text(data))
         except PydanticValidationError as exc:
             raise PayloadError(
@@ -121,6 +143,9 @@ class NullCodec:
         if value is not None:
             raise PayloadError(self.what, [FieldIssue("", "expected null")])
 
+    def decode_arguments(self, data: str | bytes | Any) -> None:
+        self.decode(data)
+
     def encode(self, value: None) -> str:
         if value is not None:
             raise PayloadError(
@@ -129,49 +154,74 @@ class NullCodec:
         return "null"
 
 
-def _no_remote(uri: str) -> Any:
-    from referencing.exceptions import NoSuchResource
-
-    raise NoSuchResource(uri)
-
-
 class SchemaCodec:
     """Codec of a dynamic type: a JSON Schema (2020-12).
 
-    References must resolve inside the schema: nothing is fetched from files or the network.
+    References must resolve inside the schema (nothing is fetched from files or the network),
+    patterns run on RE2 (linear time), and a schema whose validation could not end (a reference
+    cycle that never descends into the value) is refused here, before any value is validated:
+    :class:`~agentgen.runtime.contracts.schema_checks.SchemaProblem`.
     """
 
     def __init__(self, schema: dict[str, Any], what: str) -> None:
         # Imported here: jsonschema is only needed by schema-typed tools, and importing it
         # costs every process that only runs compiled tools.
-        import jsonschema  # type: ignore[import-untyped, unused-ignore]
-        from referencing import Registry
+        from agentgen.runtime.contracts import schema_checks
 
+        schema_checks.inspect(schema)
         check_schema(schema)
         self.schema = schema
         self.what = what
-        self._validator = jsonschema.Draft202012Validator(
+        self._validator = self._build(schema)
+        self._strict: Any = None
+
+    @staticmethod
+    def _build(schema: Any) -> Any:
+        from referencing import Registry
+
+        from agentgen.runtime.contracts import schema_checks, validators
+
+        return validators.RE2Validator(
             schema,
-            registry=Registry(retrieve=_no_remote),  # type: ignore[call-arg]
+            registry=Registry(retrieve=schema_checks.no_remote),  # type: ignore[call-arg]
         )
 
     def decode(self, data: str | bytes | Any) -> Any:
-        try:
-            value = decode_exact(data) if isinstance(data, str | bytes) else data
-        except ValueError as exc:
-            raise PayloadError(self.what, [FieldIssue("", f"not JSON: {exc}")]) from None
+        value = self._parse(data)
         self.check(value)
         return value
 
+    def decode_arguments(self, data: str | bytes | Any) -> Any:
+        value = self._parse(data)
+        if self._strict is None:
+            from agentgen.runtime.contracts.schema_checks import closed_copy
+
+            self._strict = self._build(closed_copy(self.schema))
+        self._check(self._strict, value)
+        return value
+
+    def _parse(self, data: str | bytes | Any) -> Any:
+        try:
+            return decode_exact(data) if isinstance(data, str | bytes) else data
+        except ValueError as exc:
+            raise PayloadError(self.what, [FieldIssue("", f"not JSON: {exc}")]) from None
+
     def check(self, value: Any) -> None:
+        self._check(self._validator, value)
+
+    def _check(self, validator: Any, value: Any) -> None:
         from referencing.exceptions import Unresolvable
 
         try:
             errors = sorted(
-                self._validator.iter_errors(_as_floats(value)), key=lambda e: list(e.absolute_path)
+                validator.iter_errors(_as_floats(value)), key=lambda e: list(e.absolute_path)
             )
         except Unresolvable as exc:
             raise PayloadError(self.what, [FieldIssue("", f"unresolvable $ref: {exc}")]) from None
+        except RecursionError:
+            raise PayloadError(
+                self.what, [FieldIssue("", "the value is nested too deeply to validate")]
+            ) from None
         if errors:
             raise PayloadError(
                 self.what, [FieldIssue(_path(e.absolute_path), e.message) for e in errors]
@@ -196,6 +246,60 @@ def _as_floats(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_as_floats(v) for v in value]
     return value
+
+
+def parse_arguments(text: str | bytes, what: str) -> Any:
+    """A tool call's arguments parsed exactly, after checking the stated bounds
+    (:data:`~agentgen.runtime.contracts.limits.MAX_ARGUMENTS_BYTES`, :data:`~agentgen.runtime.
+    contracts.limits.MAX_ARGUMENT_DEPTH`): :class:`PayloadError` for anything else, so that a
+    model's arguments, however built, become an error the model can read."""
+    from agentgen.runtime.contracts.limits import MAX_ARGUMENT_DEPTH, MAX_ARGUMENTS_BYTES
+
+    size = len(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
+    if size > MAX_ARGUMENTS_BYTES:
+        raise PayloadError(
+            what,
+            [FieldIssue("", f"is {size} bytes; arguments are limited to {MAX_ARGUMENTS_BYTES}")],
+        )
+    try:
+        value = decode_exact(text)
+    except RecursionError:
+        value = None
+        depth = MAX_ARGUMENT_DEPTH + 1
+    except ValueError as exc:
+        raise PayloadError(what, [FieldIssue("", f"not JSON: {exc}")]) from None
+    else:
+        depth = _depth(value, MAX_ARGUMENT_DEPTH)
+    if depth > MAX_ARGUMENT_DEPTH:
+        raise PayloadError(
+            what,
+            [
+                FieldIssue(
+                    "",
+                    f"is nested deeper than {MAX_ARGUMENT_DEPTH} levels (the limit for arguments)",
+                )
+            ],
+        )
+    return value
+
+
+def _depth(value: Any, limit: int) -> int:
+    """The nesting of a parsed JSON value, counted up to ``limit + 1``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Iterable[Any] = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def decode_exact(data: str | bytes) -> Any:

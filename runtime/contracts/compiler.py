@@ -11,12 +11,12 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from agentgen.runtime.contracts.canonical import compact_json
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
 from agentgen.runtime.contracts.lazy_codec import LazySchemaCodec
+from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from agentgen.runtime.contracts.schema_check import check_schema
+from agentgen.runtime.contracts.schema_checks import SchemaProblem, check_bounds, inspect
 from agentgen.runtime.contracts.specs import (
     BoundsSpec,
     ConfirmationSpec,
@@ -25,28 +25,33 @@ from agentgen.runtime.contracts.specs import (
     ToolSpec,
     TypeSpec,
 )
+from agentgen.runtime.contracts.validation import check_payload, checked_declaration
 from agentgen.runtime.search.analysis import SEARCH_VERSION
 from agentgen.runtime.search.document import SearchDocument, search_document
 
 __all__ = ["compile"]
 
 
-def compile(declaration: ToolSchema | Mapping[str, Any] | None, *, toolset: str) -> ToolSpec:
+def compile(
+    declaration: ToolSchema | Mapping[str, Any] | None,
+    *,
+    toolset: str,
+    registration_token: str | None = None,
+) -> ToolSpec:
     """An independent spec for a dynamic (registry) tool, whose codecs validate payloads and
     results with its JSON Schemas (2020-12), keep numbers exact and never fetch ``$ref``s.
 
     Everything the consumer needs comes from the declaration's consumer contract: nothing is
     inferred from field names (no context, no permissions). ``toolset`` is the registration
-    name the tool was resolved under.
+    name the tool was resolved under; ``registration_token``, when given, the token of the
+    admission it was read from. Whatever object the declaration is (JSON, a model, a model
+    changed after validation or built without it), everything in it is checked, within the
+    stated limits of :mod:`~agentgen.runtime.contracts.limits`
+    (:func:`~agentgen.runtime.contracts.validation.checked_declaration`).
     """
-    if declaration is None:
-        raise ContractError("tool declaration is required")
-    if isinstance(declaration, Mapping):
-        name = declaration.get("name", "?")
-        try:
-            declaration = ToolSchema.model_validate(declaration)
-        except ValidationError as exc:
-            raise ContractError(f"tool {name!r} declaration: {_first_error(exc)}") from None
+    declaration = checked_declaration(
+        declaration, toolset=toolset, registration_token=registration_token
+    )
     name = declaration.name
     contract = declaration.consumer_contract
     if contract is None:
@@ -73,6 +78,7 @@ def compile(declaration: ToolSchema | Mapping[str, Any] | None, *, toolset: str)
     payload = _schema_type(name, "payload", declaration.payload_schema, contract.payload.name)
     if declaration.execution_payload_schema != declaration.payload_schema:  # usually the same
         _schema_type(name, "execution payload", declaration.execution_payload_schema, None)
+    check_payload(declaration)
     result = _schema_type(
         name, "result", declaration.result_schema, contract.result.name if contract.result else None
     )
@@ -121,18 +127,20 @@ def _schema_type(name: str, role: str, schema: dict[str, Any], type_name: str | 
     """The schema is checked now, so that an invalid one is refused when the catalog is
     built; its validator is made when a value first goes through it."""
     try:
-        check_schema(schema)
+        check_bounds(schema, max_bytes=MAX_SCHEMA_BYTES, max_depth=MAX_SCHEMA_DEPTH)
         text = compact_json(schema)
+        if len(text.encode("utf-8")) > MAX_SCHEMA_BYTES:
+            raise SchemaProblem(
+                f"the schema is larger than {MAX_SCHEMA_BYTES} bytes of compact JSON (the limit)"
+            )
+        inspect(schema)  # references, reference cycles, RE2 patterns
+        check_schema(schema)
+    except SchemaProblem as exc:
+        raise ContractError(f"tool {name!r} {role}: {exc}") from None
     except Exception as exc:  # jsonschema's SchemaError, values that are not JSON
         message = str(exc).splitlines()[0]
         raise ContractError(f"tool {name!r} {role}: invalid JSON Schema: {message}") from None
     return TypeSpec(type_name, text, LazySchemaCodec(text, name, role))
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(p) for p in error["loc"])
-    return f"{where}: {error['msg']}" if where else error["msg"]
 
 
 def _search_document(declaration: ToolSchema) -> SearchDocument:

@@ -9,9 +9,20 @@ Models are strict (unknown fields rejected) so a malformed declaration fails whe
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+import unicodedata
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
+
+from agentgen.runtime.contracts.limits import MAX_DESCRIPTION_CHARS, MAX_TEXT_CHARS
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -33,8 +44,34 @@ __all__ = [
     "TypeContract",
 ]
 
-TOOL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,255}$")
+#: Tool IDs and toolset names are ASCII: one script by construction, so no confusable or
+#: invisible letter can make two names look alike (provider-visible names are ASCII anyway).
+#: Matched whole (``fullmatch``): ``$`` alone would accept a trailing newline.
+TOOL_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,255}")
 MAX_NAME_LENGTH = 256
+
+_LINE_BREAKS = frozenset("\t\n\r")
+
+
+def _one_line(value: str) -> str:
+    """Titles, tags, labels and kinds are single lines of visible text: control and format
+    characters (newlines, escapes, zero-width and bidi marks) could disguise them."""
+    for char in value:
+        if unicodedata.category(char) in ("Cc", "Cf"):
+            raise ValueError(f"must not contain control or format character {char!r}")
+    return value
+
+
+def _prose(value: str) -> str:
+    """Descriptions may span lines, but carry no other control or format characters."""
+    for char in value:
+        if char not in _LINE_BREAKS and unicodedata.category(char) in ("Cc", "Cf"):
+            raise ValueError(f"must not contain control or format character {char!r}")
+    return value
+
+
+Line = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_one_line)]
+Prose = Annotated[str, Field(max_length=MAX_DESCRIPTION_CHARS), AfterValidator(_prose)]
 
 ToolKind = Literal["service", "agent", "control"]
 Audience = Literal["timeline", "internal", "evidence"]
@@ -81,7 +118,7 @@ class FieldMetadata(_Strict):
     json_type: (
         Literal["object", "array", "string", "number", "integer", "boolean", "null"] | None
     ) = None
-    description: str | None = None
+    description: Prose | None = None
 
 
 class TypeContract(_Strict):
@@ -101,15 +138,15 @@ class BoundsContract(_Strict):
 
 
 class ConfirmationContract(_Strict):
-    title: str | None = None
+    title: Line | None = None
     prompt_template: str
     denied_result_template: str
 
 
 class ServerDataContract(_Strict):
-    kind: str = Field(min_length=1)
+    kind: Annotated[Line, Field(min_length=1)]
     audience: Audience = "timeline"
-    description: str | None = None
+    description: Prose | None = None
     schema_: dict[str, Any] = Field(alias="schema")
 
 
@@ -121,11 +158,11 @@ class AgentTarget(_Strict):
 
 class ConsumerContract(_Strict):
     kind: ToolKind
-    title: str
+    title: Line
     search: SearchTerms
     payload: TypeContract
     result: TypeContract | None = None
-    required_labels: list[str] = Field(default_factory=list)
+    required_labels: list[Line] = Field(default_factory=list)
     confirmation: ConfirmationContract | None = None
     bounds: BoundsContract | None = None
     server_data: list[ServerDataContract] = Field(default_factory=list)
@@ -134,8 +171,8 @@ class ConsumerContract(_Strict):
 
 class ToolSchema(_Strict):
     name: str
-    description: str | None = None
-    tags: list[str] = Field(default_factory=list)
+    description: Prose | None = None
+    tags: list[Line] = Field(default_factory=list)
     payload_schema: dict[str, Any]
     execution_payload_schema: dict[str, Any]
     result_schema: dict[str, Any]
@@ -144,14 +181,34 @@ class ToolSchema(_Strict):
     @field_validator("name")
     @classmethod
     def _tool_id(cls, value: str) -> str:
-        if not TOOL_ID_PATTERN.match(value) or "." not in value:
-            raise ValueError(f"tool name {value!r} must be a tool ID such as 'toolset.tool'")
+        if (
+            not TOOL_ID_PATTERN.fullmatch(value)
+            or "." not in value
+            or value.endswith(".")
+            or ".." in value
+        ):
+            shown = value if len(value) <= 80 else value[:80] + "..."
+            raise ValueError(
+                f"tool name {shown!r} must be a tool ID such as 'toolset.tool' (ASCII letters, "
+                f"digits, '_', '-' and '.', at most {MAX_NAME_LENGTH} characters)"
+            )
         return value
 
 
 class ToolsetDeclaration(_Strict):
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
-    description: str | None = None
-    version: str | None = None
-    tags: list[str] = Field(default_factory=list)
+    description: Prose | None = None
+    version: Line | None = None
+    tags: list[Line] = Field(default_factory=list)
     tools: list[ToolSchema] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _toolset_name(cls, value: str) -> str:
+        if not TOOL_ID_PATTERN.fullmatch(value) or value.endswith(".") or ".." in value:
+            shown = value if len(value) <= 80 else value[:80] + "..."
+            raise ValueError(
+                f"toolset name {shown!r} must be ASCII letters, digits, '_', '-' and '.' "
+                f"(at most {MAX_NAME_LENGTH} characters)"
+            )
+        return value

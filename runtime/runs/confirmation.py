@@ -5,23 +5,24 @@ canonical JSON arguments: ``{{ amount }}`` reads the argument ``amount``, ``{{ v
 writes a JSON value, and optional arguments are read through ``args``, the whole argument
 object: ``{{ args.get("note", "none") }}`` (a bare ``{{ note }}`` fails when the model left it
 out). The rendering uses the accepted call's saved contract, never the current catalog.
+
+Every render is bounded work (:mod:`agentgen.runtime.contracts.templates`): a template that
+goes past its budget of operations or output fails with :class:`ConfirmationBudgetError`, and
+the call does not run. The arguments a template sees are the validated payload, the values the
+tool will run with (defaults included), so a person confirms exactly what executes.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
-from jinja2 import StrictUndefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-from agentgen.runtime.contracts.codecs import encode_exact
 from agentgen.runtime.contracts.specs import ConfirmationSpec
+from agentgen.runtime.contracts.templates import TemplateLimitError, render_template
 
 __all__ = [
+    "ConfirmationBudgetError",
     "ConfirmationError",
     "ConfirmationRequest",
     "Confirmer",
@@ -50,35 +51,20 @@ class ConfirmationError(Exception):
     """A template could not be rendered for a call (names the tool and the template)."""
 
 
-def _tojson(value: Any) -> str:
-    # Arguments are decoded exactly (non-integers as ``Decimal``): write those as the numbers
-    # they are, not as strings.
-    if isinstance(value, Decimal):
-        return encode_exact(value)
-    if isinstance(value, Mapping):
-        items = sorted(((str(k), v) for k, v in value.items()), key=lambda kv: kv[0])
-        return "{" + ", ".join(f"{_tojson(k)}: {_tojson(v)}" for k, v in items) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_tojson(v) for v in value) + "]"
-    text: str = json.dumps(value, ensure_ascii=False, default=str)
-    return text
-
-
-def _environment() -> ImmutableSandboxedEnvironment:
-    # Immutable: a template cannot change the arguments the confirmer is then shown.
-    env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
-    env.filters["tojson"] = _tojson
-    return env
-
-
-_ENV = _environment()
+class ConfirmationBudgetError(ConfirmationError):
+    """A template went past its stated budget of operations or output (names the tool and the
+    limit); the call did not run."""
 
 
 def render(template: str, arguments: Mapping[str, Any], *, tool_id: str, which: str) -> str:
     context = {key: value for key, value in arguments.items() if key.isidentifier()}
     context["args"] = dict(arguments)
     try:
-        return _ENV.from_string(template).render(context)
+        return render_template(template, context)
+    except TemplateLimitError as exc:
+        raise ConfirmationBudgetError(
+            f"tool {tool_id!r} {which}: {exc}; the call did not run"
+        ) from None
     except Exception as exc:  # TemplateError, and what templates raise (1/0, sandbox limits)
         raise ConfirmationError(
             f"tool {tool_id!r} {which}: {exc}; optional arguments are read as "

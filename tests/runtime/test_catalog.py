@@ -209,10 +209,13 @@ async def test_source_outside_declared_consumption() -> None:
 async def test_duplicate_identity_against_static_and_earlier_dynamic_tools() -> None:
     registry = FakeRegistry()
     registry.publish(provider_toolset(), echo_handler)
-    registry.publish(provider_toolset("copy", tools=provider_toolset().tools), echo_handler)
+    # A qualified registration name serves the same tool IDs: the second one is a duplicate.
+    registry.publish(provider_toolset("svc.records", tools=provider_toolset().tools), echo_handler)
     with pytest.raises(DuplicateToolError, match="repeats tool 'records.lookup'"):
         await run_with(
-            Sources(toolsets=[("company", "records", "", False), ("company", "copy", "", False)]),
+            Sources(
+                toolsets=[("company", "records", "", False), ("company", "svc.records", "", False)]
+            ),
             registry,
         )
     rt, registry = registry_runtime()

@@ -1,0 +1,81 @@
+"""Limits on everything that reaches a run from outside: registries, models and transcripts.
+
+Registry declarations come from other processes, tool arguments from models, confirmation
+templates from providers. Each kind of input has a stated bound so that handling it is bounded
+work: input beyond a bound is refused with a typed error naming the tool (or call) and the
+limit, never processed slowly, and never allowed to stall the event loop that every concurrent
+run shares. The numbers live here, with why each one is what it is, so that code, docs and
+tests quote the same values.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_REGISTRY_TIMEOUT",
+    "MAX_ARGUMENTS_BYTES",
+    "MAX_ARGUMENT_DEPTH",
+    "MAX_DECLARATION_BYTES",
+    "MAX_DESCRIPTION_CHARS",
+    "MAX_PATTERN_CHARS",
+    "MAX_SCHEMA_BYTES",
+    "MAX_SCHEMA_DEPTH",
+    "MAX_TEMPLATE_CHARS",
+    "MAX_TEMPLATE_OPERATIONS",
+    "MAX_TEMPLATE_OUTPUT_CHARS",
+    "MAX_TEXT_CHARS",
+    "REGEX_MAX_MEMORY",
+]
+
+#: Compact JSON size of one JSON Schema of a registry tool (payload, result, server data).
+#: A tool's schema is sent to the model with its definition: 256 KiB is about 64k tokens, more
+#: than a model can use for one tool; schemas generated from pydantic models are a few KiB.
+#: Checking a 1.3 MB schema with jsonschema took 12 s of blocked event loop before this limit.
+MAX_SCHEMA_BYTES = 256 * 1024
+
+#: Nesting of JSON objects and arrays inside one JSON Schema. Every level of a value's
+#: nesting takes two schema levels (``properties`` → name); 64 allows 32 levels of data, far
+#: beyond what tool payloads use, and keeps validation well inside Python's recursion limit.
+MAX_SCHEMA_DEPTH = 64
+
+#: Compact JSON size of a whole tool declaration (its schemas and consumer contract).
+MAX_DECLARATION_BYTES = 1024 * 1024
+
+#: Length of one ``pattern`` or ``patternProperties`` key. Patterns run on RE2, in time linear
+#: in the text; the pattern's own size sets the automaton's size.
+MAX_PATTERN_CHARS = 1024
+
+#: Memory RE2 may use for one compiled pattern (its default); a pattern needing more is refused.
+REGEX_MAX_MEMORY = 8 << 20
+
+#: Length of a tool title, a tag, a required label or a server-data kind.
+MAX_TEXT_CHARS = 256
+
+#: Length of a tool description (descriptions reach the model with every definition).
+MAX_DESCRIPTION_CHARS = 16 * 1024
+
+#: Length of the source of one confirmation template.
+MAX_TEMPLATE_CHARS = 16 * 1024
+
+#: Work one confirmation render may do: every loop iteration, call, filter, attribute or item
+#: lookup and arithmetic operation counts one. A prompt listing a hundred line items needs a
+#: few hundred; 10,000 costs a few milliseconds at most, so a template built to loop forever
+#: stops before other runs notice (a nested 100,000 × 3,000 loop ran for minutes before).
+MAX_TEMPLATE_OPERATIONS = 10_000
+
+#: Characters one confirmation render may produce (a prompt a person reads, or a denied result
+#: the model reads): 64 KiB is pages of text. Intermediate strings are held to it as well.
+MAX_TEMPLATE_OUTPUT_CHARS = 64 * 1024
+
+#: Size of one tool call's arguments (JSON text, UTF-8). Arguments are written by a model, so
+#: its output budget bounds them in practice; 1 MiB leaves room for pasted documents.
+MAX_ARGUMENTS_BYTES = 1024 * 1024
+
+#: Nesting of objects and arrays in one tool call's arguments. 64 is far beyond any real
+#: payload and keeps validation (pydantic, jsonschema) away from recursion limits: arguments
+#: nested 5,000 deep are refused as ``invalid_arguments`` instead of crashing validation.
+MAX_ARGUMENT_DEPTH = 64
+
+#: Seconds one registry request (list, resolve, call admission, retry) may take when the
+#: design declares no ``Timeout(...)`` for the registry: a registry that never answers fails
+#: the planning activity (or the call) instead of hanging the run.
+DEFAULT_REGISTRY_TIMEOUT = 30.0

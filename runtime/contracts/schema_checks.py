@@ -1,0 +1,361 @@
+"""Checks that make validating a JSON Schema from a registry bounded work.
+
+A schema is checked in two passes before anything validates with it:
+
+* :func:`check_bounds` reads at most about :data:`~.limits.MAX_SCHEMA_BYTES` of it (size and
+  nesting), so an oversized schema is refused after bounded work instead of compiled for
+  seconds;
+* :func:`inspect` walks every subschema (following references) and refuses what would make
+  validation unbounded or wrong: a ``$ref`` that does not resolve inside the schema (nothing is
+  ever fetched), a reference cycle that never descends into the value (validation would recurse
+  forever), a pattern RE2 cannot run, and ``patternProperties`` combined with
+  ``unevaluatedProperties`` (jsonschema would match those with Python's backtracking ``re``).
+
+:func:`closed_copy` gives the copy of a schema that validates tool *arguments* strictly: an
+object schema that lists its ``properties`` refuses keys it does not list, unless it says what
+to do with them (``additionalProperties`` / ``unevaluatedProperties``) or combines partial
+object schemas (see the function).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from agentgen.runtime.contracts.regex import PatternError, compile_pattern
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver
+
+__all__ = ["SchemaProblem", "check_bounds", "closed_copy", "inspect", "no_remote"]
+
+
+class SchemaProblem(ValueError):
+    """A schema that cannot be validated with bounded work; the message says where and why."""
+
+
+def no_remote(uri: str) -> Any:
+    """The retrieval function of every schema registry: references are never fetched."""
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(uri)
+
+
+# --------------------------------------------------------------------------- size and nesting
+
+
+def check_bounds(value: Any, *, max_bytes: int, max_depth: int, what: str = "schema") -> None:
+    """Refuse ``value`` when its compact JSON would exceed ``max_bytes`` or its nesting
+    ``max_depth``, reading at most about ``max_bytes`` of it.
+
+    The running count is a lower bound of the compact JSON size (escapes are not counted), so
+    the walk stops as soon as the value is known to be too large. Pydantic models (even ones
+    built with ``model_construct``) are read through their fields.
+    """
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, BaseModel):
+            node = dict(node.__dict__)
+        if isinstance(node, Mapping | list | tuple) and depth > max_depth:
+            raise SchemaProblem(f"the {what} is nested deeper than {max_depth} levels")
+        if isinstance(node, Mapping):
+            size += 1 + len(node)
+            for key, item in node.items():
+                size += len(key) + 3 if isinstance(key, str) else 8
+                stack.append((item, depth + 1))
+        elif isinstance(node, list | tuple):
+            size += 1 + len(node)
+            stack.extend((item, depth + 1) for item in node)
+        elif isinstance(node, str):
+            size += len(node) + 2
+        elif isinstance(node, bool) or node is None:
+            size += 4
+        elif isinstance(node, int):
+            size += node.bit_length() // 4 + 1  # no str(): huge integers convert slowly
+        else:
+            size += 1
+        if size > max_bytes:
+            raise SchemaProblem(
+                f"the {what} is larger than {max_bytes} bytes of compact JSON (the limit)"
+            )
+
+
+# --------------------------------------------------------------------------- the walk
+
+# JSON Schema 2020-12 keywords that hold subschemas applied to the *same* value ("in place")
+# and those applied to parts of it (which descend into the value, ending any recursion).
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAP = ("dependentSchemas",)
+_DATA_ONE = (
+    "items",
+    "contains",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "propertyNames",
+    "contentSchema",
+)
+_DATA_LIST = ("prefixItems",)
+_DATA_MAP = ("properties", "patternProperties")
+_DEFINITIONS = ("$defs", "definitions")
+_REFERENCES = ("$ref", "$dynamicRef")
+#: Keywords that declare which keys an object may have.
+_DECLARING = (
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "dependentSchemas",
+    "if",
+)
+#: Keywords that assert nothing about the value.
+_ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$comment",
+        "$defs",
+        "definitions",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    }
+)
+
+
+def _pointer(parent: str, *parts: str) -> str:
+    escaped = (part.replace("~", "~0").replace("/", "~1") for part in parts)
+    return "/".join([parent, *escaped])
+
+
+@dataclass
+class _Node:
+    schema: dict[str, Any]
+    pointer: str
+    #: Subschemas (by ``id``) validated against the same value as this one.
+    in_place: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Inspection:
+    """What :func:`inspect` learned about a schema (used to build its strict copy)."""
+
+    nodes: dict[int, _Node] = field(default_factory=dict)
+    #: Schemas (by ``id``) that may be closed: see :func:`closed_copy`.
+    closable: dict[int, bool] = field(default_factory=dict)
+
+
+class _Walk:
+    def __init__(self, schema: Any) -> None:
+        # Imported here: only schema-typed tools need them.
+        from referencing import Registry
+        from referencing.jsonschema import DRAFT202012
+
+        self.dialect = DRAFT202012
+        resource = DRAFT202012.create_resource(schema)
+        base = resource.id() or ""
+        registry: Registry[Any] = Registry(retrieve=no_remote).with_resource(  # type: ignore[call-arg]
+            base, resource
+        )
+        self.queue: list[tuple[Any, str, Resolver[Any], bool]] = [
+            (schema, "", registry.resolver(base_uri=base), True)
+        ]
+        self.result = Inspection()
+
+    def run(self) -> Inspection:
+        while self.queue:
+            schema, pointer, resolver, closable = self.queue.pop()
+            self._visit(schema, pointer, resolver, closable)
+        _refuse_cycles(self.result)
+        return self.result
+
+    def _push(self, schema: Any, pointer: str, resolver: Resolver[Any], closable: bool) -> None:
+        self.queue.append((schema, pointer, resolver, closable))
+
+    def _visit(self, schema: Any, pointer: str, resolver: Resolver[Any], closable: bool) -> None:
+        if isinstance(schema, bool):
+            return
+        if not isinstance(schema, dict):
+            raise SchemaProblem(f"{pointer or '/'} is not a schema (an object or a boolean)")
+        key = id(schema)
+        self.result.closable[key] = self.result.closable.get(key, True) and closable
+        if key in self.result.nodes:
+            return
+        node = self.result.nodes[key] = _Node(schema, pointer)
+        if pointer and isinstance(schema.get("$id"), str):
+            resolver = resolver.in_subresource(self.dialect.create_resource(schema))
+        self._patterns(schema, pointer)
+        # Branches describe the whole value (and may be closed) only when the schema holding
+        # them declares no keys of its own.
+        branch_closable = closable and not any(keyword in schema for keyword in _DECLARING)
+        for keyword in _IN_PLACE_ONE:
+            if keyword in schema:
+                self._in_place(node, schema[keyword], _pointer(pointer, keyword), resolver, False)
+        for keyword in _IN_PLACE_LIST:
+            branches = schema.get(keyword)
+            if isinstance(branches, list):
+                # Alternatives (anyOf/oneOf) and a lone allOf describe the whole value and may
+                # be closed; several allOf branches each describe part of it.
+                whole = branch_closable and (keyword != "allOf" or len(branches) == 1)
+                for index, branch in enumerate(branches):
+                    where = _pointer(pointer, keyword, str(index))
+                    self._in_place(node, branch, where, resolver, whole)
+        for keyword in _IN_PLACE_MAP:
+            for name, sub in _items(schema.get(keyword)):
+                self._in_place(node, sub, _pointer(pointer, keyword, name), resolver, False)
+        for keyword in _DATA_ONE:
+            if keyword in schema:
+                self._push(schema[keyword], _pointer(pointer, keyword), resolver, True)
+        for keyword in _DATA_LIST:
+            for index, sub in enumerate(_list(schema.get(keyword))):
+                self._push(sub, _pointer(pointer, keyword, str(index)), resolver, True)
+        for keyword in (*_DATA_MAP, *_DEFINITIONS):
+            for name, sub in _items(schema.get(keyword)):
+                self._push(sub, _pointer(pointer, keyword, name), resolver, True)
+        for keyword in _REFERENCES:
+            ref = schema.get(keyword)
+            if ref is None:
+                continue
+            where = _pointer(pointer, keyword)
+            if not isinstance(ref, str):
+                raise SchemaProblem(f"{keyword} at {where} is not a string")
+            from referencing.exceptions import Unresolvable
+
+            try:
+                resolved = resolver.lookup(ref)
+            except Unresolvable:
+                raise SchemaProblem(
+                    f"{keyword} {ref!r} at {where} does not resolve inside the schema "
+                    "(references are never fetched)"
+                ) from None
+            # A schema reached through a reference next to other assertions is only part of
+            # what the value must satisfy, so it is not closed.
+            target_closable = closable and all(
+                keyword in _ANNOTATIONS or keyword in _REFERENCES for keyword in schema
+            )
+            self._in_place(node, resolved.contents, where, resolved.resolver, target_closable)
+
+    def _in_place(
+        self, node: _Node, sub: Any, pointer: str, resolver: Resolver[Any], closable: bool
+    ) -> None:
+        if isinstance(sub, dict):
+            node.in_place.append(id(sub))
+        self._push(sub, pointer, resolver, closable)
+
+    def _patterns(self, schema: dict[str, Any], pointer: str) -> None:
+        pattern = schema.get("pattern")
+        if pattern is not None:
+            where = _pointer(pointer, "pattern")
+            if not isinstance(pattern, str):
+                raise SchemaProblem(f"pattern at {where} is not a string")
+            try:
+                compile_pattern(pattern)
+            except PatternError as exc:
+                raise SchemaProblem(f"pattern {pattern!r} at {where} {exc}") from None
+        properties = schema.get("patternProperties")
+        if isinstance(properties, dict):
+            where = _pointer(pointer, "patternProperties")
+            for key in properties:
+                try:
+                    compile_pattern(key)
+                except PatternError as exc:
+                    raise SchemaProblem(f"patternProperties key {key!r} at {where} {exc}") from None
+
+
+def _combines(schema: Mapping[str, Any]) -> bool:
+    """Whether the schema adds other schemas' constraints on the same value to its own (so its
+    own ``properties`` are not all the keys the value may have)."""
+    return any(
+        keyword in schema
+        for keyword in ("allOf", "anyOf", "oneOf", "if", "dependentSchemas", *_REFERENCES)
+    )
+
+
+def _items(value: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        yield from ((str(name), sub) for name, sub in value.items())
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _refuse_cycles(inspection: Inspection) -> None:
+    """Refuse a cycle of in-place subschemas: validating any value that reaches it would
+    recurse without ever descending into the value."""
+    nodes = inspection.nodes
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    for start in nodes:
+        if state.get(start):
+            continue
+        path: list[int] = [start]
+        iterators = [iter(nodes[start].in_place)]
+        state[start] = 1
+        while iterators:
+            nxt = next(iterators[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                iterators.pop()
+                continue
+            if nxt not in nodes:
+                continue
+            if state.get(nxt) == 1:
+                cycle = [*path[path.index(nxt) :], nxt]
+                shown = " → ".join(nodes[key].pointer or "/" for key in cycle)
+                raise SchemaProblem(
+                    f"$ref cycle {shown} never descends into the value: validating it would "
+                    "never end"
+                )
+            if not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                iterators.append(iter(nodes[nxt].in_place))
+
+
+def inspect(schema: Any) -> Inspection:
+    """Walk every subschema of ``schema``; :class:`SchemaProblem` for what cannot be validated
+    with bounded work (see the module)."""
+    return _Walk(schema).run()
+
+
+# --------------------------------------------------------------------------- strict copy
+
+
+def closed_copy(schema: Any) -> Any:
+    """A copy of ``schema`` in which object schemas that list their ``properties`` refuse
+    other keys (``additionalProperties: false``), for validating tool arguments strictly.
+
+    A schema stays open when it says what other keys may do (``additionalProperties`` or
+    ``unevaluatedProperties``), when it adds other schemas' constraints to its own (``allOf``,
+    ``$ref`` next to other keywords, ``if``, ``dependentSchemas``), and when it is one of
+    several ``allOf`` branches, an ``if``/``then``/``else``/``not`` or a dependent schema: each
+    of those describes only part of the value, and closing it would refuse the keys the others
+    declare. Alternatives (``anyOf``/``oneOf`` branches) describe the whole value and are
+    closed one by one.
+    """
+    duplicate = copy.deepcopy(schema)
+    inspection = inspect(duplicate)
+    for key, node in inspection.nodes.items():
+        subschema = node.schema
+        if (
+            inspection.closable.get(key, False)
+            and "properties" in subschema
+            and "additionalProperties" not in subschema
+            and "unevaluatedProperties" not in subschema
+            and not _combines(subschema)
+        ):
+            subschema["additionalProperties"] = False
+    return duplicate

@@ -1,0 +1,489 @@
+"""Confirmation templates: a Jinja2 sandbox whose every render is bounded work.
+
+Templates come from registry providers and render model-chosen arguments, on the event loop
+every run shares, where nothing can interrupt a render once it started. Jinja's own sandbox
+stops templates from reaching Python internals but not from working forever (nested loops,
+``'x' * 10**9``). This sandbox also counts the work of each render and stops it with
+:class:`TemplateLimitError` once it passes a stated budget:
+
+* every loop iteration, call, filter, attribute or item lookup and arithmetic operation spends
+  one of :data:`~.limits.MAX_TEMPLATE_OPERATIONS`;
+* the output, and every string or list the template builds, is held to
+  :data:`~.limits.MAX_TEMPLATE_OUTPUT_CHARS` — checked *before* an operation that could build a
+  larger one (repetition, padding widths, replacements, format widths), never after;
+* numbers are held to :data:`MAX_INTEGER_BITS`.
+
+To make that possible the language is narrowed slightly: methods of strings, lists and
+dictionaries are limited to an allowlist (``args.get``, ``items``, ``upper``, ``startswith``...;
+padding and joining go through the filters, which are checked), and ``namespace``, ``lipsum``
+and ``random`` are not available. Templates are checked when a contract is compiled
+(:func:`check_template`): a template that does not parse never reaches a run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from decimal import Decimal
+from typing import Any
+
+from jinja2 import StrictUndefined, Template, nodes
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.visitor import NodeTransformer
+
+from agentgen.runtime.contracts.limits import (
+    MAX_TEMPLATE_CHARS,
+    MAX_TEMPLATE_OPERATIONS,
+    MAX_TEMPLATE_OUTPUT_CHARS,
+)
+
+__all__ = [
+    "MAX_INTEGER_BITS",
+    "TemplateLimitError",
+    "check_template",
+    "render_template",
+    "tojson",
+]
+
+#: Size of the integers a template may compute (about 2,500 decimal digits).
+MAX_INTEGER_BITS = 8192
+
+_ITER = "__agentgen_iter__"
+_CONCAT = "__agentgen_concat__"
+_CHARGE = "__agentgen_charge__"
+
+
+class TemplateLimitError(SecurityError):
+    """A template went past its stated budget (operations, output size, integer size)."""
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.left = MAX_TEMPLATE_OPERATIONS
+
+    def spend(self, operations: int) -> None:
+        self.left -= operations
+        if self.left < 0:
+            raise TemplateLimitError(
+                f"the template did more than {MAX_TEMPLATE_OPERATIONS} operations (loop "
+                "iterations, calls, filters, lookups, arithmetic); that is its limit"
+            )
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("agentgen_template_budget", default=None)
+
+
+def _spend(operations: int = 1) -> None:
+    budget = _BUDGET.get()
+    if budget is None:
+        raise TemplateLimitError("templates are rendered only through render_template")
+    budget.spend(operations)
+
+
+def _cost(value: Any) -> int:
+    """Extra operations for work proportional to a value's size: scanning, sorting or
+    serialising it costs one operation per 32 characters of text or per 4 items."""
+    if isinstance(value, str):
+        return len(value) >> 5
+    if isinstance(value, list | tuple | dict):
+        return len(value) >> 2
+    return 0
+
+
+def _charge(value: Any) -> Any:
+    """What comparisons and ``in`` tests see: their operands, charged by size."""
+    _spend(_cost(value))
+    return value
+
+
+def _too_big(size: int, what: str = "value") -> TemplateLimitError:
+    return TemplateLimitError(
+        f"the template would build a {what} of {size} characters or items; the limit is "
+        f"{MAX_TEMPLATE_OUTPUT_CHARS}"
+    )
+
+
+def _check_size(value: Any) -> Any:
+    if isinstance(value, str | list | tuple | dict) and len(value) > MAX_TEMPLATE_OUTPUT_CHARS:
+        raise _too_big(len(value))
+    if isinstance(value, int) and value.bit_length() > MAX_INTEGER_BITS:
+        raise TemplateLimitError(f"the template computed an integer over {MAX_INTEGER_BITS} bits")
+    return value
+
+
+def _bound(size: int, what: str = "value") -> None:
+    if size > MAX_TEMPLATE_OUTPUT_CHARS:
+        raise _too_big(size, what)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _check_format(spec: str, arguments: Iterable[Any] = ()) -> None:
+    """Padding and precision in a format string cost what they say: hold their sum (and any
+    width passed as an argument) to the output limit before formatting."""
+    total = 0
+    for digits in _NUMBER.findall(spec):
+        if len(digits) > 6:
+            raise _too_big(10 ** len(digits), "formatted string")
+        total += int(digits)
+    for argument in arguments:
+        if isinstance(argument, int) and not isinstance(argument, bool):
+            total += max(argument, 0) if argument < 10**7 else 10**7
+    _bound(total, "formatted string")
+
+
+# --------------------------------------------------------------------------- operators
+
+
+def _length(value: Any) -> int | None:
+    return len(value) if isinstance(value, str | list | tuple) else None
+
+
+def _multiply(left: Any, right: Any) -> Any:
+    for seq, times in ((left, right), (right, left)):
+        size = _length(seq)
+        if size is not None and isinstance(times, int):
+            _bound(size * max(times, 0))
+    if (
+        isinstance(left, int)
+        and isinstance(right, int)
+        and left.bit_length() + right.bit_length() > MAX_INTEGER_BITS
+    ):
+        raise TemplateLimitError(
+            f"the template would compute an integer over {MAX_INTEGER_BITS} bits"
+        )
+    return left * right
+
+
+def _power(left: Any, right: Any) -> Any:
+    if (
+        isinstance(left, int)
+        and isinstance(right, int)
+        and right > 0
+        and abs(left) > 1
+        and left.bit_length() * right > MAX_INTEGER_BITS
+    ):
+        raise TemplateLimitError(
+            f"the template would compute an integer over {MAX_INTEGER_BITS} bits"
+        )
+    return left**right
+
+
+def _add(left: Any, right: Any) -> Any:
+    a, b = _length(left), _length(right)
+    if a is not None and b is not None:
+        _bound(a + b)
+    return left + right
+
+
+def _modulo(left: Any, right: Any) -> Any:
+    if isinstance(left, str):
+        _check_format(left, right if isinstance(right, tuple) else (right,))
+    return left % right
+
+
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "*": _multiply,
+    "**": _power,
+    "+": _add,
+    "%": _modulo,
+}
+
+
+def _concat(*parts: Any) -> str:
+    """``a ~ b``: the parts as text, joined (their total size checked first)."""
+    texts = [part if isinstance(part, str) else str(part) for part in parts]
+    _bound(sum(len(text) for text in texts))
+    return "".join(texts)
+
+
+def _iterate(iterable: Any) -> Iterator[Any]:
+    """What every ``{% for %}`` loops over: one operation per item."""
+    for item in iterable:
+        _spend()
+        yield item
+
+
+def _range(*args: int) -> range:
+    numbers = range(*args)
+    _bound(len(numbers), "range")
+    return numbers
+
+
+# --------------------------------------------------------------------------- filters
+
+
+def tojson(value: Any) -> str:
+    """JSON of a value, numbers written exactly as parsed (``Decimal`` arguments included);
+    inside a render, every value written costs its share of the budget."""
+    from agentgen.runtime.contracts.codecs import encode_exact
+
+    budget = _BUDGET.get()
+    if budget is not None:
+        budget.spend(1 + _cost(value))
+    if isinstance(value, Decimal):
+        return encode_exact(value)
+    if isinstance(value, Mapping):
+        items = sorted(((str(k), v) for k, v in value.items()), key=lambda kv: kv[0])
+        return "{" + ", ".join(f"{tojson(k)}: {tojson(v)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(tojson(v) for v in value) + "]"
+    text: str = json.dumps(value, ensure_ascii=False, default=str)
+    return text
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _width(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _pre_center(value: Any, width: Any = 80, *_: Any) -> None:
+    _bound(max(len(_text(value)), _width(width)))
+
+
+def _pre_indent(value: Any, width: Any = 4, *_: Any, **__: Any) -> None:
+    text = _text(value)
+    pad = len(width) if isinstance(width, str) else _width(width)
+    _bound(len(text) + pad * (text.count("\n") + 1))
+
+
+def _pre_wordwrap(value: Any, width: Any = 79, *args: Any, **kwargs: Any) -> None:
+    text = _text(value)
+    wrapstring = kwargs.get("wrapstring", args[1] if len(args) > 1 else None) or "\n"
+    breaks = len(text) // max(_width(width), 1) + 1
+    _bound(len(text) + breaks * len(_text(wrapstring)))
+
+
+def _pre_replace(value: Any, old: Any, new: Any, count: Any = None, *_: Any) -> None:
+    text, old, new = _text(value), _text(old), _text(new)
+    found = text.count(old) if old else len(text) + 1
+    if isinstance(count, int) and count >= 0:
+        found = min(found, count)
+    _bound(len(text) + found * len(new))
+
+
+def _pre_join(value: Any, d: Any = "", *_: Any, **__: Any) -> None:
+    size = _length(value)
+    if size is not None:
+        _bound(size * len(_text(d)))
+
+
+def _pre_format(value: Any, *args: Any, **kwargs: Any) -> None:
+    _check_format(_text(value), [*args, *kwargs.values()])
+
+
+def _pre_count(value: Any, count: Any = 0, *_: Any, **__: Any) -> None:
+    _bound(_width(count))
+
+
+_PRECHECKS: dict[str, Callable[..., None]] = {
+    "center": _pre_center,
+    "indent": _pre_indent,
+    "wordwrap": _pre_wordwrap,
+    "replace": _pre_replace,
+    "join": _pre_join,
+    "format": _pre_format,
+    "batch": _pre_count,
+    "slice": _pre_count,
+}
+
+#: Filters whose first argument is a context, environment or evaluation context.
+_PASSES = ("context", "environment", "eval_context")
+
+
+def _budgeted(name: str, function: Any) -> Callable[..., Any]:
+    precheck = _PRECHECKS.get(name)
+    passes = getattr(function, "jinja_pass_arg", None)
+    skip = 1 if passes is not None and passes.name in _PASSES else 0
+
+    @functools.wraps(function)
+    def filter_(*args: Any, **kwargs: Any) -> Any:
+        _spend(1 + (_cost(args[skip]) if len(args) > skip else 0))
+        if precheck is not None:
+            precheck(*args[skip:], **kwargs)
+        result = _check_size(function(*args, **kwargs))
+        _spend(_cost(result))
+        return result
+
+    return filter_
+
+
+# --------------------------------------------------------------------------- environment
+
+#: Methods of argument values a template may call; anything else (``ljust``, ``zfill``,
+#: ``expandtabs``, mutating methods...) is refused like a private attribute.
+_SAFE_METHODS: dict[type, frozenset[str]] = {
+    dict: frozenset({"get", "items", "keys", "values"}),
+    list: frozenset({"count", "index"}),
+    tuple: frozenset({"count", "index"}),
+    str: frozenset(
+        {
+            "capitalize",
+            "casefold",
+            "count",
+            "endswith",
+            "find",
+            "index",
+            "isalnum",
+            "isalpha",
+            "isdigit",
+            "islower",
+            "isspace",
+            "isupper",
+            "lower",
+            "lstrip",
+            "partition",
+            "removeprefix",
+            "removesuffix",
+            "rfind",
+            "rpartition",
+            "rstrip",
+            "split",
+            "splitlines",
+            "startswith",
+            "strip",
+            "title",
+            "upper",
+        }
+    ),
+}
+_DATA_TYPES = (dict, list, tuple, str, int, float, Decimal, bool)
+
+
+def _call(name: str, args: list[Any], lineno: int) -> nodes.Call:
+    return nodes.Call(nodes.Name(name, "load", lineno=lineno), args, [], None, None, lineno=lineno)
+
+
+class _Budgeted(NodeTransformer):
+    """Routes every loop's items, every ``~`` and every comparison through the budget."""
+
+    def visit_For(self, node: nodes.For) -> nodes.Node:
+        self.generic_visit(node)
+        node.iter = _call(_ITER, [node.iter], node.lineno)
+        return node
+
+    def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
+        self.generic_visit(node)
+        return _call(_CONCAT, list(node.nodes), node.lineno)
+
+    def visit_Compare(self, node: nodes.Compare) -> nodes.Node:
+        self.generic_visit(node)
+        node.expr = _call(_CHARGE, [node.expr], node.lineno)
+        for operand in node.ops:
+            operand.expr = _call(_CHARGE, [operand.expr], node.lineno)
+        return node
+
+
+class BudgetedSandbox(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox, with every unit of work counted (see the module)."""
+
+    intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+    intercepted_unops = frozenset({"+", "-"})
+
+    def __init__(self) -> None:
+        super().__init__(undefined=StrictUndefined, autoescape=False)
+        self.filters["tojson"] = tojson
+        for name in ("random", "urlize", "pprint"):  # not deterministic; slow on long text
+            self.filters.pop(name, None)
+        self.filters = {name: _budgeted(name, f) for name, f in self.filters.items()}
+        self.tests = {name: _budgeted(name, t) for name, t in self.tests.items()}
+        for name in ("namespace", "lipsum"):
+            self.globals.pop(name, None)
+        self.globals["range"] = _range
+        self.globals[_ITER] = _iterate
+        self.globals[_CONCAT] = _concat
+        self.globals[_CHARGE] = _charge
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        tree = super()._parse(source, name, filename)
+        budgeted: nodes.Template = _Budgeted().visit(tree)
+        return budgeted
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if not super().is_safe_attribute(obj, attr, value):
+            return False
+        if isinstance(obj, _DATA_TYPES) and callable(value):
+            allowed = next((m for t, m in _SAFE_METHODS.items() if isinstance(obj, t)), None)
+            return allowed is not None and attr in allowed
+        return True
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        _spend(1 + _cost(getattr(__obj, "__self__", None)))
+        result = super().call(__context, __obj, *args, **kwargs)
+        _spend(_cost(result))
+        return result
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        _spend()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        _spend()
+        return super().getitem(obj, argument)
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        _spend()
+        operation = _OPERATORS.get(operator) or self.binop_table[operator]
+        return _check_size(operation(left, right))
+
+    def call_unop(self, context: Any, operator: str, arg: Any) -> Any:
+        _spend()
+        return self.unop_table[operator](arg)
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        spec = value.__self__
+
+        def checked(*args: Any, **kwargs: Any) -> str:
+            arguments = args[0].values() if args and isinstance(args[0], Mapping) else args
+            _check_format(spec, [*arguments, *kwargs.values()])
+            return wrapped(*args, **kwargs)
+
+        return checked
+
+
+_ENV = BudgetedSandbox()
+
+
+@functools.lru_cache(maxsize=256)
+def _template(source: str) -> Template:
+    return _ENV.from_string(source)
+
+
+def check_template(source: str) -> None:
+    """Parse (and compile) a template: the template's syntax error, or
+    :class:`TemplateLimitError` when its source is longer than the stated limit."""
+    if len(source) > MAX_TEMPLATE_CHARS:
+        raise TemplateLimitError(
+            f"the template is {len(source)} characters long; templates are limited to "
+            f"{MAX_TEMPLATE_CHARS}"
+        )
+    _template(source)
+
+
+def render_template(source: str, context: Mapping[str, Any]) -> str:
+    """Render within the budget; whatever the template raises propagates (the caller names
+    the tool), :class:`TemplateLimitError` included."""
+    check_template(source)
+    token = _BUDGET.set(_Budget())
+    try:
+        out: list[str] = []
+        size = 0
+        for chunk in _template(source).generate(dict(context)):
+            size += len(chunk)
+            if size > MAX_TEMPLATE_OUTPUT_CHARS:
+                raise _too_big(size, "rendering")
+            out.append(chunk)
+        return "".join(out)
+    finally:
+        _BUDGET.reset(token)

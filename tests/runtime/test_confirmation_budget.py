@@ -1,0 +1,139 @@
+"""SPEC L5: every confirmation render is bounded work, enforced inside the render.
+
+Templates come from registry providers and run on the event loop every run shares, where
+nothing can interrupt a render; each one gets a stated budget of operations and output, and a
+template that goes past it fails with ``ConfirmationBudgetError`` (the call does not run).
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from typing import Any
+
+import pytest
+
+from agentgen.runtime.contracts import limits
+from agentgen.runtime.runs.confirmation import ConfirmationBudgetError, ConfirmationError, render
+
+TOOL = "billing.refund"
+
+
+def over_budget(template: str, arguments: dict[str, Any] | None = None) -> str:
+    tracemalloc.start()
+    started = time.process_time()
+    try:
+        with pytest.raises(ConfirmationBudgetError) as info:
+            render(template, arguments or {}, tool_id=TOOL, which="confirmation prompt")
+    finally:
+        spent = time.process_time() - started
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    message = str(info.value)
+    assert message.startswith(f"tool {TOOL!r} confirmation prompt: "), message
+    assert "did not run" in message
+    # Stopped inside the render, long before the work the template asked for.
+    assert spent < 2.0, spent
+    assert peak < 32 << 20, peak
+    return message
+
+
+def test_nested_loops_stop_at_the_operation_budget() -> None:
+    message = over_budget(
+        "{% for i in range(3000) %}{% for j in range(3000) %}{{ j }}{% endfor %}{% endfor %}"
+    )
+    assert f"{limits.MAX_TEMPLATE_OPERATIONS} operations" in message
+
+
+def test_a_loop_over_a_models_list_counts_every_item() -> None:
+    items = list(range(50_000))
+    message = over_budget(
+        "{% for a in args['items'] %}{% for b in args['items'] %}.{% endfor %}{% endfor %}",
+        {"items": items},
+    )
+    assert "operations" in message
+
+
+def test_recursion_through_macros_stops_at_the_budget() -> None:
+    over_budget(
+        "{% macro m(n) %}{% if n %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(40) }}"
+    )
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ 'x' * 100000000 }}",
+        "{{ ['x'] * 100000000 }}",
+        "{{ 'a' | center(100000000) }}",
+        "{{ 'a' | indent(100000000) }}",
+        "{{ 'aaaa' | replace('a', args.long) }}",
+        "{{ '%100000000d' % 1 }}",
+        "{{ '{:>100000000}'.format(1) }}",
+        "{{ '%d' | format(1) ~ ('x' * 60000) ~ ('x' * 60000) }}",
+        "{% set x = args.long %}{% set x = x ~ x %}{% set x = x ~ x %}{{ x | length }}",
+        "{{ (args.long ~ args.long) | length }}",
+        "{{ 7 ** 100000000 }}",
+    ],
+    ids=[
+        "string-repeat",
+        "list-repeat",
+        "center-width",
+        "indent-width",
+        "replace-growth",
+        "percent-width",
+        "format-width",
+        "concatenation",
+        "doubling",
+        "concat-of-arguments",
+        "huge-power",
+    ],
+)
+def test_values_beyond_the_output_limit_are_never_built(template: str) -> None:
+    message = over_budget(template, {"long": "y" * 40_000})
+    assert str(limits.MAX_TEMPLATE_OUTPUT_CHARS) in message or "bits" in message
+
+
+def test_the_output_has_a_stated_limit() -> None:
+    message = over_budget("{{ doc }}{{ doc }}", {"doc": "z" * 40_000})
+    assert str(limits.MAX_TEMPLATE_OUTPUT_CHARS) in message
+
+
+def test_scanning_long_text_repeatedly_costs_its_size() -> None:
+    over_budget(
+        "{% for i in range(5000) %}{{ doc | wordcount }}{% endfor %}", {"doc": "word " * 200_000}
+    )
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["{{ 'a'.ljust(100) }}", "{{ 'a'.zfill(100) }}", "{{ args.update({'x': 1}) }}"],
+)
+def test_methods_outside_the_allowlist_are_refused(template: str) -> None:
+    with pytest.raises(ConfirmationError, match="unsafe"):
+        render(template, {"x": 1}, tool_id=TOOL, which="confirmation prompt")
+
+
+@pytest.mark.parametrize("template", ["{{ namespace() }}", "{{ lipsum(1000) }}"])
+def test_globals_that_build_unbounded_state_are_gone(template: str) -> None:
+    with pytest.raises(ConfirmationError, match="undefined"):
+        render(template, {}, tool_id=TOOL, which="confirmation prompt")
+
+
+def test_ordinary_templates_fit_the_budget_with_room_to_spare() -> None:
+    lines = [{"sku": f"s{i}", "qty": i, "price": "1.50"} for i in range(200)]
+    template = (
+        "Refund {{ '%.2f' | format(amount) }} on {{ charge_id | upper }} "
+        "({{ args.get('note', 'no note') }}):\n"
+        "{% for line in lines %}{{ loop.index }}. {{ line.sku }} x{{ line.qty }} "
+        "at {{ line.price }}{% if not loop.last %}, {% endif %}{% endfor %}\n"
+        "{{ lines | length }} lines, {{ lines | map(attribute='qty') | sum }} items"
+    )
+    text = render(
+        template,
+        {"amount": 12.5, "charge_id": "ch_1", "lines": lines},
+        tool_id=TOOL,
+        which="confirmation prompt",
+    )
+    assert text.startswith("Refund 12.50 on CH_1 (no note):\n1. s0 x0 at 1.50, 2. s1 x1")
+    assert text.endswith("200 lines, 19900 items")
