@@ -18,7 +18,14 @@ from pydantic import BaseModel
 
 from agentgen.runtime.agents.executors import ToolContext
 from agentgen.runtime.agents.planning import RunContext
-from agentgen.runtime.contracts.codecs import FieldIssue, PayloadError, decode_exact, encode_exact
+from agentgen.runtime.contracts.codecs import (
+    FieldIssue,
+    JSONCodec,
+    PayloadError,
+    decode_exact,
+    encode_exact,
+    parse_arguments,
+)
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.registry.client import (
     RegistryClient,
@@ -72,16 +79,16 @@ async def execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResu
 async def _execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
     call, spec = accepted.call, accepted.spec
     try:
-        arguments = decode_exact(call.arguments or "{}")
-    except ValueError as exc:
-        return tool_error(call, "invalid_arguments", f"arguments are not JSON: {exc}")
-    try:
         # Validated before any confirmation: nobody is asked to approve a call that cannot run.
-        payload = spec.payload.codec.decode(call.arguments or "{}")
+        # Strictly: nothing the model wrote is converted or dropped.
+        value = parse_arguments(call.arguments or "{}", f"arguments of {spec.id}")
+        payload = spec.payload.codec.decode_arguments(value)
     except PayloadError as exc:
         return tool_error(
             call, "invalid_arguments", f"arguments of {spec.id} are invalid", exc.issues
         )
+    # What executes, as JSON: what a person confirms and an agent tool's child run receives.
+    arguments = _executed(spec.payload.codec, payload)
     refused = _outside_consumption(context, accepted)
     if refused is not None:
         return refused
@@ -94,6 +101,18 @@ async def _execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolRes
     if accepted.binding is not None:
         return await _call_registry(context, accepted, payload)
     return await _call_executor(context, accepted, payload)
+
+
+def _executed(codec: JSONCodec[Any], payload: Any) -> Any:
+    """The payload that executes, as canonical JSON values (defaults filled in); an optional
+    field the model left out and whose default is null stays out, so that templates read it
+    with ``args.get("name", ...)``."""
+    value = decode_exact(codec.encode(payload))
+    if isinstance(payload, BaseModel) and isinstance(value, dict):
+        for name, info in type(payload).model_fields.items():
+            if name not in payload.model_fields_set and getattr(payload, name) is None:
+                value.pop(info.serialization_alias or info.alias or name, None)
+    return value
 
 
 def _outside_consumption(
