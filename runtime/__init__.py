@@ -278,6 +278,9 @@ if TYPE_CHECKING:
         RunError as RunError,
     )
     from agentgen.runtime.runs.requests import (
+        ToolCallIdError as ToolCallIdError,
+    )
+    from agentgen.runtime.runs.requests import (
         RunOutcome as RunOutcome,
     )
     from agentgen.runtime.runs.requests import (
@@ -356,6 +359,7 @@ __all__ = [
     "SpecIndex",
     "TagClause",
     "TextPart",
+    "ToolCallIdError",
     "ToolCallMeta",
     "ToolCallPart",
     "ToolChoice",
@@ -407,6 +411,7 @@ _HOMES: dict[str, str] = {
     "RunContext": "agentgen.runtime.agents.planning",
     "MissingLabelsError": "agentgen.runtime.runs.requests",
     "RunError": "agentgen.runtime.runs.requests",
+    "ToolCallIdError": "agentgen.runtime.runs.requests",
     "RunOutcome": "agentgen.runtime.runs.requests",
     "RunRequest": "agentgen.runtime.runs.requests",
     "AcceptedCall": "agentgen.runtime.runs.accepted",

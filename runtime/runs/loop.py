@@ -16,13 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput, RunContext
-from agentgen.runtime.messages import Message, ToolResultPart
+from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.catalog import PlanningCatalog, Refusal
 from agentgen.runtime.runs.execution import ExecutionContext, execute, tool_error
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
 from agentgen.runtime.runs.policy import EffectivePolicy, merge, missing_labels
-from agentgen.runtime.runs.requests import MissingLabelsError, RunError, RunOutcome, RunRequest
+from agentgen.runtime.runs.requests import (
+    MissingLabelsError,
+    RunError,
+    RunOutcome,
+    RunRequest,
+    ToolCallIdError,
+)
 
 __all__ = ["run_agent"]
 
@@ -71,6 +77,8 @@ class _RunLoop:
         self.execution = ExecutionContext(host, registration, run)
         self.accepted: list[AcceptedCall] = []
         self.state = _Round()
+        #: Every tool-call ID of the run so far (the conversation's included), and where.
+        self.call_ids: dict[str, str] = {}
 
     async def catalog(self, *, finalize: bool) -> PlanningCatalog:
         catalog = PlanningCatalog(
@@ -92,7 +100,27 @@ class _RunLoop:
             failures is not None and self.state.consecutive_failures >= failures
         )
 
+    def claim_ids(self, calls: Sequence[ToolCallPart], where: str) -> None:
+        """Record the calls' IDs; :class:`ToolCallIdError` if one is empty or already used."""
+        agent = self.run_context.agent_id
+        for call in calls:
+            if not call.call_id:
+                raise ToolCallIdError(
+                    f"agent {agent!r}: {where} holds a call to {call.tool_id!r} with an empty "
+                    "call ID; nothing of that turn was run"
+                )
+            earlier = self.call_ids.get(call.call_id)
+            if earlier is not None:
+                raise ToolCallIdError(
+                    f"agent {agent!r}: {where} repeats tool call ID {call.call_id!r}, already "
+                    f"used by {earlier}; call IDs must be unique within a run, and nothing of "
+                    "that turn was run"
+                )
+            self.call_ids[call.call_id] = f"{where} ({call.tool_id})"
+
     async def run(self, transcript: list[Message]) -> RunOutcome:
+        for index, message in enumerate(transcript):
+            self.claim_ids(message.tool_calls(), f"message {index} of the conversation")
         planner = self.registration.planner
         catalog = await self.catalog(finalize=False)
         result: PlanResult = await planner.plan_start(
@@ -109,6 +137,7 @@ class _RunLoop:
                     f"agent {self.run_context.agent_id!r}: the planner returned tool calls in a "
                     "final-answer-only activity"
                 )
+            self.claim_ids(calls, f"the planner's reply (message {len(transcript) - 1})")
             results = await self.execute_round(catalog, calls)
             transcript.append(Message("tool", tuple(results)))
             finalize = self.spent()

@@ -14,7 +14,7 @@ from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.messages import Message
 from agentgen.runtime.runs.accepted import AcceptedCall
 
-__all__ = ["MissingLabelsError", "RunError", "RunOutcome", "RunRequest"]
+__all__ = ["MissingLabelsError", "RunError", "RunOutcome", "RunRequest", "ToolCallIdError"]
 
 
 class RunError(Exception):
@@ -23,6 +23,13 @@ class RunError(Exception):
 
 class MissingLabelsError(RunError):
     pass
+
+
+class ToolCallIdError(RunError):
+    """A planner returned a tool call whose ID is empty or already names another call of the
+    run (in the same turn, an earlier turn or the conversation it continues). Nothing of that
+    turn runs: executing it could run a call twice, or answer it with another call's result.
+    """
 
 
 @dataclass(frozen=True)

@@ -63,11 +63,13 @@ class ScriptedPlanner:
         return PlanResult(self.turns.pop(0))
 
 
-def calls(*calls: tuple[str, dict[str, Any]]) -> Message:
+def calls(*calls: tuple[str, dict[str, Any]], prefix: str = "c") -> Message:
+    """An assistant turn calling tools; call IDs are ``<prefix><index>_<tool>`` (give later
+    turns calling the same tool another prefix: IDs are unique within a run)."""
     return Message(
         "assistant",
         tuple(
-            ToolCallPart(f"c{i}_{tool}", tool, json.dumps(args))
+            ToolCallPart(f"{prefix}{i}_{tool}", tool, json.dumps(args))
             for i, (tool, args) in enumerate(calls)
         ),
     )

@@ -176,7 +176,11 @@ async def test_max_tool_calls_ends_with_a_final_answer_only_activity() -> None:
 async def test_consecutive_failures_limit_finalizes() -> None:
     rt = Runtime()
     planner = ScriptedPlanner(
-        [calls(("records.lookup", {})), calls(("records.lookup", {})), answer("gave up")]
+        [
+            calls(("records.lookup", {})),
+            calls(("records.lookup", {}), prefix="d"),
+            answer("gave up"),
+        ]
     )
     register(rt, planner, records_definition(policy=RunPolicy(max_consecutive_failed_tool_calls=2)))
     outcome = await rt.client("test.agent").run("go")
