@@ -278,13 +278,13 @@ if TYPE_CHECKING:
         RunError as RunError,
     )
     from agentgen.runtime.runs.requests import (
-        ToolCallIdError as ToolCallIdError,
-    )
-    from agentgen.runtime.runs.requests import (
         RunOutcome as RunOutcome,
     )
     from agentgen.runtime.runs.requests import (
         RunRequest as RunRequest,
+    )
+    from agentgen.runtime.runs.requests import (
+        ToolCallIdError as ToolCallIdError,
     )
     from agentgen.runtime.search.document import SearchDocument as SearchDocument
 

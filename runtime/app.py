@@ -15,12 +15,13 @@ from typing import Any
 from agentgen.runtime.agents.definition import AgentDefinition, RunPolicy
 from agentgen.runtime.agents.executors import ToolsetExecutor
 from agentgen.runtime.agents.planning import Planner
+from agentgen.runtime.contracts.limits import DEFAULT_REGISTRY_TIMEOUT
 from agentgen.runtime.engines.base import Engine
 from agentgen.runtime.engines.memory import InMemoryEngine
 from agentgen.runtime.messages import Message
 from agentgen.runtime.model_client import ModelClient
 from agentgen.runtime.runs.confirmation import Confirmer
-from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration
+from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RegistrySettings
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
 
 __all__ = ["AgentClient", "RegistrationClosedError", "RegistrationError", "Runtime"]
@@ -73,7 +74,18 @@ class Runtime:
             raise RegistrationError(f"runtime: model {model_id!r} is already registered")
         self._models[model_id] = client
 
-    def register_registry(self, name: str, registry_client: Any, result_stream: Any) -> None:
+    def register_registry(
+        self,
+        name: str,
+        registry_client: Any,
+        result_stream: Any,
+        *,
+        settings: RegistrySettings | None = None,
+    ) -> None:
+        """Register a registry's client and result stream. ``settings`` are the registry's
+        generated settings (``REGISTRIES[name]`` of the generated ``registries.py``): their
+        ``timeout`` bounds every request to the registry; without settings, or without a
+        declared (non-zero) ``Timeout``, requests are bounded by ``DEFAULT_REGISTRY_TIMEOUT``."""
         missing = [
             what
             for what, absent in (
@@ -91,7 +103,16 @@ class Runtime:
         self._check_open(f"registry {name!r}")
         if name in self._registries:
             raise RegistrationError(f"runtime: registry {name!r} is already registered")
-        self._registries[name] = RegistryRegistration(name, registry_client, result_stream)
+        timeout = DEFAULT_REGISTRY_TIMEOUT
+        if settings is not None:
+            if settings.name != name:
+                raise RegistrationError(
+                    f"runtime: registry {name!r} was given the settings of registry "
+                    f"{settings.name!r}; pass REGISTRIES[{name!r}]"
+                )
+            if settings.timeout:  # a Timeout of 0 bounds nothing: the default applies
+                timeout = settings.timeout
+        self._registries[name] = RegistryRegistration(name, registry_client, result_stream, timeout)
 
     def register_agent(
         self,

@@ -28,10 +28,17 @@ from agentgen.runtime.lru import LRU
 from agentgen.runtime.messages import ToolCallPart
 from agentgen.runtime.model_client import AdvertisedTools, ModelClient, ToolDefinition
 from agentgen.runtime.pacing import Pacer
-from agentgen.runtime.registry.client import RegistryClient, RegistryError
+from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.runs.accepted import AcceptedCall, RegistryBinding
-from agentgen.runtime.runs.host import AgentRegistration, RunHost
+from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RunHost
 from agentgen.runtime.runs.policy import ToolPolicy
+from agentgen.runtime.runs.registry_calls import (
+    MalformedReplyError,
+    bounded,
+    checked_listing,
+    checked_resolution,
+    describe,
+)
 
 __all__ = [
     "CatalogError",
@@ -163,22 +170,22 @@ class PlanningCatalog:
     async def include_toolset(
         self, registry: str, name: str, version: str = "", deferred: bool = False
     ) -> None:
-        client = self._client(registry)
+        registration = self._registration_of(registry)
+        what = f"resolve registry {registry!r} toolset {name!r}"
         try:
-            resolved = await client.resolve_toolset(name)
+            resolved = await bounded(registration, registration.client.resolve_toolset(name))
         except RegistryError as exc:
             if exc.code == "not_found":
                 raise SourceNotFoundError(
                     f"registry {registry!r} has no toolset {name!r}: {exc.message}"
                 ) from None
-            raise RegistryReadError(
-                f"resolve registry {registry!r} toolset {name!r}: {exc}"
-            ) from None
-        except Exception as exc:
-            raise RegistryReadError(
-                f"resolve registry {registry!r} toolset {name!r}: {exc}"
-            ) from exc
-        toolset = resolved.toolset
+            raise RegistryReadError(f"{what}: {describe(exc)}") from None
+        except Exception as exc:  # the client's failure, whatever it is: the read failed
+            raise RegistryReadError(f"{what}: {describe(exc)}") from exc
+        try:
+            toolset, token, digest = checked_resolution(resolved)
+        except MalformedReplyError as exc:
+            raise RegistryReadError(f"{what}: {exc}") from None
         if toolset.name != name:
             raise RegistryReadError(
                 f"registry {registry!r} returned toolset {toolset.name!r} for {name!r}"
@@ -197,13 +204,11 @@ class PlanningCatalog:
             )
         try:
             compiled = await self._cache.toolset(
-                toolset, name=name, digest=resolved.digest, pacer=self._pacer
+                toolset, name=name, digest=digest, pacer=self._pacer
             )
         except ContractError as exc:
-            raise RegistryReadError(
-                f"resolve registry {registry!r} toolset {name!r}: {exc}"
-            ) from None
-        source = _Source(registry, name, resolved.registration_token, actual, deferred, compiled)
+            raise RegistryReadError(f"{what}: {exc}") from None
+        source = _Source(registry, name, token, actual, deferred, compiled)
         self._sources.append(source)
         self._advertised = None
         static, dynamic = self._static, self._dynamic
@@ -223,11 +228,13 @@ class PlanningCatalog:
         await self._pacer.pause()
 
     async def include_registry(self, registry: str, deferred: bool = False) -> None:
-        client = self._client(registry)
+        registration = self._registration_of(registry)
         try:
-            names = sorted(await client.list_toolsets())
-        except Exception as exc:
-            raise RegistryReadError(f"list registry {registry!r}: {exc}") from exc
+            names = checked_listing(
+                await bounded(registration, registration.client.list_toolsets())
+            )
+        except Exception as exc:  # the client's failure, whatever it is: the read failed
+            raise RegistryReadError(f"list registry {registry!r}: {describe(exc)}") from exc
         for name in names:
             try:
                 await self.include_toolset(registry, name, "", deferred)
@@ -237,10 +244,9 @@ class PlanningCatalog:
                     f"resolving it: {exc}"
                 ) from None
 
-    def _client(self, registry: str) -> RegistryClient:
+    def _registration_of(self, registry: str) -> RegistryRegistration:
         try:
-            client: RegistryClient = self._host.registry(registry).client
-            return client
+            return self._host.registry(registry)
         except LookupError:
             raise RegistryNotRegisteredError(
                 f"runtime: registry {registry!r} is not registered"

@@ -36,6 +36,7 @@ from agentgen.runtime.registry.client import (
 from agentgen.runtime.runs import confirmation
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
+from agentgen.runtime.runs.registry_calls import bounded, describe, unavailable
 from agentgen.runtime.runs.requests import RunRequest
 
 __all__ = ["MAX_OVERLOAD_RETRIES", "ExecutionContext", "execute", "tool_error"]
@@ -229,14 +230,33 @@ async def _call_registry(
     }
     meta = ToolCallMeta(run_id=context.run.run_id, tool_call_id=call.call_id, labels=labels)
     token = binding.registration_token
+    payload_json = spec.payload.codec.encode(payload)
+    where = f"registry {binding.registry!r}"
     try:
-        ref = await client.call_resolved_tool(
-            toolset=binding.toolset,
-            tool=spec.id,
-            payload_json=spec.payload.codec.encode(payload),
-            meta=meta,
-            expected_registration_token=token,
+        ref = await bounded(
+            registration,
+            client.call_resolved_tool(
+                toolset=binding.toolset,
+                tool=spec.id,
+                payload_json=payload_json,
+                meta=meta,
+                expected_registration_token=token,
+            ),
         )
+    except RegistryError as exc:
+        return _registry_failure(call, spec.id, exc)
+    except Exception as exc:  # the registry client's failure, not a bug of the run
+        if unavailable(exc):
+            return tool_error(
+                call,
+                "registry_unavailable",
+                f"{spec.id}: {where} did not answer ({describe(exc)}); the call may not have "
+                "been admitted: do not repeat it before checking",
+            )
+        return tool_error(
+            call, "registry_error", f"{spec.id}: the client of {where} failed: {describe(exc)}"
+        )
+    try:
         outcome = await stream.await_result(ref)
         retries = 0
         while outcome.status == "overloaded":
@@ -248,7 +268,9 @@ async def _call_registry(
                     f"{spec.id}: the provider stayed overloaded after {retries} retries; the "
                     "call did not run",
                 )
-            retried = await client.retry_tool(ref, expected_registration_token=token)
+            retried = await bounded(
+                registration, client.retry_tool(ref, expected_registration_token=token)
+            )
             if retried != ref:
                 return tool_error(
                     call,
@@ -260,6 +282,14 @@ async def _call_registry(
             outcome = await stream.await_result(ref)
     except RegistryError as exc:
         return _registry_failure(call, spec.id, exc)
+    except Exception as exc:  # admitted, then the registry failed: the effect may exist
+        return tool_error(
+            call,
+            "outcome_unknown",
+            f"{spec.id}: {where} failed after admitting the call ({describe(exc)}); the "
+            "outcome is unknown: do not retry or issue a replacement call, because the effect "
+            "may have occurred",
+        )
     if outcome.status == "completed":
         try:
             value = spec.result.codec.decode(outcome.payload_json)

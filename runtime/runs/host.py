@@ -15,12 +15,13 @@ from typing import Protocol
 from agentgen.runtime.agents.definition import AgentDefinition, RunPolicy
 from agentgen.runtime.agents.executors import ToolsetExecutor
 from agentgen.runtime.agents.planning import Planner
+from agentgen.runtime.contracts.limits import DEFAULT_REGISTRY_TIMEOUT
 from agentgen.runtime.model_client import ModelClient
 from agentgen.runtime.registry.client import RegistryClient, ResultStream
 from agentgen.runtime.runs.confirmation import Confirmer
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
 
-__all__ = ["AgentRegistration", "RegistryRegistration", "RunHost"]
+__all__ = ["AgentRegistration", "RegistryRegistration", "RegistrySettings", "RunHost"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,18 @@ class RegistryRegistration:
     name: str
     client: RegistryClient
     result_stream: ResultStream
+    #: Seconds one request to the registry may take (the design's ``Timeout(...)``).
+    timeout: float = DEFAULT_REGISTRY_TIMEOUT
+
+
+class RegistrySettings(Protocol):
+    """What the runtime reads of a registry's generated settings (``registries.REGISTRIES``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def timeout(self) -> float | None: ...
 
 
 class RunHost(Protocol):

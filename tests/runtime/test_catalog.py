@@ -239,7 +239,9 @@ async def test_read_errors_fail_the_activity_without_fallback() -> None:
         await run_with(Sources(toolsets=[("company", "records", "", False)]), registry)
     registry = FakeRegistry()
     registry.fail_list = ConnectionError("refused")
-    with pytest.raises(RegistryReadError, match="list registry 'company': refused"):
+    with pytest.raises(
+        RegistryReadError, match="list registry 'company': ConnectionError: refused"
+    ):
         await run_with(Sources(registries=[("company", False)]), registry)
 
 

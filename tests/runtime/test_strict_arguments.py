@@ -84,8 +84,10 @@ async def test_registry_tools_convert_nothing(arguments: dict[str, Any], path: s
     registry.publish(payments(), _handler)
     decisions: list[ConfirmationRequest] = []
     planner = ScriptedPlanner([calls(("payments.pay", arguments)), answer()])
-    outcome = await setup(registry, planner, decisions).client("test.payer").run(
-        "go", labels={"tenant": "t"}
+    outcome = (
+        await setup(registry, planner, decisions)
+        .client("test.payer")
+        .run("go", labels={"tenant": "t"})
     )
     error = error_of(outcome.transcript[2].parts[0])
     assert error["kind"] == "invalid_arguments"
@@ -102,8 +104,8 @@ async def test_registry_schemas_that_allow_other_keys_keep_them() -> None:
     registry = FakeRegistry()
     registry.publish(payments(payload=open_pay), _handler)
     planner = ScriptedPlanner([calls(("payments.list", {"amount": 1, "memo": "rent"})), answer()])
-    outcome = await setup(registry, planner, []).client("test.payer").run(
-        "go", labels={"tenant": "t"}
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
     )
     assert not outcome.transcript[2].parts[0].is_error  # type: ignore[union-attr]
     assert json.loads(registry.calls[0][1]) == {"amount": 1, "memo": "rent"}
@@ -169,8 +171,8 @@ async def test_deeply_nested_registry_arguments_are_invalid_arguments() -> None:
     planner = ScriptedPlanner(
         [raw_call("payments.pay", '{"amount":' + "[" * 5000 + "]" * 5000 + "}"), answer()]
     )
-    outcome = await setup(registry, planner, []).client("test.payer").run(
-        "go", labels={"tenant": "t"}
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
     )
     assert error_of(outcome.transcript[2].parts[0])["kind"] == "invalid_arguments"
 

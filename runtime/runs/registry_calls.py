@@ -1,0 +1,128 @@
+"""Talking to a registry client: every request bounded in time, every reply checked.
+
+A registry client is another party's code in front of another process: it can hang, raise
+anything (or an exception whose message is empty) and return anything. Every request the
+runtime makes (list, resolve, call admission, retry) is bounded by the registry's timeout
+(the design's ``Timeout(...)``, passed with the generated settings to
+``Runtime.register_registry``, else :data:`~agentgen.runtime.contracts.limits.
+DEFAULT_REGISTRY_TIMEOUT`); what comes back is checked before anything reads it. Failures are
+described so that a message never ends in an empty colon. Waiting on the result stream for a
+call's outcome is not a request: it lasts as long as the tool runs, and the registry service
+bounds that with its own execution timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclaration
+from agentgen.runtime.contracts.fingerprint import HEX64
+from agentgen.runtime.registry.client import RegistryError, ResolvedToolset
+from agentgen.runtime.runs.host import RegistryRegistration
+
+__all__ = [
+    "MalformedReplyError",
+    "RegistryTimeoutError",
+    "bounded",
+    "checked_listing",
+    "checked_resolution",
+    "describe",
+    "unavailable",
+]
+
+T = TypeVar("T")
+
+
+class RegistryTimeoutError(Exception):
+    """A registry request took longer than the registry's timeout (and was cancelled)."""
+
+
+class MalformedReplyError(Exception):
+    """A registry client returned something that is not what the protocol promises."""
+
+
+def describe(exc: BaseException) -> str:
+    """What happened, never empty: registry errors as they say, others with their type."""
+    if isinstance(exc, RegistryError | RegistryTimeoutError | MalformedReplyError):
+        return str(exc) or type(exc).__name__
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether a failure means the registry could not be reached or did not answer in time
+    (rather than refused the request)."""
+    return isinstance(exc, OSError | RegistryTimeoutError | TimeoutError)
+
+
+async def bounded(registration: RegistryRegistration, request: Awaitable[T]) -> T:
+    """Await one registry request within the registry's timeout."""
+    timeout = registration.timeout
+    try:
+        async with asyncio.timeout(timeout) as deadline:
+            return await request
+    except TimeoutError:
+        if not deadline.expired():
+            raise  # the client's own TimeoutError: reported as the client's failure
+        raise RegistryTimeoutError(
+            f"timed out after {timeout:g} s (the registry's Timeout; declare a longer one in "
+            "the design if it is expected to be this slow)"
+        ) from None
+
+
+def checked_listing(names: Any) -> list[str]:
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+        raise MalformedReplyError(
+            f"the registry client returned {type(names).__name__} instead of a list of "
+            "toolset names"
+        )
+    return sorted(names)
+
+
+def checked_resolution(resolved: Any) -> tuple[ToolsetDeclaration, str, str | None]:
+    """The toolset, registration token and digest of a resolve reply, checked to be what the
+    protocol promises (the tools themselves are checked when each is compiled)."""
+    if not isinstance(resolved, ResolvedToolset):
+        raise MalformedReplyError(
+            f"the registry client returned {type(resolved).__name__} instead of a ResolvedToolset"
+        )
+    toolset = resolved.toolset
+    if not isinstance(toolset, ToolsetDeclaration):
+        raise MalformedReplyError(
+            f"the resolved toolset is {type(toolset).__name__}, not a ToolsetDeclaration"
+        )
+    tools: Any = toolset.tools  # a model may have been built without validation
+    if not isinstance(tools, list):
+        raise MalformedReplyError(f"the toolset's tools are {type(tools).__name__}, not a list")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, ToolSchema):
+            kind = "None" if tool is None else f"a {type(tool).__name__}, not a ToolSchema"
+            raise MalformedReplyError(f"tool {index} is {kind}")
+    try:
+        # The toolset's own fields, whatever happened to the object since it was built.
+        ToolsetDeclaration.model_validate(
+            {
+                "name": toolset.name,
+                "description": toolset.description,
+                "version": toolset.version,
+                "tags": toolset.tags,
+            }
+        )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise MalformedReplyError(f"the toolset's {where}: {error['msg']}") from None
+    token = resolved.registration_token
+    if not isinstance(token, str) or not HEX64.fullmatch(token):
+        shown = repr(token) if isinstance(token, str) and len(token) <= 80 else type(token).__name__
+        raise MalformedReplyError(
+            f"the registration token {shown} is not a token (64 lowercase hex digits)"
+        )
+    digest = resolved.digest
+    if digest is not None and not isinstance(digest, str):
+        raise MalformedReplyError(f"the digest is {type(digest).__name__}, not text")
+    return toolset, token, digest
