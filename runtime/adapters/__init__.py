@@ -21,11 +21,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentgen.runtime.adapters.errors import (
+    BrokenHistoryError,
+    DuplicateCallIdError,
     HistoryReplayError,
     MissingNamespaceHistoryError,
+    MissingSearchRecordsError,
     ModelError,
     OutputBudgetError,
     ProviderNameError,
+    TamperedHistoryError,
     ToolIdentityError,
     ToolSearchUnsupportedError,
 )
@@ -46,13 +50,17 @@ __all__ = [
     "TOOL_CHANGE_MODELS",
     "AnthropicMessagesModel",
     "BedrockConverseModel",
+    "BrokenHistoryError",
+    "DuplicateCallIdError",
     "HistoryReplayError",
     "MissingNamespaceHistoryError",
+    "MissingSearchRecordsError",
     "ModelError",
     "NameMap",
     "OpenAIResponsesModel",
     "OutputBudgetError",
     "ProviderNameError",
+    "TamperedHistoryError",
     "ToolIdentityError",
     "ToolSearchUnsupportedError",
     "provider_name",

@@ -41,7 +41,7 @@ from agentgen.runtime.adapters.anthropic_search import (
     SearchMetadata,
     change_message,
 )
-from agentgen.runtime.adapters.errors import ToolIdentityError
+from agentgen.runtime.adapters.errors import DuplicateCallIdError, ToolIdentityError
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
@@ -116,7 +116,12 @@ class AnthropicMessagesModel:
             names.name(tool.id): Definition.of(tool, names.name(tool.id)) for tool in selection.all
         }
         replay = encode_history(
-            provider, request.messages, names, current, frozen=selection.choice.mode == "none"
+            provider,
+            request.messages,
+            names,
+            current,
+            frozen=selection.choice.mode == "none",
+            eager={tool.id for tool in selection.eager},
         )
         body, betas = self._body(request, selection, names, current, replay)
         raw = await self._create(body, betas, request.model)
@@ -215,6 +220,7 @@ class AnthropicMessagesModel:
     ) -> ModelResponse:
         what = f"{self._provider}: reply {raw.get('id')!r} of model {request.model!r}"
         permitted = {tool.id for tool in selection.all}
+        seen = set(replay.call_ids)
         parts: list[Part] = []
         records: list[Anchored] = []
         for block in raw.get("content") or []:
@@ -222,7 +228,7 @@ class AnthropicMessagesModel:
             if kind == "text":
                 parts.append(TextPart(block.get("text") or ""))
             elif kind == "tool_use":
-                parts.append(self._call(block, what, names, permitted))
+                parts.append(self._call(block, what, names, permitted, seen))
             elif kind in ("server_tool_use", "tool_search_tool_result"):
                 records.append((len(parts), block))
             else:
@@ -247,10 +253,12 @@ class AnthropicMessagesModel:
                 raise ModelError(f"{what}: a search found {name!r}, which the request did not send")
             definitions.append(definition)
         metadata: dict[str, Any] = {}
-        if records or replay.changes:
+        if records or replay.changes or any(isinstance(p, ToolCallPart) for p in parts):
+            # Messages with calls always carry their (sealed) records, even without a search:
+            # a message whose records were lost is then recognised on replay.
             metadata[METADATA_KEY] = SearchMetadata(
                 tuple(records), tuple(definitions), replay.changes
-            ).to_json()
+            ).to_json(parts)
         usage = raw.get("usage") or {}
         return ModelResponse(
             Message("assistant", tuple(parts), metadata),
@@ -259,11 +267,23 @@ class AnthropicMessagesModel:
         )
 
     def _call(
-        self, block: Mapping[str, Any], what: str, names: NameMap, permitted: set[str]
+        self,
+        block: Mapping[str, Any],
+        what: str,
+        names: NameMap,
+        permitted: set[str],
+        seen: set[str],
     ) -> ToolCallPart:
         name, call_id, arguments = block.get("name"), block.get("id"), block.get("input")
         if not isinstance(name, str) or not isinstance(call_id, str):
             raise ModelError(f"{what} holds a tool_use block without name or id")
+        if not call_id or call_id in seen:
+            raise DuplicateCallIdError(
+                f"{what} calls {name!r} with tool_use ID {call_id!r}, which "
+                + ("is empty" if not call_id else "an earlier call already has")
+                + "; call IDs must be unique within a conversation, so the reply is refused"
+            )
+        seen.add(call_id)
         tool_id = names.tool_id(name)
         if tool_id is None or tool_id not in permitted:
             raise ToolIdentityError(

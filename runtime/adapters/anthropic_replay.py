@@ -17,7 +17,7 @@ The transcript is never reset or trimmed to avoid any of this.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,8 @@ from agentgen.runtime.adapters.anthropic_search import (
     parse_server_tool_use,
 )
 from agentgen.runtime.adapters.errors import HistoryReplayError, call_arguments
-from agentgen.runtime.adapters.names import NameMap
+from agentgen.runtime.adapters.history import check_history, require_records
+from agentgen.runtime.adapters.names import NameMap, provider_name
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 
@@ -53,6 +54,8 @@ class Replay:
     resent: list[Definition] = field(default_factory=list)
     #: Changes this request must add (before the model's reply), sorted by tool name.
     changes: tuple[Change, ...] = ()
+    #: Every historical tool call ID, so that new calls cannot reuse one.
+    call_ids: frozenset[str] = frozenset()
 
 
 def validate_blocks(
@@ -90,9 +93,10 @@ def validate_blocks(
 
 
 class _Encoder:
-    def __init__(self, provider: str, names: NameMap) -> None:
+    def __init__(self, provider: str, names: NameMap, eager: Collection[str]) -> None:
         self.provider = provider
         self.names = names
+        self.eager = frozenset(eager)
         self.replay = Replay()
         self.definitions: dict[str, Definition] = {}
         self.removed: set[str] = set()
@@ -144,8 +148,16 @@ class _Encoder:
         return block
 
     def _assistant(self, what: str, message: Message, stored: object) -> None:
+        if stored is None:
+            # Tools found by earlier searches may be called without a new one.
+            loaded = {
+                call.tool_id
+                for call in message.tool_calls()
+                if provider_name(call.tool_id) in self.definitions
+            }
+            require_records(what, message, self.eager | loaded)
         meta = (
-            SearchMetadata.from_json(stored, len(message.parts), what)
+            SearchMetadata.from_json(stored, message.parts, what)
             if stored is not None
             else SearchMetadata()
         )
@@ -187,6 +199,8 @@ class _Encoder:
                 raise HistoryReplayError(
                     f"{what} holds a tool result; results belong in a 'tool' message"
                 )
+        if isinstance(stored, Mapping):
+            SearchMetadata.verify(stored, message.parts, what)
         self._append("assistant", content)
 
     def _call(self, what: str, part: ToolCallPart) -> dict[str, Any]:
@@ -251,16 +265,22 @@ def encode_history(
     current: Mapping[str, Definition],
     *,
     frozen: bool = False,
+    eager: Collection[str] = (),
 ) -> Replay:
-    """Encode ``messages`` and work out the tools and changes they need.
+    """Encode ``messages`` and work out the tools and changes they need, after the checks
+    every adapter makes (:mod:`.history`).
 
-    ``current`` maps the provider name of every tool this request offers to its definition.
+    ``current`` maps the provider name of every tool this request offers to its definition;
+    ``eager`` are the IDs of the tools it offers without ``defer_loading``.
     Historical tool IDs are added to ``names``, so that a removed tool still called in the
     history cannot share a provider name with a current one. ``frozen`` (tool choice
     ``none``: nothing can be called or found) keeps tools found earlier available, deferred,
     without announcing any change: the conversation is only being answered.
     """
-    encoder = _Encoder(provider, names)
+    call_ids = check_history(provider, messages)
+    encoder = _Encoder(provider, names, eager)
     for index, message in enumerate(messages):
         encoder.message(index, message)
-    return encoder.finish(current, frozen=frozen)
+    replay = encoder.finish(current, frozen=frozen)
+    replay.call_ids = call_ids
+    return replay

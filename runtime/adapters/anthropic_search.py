@@ -9,27 +9,35 @@ catalog must still be sent (deferred) and withdrawn with a ``tool_removal`` chan
 
 An assistant message stores under :data:`METADATA_KEY`::
 
-    {"version": 1,
+    {"version": 2,
      "records": [{"at": 0, "block": {"type": "server_tool_use", ...}},
                  {"at": 0, "block": {"type": "tool_search_tool_result", ...}}],
      "definitions": [{"tool_id": "weather.lookup", "name": "weather_lookup",
                       "description": "...", "input_schema": {...}}],
-     "changes": [{"type": "tool_removal", "name": "weather_lookup"}]}
+     "changes": [{"type": "tool_removal", "name": "weather_lookup"}],
+     "fingerprint": "<sha-256 of the records and the message's calls>"}
 
 ``records`` are the native blocks, verbatim and anchored between the message's parts (see
 :mod:`.anchors`); ``definitions`` are the definitions of every tool the message's searches
 referenced, as sent; ``changes`` are the availability changes sent (as a system message) just
-before this message.
+before this message; ``fingerprint`` (see :mod:`.history`) finds a call switched to another
+tool, or a saved definition changed, after storing. Every assistant message the adapter
+returns with tool calls carries these records, even without a search.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentgen.runtime.adapters.anchors import Anchored, read_anchored, require_mapping
 from agentgen.runtime.adapters.errors import HistoryReplayError
+from agentgen.runtime.adapters.history import REMEDY, seal, verify
+from agentgen.runtime.adapters.names import provider_name
+from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
+from agentgen.runtime.contracts.schema_checks import SchemaProblem, check_bounds
+from agentgen.runtime.messages import Part
 from agentgen.runtime.model_client import ModelError, ToolDefinition
 
 __all__ = [
@@ -48,7 +56,8 @@ __all__ = [
 ]
 
 METADATA_KEY = "anthropic.tool_search"
-_VERSION = 1
+_VERSION = 2
+_KEYS = frozenset({"version", "records", "definitions", "changes", "fingerprint"})
 
 SEARCH_TOOL_NAME = "tool_search_tool_regex"
 SEARCH_TOOL_TYPE = "tool_search_tool_regex_20251119"
@@ -110,7 +119,20 @@ class Definition:
         for key in ("tool_id", "name", "description"):
             if not isinstance(data[key], str):
                 raise HistoryReplayError(f"{what}.{key} must be text")
+        # A saved definition may be sent again (for a tool that left the catalog): it must be
+        # the definition of the tool it names, and within the limits of a schema.
+        if not data["tool_id"] or data["name"] != provider_name(data["tool_id"]):
+            raise HistoryReplayError(
+                f"{what} names {data['name']!r}, which is not the provider name of tool "
+                f"{data['tool_id']!r}; {REMEDY}"
+            )
         schema = require_mapping(data["input_schema"], f"{what}.input_schema")
+        try:
+            check_bounds(schema, max_bytes=MAX_SCHEMA_BYTES, max_depth=MAX_SCHEMA_DEPTH)
+        except SchemaProblem as exc:
+            raise HistoryReplayError(f"{what}.input_schema: {exc}; {REMEDY}") from None
+        if schema.get("type") != "object":
+            raise HistoryReplayError(f"{what}.input_schema must describe an object; {REMEDY}")
         return cls(data["tool_id"], data["name"], data["description"], schema)
 
 
@@ -153,22 +175,28 @@ class SearchMetadata:
     definitions: tuple[Definition, ...] = ()
     changes: tuple[Change, ...] = field(default=())
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, parts: Sequence[Part]) -> dict[str, Any]:
+        """The stored form, sealed with the fingerprint of the records and ``parts``."""
+        record = {
             "version": _VERSION,
             "records": [{"at": at, "block": block} for at, block in self.records],
             "definitions": [definition.to_json() for definition in self.definitions],
             "changes": [change.to_json() for change in self.changes],
         }
+        return seal(parts, record)
 
     @classmethod
-    def from_json(cls, value: object, parts: int, what: str) -> SearchMetadata:
+    def from_json(cls, value: object, parts: Sequence[Part], what: str) -> SearchMetadata:
         where = f"{what} metadata {METADATA_KEY!r}"
         data = require_mapping(value, where)
-        keys = {"version", "records", "definitions", "changes"}
-        if set(data) != keys or data["version"] != _VERSION:
-            raise HistoryReplayError(f"{where} must be version {_VERSION} with keys {sorted(keys)}")
-        records = read_anchored(data["records"], "block", parts, f"{where}.records")
+        if data.get("version") != _VERSION:
+            raise HistoryReplayError(
+                f"{where} must be version {_VERSION}, got {data.get('version')!r} (records "
+                f"stored by earlier versions carry no fingerprint): {REMEDY}"
+            )
+        if set(data) != _KEYS:
+            raise HistoryReplayError(f"{where} must have exactly the keys {sorted(_KEYS)}")
+        records = read_anchored(data["records"], "block", len(parts), f"{where}.records")
         definitions, changes = data["definitions"], data["changes"]
         if not isinstance(definitions, list) or not isinstance(changes, list):
             raise HistoryReplayError(f"{where}: definitions and changes must be lists")
@@ -183,6 +211,11 @@ class SearchMetadata:
                 for index, value in enumerate(changes)
             ),
         )
+
+    @staticmethod
+    def verify(value: Mapping[str, Any], parts: Sequence[Part], what: str) -> None:
+        """Refuse records that no longer match their message (after the shape checks)."""
+        verify(f"{what} metadata {METADATA_KEY!r}", parts, value)
 
 
 def _error(stored: bool) -> type[ModelError]:

@@ -20,7 +20,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
 from agentgen.runtime.adapters.anchors import describe
-from agentgen.runtime.adapters.errors import HistoryReplayError, ToolIdentityError, call_arguments
+from agentgen.runtime.adapters.errors import (
+    DuplicateCallIdError,
+    HistoryReplayError,
+    ToolIdentityError,
+    call_arguments,
+)
+from agentgen.runtime.adapters.history import check_history
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
@@ -61,6 +67,7 @@ class BedrockConverseModel:
         names = NameMap(
             _PROVIDER, (tool.id for tool in request.tools), table=shared_table(request.tools)
         )
+        call_ids = check_history(_PROVIDER, request.messages)
         system, messages, used_tools = _encode_history(request.messages, names)
         if selection.forced is not None:
             advertised: tuple[ToolDefinition, ...] = (selection.forced,)
@@ -107,7 +114,7 @@ class BedrockConverseModel:
         callable_ids = (
             set() if selection.choice.mode == "none" else {tool.id for tool in advertised}
         )
-        return _decode(raw, request.model, names, callable_ids)
+        return _decode(raw, request.model, names, callable_ids, set(call_ids))
 
 
 def _encode_history(
@@ -165,7 +172,7 @@ def _block(what: str, part: Part, names: NameMap) -> dict[str, Any] | None:
 
 
 def _decode(
-    raw: dict[str, Any], model: str, names: NameMap, callable_ids: set[str]
+    raw: dict[str, Any], model: str, names: NameMap, callable_ids: set[str], seen: set[str]
 ) -> ModelResponse:
     what = f"{_PROVIDER}: reply of model {model!r}"
     message = (raw.get("output") or {}).get("message") or {}
@@ -180,7 +187,15 @@ def _decode(
                 raise ToolIdentityError(
                     f"{what} called {use.get('name')!r}, which this request does not let it call"
                 )
-            parts.append(ToolCallPart(use["toolUseId"], tool_id, json.dumps(use.get("input"))))
+            call_id = use.get("toolUseId")
+            if not isinstance(call_id, str) or not call_id or call_id in seen:
+                raise DuplicateCallIdError(
+                    f"{what} calls {use.get('name')!r} with toolUseId {call_id!r}, which is "
+                    "empty or already used by an earlier call; call IDs must be unique within "
+                    "a conversation, so the reply is refused"
+                )
+            seen.add(call_id)
+            parts.append(ToolCallPart(call_id, tool_id, json.dumps(use.get("input"))))
         else:
             raise ModelError(
                 f"{what} holds a content block with keys {sorted(block)}, which this adapter "

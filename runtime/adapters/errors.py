@@ -16,11 +16,15 @@ from agentgen.runtime.messages import ToolCallPart
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 
 __all__ = [
+    "BrokenHistoryError",
+    "DuplicateCallIdError",
     "HistoryReplayError",
     "MissingNamespaceHistoryError",
+    "MissingSearchRecordsError",
     "ModelError",
     "OutputBudgetError",
     "ProviderNameError",
+    "TamperedHistoryError",
     "ToolIdentityError",
     "ToolSearchUnsupportedError",
 ]
@@ -42,12 +46,32 @@ class ToolIdentityError(ModelError):
     """
 
 
+class DuplicateCallIdError(ToolIdentityError):
+    """The model's reply reuses a tool-call ID (of the same reply or of the conversation):
+    running it could run a call twice or answer it with another call's result."""
+
+
 class HistoryReplayError(ModelError):
     """A stored transcript cannot be replayed as it is.
 
     Native search records are validated on every request (pairing, references, record shape);
     the adapter never repairs or drops parts of a transcript to make it acceptable.
     """
+
+
+class BrokenHistoryError(HistoryReplayError):
+    """Calls and results do not pair up in order: a result was dropped, duplicated or moved,
+    a call ID repeats, or the conversation does not start with the user."""
+
+
+class TamperedHistoryError(HistoryReplayError):
+    """A message's stored search records do not match the message (its fingerprint differs):
+    a call was switched to another tool, or a saved definition was changed, after storing."""
+
+
+class MissingSearchRecordsError(HistoryReplayError):
+    """A call to a tool that only a search could have loaded has no search records: the
+    message's metadata was lost, so the exchange cannot be replayed as it happened."""
 
 
 class MissingNamespaceHistoryError(HistoryReplayError):

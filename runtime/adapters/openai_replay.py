@@ -12,13 +12,14 @@ refused with the remedy, never patched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentgen.runtime.adapters.anchors import describe, interleave
 from agentgen.runtime.adapters.errors import HistoryReplayError, MissingNamespaceHistoryError
-from agentgen.runtime.adapters.names import NameMap
+from agentgen.runtime.adapters.history import REMEDY, check_history, require_records
+from agentgen.runtime.adapters.names import NameMap, provider_name
 from agentgen.runtime.adapters.openai_search import (
     METADATA_KEY,
     LoadedTool,
@@ -46,10 +47,12 @@ class Replay:
     bare: set[str] = field(default_factory=set)
     #: Every historical search call ID, so that new calls cannot reuse one.
     search_call_ids: set[str] = field(default_factory=set)
+    #: Every historical tool call ID, so that new calls cannot reuse one.
+    call_ids: frozenset[str] = frozenset()
 
 
 def _remedy() -> str:
-    return "start a new conversation, or remove that whole exchange from the transcript"
+    return REMEDY
 
 
 def _retained(loaded: LoadedTool, current: Mapping[str, dict[str, Any]]) -> bool:
@@ -70,11 +73,13 @@ class _Encoder:
         names: NameMap,
         current: Mapping[str, dict[str, Any]],
         platform: Platform,
+        eager: Collection[str],
     ) -> None:
         self.provider = provider
         self.names = names
         self.current = current
         self.platform = platform
+        self.eager = frozenset(eager)
         self.replay = Replay()
         self.unresolved: dict[str, str] = {}
         # How each tool was last loaded by search in the history, retained or not.
@@ -90,8 +95,16 @@ class _Encoder:
                 )
             self._plain(what, message)
             return
+        if stored is None:
+            # Tools loaded by earlier searches may be called without a new one.
+            loaded = {
+                call.tool_id
+                for call in message.tool_calls()
+                if provider_name(call.tool_id) in self.loaded_as
+            }
+            require_records(what, message, self.eager | loaded, self.platform == "bedrock")
         meta = (
-            SearchMetadata.from_json(stored, len(message.parts), what)
+            SearchMetadata.from_json(stored, message.parts, what)
             if stored is not None
             else SearchMetadata()
         )
@@ -115,6 +128,8 @@ class _Encoder:
                 raise HistoryReplayError(
                     f"{what} holds a tool result; results belong in a 'tool' message"
                 )
+        if stored is not None:
+            SearchMetadata.verify(stored, message.parts, what)
 
     def _plain(self, what: str, message: Message) -> None:
         if message.role == "tool":
@@ -199,15 +214,21 @@ def encode_history(
     names: NameMap,
     current: Mapping[str, dict[str, Any]],
     platform: Platform,
+    eager: Collection[str] = (),
 ) -> Replay:
-    """Encode ``messages`` as input items.
+    """Encode ``messages`` as input items, after the checks every adapter makes
+    (:mod:`.history`).
 
     ``current`` maps the provider name of every tool the request permits to the namespace
     entry a search would load for it now; historical definitions equal to it are kept.
+    ``eager`` are the IDs of the tools the request sends up front (callable without a search).
     Historical tool IDs are added to ``names``, so that a removed tool still named in the
     history cannot share a provider name with a current one.
     """
-    encoder = _Encoder(provider, names, current, platform)
+    call_ids = check_history(provider, messages)
+    encoder = _Encoder(provider, names, current, platform, eager)
     for index, message in enumerate(messages):
         encoder.message(index, message)
-    return encoder.finish()
+    replay = encoder.finish()
+    replay.call_ids = call_ids
+    return replay

@@ -23,7 +23,11 @@ import openai.providers
 from openai import AsyncOpenAI
 
 from agentgen.runtime.adapters.anchors import Anchored
-from agentgen.runtime.adapters.errors import OutputBudgetError, ToolIdentityError
+from agentgen.runtime.adapters.errors import (
+    DuplicateCallIdError,
+    OutputBudgetError,
+    ToolIdentityError,
+)
 from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap, shared_table
 from agentgen.runtime.adapters.openai_replay import Platform, Replay, encode_history
 from agentgen.runtime.adapters.openai_search import (
@@ -145,8 +149,15 @@ class _Invocation:
         self.eager_ids = {tool.id for tool in self.selection.eager}
         self.permitted_ids = self.selection.by_id
         self.replay: Replay = encode_history(
-            self.provider, request.messages, self.names, self.current, adapter.platform
+            self.provider,
+            request.messages,
+            self.names,
+            self.current,
+            adapter.platform,
+            eager=self.eager_ids,
         )
+        #: Tool-call IDs of this invocation's replies so far (across search rounds).
+        self.call_ids: set[str] = set()
         self.parts: list[Part] = []
         self.records: list[Anchored] = []
         self.namespaces: dict[str, str] = {}
@@ -290,6 +301,13 @@ class _Invocation:
         if not all(isinstance(value, str) for value in (name, call_id, arguments)):
             raise ModelError(f"{what} holds a function_call without name, call_id or arguments")
         assert isinstance(name, str) and isinstance(call_id, str) and isinstance(arguments, str)
+        if not call_id or call_id in self.replay.call_ids or call_id in self.call_ids:
+            raise DuplicateCallIdError(
+                f"{what} calls {name!r} with call ID {call_id!r}, which "
+                + ("is empty" if not call_id else "an earlier call already has")
+                + "; call IDs must be unique within a conversation, so the reply is refused"
+            )
+        self.call_ids.add(call_id)
         tool_id = self.names.tool_id(name)
         if tool_id is None or tool_id not in self.permitted_ids:
             raise ToolIdentityError(
@@ -331,8 +349,12 @@ class _Invocation:
 
     def _response(self, raw: Mapping[str, Any], called: bool) -> ModelResponse:
         metadata: dict[str, Any] = {}
-        if self.records or self.namespaces:
-            metadata[METADATA_KEY] = SearchMetadata(tuple(self.records), self.namespaces).to_json()
+        if self.records or self.namespaces or called:
+            # Messages with calls always carry their (sealed) records, even without a search:
+            # a message whose records were lost is then recognised on replay.
+            metadata[METADATA_KEY] = SearchMetadata(tuple(self.records), self.namespaces).to_json(
+                self.parts
+            )
         message = Message("assistant", tuple(self.parts), metadata)
         return ModelResponse(message, self.usage, _stop_reason(raw, called))
 

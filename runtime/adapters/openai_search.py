@@ -9,23 +9,29 @@ on replay; with the wrapper, every call to a loaded tool names its namespace.
 
 Records are stored in the assistant message's metadata under :data:`METADATA_KEY`::
 
-    {"version": 1,
+    {"version": 2,
      "records": [{"at": 0, "item": {"type": "tool_search_call", ...}},
                  {"at": 0, "item": {"type": "tool_search_output", ...}}],
-     "namespaces": {"call_b1": "weather_lookup"}}
+     "namespaces": {"call_b1": "weather_lookup"},
+     "fingerprint": "<sha-256 of the records and the message's calls>"}
 
 ``at`` anchors each item between the message's parts (see :mod:`.anchors`); ``namespaces``
-holds the namespace each of the message's tool calls carried, which replay must send back.
+holds the namespace each of the message's tool calls carried, which replay must send back;
+``fingerprint`` (see :mod:`.history`) finds records or calls changed after storing. Every
+assistant message the adapter returns with tool calls carries these records, even without a
+search, so that a message whose records were lost is recognised.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentgen.runtime.adapters.anchors import Anchored, read_anchored, require_mapping
 from agentgen.runtime.adapters.errors import HistoryReplayError
+from agentgen.runtime.adapters.history import REMEDY, seal, verify
+from agentgen.runtime.messages import Part
 from agentgen.runtime.model_client import ModelError, ToolDefinition
 
 __all__ = [
@@ -43,7 +49,8 @@ __all__ = [
 ]
 
 METADATA_KEY = "openai.tool_search"
-_VERSION = 1
+_VERSION = 2
+_KEYS = frozenset({"version", "records", "namespaces", "fingerprint"})
 
 _CALL_KEYS = frozenset({"type", "id", "call_id", "execution", "status", "arguments"})
 _OUTPUT_KEYS = frozenset({"type", "call_id", "execution", "status", "tools"})
@@ -240,24 +247,34 @@ class SearchMetadata:
     records: tuple[Anchored, ...] = ()
     namespaces: Mapping[str, str] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, parts: Sequence[Part]) -> dict[str, Any]:
+        """The stored form, sealed with the fingerprint of the records and ``parts``."""
+        record = {
             "version": _VERSION,
             "records": [{"at": at, "item": item} for at, item in self.records],
             "namespaces": dict(self.namespaces or {}),
         }
+        return seal(parts, record)
 
     @classmethod
-    def from_json(cls, value: object, parts: int, what: str) -> SearchMetadata:
+    def from_json(cls, value: object, parts: Sequence[Part], what: str) -> SearchMetadata:
         where = f"{what} metadata {METADATA_KEY!r}"
         data = require_mapping(value, where)
-        if set(data) != {"version", "records", "namespaces"} or data["version"] != _VERSION:
+        if data.get("version") != _VERSION:
             raise HistoryReplayError(
-                f"{where} must be version {_VERSION} with keys 'version', 'records', 'namespaces'"
+                f"{where} is version {data.get('version')!r}; this adapter reads version "
+                f"{_VERSION} (records stored by earlier versions carry no fingerprint): {REMEDY}"
             )
-        records = read_anchored(data["records"], "item", parts, f"{where}.records")
+        if set(data) != _KEYS:
+            raise HistoryReplayError(f"{where} must have exactly the keys {sorted(_KEYS)}")
+        records = read_anchored(data["records"], "item", len(parts), f"{where}.records")
         namespaces = require_mapping(data["namespaces"], f"{where}.namespaces")
         for call_id, namespace in namespaces.items():
             if not isinstance(namespace, str) or not namespace:
                 raise HistoryReplayError(f"{where}: call {call_id!r} has an invalid namespace")
         return cls(tuple(records), namespaces)
+
+    @staticmethod
+    def verify(value: Mapping[str, Any], parts: Sequence[Part], what: str) -> None:
+        """Refuse records that no longer match their message (after the shape checks)."""
+        verify(f"{what} metadata {METADATA_KEY!r}", parts, value)

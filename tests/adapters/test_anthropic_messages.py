@@ -417,7 +417,7 @@ def tampered(history: list[Message], change: Any) -> list[Message]:
         (lambda m: m["records"][1]["block"].update(extra=1), "unknown fields"),
         (lambda m: m["records"][1]["block"]["content"].update(type="x"), "malformed content"),
         (lambda m: m["changes"].append({"type": "tool_addition", "name": "x"}), "was not removed"),
-        (lambda m: m.update(version=2), "must be version 1"),
+        (lambda m: m.update(version=1), "must be version 2"),
     ],
 )
 async def test_malformed_search_history_is_refused(change: Any, error: str) -> None:

@@ -16,6 +16,7 @@ from agentgen.runtime.adapters import (
     OpenAIResponsesModel,
     ToolIdentityError,
 )
+from agentgen.runtime.adapters.history import seal
 from agentgen.runtime.adapters.openai_search import METADATA_KEY
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from tests.adapters.fakes import (
@@ -140,7 +141,8 @@ async def test_compaction_keeps_metadata_and_replay_stays_valid() -> None:
 
 
 def with_records(message: Message, records: list[dict[str, Any]], **extra: Any) -> Message:
-    meta = {"version": 1, "records": records, "namespaces": {}, **extra}
+    """The message with search records as the adapter stores them (sealed)."""
+    meta = seal(message.parts, {"version": 2, "records": records, "namespaces": {}, **extra})
     return message.with_metadata(METADATA_KEY, meta)
 
 

@@ -1,0 +1,177 @@
+"""What every adapter checks in a transcript before encoding it for a provider.
+
+A stored conversation is replayed to the provider on every request, and a provider that gets
+a broken one either rejects it with an error far from its cause or, worse, accepts it and
+shows the model something that did not happen. So before encoding, every adapter checks:
+
+* order and pairing (:func:`check_history`): the conversation starts with the user; every
+  call has an ID no other call has; every call is answered, once, by a result naming the
+  same tool, before the conversation goes on; no result answers a call that was not made;
+* record integrity (:func:`seal` / :func:`verify`): the search records an adapter stores
+  with an assistant message carry a fingerprint of them and of the message's calls, so a
+  call switched to another tool or a saved definition changed after storing is found;
+* records present (:func:`require_records`): a call to a tool that only a search could have
+  loaded, in a message whose search records are gone, cannot be replayed as it happened.
+
+Provider specifics (record shapes, namespaces, tool changes) stay in each adapter's replay
+module. Every refusal says what is wrong and what to do; nothing is patched or reset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from agentgen.runtime.adapters.anchors import describe
+from agentgen.runtime.adapters.errors import (
+    BrokenHistoryError,
+    MissingSearchRecordsError,
+    TamperedHistoryError,
+)
+from agentgen.runtime.contracts.canonical import canonical_bytes
+from agentgen.runtime.messages import Message, Part, ToolCallPart, ToolResultPart
+
+__all__ = ["FINGERPRINT_KEY", "REMEDY", "check_history", "require_records", "seal", "verify"]
+
+#: What a user can do about a transcript that cannot be replayed.
+REMEDY = "start a new conversation, or remove that whole exchange from the transcript"
+
+#: The key of the fingerprint inside an adapter's stored search records.
+FINGERPRINT_KEY = "fingerprint"
+
+
+def check_history(provider: str, messages: Sequence[Message]) -> frozenset[str]:
+    """Check order and pairing; return every tool-call ID of the transcript (new calls may
+    not reuse one)."""
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    pending: dict[str, tuple[str, int]] = {}
+    started = False
+    for index, message in enumerate(messages):
+        what = f"{provider}: {describe(index, message)}"
+        if message.role != "system" and not started:
+            started = True
+            if message.role != "user":
+                raise BrokenHistoryError(
+                    f"{what}: a conversation starts with a user message (after any system "
+                    f"messages), not with a {message.role} message; the transcript lost its "
+                    f"beginning: {REMEDY}"
+                )
+        if message.role == "tool":
+            for part in message.parts:
+                if isinstance(part, ToolResultPart):
+                    _answer(what, part, calls, answered, pending)
+            continue
+        if pending:
+            call_id, (tool_id, at) = next(iter(pending.items()))
+            raise BrokenHistoryError(
+                f"{what} comes before the result of call {call_id!r} to {tool_id!r} (message "
+                f"{at}): results were dropped or messages reordered; {REMEDY}"
+            )
+        if message.role == "assistant":
+            for call in message.tool_calls():
+                _call(what, index, call, calls, pending)
+    if pending:
+        call_id, (tool_id, at) = next(iter(pending.items()))
+        raise BrokenHistoryError(
+            f"{provider}: the transcript ends before the result of call {call_id!r} to "
+            f"{tool_id!r} (message {at}); a conversation continues only once every call is "
+            f"answered: add the results, or {REMEDY}"
+        )
+    return frozenset(calls)
+
+
+def _call(
+    what: str,
+    index: int,
+    call: ToolCallPart,
+    calls: dict[str, int],
+    pending: dict[str, tuple[str, int]],
+) -> None:
+    if not call.call_id:
+        raise BrokenHistoryError(f"{what} holds a call to {call.tool_id!r} without a call ID")
+    earlier = calls.get(call.call_id)
+    if earlier is not None:
+        raise BrokenHistoryError(
+            f"{what} repeats call ID {call.call_id!r} of message {earlier}; every call has its "
+            f"own ID: {REMEDY}"
+        )
+    calls[call.call_id] = index
+    pending[call.call_id] = (call.tool_id, index)
+
+
+def _answer(
+    what: str,
+    part: ToolResultPart,
+    calls: Mapping[str, int],
+    answered: set[str],
+    pending: dict[str, tuple[str, int]],
+) -> None:
+    call_id = part.call_id
+    if call_id in pending:
+        tool_id, at = pending.pop(call_id)
+        if part.tool_id != tool_id:
+            raise BrokenHistoryError(
+                f"{what} answers call {call_id!r} as a result of {part.tool_id!r}, but message "
+                f"{at} called {tool_id!r}; {REMEDY}"
+            )
+        answered.add(call_id)
+    elif call_id in answered:
+        raise BrokenHistoryError(f"{what} answers call {call_id!r} a second time; {REMEDY}")
+    elif call_id in calls:
+        raise BrokenHistoryError(
+            f"{what} answers call {call_id!r} of message {calls[call_id]}, but the "
+            f"conversation went on in between (messages reordered); {REMEDY}"
+        )
+    else:
+        raise BrokenHistoryError(
+            f"{what} answers call {call_id!r}, which no earlier assistant message made (an "
+            f"orphan result); {REMEDY}"
+        )
+
+
+# --------------------------------------------------------------------------- integrity
+
+
+def _fingerprint(parts: Sequence[Part], record: Mapping[str, Any]) -> str:
+    body = {
+        "parts": len(parts),
+        "calls": [[p.call_id, p.tool_id] for p in parts if isinstance(p, ToolCallPart)],
+        "record": {key: value for key, value in record.items() if key != FINGERPRINT_KEY},
+    }
+    return hashlib.sha256(canonical_bytes(body)).hexdigest()
+
+
+def seal(parts: Sequence[Part], record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record to store with a message, with the fingerprint of it and of the message's
+    calls (their IDs and tools, and where records sit between the parts)."""
+    return {**record, FINGERPRINT_KEY: _fingerprint(parts, record)}
+
+
+def verify(what: str, parts: Sequence[Part], record: Mapping[str, Any]) -> None:
+    """Refuse a stored record that no longer matches its message."""
+    if record.get(FINGERPRINT_KEY) != _fingerprint(parts, record):
+        raise TamperedHistoryError(
+            f"{what}: its stored search records do not match the message (their fingerprint "
+            "differs): a call was switched to another tool, or a saved definition or search "
+            f"record was changed, after the transcript was stored; {REMEDY}"
+        )
+
+
+def require_records(
+    what: str, message: Message, callable_without_search: Collection[str], bedrock: bool = False
+) -> None:
+    """For an assistant message that has none of the adapter's search records: every call
+    must be to a tool the model could call without searching (eager now, or loaded by an
+    earlier search of the transcript)."""
+    for call in message.tool_calls():
+        if call.tool_id in callable_without_search:
+            continue
+        extra = ", and Bedrock rejects such a call without its namespace" if bedrock else ""
+        raise MissingSearchRecordsError(
+            f"{what}: call {call.call_id!r} to {call.tool_id!r} has no search records, though "
+            f"{call.tool_id!r} is not a tool the model can call without searching: the "
+            "message's search metadata was lost (stripped when the transcript was stored?), "
+            f"so the call cannot be replayed as it happened{extra}; {REMEDY}"
+        )
