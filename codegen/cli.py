@@ -266,7 +266,7 @@ def gen(design: Path, output: Path | None, check: bool, force: bool, no_cache: b
         click.echo(f"{output} is not what {design} generates:", err=True)
         for line in result.lines():
             click.echo(f"  {line}", err=True)
-        if result.conflicts:
+        if result.conflicts or result.links:
             # `agentgen gen` would refuse as well: the conflicts must go first.
             click.echo(CONFLICT_HINT, err=True)
         elif result.edited:
@@ -276,25 +276,30 @@ def gen(design: Path, output: Path | None, check: bool, force: bool, no_cache: b
         sys.exit(EXIT_INVALID)
     refusals = (
         (
+            result.links,
+            "write through symbolic links at generated paths (a link could lead outside the "
+            "output folder)",
+            CONFLICT_HINT,
+        ),
+        (
             result.conflicts,
-            "what agentgen did not generate (no generated header) at generated paths",
+            "overwrite what agentgen did not generate (no generated header) at generated paths",
             CONFLICT_HINT,
         ),
         (
             result.edited,
-            "files edited by hand (their content no longer matches the hash in their header)",
+            "overwrite files edited by hand (their content no longer matches the hash in their "
+            "header)",
             EDITED_HINT,
         ),
     )
     for paths, what, hint in refusals:
         if paths:
-            click.echo(
-                f"error: {output}: refusing to overwrite {what}; nothing was written:", err=True
-            )
+            click.echo(f"error: {output}: refusing to {what}; nothing was written:", err=True)
             for path in paths:
                 click.echo(f"  {output / path}", err=True)
             click.echo(hint, err=True)
-    if result.conflicts or result.edited:
+    if result.conflicts or result.edited or result.links:
         sys.exit(EXIT_INVALID)
     click.echo(
         f"{output}: {len(result.created)} created, {len(result.updated)} updated, "

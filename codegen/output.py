@@ -6,11 +6,31 @@ overwrite one (a file of the application at a generated path) is refused as a wh
 the header (:mod:`agentgen.codegen.stamp`) tells untouched output from a hand edit: an edited
 file is overwritten only when the caller forces it, and a file is removed as no longer
 generated only when it is untouched; others are kept and reported.
+
+Writing is atomic per file, so that a generation killed at any point (``kill -9``, a full
+disk, a power cut) leaves nothing a rerun cannot repair by itself:
+
+* every file is written to a temporary file in its own folder (named ``.<name>.<pid>.<random>``
+  ``.agentgen-tmp``) and renamed over its path: a generated path holds either its previous
+  content or its new content, never part of it;
+* before the first write, a journal (``.journal.agentgen-tmp`` in the output folder, flushed
+  to disk) lists the paths about to be written; it is removed once the generation is complete.
+  While it exists, a listed path holding an empty or truncated file is agentgen's own partial
+  output (a power cut can persist a rename before the data it names; generated files are not
+  flushed one by one, since a rerun repairs them) and is replaced like a stale file; elsewhere
+  an empty file is the application's and is never overwritten;
+* temporary files and journals left behind by a killed run are agentgen's own: the next
+  ``gen`` removes them, and ``gen --check`` lists them as extra until then.
+
+``gen`` never writes through a symbolic link: a link at a generated path, or at a folder on
+the way to one, is refused as a whole with the paths at fault, before anything is written.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,6 +41,11 @@ from agentgen.codegen.stamp import file_state, state
 
 if TYPE_CHECKING:
     from agentgen.codegen.render import RenderedFile
+
+#: The suffix of agentgen's temporary files (see the module).
+TEMP_SUFFIX = ".agentgen-tmp"
+#: The journal of a generation in progress, in the output folder.
+JOURNAL = ".journal" + TEMP_SUFFIX
 
 
 @dataclass
@@ -39,25 +64,44 @@ class Diff:
     #: Files no longer generated that carry agentgen's header but are not untouched output
     #: (edited, or written before headers had hashes): never removed.
     kept: list[str] = field(default_factory=list)
+    #: Generated paths that are (or go through) a symbolic link: never written through.
+    links: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return not (self.missing or self.stale or self.extra or self.conflicts or self.edited)
+        return not (
+            self.missing or self.stale or self.extra or self.conflicts or self.edited or self.links
+        )
 
 
 class OutputConflictError(Exception):
-    """Generated paths hold files agentgen did not generate, or (unless forced) files edited
-    by hand; nothing was written."""
+    """Generated paths hold files agentgen did not generate, symbolic links, or (unless
+    forced) files edited by hand; nothing was written."""
 
-    def __init__(self, root: Path, conflicts: list[str], edited: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        conflicts: list[str],
+        edited: Sequence[str] = (),
+        links: Sequence[str] = (),
+    ) -> None:
         self.root = root
         self.conflicts = conflicts
         self.edited = list(edited)
+        self.links = list(links)
+        parts = []
+        if self.links:
+            parts.append(
+                f"refusing to write through {len(self.links)} symbolic link(s) at generated "
+                f"paths (one could lead outside the output folder): {', '.join(self.links)}"
+            )
         refused = [*conflicts, *self.edited]
-        super().__init__(
-            f"{root}: refusing to overwrite {len(refused)} path(s) agentgen did not generate "
-            "or that were edited by hand: " + ", ".join(refused)
-        )
+        if refused:
+            parts.append(
+                f"refusing to overwrite {len(refused)} path(s) agentgen did not generate or "
+                "that were edited by hand: " + ", ".join(refused)
+            )
+        super().__init__(f"{root}: " + "; ".join(parts))
 
 
 def is_removable(path: Path) -> bool:
@@ -65,38 +109,78 @@ def is_removable(path: Path) -> bool:
     return file_state(path) == "untouched"
 
 
+def is_leftover(name: str) -> bool:
+    """Whether a file name is one of agentgen's temporary files or journals (left by a killed
+    run)."""
+    return name.startswith(".") and name.endswith(TEMP_SUFFIX)
+
+
+def _journal(root: Path) -> frozenset[str]:
+    """The paths an interrupted generation was writing (none when it completed)."""
+    try:
+        paths = json.loads((root / JOURNAL).read_text(encoding="utf-8"))["paths"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return frozenset()
+    if not isinstance(paths, list):
+        return frozenset()
+    return frozenset(p for p in paths if isinstance(p, str))
+
+
+def _write_journal(root: Path, paths: list[str]) -> None:
+    """Record the paths about to be written, durably (the data, then the rename)."""
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".journal.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    with tmp.open("w", encoding="utf-8") as handle:
+        json.dump({"paths": paths}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, root / JOURNAL)
+    directory = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
 def _existing(root: Path) -> Iterable[Path]:
     for directory, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
         for name in sorted(files):
-            if name.endswith((".py", ".json")):
-                yield Path(directory) / name
+            path = Path(directory) / name
+            if is_leftover(name) or (name.endswith((".py", ".json")) and not path.is_symlink()):
+                yield path
 
 
-def _blocked(root: Path, relative: str, folders: dict[str, bool]) -> bool:
-    """True when a folder on the way to ``relative`` exists as something else than a folder
-    (``folders`` remembers the answer for each folder already looked at)."""
-    parts = relative.split("/")[:-1]
-    for depth in range(1, len(parts) + 1):
+def _obstacle(root: Path, relative: str, folders: dict[str, str | None]) -> str | None:
+    """What stands on the way to ``relative`` inside ``root``: ``"link"`` for a symbolic link
+    (a folder or the file itself), ``"file"`` for a folder on the way that exists as something
+    else than a folder, None otherwise (``folders`` remembers the folders already looked at)."""
+    parts = relative.split("/")
+    for depth in range(1, len(parts)):
         folder = "/".join(parts[:depth])
-        blocked = folders.get(folder)
-        if blocked is None:
+        if folder not in folders:
             path = root / folder
-            blocked = folders[folder] = path.exists() and not path.is_dir()
-        if blocked:
-            return True
-    return False
+            folders[folder] = (
+                "link"
+                if path.is_symlink()
+                else ("file" if path.exists() and not path.is_dir() else None)
+            )
+        if folders[folder] is not None:
+            return folders[folder]
+    return "link" if (root / relative).is_symlink() else None
 
 
 def compare(root: Path, files: Iterable[RenderedFile]) -> Diff:
     diff = Diff()
     produced: set[str] = set()
-    folders: dict[str, bool] = {}
+    folders: dict[str, str | None] = {}
+    interrupted = _journal(root)
     for file in files:
         produced.add(file.path)
         target = root / file.path
-        if _blocked(root, file.path, folders):
-            diff.conflicts.append(file.path)
+        obstacle = _obstacle(root, file.path, folders)
+        if obstacle is not None:
+            (diff.links if obstacle == "link" else diff.conflicts).append(file.path)
             continue
         try:
             current = target.read_text(encoding="utf-8")
@@ -109,9 +193,11 @@ def compare(root: Path, files: Iterable[RenderedFile]) -> Diff:
         if current == file.text:
             continue
         found = state(current)
-        if found in ("untouched", "legacy"):
+        partial = file.path in interrupted and (not current or file.text.startswith(current))
+        if found in ("untouched", "legacy") or partial:
             # A file written before headers had hashes cannot show an edit; it is replaced as
-            # before, so upgrading agentgen needs no --force.
+            # before, so upgrading agentgen needs no --force. An interrupted generation's own
+            # partial output is replaced too.
             diff.stale.append(file.path)
         elif found == "edited":
             diff.edited.append(file.path)
@@ -120,6 +206,9 @@ def compare(root: Path, files: Iterable[RenderedFile]) -> Diff:
     if root.is_dir():
         for path in _existing(root):
             relative = path.relative_to(root).as_posix()
+            if is_leftover(path.name):
+                diff.extra.append(relative)
+                continue
             if relative in produced:
                 continue
             found_state = file_state(path)
@@ -130,42 +219,54 @@ def compare(root: Path, files: Iterable[RenderedFile]) -> Diff:
     return diff
 
 
+def _replace(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` atomically: a temporary file in the same folder, renamed
+    over the target (which replaces a file, or a link, never writing through it)."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def write(root: Path, files: Iterable[RenderedFile], *, force: bool = False) -> Diff:
-    """Write what changed, remove generated files no longer produced; return what was done.
+    """Write what changed, remove generated files no longer produced (and temporary files a
+    killed run left); return what was done.
 
     Raises :class:`OutputConflictError`, writing nothing, when a generated path holds
-    something agentgen did not generate, or a file edited by hand (unless ``force``: then the
-    edited files are overwritten like stale ones).
+    something agentgen did not generate, is reached through a symbolic link, or holds a file
+    edited by hand (unless ``force``: then the edited files are overwritten like stale ones).
     """
     files = list(files)
     diff = compare(root, files)
-    if diff.conflicts or (diff.edited and not force):
-        raise OutputConflictError(root, diff.conflicts, diff.edited)
+    if diff.conflicts or diff.links or (diff.edited and not force):
+        raise OutputConflictError(root, diff.conflicts, diff.edited, diff.links)
     if diff.edited:
         diff.stale.extend(diff.edited)
         diff.edited.clear()
     by_path = {f.path: f for f in files}
-    for directory in sorted({(root / r).parent for r in [*diff.missing, *diff.stale]}):
+    changed = [*diff.missing, *diff.stale]
+    if changed:
+        _write_journal(root, sorted(changed))
+    for directory in sorted({(root / r).parent for r in changed}):
         directory.mkdir(parents=True, exist_ok=True)
 
     def put(relative: str) -> None:
-        target = root / relative
-        if relative in stale:
-            # Replaced in one step: a process importing the package never reads half a file.
-            tmp = target.with_name(f".{target.name}.agentgen-tmp")
-            tmp.write_text(by_path[relative].text, encoding="utf-8")
-            os.replace(tmp, target)
-        else:
-            target.write_text(by_path[relative].text, encoding="utf-8")
+        _replace(root / relative, by_path[relative].text)
 
-    stale = set(diff.stale)
     # File creation dominates writing a large tree; threads overlap the file system's latency.
     with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(put, [*diff.missing, *diff.stale]))
+        list(pool.map(put, changed))
     for relative in diff.extra:
+        if relative == JOURNAL:
+            continue  # removed last: the generation is complete only then
         target = root / relative
-        target.unlink()
+        target.unlink(missing_ok=True)
         _prune(target.parent, root)
+    (root / JOURNAL).unlink(missing_ok=True)
     return diff
 
 
