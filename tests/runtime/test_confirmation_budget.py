@@ -20,6 +20,8 @@ TOOL = "billing.refund"
 
 
 def over_budget(template: str, arguments: dict[str, Any] | None = None) -> str:
+    """The budget error of rendering ``template`` (the sizes below stay affordable even for a
+    render without a budget, so that these tests fail rather than exhaust the machine)."""
     tracemalloc.start()
     started = time.process_time()
     try:
@@ -46,7 +48,7 @@ def test_nested_loops_stop_at_the_operation_budget() -> None:
 
 
 def test_a_loop_over_a_models_list_counts_every_item() -> None:
-    items = list(range(50_000))
+    items = list(range(3_000))
     message = over_budget(
         "{% for a in args['items'] %}{% for b in args['items'] %}.{% endfor %}{% endfor %}",
         {"items": items},
@@ -56,24 +58,24 @@ def test_a_loop_over_a_models_list_counts_every_item() -> None:
 
 def test_recursion_through_macros_stops_at_the_budget() -> None:
     over_budget(
-        "{% macro m(n) %}{% if n %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(40) }}"
+        "{% macro m(n) %}{% if n %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(20) }}"
     )
 
 
 @pytest.mark.parametrize(
     "template",
     [
-        "{{ 'x' * 100000000 }}",
-        "{{ ['x'] * 100000000 }}",
-        "{{ 'a' | center(100000000) }}",
-        "{{ 'a' | indent(100000000) }}",
+        "{{ 'x' * 1000000 }}",
+        "{{ ['x'] * 1000000 }}",
+        "{{ 'a' | center(1000000) }}",
+        "{{ 'a' | indent(1000000) }}",
         "{{ 'aaaa' | replace('a', args.long) }}",
-        "{{ '%100000000d' % 1 }}",
-        "{{ '{:>100000000}'.format(1) }}",
+        "{{ '%1000000d' % 1 }}",
+        "{{ '{:>1000000}'.format(1) }}",
         "{{ '%d' | format(1) ~ ('x' * 60000) ~ ('x' * 60000) }}",
         "{% set x = args.long %}{% set x = x ~ x %}{% set x = x ~ x %}{{ x | length }}",
         "{{ (args.long ~ args.long) | length }}",
-        "{{ 7 ** 100000000 }}",
+        "{{ 7 ** 1000000 }}",
     ],
     ids=[
         "string-repeat",
@@ -101,7 +103,7 @@ def test_the_output_has_a_stated_limit() -> None:
 
 def test_scanning_long_text_repeatedly_costs_its_size() -> None:
     over_budget(
-        "{% for i in range(5000) %}{{ doc | wordcount }}{% endfor %}", {"doc": "word " * 200_000}
+        "{% for i in range(200) %}{{ doc | wordcount }}{% endfor %}", {"doc": "word " * 40_000}
     )
 
 
