@@ -7,7 +7,6 @@ template that goes past it fails with ``ConfirmationBudgetError`` (the call does
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 from typing import Any
 
@@ -23,20 +22,17 @@ def over_budget(template: str, arguments: dict[str, Any] | None = None) -> str:
     """The budget error of rendering ``template`` (the sizes below stay affordable even for a
     render without a budget, so that these tests fail rather than exhaust the machine)."""
     tracemalloc.start()
-    started = time.process_time()
     try:
         with pytest.raises(ConfirmationBudgetError) as info:
             render(template, arguments or {}, tool_id=TOOL, which="confirmation prompt")
     finally:
-        spent = time.process_time() - started
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     message = str(info.value)
     assert message.startswith(f"tool {TOOL!r} confirmation prompt: "), message
     assert "did not run" in message
-    # Stopped inside the render, long before the work the template asked for.
-    assert spent < 2.0, spent
-    assert peak < 32 << 20, peak
+    # Stopped inside the render, before building what the template asked for.
+    assert peak < 4 << 20, peak
     return message
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from typing import Any
 
 import pytest
@@ -198,19 +197,28 @@ def test_references_must_resolve_inside_the_schema(ref: str) -> None:
     assert message.startswith(f"tool {TOOL!r} payload") and repr(ref) in message
 
 
-def test_schemas_have_a_stated_size_limit_checked_in_bounded_time() -> None:
+def test_schemas_have_a_stated_size_limit_checked_before_any_compiling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentgen.runtime.contracts import compiler
+
+    built: list[str] = []
+
+    class Spy(compiler.SchemaCodec):
+        def __init__(self, schema: dict[str, Any], what: str) -> None:
+            built.append(what)
+            super().__init__(schema, what)
+
+    monkeypatch.setattr(compiler, "SchemaCodec", Spy)
     schema = copy.deepcopy(PAYLOAD)
     schema["properties"].update(
         {f"field_{i:05d}": {"type": "string", "description": "x" * 40} for i in range(20_000)}
     )
     assert len(json.dumps(schema)) > 1_000_000
-    started = time.process_time()
     message = refused(declaration(payload_schema=schema))
-    spent = time.process_time() - started
     assert message.startswith(f"tool {TOOL!r} payload"), message
     assert f"{limits.MAX_SCHEMA_BYTES}" in message
-    # Refused after reading about the limit, not after compiling the whole schema (seconds).
-    assert spent < 1.0, spent
+    assert built == []  # refused before anything was compiled (seconds for 1 MB)
 
 
 def test_a_long_string_inside_a_schema_counts_toward_its_size() -> None:
@@ -276,10 +284,9 @@ def no_backtracking(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_patterns_never_run_on_pythons_backtracking_engine() -> None:
     spec = compile(declaration(payload_schema=pattern_payload(REDOS)), toolset=TOOLSET)
     assert spec.payload.codec.decode('{"host":"api-1.example.com"}')
-    started = time.process_time()
+    # About 2^40 steps on a backtracking engine; RE2 reads the text once.
     with pytest.raises(PayloadError, match="does not match"):
         spec.payload.codec.decode(json.dumps({"host": "a" * 40 + "!"}))
-    assert time.process_time() - started < 1.0  # 2^40 steps on a backtracking engine
 
 
 @pytest.mark.usefixtures("no_backtracking")

@@ -1,0 +1,148 @@
+"""How long the event loop is held by bad input from registries and models.
+
+Three inputs from the hardening issue, each handled two ways in the same run:
+
+- a ReDoS ``pattern`` (``^([a-z0-9]+-?)*[a-z0-9]+\\.example\\.com$``) against ``a…a!`` of growing
+  length: jsonschema's own ``Draft202012Validator`` (Python's backtracking ``re``, the peer)
+  versus agentgen's ``SchemaCodec`` (RE2);
+- a confirmation template with nested loops: Jinja's ``ImmutableSandboxedEnvironment`` (the
+  peer) versus agentgen's budgeted sandbox, which stops at its operation budget;
+- a 1.3 MB registry payload schema: checking and building jsonschema's validator for it (the
+  peer; what compiling it meant before the size limit) versus ``contracts.compile``, which
+  refuses it.
+
+Every row is the median of a few repetitions of one handling, in seconds (all of it time the
+event loop cannot run anything else), and the ratio peer / agentgen.
+
+    python bench/bad_input.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+from jinja2 import StrictUndefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from agentgen.runtime.contracts.codecs import PayloadError, SchemaCodec
+from agentgen.runtime.contracts.compiler import compile
+from agentgen.runtime.contracts.declarations import ContractError
+from agentgen.runtime.contracts.wire import tool_schema
+from agentgen.runtime.runs.confirmation import ConfirmationError, render
+from agentgen.runtime.search.document import SearchDocument
+
+REDOS = r"^([a-z0-9]+-?)*[a-z0-9]+\.example\.com$"
+
+
+def median(run: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def redos(repeat: int) -> list[tuple[str, float, float]]:
+    schema = {"type": "object", "properties": {"host": {"type": "string", "pattern": REDOS}}}
+    peer = jsonschema.Draft202012Validator(schema)
+    codec = SchemaCodec(copy.deepcopy(schema), "bench")
+    rows = []
+    for length in (17, 19, 21, 23):
+        value = {"host": "a" * (length - 1) + "!"}
+
+        def ours(value: Any = value) -> None:
+            try:
+                codec.decode(value)
+            except PayloadError:
+                pass
+
+        rows.append(
+            (
+                f"ReDoS pattern, {length} characters",
+                median(lambda value=value: peer.is_valid(value), repeat),
+                median(ours, repeat),
+            )
+        )
+    return rows
+
+
+def template(repeat: int) -> list[tuple[str, float, float]]:
+    rows = []
+    for outer in (30, 300):
+        source = (
+            f"{{% for i in range({outer}) %}}{{% for j in range(3000) %}}{{{{ j }}}}"
+            "{% endfor %}{% endfor %}"
+        )
+        peer = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
+
+        def ours(source: str = source) -> None:
+            try:
+                render(source, {}, tool_id="bench.tool", which="confirmation prompt")
+            except ConfirmationError:
+                pass
+
+        rows.append(
+            (
+                f"loop template, {outer} x 3,000 iterations",
+                median(lambda source=source: peer.from_string(source).render(), repeat),
+                median(ours, repeat),
+            )
+        )
+    return rows
+
+
+def big_schema(repeat: int) -> list[tuple[str, float, float]]:
+    properties = {
+        f"field_{i:05d}": {"type": "string", "description": "x" * 40, "maxLength": 100}
+        for i in range(12_000)
+    }
+    payload = {"type": "object", "properties": properties}
+    declaration = tool_schema(
+        tool_id="bench.tool",
+        title="Bench",
+        description="A tool.",
+        tags=(),
+        payload_schema={"type": "object"},
+        payload_name=None,
+        result_schema={"type": "object"},
+        result_name=None,
+        search=SearchDocument.from_text("bench.tool"),
+    ).to_json()
+    declaration["payload_schema"] = declaration["execution_payload_schema"] = payload
+
+    def peer() -> None:
+        jsonschema.Draft202012Validator.check_schema(payload)
+        jsonschema.Draft202012Validator(payload)
+
+    def ours() -> None:
+        try:
+            compile(declaration, toolset="bench")
+        except ContractError:
+            return
+        raise AssertionError("the 1.3 MB schema was not refused")
+
+    size = len(json.dumps(payload)) / 1e6
+    return [(f"{size:.1f} MB payload schema", median(peer, repeat), median(ours, repeat))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rows = [*redos(args.repeat), *template(args.repeat), *big_schema(args.repeat)]
+    print("| input | peer (s) | agentgen (s) | peer / agentgen |")
+    print("|---|---:|---:|---:|")
+    for name, peer, ours in rows:
+        print(f"| {name} | {peer:.4f} | {ours:.5f} | {peer / ours:,.0f}x |")
+
+
+if __name__ == "__main__":
+    main()
