@@ -20,6 +20,7 @@ event loop cannot run anything else), and the ratio peer / agentgen.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import statistics
@@ -59,10 +60,8 @@ def redos(repeat: int) -> list[tuple[str, float, float]]:
         value = {"host": "a" * (length - 1) + "!"}
 
         def ours(value: Any = value) -> None:
-            try:
+            with contextlib.suppress(PayloadError):
                 codec.decode(value)
-            except PayloadError:
-                pass
 
         rows.append(
             (
@@ -84,10 +83,8 @@ def template(repeat: int) -> list[tuple[str, float, float]]:
         peer = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
 
         def ours(source: str = source) -> None:
-            try:
+            with contextlib.suppress(ConfirmationError):
                 render(source, {}, tool_id="bench.tool", which="confirmation prompt")
-            except ConfirmationError:
-                pass
 
         rows.append(
             (
