@@ -75,12 +75,12 @@ def redos(repeat: int) -> list[tuple[str, float, float]]:
 
 def template(repeat: int) -> list[tuple[str, float, float]]:
     rows = []
+    peer = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
     for outer in (30, 300):
         source = (
             f"{{% for i in range({outer}) %}}{{% for j in range(3000) %}}{{{{ j }}}}"
             "{% endfor %}{% endfor %}"
         )
-        peer = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
 
         def ours(source: str = source) -> None:
             with contextlib.suppress(ConfirmationError):
