@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agentgen.codegen.loader import load_design
 from agentgen.codegen.output import JOURNAL, TEMP_SUFFIX, OutputConflictError, compare, write
-from agentgen.codegen.pipeline import generate
+from agentgen.codegen.pipeline import model_of, render_model
 from agentgen.codegen.render import RenderedFile
 from tests.codegen.helpers import ROOT, tree
 from tests.codegen.test_output import DESIGN, gen
@@ -43,6 +42,10 @@ CHILD = textwrap.dedent(
     print(time.perf_counter() - start, flush=True)
     """
 )
+
+
+def rendered(design: Path) -> list[RenderedFile]:
+    return list(render_model(model_of(design)))
 
 
 def revised(files: list[RenderedFile], rng: random.Random) -> list[RenderedFile]:
@@ -87,7 +90,7 @@ def test_a_generator_killed_at_random_points_leaves_a_tree_the_next_run_repairs(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "design.py").write_text(design_source(600))
-    first = generate(load_design(tmp_path / "design.py")).files
+    first = rendered(tmp_path / "design.py")
     rng = random.Random(SEED)
     versions = {"first": first, "revised": revised(first, rng)}
     texts = {path: {f.text for v in versions.values() for f in v if f.path == path}
@@ -153,7 +156,7 @@ def test_leftover_temporary_files_are_removed_even_when_nothing_else_changed(
 
 def test_files_an_interrupted_generation_left_empty_are_replaced(tmp_path: Path) -> None:
     (tmp_path / "design.py").write_text(DESIGN)
-    files = generate(load_design(tmp_path / "design.py")).files
+    files = rendered(tmp_path / "design.py")
     root = tmp_path / "gen"
     write(root, files)
     # What a power cut can leave: the journal of the generation, and renamed files whose
@@ -169,7 +172,7 @@ def test_files_an_interrupted_generation_left_empty_are_replaced(tmp_path: Path)
 
 def test_without_a_journal_an_empty_file_stays_the_applications(tmp_path: Path) -> None:
     (tmp_path / "design.py").write_text(DESIGN)
-    files = generate(load_design(tmp_path / "design.py")).files
+    files = rendered(tmp_path / "design.py")
     root = tmp_path / "gen"
     write(root, files)
     (root / files[0].path).write_text("")
@@ -203,7 +206,7 @@ def test_a_linked_folder_on_the_way_to_generated_paths_is_refused(tmp_path: Path
     out = tmp_path / "gen" / "assistant"
     out.parent.mkdir()
     out.symlink_to(elsewhere, target_is_directory=True)
-    files = generate(load_design(tmp_path / "design.py")).files
+    files = rendered(tmp_path / "design.py")
     with pytest.raises(OutputConflictError, match="symbolic link") as info:
         write(tmp_path / "gen", files)
     assert all(path.startswith("assistant/") for path in info.value.links)
