@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from agentgen.runtime.adapters.anchors import Anchored, read_anchored, require_mapping
 from agentgen.runtime.adapters.errors import HistoryReplayError
-from agentgen.runtime.adapters.history import REMEDY, seal, verify
+from agentgen.runtime.adapters.history import REMEDY, read_sealed, seal, verify
 from agentgen.runtime.adapters.names import provider_name
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from agentgen.runtime.contracts.schema_checks import SchemaProblem, check_bounds
@@ -188,14 +188,7 @@ class SearchMetadata:
     @classmethod
     def from_json(cls, value: object, parts: Sequence[Part], what: str) -> SearchMetadata:
         where = f"{what} metadata {METADATA_KEY!r}"
-        data = require_mapping(value, where)
-        if data.get("version") != _VERSION:
-            raise HistoryReplayError(
-                f"{where} must be version {_VERSION}, got {data.get('version')!r} (records "
-                f"stored by earlier versions carry no fingerprint): {REMEDY}"
-            )
-        if set(data) != _KEYS:
-            raise HistoryReplayError(f"{where} must have exactly the keys {sorted(_KEYS)}")
+        data = read_sealed(value, where, _VERSION, _KEYS)
         records = read_anchored(data["records"], "block", len(parts), f"{where}.records")
         definitions, changes = data["definitions"], data["changes"]
         if not isinstance(definitions, list) or not isinstance(changes, list):

@@ -23,16 +23,25 @@ import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from agentgen.runtime.adapters.anchors import describe
+from agentgen.runtime.adapters.anchors import describe, require_mapping
 from agentgen.runtime.adapters.errors import (
     BrokenHistoryError,
+    HistoryReplayError,
     MissingSearchRecordsError,
     TamperedHistoryError,
 )
 from agentgen.runtime.contracts.canonical import canonical_bytes
 from agentgen.runtime.messages import Message, Part, ToolCallPart, ToolResultPart
 
-__all__ = ["FINGERPRINT_KEY", "REMEDY", "check_history", "require_records", "seal", "verify"]
+__all__ = [
+    "FINGERPRINT_KEY",
+    "REMEDY",
+    "check_history",
+    "read_sealed",
+    "require_records",
+    "seal",
+    "verify",
+]
 
 #: What a user can do about a transcript that cannot be replayed.
 REMEDY = "start a new conversation, or remove that whole exchange from the transcript"
@@ -147,6 +156,21 @@ def seal(parts: Sequence[Part], record: Mapping[str, Any]) -> dict[str, Any]:
     """The record to store with a message, with the fingerprint of it and of the message's
     calls (their IDs and tools, and where records sit between the parts)."""
     return {**record, FINGERPRINT_KEY: _fingerprint(parts, record)}
+
+
+def read_sealed(value: object, where: str, version: int, keys: Collection[str]) -> dict[str, Any]:
+    """A stored record of this ``version`` with exactly ``keys`` (its fingerprint included),
+    before its fields are read; the fingerprint itself is checked by :func:`verify`, once the
+    record's shape is known to be right."""
+    data = require_mapping(value, where)
+    if data.get("version") != version:
+        raise HistoryReplayError(
+            f"{where} must be version {version}, got {data.get('version')!r} (records stored by "
+            f"earlier versions carry no fingerprint): {REMEDY}"
+        )
+    if set(data) != set(keys):
+        raise HistoryReplayError(f"{where} must have exactly the keys {sorted(keys)}")
+    return data
 
 
 def verify(what: str, parts: Sequence[Part], record: Mapping[str, Any]) -> None:

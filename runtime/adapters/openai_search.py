@@ -30,7 +30,7 @@ from typing import Any
 
 from agentgen.runtime.adapters.anchors import Anchored, read_anchored, require_mapping
 from agentgen.runtime.adapters.errors import HistoryReplayError
-from agentgen.runtime.adapters.history import REMEDY, seal, verify
+from agentgen.runtime.adapters.history import read_sealed, seal, verify
 from agentgen.runtime.messages import Part
 from agentgen.runtime.model_client import ModelError, ToolDefinition
 
@@ -259,14 +259,7 @@ class SearchMetadata:
     @classmethod
     def from_json(cls, value: object, parts: Sequence[Part], what: str) -> SearchMetadata:
         where = f"{what} metadata {METADATA_KEY!r}"
-        data = require_mapping(value, where)
-        if data.get("version") != _VERSION:
-            raise HistoryReplayError(
-                f"{where} is version {data.get('version')!r}; this adapter reads version "
-                f"{_VERSION} (records stored by earlier versions carry no fingerprint): {REMEDY}"
-            )
-        if set(data) != _KEYS:
-            raise HistoryReplayError(f"{where} must have exactly the keys {sorted(_KEYS)}")
+        data = read_sealed(value, where, _VERSION, _KEYS)
         records = read_anchored(data["records"], "item", len(parts), f"{where}.records")
         namespaces = require_mapping(data["namespaces"], f"{where}.namespaces")
         for call_id, namespace in namespaces.items():
