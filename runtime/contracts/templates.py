@@ -35,6 +35,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
+from agentgen.runtime.contracts.codecs import encode_exact
 from agentgen.runtime.contracts.limits import (
     MAX_TEMPLATE_CHARS,
     MAX_TEMPLATE_OPERATIONS,
@@ -221,8 +222,6 @@ def _range(*args: int) -> range:
 def tojson(value: Any) -> str:
     """JSON of a value, numbers written exactly as parsed (``Decimal`` arguments included);
     inside a render, every value written costs its share of the budget."""
-    from agentgen.runtime.contracts.codecs import encode_exact
-
     budget = _BUDGET.get()
     if budget is not None:
         budget.spend(1 + _cost(value))

@@ -27,6 +27,7 @@ from agentgen.runtime.contracts.limits import (
     MAX_SCHEMA_DEPTH,
 )
 from agentgen.runtime.contracts.schema_checks import SchemaProblem, check_bounds
+from agentgen.runtime.contracts.templates import check_template
 
 __all__ = ["check_payload", "checked_declaration", "shown"]
 
@@ -112,8 +113,6 @@ def checked_declaration(
     _check_membership(checked.name, toolset)
     contract = checked.consumer_contract
     if contract is not None and contract.confirmation is not None:
-        from agentgen.runtime.contracts.templates import check_template
-
         confirmation = contract.confirmation
         for which, template in (
             ("confirmation prompt", confirmation.prompt_template),
