@@ -36,7 +36,7 @@ from agentgen.runtime.adapters.errors import HistoryReplayError
 from agentgen.runtime.adapters.history import REMEDY, read_sealed, seal, verify
 from agentgen.runtime.adapters.names import provider_name
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
-from agentgen.runtime.contracts.schema_checks import SchemaProblem, check_bounds
+from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds
 from agentgen.runtime.messages import Part
 from agentgen.runtime.model_client import ModelError, ToolDefinition
 

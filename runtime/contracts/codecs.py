@@ -13,7 +13,7 @@ strict JSON mode with unknown keys refused (``true`` is not an integer, ``"7"`` 
 extra key is an error). For schema-typed tools the JSON Schema is applied exactly (JSON Schema
 never converts) and, in addition, an object schema that lists its ``properties`` refuses keys
 it does not list unless it says otherwise (see
-:func:`~agentgen.runtime.contracts.schema_checks.closed_copy` for the precise rule).
+:func:`~agentgen.runtime.contracts.schema_inspection.closed_copy` for the precise rule).
 """
 
 from __future__ import annotations
@@ -160,15 +160,15 @@ class SchemaCodec:
     References must resolve inside the schema (nothing is fetched from files or the network),
     patterns run on RE2 (linear time), and a schema whose validation could not end (a reference
     cycle that never descends into the value) is refused here, before any value is validated:
-    :class:`~agentgen.runtime.contracts.schema_checks.SchemaProblem`.
+    :class:`~agentgen.runtime.contracts.schema_inspection.SchemaProblem`.
     """
 
     def __init__(self, schema: dict[str, Any], what: str) -> None:
         # Imported here: jsonschema is only needed by schema-typed tools, and importing it
         # costs every process that only runs compiled tools.
-        from agentgen.runtime.contracts import schema_checks
+        from agentgen.runtime.contracts import schema_inspection
 
-        schema_checks.inspect(schema)
+        schema_inspection.inspect(schema)
         check_schema(schema)
         self.schema = schema
         self.what = what
@@ -179,11 +179,11 @@ class SchemaCodec:
     def _build(schema: Any) -> Any:
         from referencing import Registry
 
-        from agentgen.runtime.contracts import schema_checks, validators
+        from agentgen.runtime.contracts import schema_inspection, validators
 
         return validators.RE2Validator(
             schema,
-            registry=Registry(retrieve=schema_checks.no_remote),  # type: ignore[call-arg]
+            registry=Registry(retrieve=schema_inspection.no_remote),  # type: ignore[call-arg]
         )
 
     def decode(self, data: str | bytes | Any) -> Any:
@@ -194,7 +194,7 @@ class SchemaCodec:
     def decode_arguments(self, data: str | bytes | Any) -> Any:
         value = self._parse(data)
         if self._strict is None:
-            from agentgen.runtime.contracts.schema_checks import closed_copy
+            from agentgen.runtime.contracts.schema_inspection import closed_copy
 
             self._strict = self._build(closed_copy(self.schema))
         self._check(self._strict, value)

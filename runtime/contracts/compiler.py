@@ -16,7 +16,7 @@ from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
 from agentgen.runtime.contracts.lazy_codec import LazySchemaCodec
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from agentgen.runtime.contracts.schema_check import check_schema
-from agentgen.runtime.contracts.schema_checks import SchemaProblem, check_bounds, inspect
+from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds, inspect
 from agentgen.runtime.contracts.specs import (
     BoundsSpec,
     ConfirmationSpec,
@@ -133,8 +133,8 @@ def _schema_type(name: str, role: str, schema: dict[str, Any], type_name: str | 
             raise SchemaProblem(
                 f"the schema is larger than {MAX_SCHEMA_BYTES} bytes of compact JSON (the limit)"
             )
-        inspect(schema)  # references, reference cycles, RE2 patterns
         check_schema(schema)
+        inspect(schema)  # references, reference cycles, RE2 patterns
     except SchemaProblem as exc:
         raise ContractError(f"tool {name!r} {role}: {exc}") from None
     except Exception as exc:  # jsonschema's SchemaError, values that are not JSON

@@ -55,6 +55,9 @@ class LazySchemaCodec:
     def decode(self, data: str | bytes | Any) -> Any:
         return self._built().decode(data)
 
+    def decode_arguments(self, data: str | bytes | Any) -> Any:
+        return self._built().decode_arguments(data)
+
     def check(self, value: Any) -> None:
         self._built().check(value)
 

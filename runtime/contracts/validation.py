@@ -26,7 +26,7 @@ from agentgen.runtime.contracts.limits import (
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
 )
-from agentgen.runtime.contracts.schema_checks import SchemaProblem, check_bounds
+from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds
 from agentgen.runtime.contracts.templates import check_template
 
 __all__ = ["check_payload", "checked_declaration", "shown"]
@@ -56,8 +56,9 @@ def _raw(declaration: object, key: str) -> Any:
 def _validated(declaration: ToolSchema | Mapping[str, Any], name: str) -> ToolSchema:
     try:
         if isinstance(declaration, ToolSchema):
-            # Whatever happened to the model since it was built: its fields, read as JSON.
-            data: Any = declaration.model_dump(mode="json", by_alias=True, warnings=False)
+            # Whatever happened to the model since it was built: its fields, as they are now
+            # (Python mode: a NaN stays a NaN, to be refused as not JSON, not turned to null).
+            data: Any = declaration.model_dump(by_alias=True, warnings=False)
         else:
             data = declaration
         return ToolSchema.model_validate(data)

@@ -2,9 +2,10 @@
 
 jsonschema matches ``pattern``, ``patternProperties`` keys, and the keys ``additionalProperties``
 and ``unevaluatedProperties`` must skip, with Python's backtracking ``re``; here those four
-keywords match with RE2 instead (see :mod:`.regex`), and checking a schema against the
-meta-schema checks its ``regex`` formats with RE2 as well. Python's ``re`` never sees a
-pattern from a schema.
+keywords match with RE2 instead (see :mod:`.regex`): Python's ``re`` never matches a pattern
+from a schema against a value. (Checking a schema against the meta-schema compiles its
+patterns, :mod:`.schema_check`; every pattern was first checked to run on RE2,
+:mod:`.schema_inspection`.)
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped, unused-ignore]
 
-from agentgen.runtime.contracts.regex import PatternError, compile_pattern, search
+from agentgen.runtime.contracts.regex import PatternError, search
 
-__all__ = ["RE2Validator", "check_schema"]
+__all__ = ["RE2Validator"]
 
 _SHORT = reprlib.Repr()
 _SHORT.maxstring = 80
@@ -161,22 +162,3 @@ RE2Validator: Any = jsonschema.validators.extend(
         "unevaluatedProperties": _unevaluated_properties,
     },
 )
-
-
-def _is_regex(instance: object) -> bool:
-    if isinstance(instance, str):
-        compile_pattern(instance)
-    return True
-
-
-_FORMATS = jsonschema.FormatChecker(formats=())
-_FORMATS.checks("regex", raises=PatternError)(_is_regex)
-
-
-def check_schema(schema: Any) -> None:
-    """Check ``schema`` against the 2020-12 meta-schema (``jsonschema.SchemaError`` if it is
-    not a schema), with RE2 for the patterns the meta-schema and ``regex`` formats use."""
-    meta = RE2Validator(RE2Validator.META_SCHEMA, format_checker=_FORMATS)
-    error = jsonschema.exceptions.best_match(meta.iter_errors(schema))
-    if error is not None:
-        raise jsonschema.exceptions.SchemaError.create_from(error)

@@ -73,8 +73,8 @@ def test_an_unchanged_declaration_is_compiled_once() -> None:
 def test_the_same_tool_under_another_toolset_name_is_another_entry() -> None:
     cache = ContractCache()
     one = cache.tool(records_tool(), toolset="records")
-    other = cache.tool(records_tool(), toolset="archive")
-    assert other is not one and other.spec.toolset == "archive"
+    other = cache.tool(records_tool(), toolset="svc.records")
+    assert other is not one and other.spec.toolset == "svc.records"
 
 
 def test_a_changed_schema_under_the_same_name_is_compiled_again() -> None:
