@@ -236,8 +236,7 @@ def test_schemas_have_a_stated_depth_limit() -> None:
 def test_a_declaration_has_a_stated_total_size_limit() -> None:
     model = declaration()
     assert model.consumer_contract is not None
-    model.consumer_contract.search.terms = {f"t{i}": 1 for i in range(200_000)}
-    model.consumer_contract.search.length = 200_000
+    model.consumer_contract.search.terms = {f"t{i}": [1] for i in range(200_000)}
     message = refused(model)
     assert f"{limits.MAX_DECLARATION_BYTES}" in message
 
