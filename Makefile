@@ -13,7 +13,7 @@ PACKAGES := dsl codegen runtime templates
 
 EXAMPLES := records company quickstart
 
-.PHONY: demo test lint layers typecheck link-tree regen clean
+.PHONY: demo demo-registry test lint layers typecheck link-tree regen clean redis-server
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,15 +29,32 @@ $(VENV)/.installed-demo: pyproject.toml $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[openai,anthropic]'
 	touch $@
 
+# The distributed company example runs the registry service and the real OpenAI adapter.
+$(VENV)/.installed-registry: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[openai,registry]'
+	touch $@
+
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	$(MAKE) --no-print-directory link-tree
-	touch $@ $(VENV)/.installed $(VENV)/.installed-demo
+	touch $@ $(VENV)/.installed $(VENV)/.installed-demo $(VENV)/.installed-registry
 
 # Regenerate the examples, then run the quickstart agent end to end on recorded provider
 # replies: no credentials, no network.
 demo: $(VENV)/.installed-demo regen
 	$(BIN)/python -m examples.quickstart.tool_search
+
+# The registry, a provider process and an agent (recorded model replies, no credentials),
+# then a second provider revision replacing the first while the agent keeps running.
+demo-registry: $(VENV)/.installed-registry regen
+	$(BIN)/python -m examples.company
+
+# The registry tests start Debian's redis-server on a free 127.0.0.1 port; installed here when
+# missing (RUNLEVEL=1: the package must not start a server of its own).
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO env RUNLEVEL=1 apt-get install -y -qq redis-server; }
 
 link-tree: | $(BIN)/python
 	@mkdir -p $(LINK_TREE)/agentgen
@@ -55,7 +72,7 @@ typecheck: $(VENV)/.installed-dev
 layers: $(VENV)/.installed-dev
 	$(BIN)/lint-imports
 
-test: lint layers typecheck
+test: lint layers typecheck redis-server
 	$(BIN)/python -m pytest -q
 
 # Regenerate the committed packages of every example (the golden tests compare against them).

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
+from agentgen.codegen.registry_command import registry
+
 if TYPE_CHECKING:
     from agentgen.codegen.agent_views import AgentView, ToolView
     from agentgen.codegen.check import CheckedDesign
@@ -537,6 +539,9 @@ def explain(design: Path, agent_id: str | None, as_json: bool) -> None:
         click.echo(json.dumps(render_json(str(design), explanations), indent=2))
     else:
         click.echo(render_text(explanations) or f"{design}: the design has no agents")
+
+
+main.add_command(registry)
 
 
 def run() -> None:

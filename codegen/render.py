@@ -192,6 +192,10 @@ def _toolset_files(design: str, toolset: ToolsetModel) -> Iterator[RenderedFile]
         yield RenderedFile(
             f"{base}/executor.py", _render("executor.py.jinja", design=design, toolset=toolset)
         )
+    if toolset.kind == "local" and toolset.publish_to:
+        yield RenderedFile(
+            f"{base}/provider.py", _render("provider.py.jinja", design=design, toolset=toolset)
+        )
 
 
 def _agent_files(design: str, agent: AgentModel) -> Iterator[RenderedFile]:

@@ -225,6 +225,27 @@ if TYPE_CHECKING:
     from agentgen.runtime.registry.client import (
         ToolCallMeta as ToolCallMeta,
     )
+    from agentgen.runtime.registry.http_client import (
+        HttpRegistryClient as HttpRegistryClient,
+    )
+    from agentgen.runtime.registry.http_client import (
+        HttpResultStream as HttpResultStream,
+    )
+    from agentgen.runtime.registry.http_client import (
+        connect_registry as connect_registry,
+    )
+    from agentgen.runtime.registry.provider import (
+        ServeOptions as ServeOptions,
+    )
+    from agentgen.runtime.registry.provider import (
+        ServeReport as ServeReport,
+    )
+    from agentgen.runtime.registry.provider import (
+        ToolOverloadedError as ToolOverloadedError,
+    )
+    from agentgen.runtime.registry.provider import (
+        serve_toolset as serve_toolset,
+    )
     from agentgen.runtime.runs.accepted import (
         AcceptedCall as AcceptedCall,
     )
@@ -310,6 +331,8 @@ __all__ = [
     "Engine",
     "FieldIssue",
     "HistoryReplayError",
+    "HttpRegistryClient",
+    "HttpResultStream",
     "InMemoryEngine",
     "MCPCaller",
     "MCPToolsetExecutor",
@@ -352,6 +375,8 @@ __all__ = [
     "RunRequest",
     "Runtime",
     "SearchDocument",
+    "ServeOptions",
+    "ServeReport",
     "ServerDataSpec",
     "SessionCaller",
     "SourceNotFoundError",
@@ -366,6 +391,7 @@ __all__ = [
     "ToolContext",
     "ToolDefinition",
     "ToolIdentityError",
+    "ToolOverloadedError",
     "ToolResultPart",
     "ToolSchema",
     "ToolSearchUnsupportedError",
@@ -379,11 +405,13 @@ __all__ = [
     "Usage",
     "VersionMismatchError",
     "adapters",
+    "connect_registry",
     "contracts",
     "empty_payload",
     "model_type",
     "null_result",
     "schema_type",
+    "serve_toolset",
     "testing",
     "transcript",
 ]
@@ -452,6 +480,13 @@ _HOMES: dict[str, str] = {
     "ResolvedToolset": "agentgen.runtime.registry.client",
     "ResultStream": "agentgen.runtime.registry.client",
     "ToolCallMeta": "agentgen.runtime.registry.client",
+    "HttpRegistryClient": "agentgen.runtime.registry.http_client",
+    "HttpResultStream": "agentgen.runtime.registry.http_client",
+    "connect_registry": "agentgen.runtime.registry.http_client",
+    "ServeOptions": "agentgen.runtime.registry.provider",
+    "ServeReport": "agentgen.runtime.registry.provider",
+    "ToolOverloadedError": "agentgen.runtime.registry.provider",
+    "serve_toolset": "agentgen.runtime.registry.provider",
     "ContractError": "agentgen.runtime.contracts.declarations",
     "ToolSchema": "agentgen.runtime.contracts.declarations",
     "ToolsetDeclaration": "agentgen.runtime.contracts.declarations",

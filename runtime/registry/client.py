@@ -75,10 +75,15 @@ class ToolCallMeta:
 
 @dataclass(frozen=True)
 class CallRef:
-    """The identity of an admitted call; a retry must return exactly the same one."""
+    """The identity of an admitted call; a retry must return exactly the same one (same
+    tool-use ID, token, deadline and expiry)."""
 
     tool_use_id: str
     registration_token: str
+    #: When the call must have run, and when its result is forgotten (milliseconds since the
+    #: epoch on the registry's clock; 0 when the registry does not say).
+    execution_deadline_ms: int = 0
+    result_expires_at_ms: int = 0
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ REGISTRIES: Mapping[str, RegistrySettings] = MappingProxyType(
     {
         "company": RegistrySettings(
             name="company",
-            url="https://registry.example",
+            url="http://127.0.0.1:9090",
             api_version="v1",
         ),
     }

@@ -3,11 +3,18 @@
 """The registry sources an agent consumes, read by every planning activity.
 
 Agent: assistant.reader.
+
+Connect its registries to their live services in one line, before the first run:
+``registry_tools.connect(rt)``.
 """
 
 from __future__ import annotations
 
-from agentgen.runtime import RegistryCatalog
+from collections.abc import Mapping
+
+from agentgen.runtime import RegistryCatalog, Runtime, connect_registry
+
+from ....registries import REGISTRIES as SETTINGS
 
 #: (registry, toolset, required version or "") of every named registry toolset.
 TOOLSETS: frozenset[tuple[str, str, str]] = frozenset(
@@ -17,6 +24,19 @@ TOOLSETS: frozenset[tuple[str, str, str]] = frozenset(
 )
 #: Registries consumed whole: every toolset they currently list.
 REGISTRIES: frozenset[str] = frozenset([])
+#: Every registry the agent reads.
+READS: tuple[str, ...] = ("company",)
+
+
+def connect(
+    rt: Runtime, *, token: str | None = None, urls: Mapping[str, str] | None = None
+) -> None:
+    """Connect every registry the agent reads to its live service, with the design's settings
+    (``URL``, ``Timeout``, ``Retry``). ``token`` defaults to ``$AGENTGEN_REGISTRY_TOKEN``;
+    ``urls`` replaces a registry's URL, by name. A registry ``rt`` already has (another agent's
+    ``connect`` registered it) is kept."""
+    for name in READS:
+        connect_registry(rt, SETTINGS[name], token=token, url=(urls or {}).get(name))
 
 
 class ReaderRegistryTools:

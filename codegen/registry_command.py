@@ -1,0 +1,174 @@
+"""``agentgen registry ...``: running the registry service.
+
+The service and its libraries (FastAPI, uvicorn, the store clients) are imported inside the
+command: the generator's commands never load them.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["registry"]
+
+EXIT_UNUSABLE = 2
+
+
+def _duration_ms(value: str, option: str) -> int:
+    from agentgen.dsl.registries import parse_duration
+
+    try:
+        return int(parse_duration(value) * 1000)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+
+
+@click.group()
+def registry() -> None:
+    """Run a tool registry: providers publish toolsets to it, consumers resolve and call them."""
+
+
+@registry.command(
+    epilog=(
+        "\b\nexamples:\n"
+        "  agentgen registry serve\n"
+        "      SQLite file agentgen-registry.db, http://127.0.0.1:9090, no tokens (loopback only)\n"
+        "  agentgen registry serve --store redis://127.0.0.1:6379/0 --port 9091\n"
+        "      state in Redis: every registry process using it is one registry\n"
+        "  agentgen registry serve --host 0.0.0.0 --tokens tokens.json\n"
+        "      reachable from other machines: bearer tokens required (see docs/registry.md)"
+    )
+)
+@click.option(
+    "--store",
+    default="sqlite:agentgen-registry.db",
+    show_default=True,
+    help="sqlite:PATH (embedded, survives restarts), memory (nothing survives) or "
+    "redis://HOST:PORT/DB (shared by several registry processes).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=9090, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--tokens",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="JSON file of bearer tokens and their roles (default: $AGENTGEN_REGISTRY_TOKENS or "
+    "$AGENTGEN_REGISTRY_TOKENS_FILE). Without tokens only a loopback address is allowed.",
+)
+@click.option(
+    "--max-body",
+    default=1 << 20,
+    show_default=True,
+    type=click.IntRange(1024),
+    help="Largest request body accepted, in bytes (larger: 413 body_too_large).",
+)
+@click.option("--min-lease", default="45s", show_default=True, help="Shortest provider lease.")
+@click.option("--max-lease", default="24h", show_default=True, help="Longest provider lease.")
+@click.option(
+    "--call-timeout",
+    default="10m",
+    show_default=True,
+    help="How long an admitted call may wait for and run on a provider.",
+)
+@click.option(
+    "--result-retention",
+    default="5m",
+    show_default=True,
+    help="How long a call's outcome is kept after its deadline.",
+)
+@click.option(
+    "--redelivery",
+    default="5s",
+    show_default=True,
+    help="How long a call handed to a provider that never confirmed it waits before another "
+    "provider may take it.",
+)
+@click.option(
+    "--log-level",
+    default="warning",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
+def serve(
+    store: str,
+    host: str,
+    port: int,
+    tokens: Path | None,
+    max_body: int,
+    min_lease: str,
+    max_lease: str,
+    call_timeout: str,
+    result_retention: str,
+    redelivery: str,
+    log_level: str,
+) -> None:
+    """Serve the registry's HTTP API (OpenAPI document at /openapi.json) until stopped."""
+    # `agentgen` pauses the garbage collector for its short commands; a server runs for long.
+    gc.enable()
+    import asyncio
+
+    import uvicorn
+
+    from agentgen.runtime.registry.admission import Limits
+    from agentgen.runtime.registry.auth import AuthConfigError, TokenTable, is_loopback
+    from agentgen.runtime.registry.operations import CatalogCorruptError, RegistryOperations
+    from agentgen.runtime.registry.service import ServiceConfig, create_app
+    from agentgen.runtime.registry.store import StoreError
+    from agentgen.runtime.registry.stores import open_store
+
+    limits = Limits(
+        min_lease_ms=_duration_ms(min_lease, "--min-lease"),
+        max_lease_ms=_duration_ms(max_lease, "--max-lease"),
+        call_timeout_ms=_duration_ms(call_timeout, "--call-timeout"),
+        result_retention_ms=_duration_ms(result_retention, "--result-retention"),
+    )
+    if limits.min_lease_ms > limits.max_lease_ms:
+        raise click.BadParameter("--min-lease is longer than --max-lease")
+    try:
+        table = TokenTable.from_file(tokens) if tokens is not None else TokenTable.from_env()
+        the_store = open_store(store, redelivery_ms=_duration_ms(redelivery, "--redelivery"))
+    except (AuthConfigError, ValueError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_UNUSABLE)
+    if table.empty and not is_loopback(host):
+        click.echo(
+            f"error: refusing to listen on {host}: no registry tokens are configured, so anyone "
+            "who can reach the address could publish and call tools. Configure tokens (--tokens "
+            "FILE or $AGENTGEN_REGISTRY_TOKENS, see docs/registry.md) or listen on 127.0.0.1.",
+            err=True,
+        )
+        sys.exit(EXIT_UNUSABLE)
+
+    async def verify() -> int:
+        await the_store.open()
+        try:
+            return await RegistryOperations(the_store, limits).verify_catalog()
+        finally:
+            await the_store.close()
+
+    try:
+        entries = asyncio.run(verify())
+    except (CatalogCorruptError, StoreError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_UNUSABLE)
+    access = "bearer tokens required" if not table.empty else "open (no tokens: loopback only)"
+    click.echo(
+        f"agentgen registry: http://{host}:{port} (store {the_store.description}, {entries} "
+        f"toolset(s); {access})",
+        err=True,
+    )
+    app = create_app(
+        the_store, tokens=table, limits=limits, config=ServiceConfig(max_body_bytes=max_body)
+    )
+    # Long polls (claims, results) are cut after a few seconds on shutdown: their clients
+    # retry, against this registry once it is back or another one sharing the store.
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=3,
+    )

@@ -1,0 +1,243 @@
+"""The registry's HTTP API: request and response bodies, shared by the service and its client.
+
+Every body is a strict pydantic model (unknown fields refused), so the service validates what
+arrives and the published OpenAPI document (``GET /openapi.json``) says exactly what is
+accepted. Payloads and results travel as JSON text (``payload_json``, ``result_json``): the
+registry compares and validates the exact bytes the caller sent.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.fingerprint import WIRE_PROTOCOL_VERSION
+from agentgen.runtime.registry.admission import IDENTIFIER, CallMeta
+
+__all__ = [
+    "API_PREFIX",
+    "ERROR_STATUS",
+    "CallRefBody",
+    "CallRequestBody",
+    "CheckAdmissionRequest",
+    "CheckAdmissionResponse",
+    "ClaimRequest",
+    "ClaimResponse",
+    "ClaimedCallBody",
+    "CompleteRequest",
+    "DrainRequest",
+    "ErrorBody",
+    "ErrorResponse",
+    "HealthResponse",
+    "LeaseRequest",
+    "LeaseResponse",
+    "ListRequest",
+    "ListResponse",
+    "OkResponse",
+    "OverloadRequest",
+    "RegisterRequest",
+    "RegisterResponse",
+    "RenewRequest",
+    "ResolveRequest",
+    "ResolveResponse",
+    "ResultRequest",
+    "ResultResponse",
+    "RetryRequest",
+    "UnregisterRequest",
+]
+
+API_PREFIX = "/v1"
+
+#: HTTP status of every error code the registry answers with.
+ERROR_STATUS: dict[str, int] = {
+    "malformed_json": 400,
+    "unauthenticated": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "admission_blocked": 409,
+    "admission_retired": 409,
+    "admission_conflict": 409,
+    "call_not_admitted": 409,
+    "call_conflict": 409,
+    "provider_lease_lost": 409,
+    "body_too_large": 413,
+    "unsupported_media_type": 415,
+    "validation_error": 422,
+    "service_unavailable": 503,
+}
+
+Token = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a registration token")]
+UseId = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a call's tool-use ID")]
+Name = Annotated[str, Field(min_length=1, max_length=256, description="a toolset name")]
+Ident = Annotated[str, Field(pattern=IDENTIFIER.pattern, max_length=128)]
+Millis = Annotated[int, Field(ge=0, le=2**53)]
+MAX_PAYLOAD = 1_000_000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(_Body):
+    code: str = Field(description="machine-readable: see docs/registry.md")
+    message: str
+
+
+class ErrorResponse(_Body):
+    error: ErrorBody
+
+
+class OkResponse(_Body):
+    ok: Literal[True] = True
+
+
+class HealthResponse(_Body):
+    status: Literal["ok"] = "ok"
+    store: str
+    time_ms: int
+
+
+class RegisterRequest(_Body):
+    toolset: ToolsetDeclaration
+    schema_fingerprint: Token
+    revision: Annotated[str, Field(min_length=1, max_length=256)]
+    provider_id: Ident
+    incarnation_id: Ident
+    lease_ms: Annotated[int, Field(ge=1, le=2**31)]
+    wire_protocol_version: int = WIRE_PROTOCOL_VERSION
+
+
+class RegisterResponse(_Body):
+    registration_token: Token
+    schema_fingerprint: Token
+    lease_expires_at_ms: Millis
+
+
+class LeaseRequest(_Body):
+    toolset: Name
+    registration_token: Token
+    provider_id: Ident
+    incarnation_id: Ident
+
+
+class RenewRequest(LeaseRequest):
+    lease_ms: Annotated[int, Field(ge=1, le=2**31)]
+
+
+class DrainRequest(LeaseRequest):
+    settle_ms: Annotated[int, Field(ge=0, le=2**31)]
+
+
+class LeaseResponse(_Body):
+    lease_expires_at_ms: Millis
+
+
+class UnregisterRequest(_Body):
+    toolset: Name
+    expected_registration_token: Token
+
+
+class ListRequest(_Body):
+    tags: Annotated[list[Annotated[str, Field(max_length=256)]], Field(max_length=64)] = []
+
+
+class ListResponse(_Body):
+    toolsets: list[str]
+
+
+class ResolveRequest(_Body):
+    toolset: Name
+
+
+class ResolveResponse(_Body):
+    toolset: ToolsetDeclaration
+    registration_token: Token
+
+
+class CheckAdmissionRequest(_Body):
+    toolset: Name
+    expected_registration_token: Token
+
+
+class CheckAdmissionResponse(_Body):
+    ready: bool
+
+
+class CallRequestBody(_Body):
+    toolset: Name
+    tool: Annotated[str, Field(min_length=1, max_length=256)]
+    payload_json: Annotated[str, Field(max_length=MAX_PAYLOAD)]
+    meta: CallMeta
+    expected_registration_token: Token
+    wire_protocol_version: int = WIRE_PROTOCOL_VERSION
+    #: Wait up to this long for the outcome and return it with the reference (one round trip
+    #: for a quick tool); 0 returns the reference at once. The service caps it.
+    wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+
+
+class ResultResponse(_Body):
+    status: Literal[
+        "pending", "overloaded", "completed", "failed", "outcome_unknown", "call_not_admitted"
+    ]
+    result_json: str | None = None
+    message: str = ""
+
+
+class CallRefBody(_Body):
+    tool_use_id: UseId
+    registration_token: Token
+    execution_deadline_ms: Millis
+    result_expires_at_ms: Millis
+    #: The outcome, when the call asked to wait and it came in time.
+    result: ResultResponse | None = None
+
+
+class RetryRequest(_Body):
+    tool_use_id: UseId
+    expected_registration_token: Token
+
+
+class ResultRequest(_Body):
+    tool_use_id: UseId
+    registration_token: Token
+    #: How long to wait for the result; the service caps it (see its ``max_wait_ms``).
+    wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 10_000
+
+
+class ClaimRequest(LeaseRequest):
+    max_calls: Annotated[int, Field(ge=1, le=256)] = 16
+    wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 10_000
+    #: Repeating a request with the same ID returns what it claimed (transport retries).
+    claim_operation_id: Ident
+
+
+class ClaimedCallBody(_Body):
+    tool_use_id: UseId
+    tool: str
+    payload_json: str
+    meta: CallMeta
+    registration_token: Token
+    execution_deadline_ms: Millis
+
+
+class ClaimResponse(_Body):
+    calls: list[ClaimedCallBody]
+
+
+class CompleteRequest(_Body):
+    toolset: Name
+    tool_use_id: UseId
+    provider_id: Ident
+    incarnation_id: Ident
+    status: Literal["completed", "failed"]
+    result_json: Annotated[str, Field(max_length=MAX_PAYLOAD)]
+    message: Annotated[str, Field(max_length=4096)] = ""
+
+
+class OverloadRequest(_Body):
+    toolset: Name
+    tool_use_id: UseId
+    provider_id: Ident
+    incarnation_id: Ident

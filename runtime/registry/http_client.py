@@ -1,0 +1,527 @@
+"""The registry's HTTP client (httpx2), for consumers and providers.
+
+:class:`HttpRegistryClient` implements the runtime's :class:`RegistryClient` protocol (and the
+provider operations the SDK uses); :class:`HttpResultStream` implements :class:`ResultStream` by
+long-polling a call's outcome. So a live registry is wired exactly like any other::
+
+    client = HttpRegistryClient("http://127.0.0.1:9090", token=...)
+    rt.register_registry("company", client, HttpResultStream(client))
+
+or, from a design's generated settings, ``connect_registry(rt, REGISTRIES["company"])``.
+
+Every request is safe to repeat (registrations are idempotent, calls attach by their identity,
+claims carry an operation ID, completions repeat exactly), so transport failures and 503
+answers are retried with exponential backoff (the design's ``Retry`` settings); every refusal
+is raised as :class:`RegistryError` with the registry's machine-readable code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ValidationError
+
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.fingerprint import WIRE_PROTOCOL_VERSION
+from agentgen.runtime.registry import api
+from agentgen.runtime.registry.admission import CallMeta
+from agentgen.runtime.registry.client import (
+    CallOutcome,
+    CallRef,
+    RegistryError,
+    ResolvedToolset,
+    ToolCallMeta,
+)
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = [
+    "ENV_TOKEN",
+    "HttpRegistryClient",
+    "HttpResultStream",
+    "RetryPolicy",
+    "connect_registry",
+]
+
+#: The bearer token a client sends when none is given.
+ENV_TOKEN = "AGENTGEN_REGISTRY_TOKEN"
+DEFAULT_TIMEOUT = 10.0
+B = TypeVar("B", bound=BaseModel)
+
+
+class _RetrySettings(Protocol):
+    @property
+    def max_retries(self) -> int: ...
+
+    @property
+    def backoff_base(self) -> float: ...
+
+    @property
+    def backoff_max(self) -> float: ...
+
+
+class _Runtime(Protocol):
+    """What :func:`connect_registry` needs of a ``Runtime``."""
+
+    def registry(self, name: str) -> object: ...
+
+    def register_registry(self, name: str, registry_client: Any, result_stream: Any) -> None: ...
+
+
+class _Settings(Protocol):
+    """A generated ``RegistrySettings`` (``gen/registries.py``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def retry(self) -> _RetrySettings | None: ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry a failed request ``max_retries`` times, waiting ``backoff_base * 2**attempt``
+    (at most ``backoff_max``) seconds, with jitter, between attempts."""
+
+    max_retries: int = 3
+    backoff_base: float = 0.1
+    backoff_max: float = 2.0
+
+    def delay(self, attempt: int) -> float:
+        ceiling = min(self.backoff_max, self.backoff_base * (2**attempt))
+        return float(ceiling * (0.5 + random.random() / 2))
+
+
+class HttpRegistryClient:
+    """A connection to one registry service; close it with :meth:`aclose` (or ``async with``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        name: str = "",
+        call_wait_ms: int = 1_000,
+    ) -> None:
+        import httpx2
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(
+                f"registry {name or url!r}: {url!r} is not an http(s) URL; agentgen's registry "
+                "service speaks HTTP (run `agentgen registry serve` and point the design's URL "
+                "at it, or pass url=...)"
+            )
+        self.url = url.rstrip("/")
+        self.name = name or parts.netloc
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self.retry = retry or RetryPolicy()
+        #: How long a call waits for its outcome before returning only its reference.
+        self.call_wait_ms = call_wait_ms
+        #: Outcomes that came back with their call, until the result stream asks for them.
+        self._early: dict[str, api.ResultResponse] = {}
+        token = token if token is not None else os.environ.get(ENV_TOKEN) or None
+        headers = {"content-type": "application/json"}
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        if transport is None:
+            # TCP_NODELAY: a request goes out as headers then body; with Nagle's algorithm the
+            # body waits for the server's delayed ACK (about 40 ms) on every request.
+            transport = httpx2.AsyncHTTPTransport(
+                limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64),
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+            )
+        self._http = httpx2.AsyncClient(
+            base_url=self.url, headers=headers, timeout=self.timeout, transport=transport
+        )
+
+    @classmethod
+    def from_settings(
+        cls, settings: _Settings, *, token: str | None = None, url: str | None = None
+    ) -> HttpRegistryClient:
+        """A client for a design's ``Registry(...)``: its URL (unless ``url`` is given), its
+        ``Timeout`` and ``Retry`` settings."""
+        retry = settings.retry
+        return cls(
+            url or settings.url,
+            token=token,
+            timeout=settings.timeout,
+            retry=RetryPolicy(retry.max_retries, retry.backoff_base, retry.backoff_max)
+            if retry is not None
+            else None,
+            name=settings.name,
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> HttpRegistryClient:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ transport
+
+    async def _post(self, path: str, body: BaseModel, answer: type[B], *, wait_ms: int = 0) -> B:
+        import httpx2
+
+        content = body.model_dump_json(exclude_unset=False)
+        timeout = self.timeout + wait_ms / 1000
+        attempt = 0
+        while True:
+            problem: str
+            try:
+                response = await self._http.post(
+                    f"{api.API_PREFIX}{path}", content=content, timeout=timeout
+                )
+            except httpx2.TransportError as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code == 503 or response.status_code >= 500:
+                    problem = f"HTTP {response.status_code}: {response.text[:200]}"
+                elif response.status_code >= 400:
+                    raise self._refusal(response)
+                else:
+                    try:
+                        return answer.model_validate_json(response.content)
+                    except ValidationError as exc:
+                        raise RegistryError(
+                            "protocol_error",
+                            f"registry {self.name!r} answered {path} with an unexpected body: "
+                            f"{exc.errors()[0]['msg']}",
+                        ) from None
+            if attempt >= self.retry.max_retries:
+                raise RegistryError(
+                    "service_unavailable",
+                    f"registry {self.name!r} at {self.url}: {path} failed after "
+                    f"{attempt + 1} attempt(s): {problem}",
+                )
+            await asyncio.sleep(self.retry.delay(attempt))
+            attempt += 1
+
+    def _refusal(self, response: httpx2.Response) -> RegistryError:
+        try:
+            error = api.ErrorResponse.model_validate_json(response.content).error
+        except ValidationError:
+            return RegistryError(
+                "protocol_error",
+                f"registry {self.name!r} answered HTTP {response.status_code}: "
+                f"{response.text[:200]}",
+            )
+        return RegistryError(error.code, error.message)
+
+    # ------------------------------------------------------------------ consumers
+
+    async def list_toolsets(self, tags: Sequence[str] = ()) -> list[str]:
+        answer = await self._post(
+            "/toolsets/list", api.ListRequest(tags=list(tags)), api.ListResponse
+        )
+        return answer.toolsets
+
+    async def resolve_toolset(self, name: str) -> ResolvedToolset:
+        answer = await self._post(
+            "/toolsets/resolve", api.ResolveRequest(toolset=name), api.ResolveResponse
+        )
+        return ResolvedToolset(answer.toolset, answer.registration_token)
+
+    async def check_admission(self, name: str, expected_registration_token: str) -> bool:
+        answer = await self._post(
+            "/toolsets/check_admission",
+            api.CheckAdmissionRequest(
+                toolset=name, expected_registration_token=expected_registration_token
+            ),
+            api.CheckAdmissionResponse,
+        )
+        return answer.ready
+
+    async def call_resolved_tool(
+        self,
+        *,
+        toolset: str,
+        tool: str,
+        payload_json: str,
+        meta: ToolCallMeta,
+        expected_registration_token: str,
+    ) -> CallRef:
+        answer = await self._post(
+            "/calls",
+            api.CallRequestBody(
+                toolset=toolset,
+                tool=tool,
+                payload_json=payload_json,
+                meta=CallMeta(
+                    run_id=meta.run_id,
+                    tool_call_id=meta.tool_call_id,
+                    session_id=meta.session_id,
+                    parent_tool_call_id=meta.parent_tool_call_id,
+                    labels=dict(meta.labels),
+                ),
+                expected_registration_token=expected_registration_token,
+                wire_protocol_version=WIRE_PROTOCOL_VERSION,
+                wait_ms=self.call_wait_ms,
+            ),
+            api.CallRefBody,
+            wait_ms=self.call_wait_ms,
+        )
+        ref = _ref(answer)
+        if answer.result is not None:
+            self._early[ref.tool_use_id] = answer.result
+        return ref
+
+    async def retry_tool(self, ref: CallRef, *, expected_registration_token: str) -> CallRef:
+        answer = await self._post(
+            "/calls/retry",
+            api.RetryRequest(
+                tool_use_id=ref.tool_use_id,
+                expected_registration_token=expected_registration_token,
+            ),
+            api.CallRefBody,
+        )
+        return _ref(answer)
+
+    async def poll_result(self, ref: CallRef, *, wait_ms: int = 10_000) -> api.ResultResponse:
+        """One long poll for a call's outcome (``pending`` when it has none yet); an outcome
+        that came back with the call itself is answered without asking again."""
+        early = self._early.pop(ref.tool_use_id, None)
+        if early is not None:
+            return early
+        return await self._post(
+            "/calls/result",
+            api.ResultRequest(
+                tool_use_id=ref.tool_use_id,
+                registration_token=ref.registration_token,
+                wait_ms=wait_ms,
+            ),
+            api.ResultResponse,
+            wait_ms=wait_ms,
+        )
+
+    # ------------------------------------------------------------------ providers
+
+    async def register(
+        self,
+        toolset: ToolsetDeclaration,
+        *,
+        schema_fingerprint: str,
+        revision: str,
+        provider_id: str,
+        incarnation_id: str,
+        lease_ms: int,
+    ) -> api.RegisterResponse:
+        return await self._post(
+            "/providers/register",
+            api.RegisterRequest(
+                toolset=toolset,
+                schema_fingerprint=schema_fingerprint,
+                revision=revision,
+                provider_id=provider_id,
+                incarnation_id=incarnation_id,
+                lease_ms=lease_ms,
+            ),
+            api.RegisterResponse,
+        )
+
+    def _lease(
+        self, toolset: str, token: str, provider_id: str, incarnation_id: str
+    ) -> dict[str, str]:
+        return {
+            "toolset": toolset,
+            "registration_token": token,
+            "provider_id": provider_id,
+            "incarnation_id": incarnation_id,
+        }
+
+    async def renew(
+        self, toolset: str, token: str, provider_id: str, incarnation_id: str, lease_ms: int
+    ) -> int:
+        answer = await self._post(
+            "/providers/renew",
+            api.RenewRequest(
+                **self._lease(toolset, token, provider_id, incarnation_id), lease_ms=lease_ms
+            ),
+            api.LeaseResponse,
+        )
+        return answer.lease_expires_at_ms
+
+    async def drain(
+        self, toolset: str, token: str, provider_id: str, incarnation_id: str, settle_ms: int
+    ) -> int:
+        answer = await self._post(
+            "/providers/drain",
+            api.DrainRequest(
+                **self._lease(toolset, token, provider_id, incarnation_id), settle_ms=settle_ms
+            ),
+            api.LeaseResponse,
+        )
+        return answer.lease_expires_at_ms
+
+    async def release(
+        self, toolset: str, token: str, provider_id: str, incarnation_id: str
+    ) -> None:
+        await self._post(
+            "/providers/release",
+            api.LeaseRequest(**self._lease(toolset, token, provider_id, incarnation_id)),
+            api.OkResponse,
+        )
+
+    async def unregister(self, toolset: str, expected_registration_token: str) -> None:
+        await self._post(
+            "/providers/unregister",
+            api.UnregisterRequest(
+                toolset=toolset, expected_registration_token=expected_registration_token
+            ),
+            api.OkResponse,
+        )
+
+    async def claim(
+        self,
+        toolset: str,
+        token: str,
+        provider_id: str,
+        incarnation_id: str,
+        *,
+        max_calls: int,
+        wait_ms: int,
+        operation_id: str,
+    ) -> list[api.ClaimedCallBody]:
+        answer = await self._post(
+            "/providers/claim",
+            api.ClaimRequest(
+                **self._lease(toolset, token, provider_id, incarnation_id),
+                max_calls=max_calls,
+                wait_ms=wait_ms,
+                claim_operation_id=operation_id,
+            ),
+            api.ClaimResponse,
+            wait_ms=wait_ms,
+        )
+        return answer.calls
+
+    async def complete(
+        self,
+        toolset: str,
+        tool_use_id: str,
+        provider_id: str,
+        incarnation_id: str,
+        *,
+        status: Literal["completed", "failed"],
+        result_json: str,
+        message: str = "",
+    ) -> None:
+        await self._post(
+            "/providers/complete",
+            api.CompleteRequest(
+                toolset=toolset,
+                tool_use_id=tool_use_id,
+                provider_id=provider_id,
+                incarnation_id=incarnation_id,
+                status=status,
+                result_json=result_json,
+                message=message[:4096],
+            ),
+            api.OkResponse,
+        )
+
+    async def report_overload(
+        self, toolset: str, tool_use_id: str, provider_id: str, incarnation_id: str
+    ) -> None:
+        await self._post(
+            "/providers/overload",
+            api.OverloadRequest(
+                toolset=toolset,
+                tool_use_id=tool_use_id,
+                provider_id=provider_id,
+                incarnation_id=incarnation_id,
+            ),
+            api.OkResponse,
+        )
+
+    async def health(self) -> api.HealthResponse:
+        import httpx2
+
+        try:
+            response = await self._http.get("/health")
+        except httpx2.TransportError as exc:
+            raise RegistryError(
+                "service_unavailable", f"registry {self.name!r} at {self.url}: {exc}"
+            ) from None
+        if response.status_code >= 400:
+            raise self._refusal(response)
+        return api.HealthResponse.model_validate_json(response.content)
+
+
+def _ref(body: api.CallRefBody) -> CallRef:
+    return CallRef(
+        body.tool_use_id,
+        body.registration_token,
+        body.execution_deadline_ms,
+        body.result_expires_at_ms,
+    )
+
+
+class HttpResultStream:
+    """Waits for call outcomes by long-polling the registry that admitted them."""
+
+    def __init__(self, client: HttpRegistryClient, *, poll_ms: int = 10_000) -> None:
+        self.client = client
+        self.poll_ms = poll_ms
+
+    async def await_result(self, ref: CallRef) -> CallOutcome:
+        while True:
+            answer = await self.client.poll_result(ref, wait_ms=self.poll_ms)
+            if answer.status == "pending":
+                if ref.result_expires_at_ms and time.time() * 1000 > ref.result_expires_at_ms:
+                    raise RegistryError(
+                        "outcome_unknown",
+                        f"call {ref.tool_use_id} outlived its result retention without an "
+                        "outcome; it may have run",
+                    )
+                continue
+            if answer.status == "call_not_admitted":
+                raise RegistryError("call_not_admitted", answer.message)
+            return CallOutcome(answer.status, answer.result_json or "null", answer.message)
+
+
+def connect_registry(
+    rt: _Runtime,
+    settings: _Settings,
+    *,
+    token: str | None = None,
+    url: str | None = None,
+) -> HttpRegistryClient | None:
+    """Register a design's ``Registry(...)`` with ``rt`` as a live HTTP registry (client and
+    result stream), unless ``rt`` already has a registry of that name (another agent's
+    generated ``connect`` registered it, or the application its own client): that one is
+    kept. Returns the new client (close it when the application stops), or None if kept."""
+    try:
+        rt.registry(settings.name)
+    except LookupError:
+        client = HttpRegistryClient.from_settings(settings, token=token, url=url)
+        rt.register_registry(settings.name, client, HttpResultStream(client))
+        return client
+    return None

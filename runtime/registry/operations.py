@@ -1,0 +1,511 @@
+"""The registry's operations over a store: each one reads, applies an admission rule, writes.
+
+This is the registry without its HTTP layer (and without access control, which the service
+applies before calling in): registrations, catalog reads, calls, claims, completions and result
+waits. Compiled contracts are cached by fingerprint, so a toolset's schemas are compiled once
+per registry process, not once per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.registry import admission
+from agentgen.runtime.registry.admission import (
+    DELIVERABLE,
+    CallRecord,
+    CallRequest,
+    CatalogEntry,
+    Limits,
+    Registration,
+    catalog_key,
+    lease_key,
+    record_key,
+)
+from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.registry.store import Change, Notify, Store, Write
+
+__all__ = ["CatalogCorruptError", "ClaimedCall", "Registered", "RegistryOperations", "Result"]
+
+#: How often a waiting consumer looks at its call again even without a wake-up (lease expiry
+#: and deadlines are noticed by whoever looks).
+RECHECK_MS = 1_000
+_CLAIM_OP_RETENTION_MS = 15 * 60_000
+_COMPILED_CACHE = 512
+
+
+class CatalogCorruptError(Exception):
+    """Persisted catalog entries failed strict validation; every bad key is listed."""
+
+    def __init__(self, store: str, problems: Sequence[tuple[str, str]]) -> None:
+        lines = "\n".join(f"  {key}: {why}" for key, why in problems)
+        super().__init__(
+            f"registry store {store} holds {len(problems)} invalid catalog entr"
+            f"{'y' if len(problems) == 1 else 'ies'} (nothing was dropped; repair or delete "
+            f"them):\n{lines}"
+        )
+        self.problems = list(problems)
+
+
+@dataclass(frozen=True)
+class Registered:
+    registration_token: str
+    schema_fingerprint: str
+    lease_expires_at_ms: int
+
+
+@dataclass(frozen=True)
+class ClaimedCall:
+    tool_use_id: str
+    tool: str
+    payload_json: str
+    meta: admission.CallMeta
+    registration_token: str
+    execution_deadline_ms: int
+
+
+@dataclass(frozen=True)
+class Result:
+    status: Literal[
+        "pending", "overloaded", "completed", "failed", "outcome_unknown", "call_not_admitted"
+    ]
+    result_json: str | None = None
+    message: str = ""
+
+
+def _queue(toolset: str) -> str:
+    return f"requests:{toolset}"
+
+
+def _channel(use_id: str) -> str:
+    return f"result:{use_id}"
+
+
+def _op_key(key: str, operation_id: str) -> str:
+    lease = hashlib.sha256(key.encode()).hexdigest()[:32]
+    return f"claimop:{lease}:{operation_id}"
+
+
+def _entry(raw: str | None) -> CatalogEntry | None:
+    return None if raw is None else _parse_entry(raw)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_entry(raw: str) -> CatalogEntry:
+    """Entries are read on every call but change rarely: each stored form is parsed once (the
+    model is frozen, so sharing it is safe)."""
+    return CatalogEntry.model_validate_json(raw)
+
+
+def _record(raw: str | None) -> CallRecord | None:
+    return None if raw is None else CallRecord.model_validate_json(raw)
+
+
+def _write_record(record: CallRecord) -> dict[str, Write]:
+    return {record_key(record.tool_use_id): Write(record.model_dump_json(), record.expires_at_ms)}
+
+
+def _notify(record: CallRecord | None) -> list[Notify]:
+    if record is None or record.state not in DELIVERABLE:
+        return []
+    return [Notify(_channel(record.tool_use_id), record.expires_at_ms)]
+
+
+class RegistryOperations:
+    def __init__(self, store: Store, limits: Limits | None = None) -> None:
+        self.store = store
+        self.limits = limits or Limits()
+        self._compiled: OrderedDict[str, dict[str, ToolSpec]] = OrderedDict()
+
+    # ------------------------------------------------------------------ start-up
+
+    async def verify_catalog(self) -> int:
+        """Read every persisted catalog entry strictly; raise :class:`CatalogCorruptError`
+        naming every invalid key. Returns the number of entries."""
+        problems: list[tuple[str, str]] = []
+        entries = await self.store.scan("toolset:")
+        for key, raw in entries:
+            try:
+                admission.check_entry(key, raw)
+            except ValidationError as exc:
+                problems.append((key, _validation_summary(exc)))
+            except ValueError as exc:
+                problems.append((key, str(exc)))
+        if problems:
+            raise CatalogCorruptError(self.store.description, problems)
+        return len(entries)
+
+    def _specs(self, entry: CatalogEntry) -> dict[str, ToolSpec]:
+        specs = self._compiled.get(entry.schema_fingerprint)
+        if specs is None:
+            specs = admission.compile_toolset(entry.toolset)
+            self._compiled[entry.schema_fingerprint] = specs
+            if len(self._compiled) > _COMPILED_CACHE:
+                self._compiled.popitem(last=False)
+        else:
+            self._compiled.move_to_end(entry.schema_fingerprint)
+        return specs
+
+    # ------------------------------------------------------------------ providers
+
+    async def register(self, request: Registration) -> Registered:
+        token = admission.check_registration(request, self.limits)
+        # Compiled once here, so the first call does not pay for it.
+        self._compiled.setdefault(
+            request.schema_fingerprint, admission.compile_toolset(request.toolset)
+        )
+        key = catalog_key(request.toolset.name)
+        lease = lease_key(request.provider_id, request.incarnation_id)
+
+        def decide(values: Mapping[str, str | None], now: int) -> Change[Registered]:
+            entry = admission.register(_entry(values[key]), request, token, now)
+            return Change(
+                Registered(
+                    token, entry.schema_fingerprint, entry.provider_leases[lease].expires_at_ms
+                ),
+                writes={key: Write(entry.model_dump_json())},
+            )
+
+        return await self.store.transact([key], decide)
+
+    async def _update_entry(self, name: str, rule: Any) -> CatalogEntry:
+        key = catalog_key(name)
+
+        def decide(values: Mapping[str, str | None], now: int) -> Change[CatalogEntry]:
+            before = _entry(values[key])
+            entry: CatalogEntry = rule(before, now)
+            if entry is before:
+                return Change(entry)
+            return Change(entry, writes={key: Write(entry.model_dump_json())})
+
+        return await self.store.transact([key], decide)
+
+    async def renew(
+        self, name: str, token: str, provider_id: str, incarnation_id: str, lease_ms: int
+    ) -> int:
+        lease = lease_key(provider_id, incarnation_id)
+        entry = await self._update_entry(
+            name,
+            lambda e, now: admission.renew(e, name, token, lease, lease_ms, now, self.limits),
+        )
+        return entry.provider_leases[lease].expires_at_ms
+
+    async def drain(
+        self, name: str, token: str, provider_id: str, incarnation_id: str, settle_ms: int
+    ) -> int:
+        lease = lease_key(provider_id, incarnation_id)
+        entry = await self._update_entry(
+            name,
+            lambda e, now: admission.drain(e, name, token, lease, settle_ms, now, self.limits),
+        )
+        return entry.provider_leases[lease].expires_at_ms
+
+    async def release(self, name: str, token: str, provider_id: str, incarnation_id: str) -> None:
+        lease = lease_key(provider_id, incarnation_id)
+        await self._update_entry(name, lambda e, now: admission.release(e, name, token, lease, now))
+
+    async def unregister(self, name: str, expected_token: str) -> None:
+        await self._update_entry(name, lambda e, now: admission.unregister(e, name, expected_token))
+
+    # ------------------------------------------------------------------ catalog reads
+
+    async def list_toolsets(self, tags: Sequence[str] = ()) -> list[str]:
+        wanted = set(tags)
+        names = []
+        for _, raw in await self.store.scan("toolset:"):
+            entry = CatalogEntry.model_validate_json(raw)
+            if entry.state == "active" and wanted <= set(entry.toolset.tags):
+                names.append(entry.toolset.name)
+        return sorted(names)
+
+    async def resolve(self, name: str) -> tuple[ToolsetDeclaration, str]:
+        """The declaration and the token of the admission it belongs to, from one read."""
+        entry = _entry(await self.store.get(catalog_key(name)))
+        if entry is None or entry.state != "active":
+            raise RegistryError("not_found", f'toolset "{name}" not found')
+        return entry.toolset, entry.registration_token
+
+    async def check_admission(self, name: str, expected_token: str) -> bool:
+        entry = _entry(await self.store.get(catalog_key(name)))
+        if entry is None or entry.state != "active" or entry.registration_token != expected_token:
+            return False
+        return bool(admission.routable(entry, await self.store.now_ms()))
+
+    # ------------------------------------------------------------------ consumers
+
+    async def call(self, request: CallRequest) -> dict[str, Any]:
+        use_id = admission.tool_use_id(request.meta.run_id, request.meta.tool_call_id)
+        entry_key, call_key = catalog_key(request.toolset), record_key(use_id)
+
+        def decide(values: Mapping[str, str | None], now: int) -> Change[dict[str, Any]]:
+            entry = _entry(values[entry_key])
+            specs = self._specs(entry) if entry is not None and entry.state == "active" else None
+            decision = admission.admit(
+                entry, _record(values[call_key]), request, now, self.limits, specs
+            )
+            ref = dict(decision.extra)
+            enqueue = ref.pop("enqueue", False)
+            record = decision.record
+            return Change(
+                ref,
+                writes=_write_record(record) if record is not None else {},
+                enqueue=[(_queue(request.toolset), use_id)] if enqueue else (),
+                notify=_notify(record),
+                error=decision.error,
+            )
+
+        return await self.store.transact([entry_key, call_key], decide)
+
+    async def retry(self, use_id: str, expected_token: str) -> dict[str, Any]:
+        record = _record(await self.store.get(record_key(use_id)))
+        if record is None:
+            raise RegistryError("not_found", f"call {use_id} not found (expired or never admitted)")
+        entry_key, call_key = catalog_key(record.toolset), record_key(use_id)
+
+        def decide(values: Mapping[str, str | None], now: int) -> Change[dict[str, Any]]:
+            decision = admission.retry(
+                _record(values[call_key]), _entry(values[entry_key]), use_id, expected_token, now
+            )
+            ref = dict(decision.extra)
+            enqueue = ref.pop("enqueue", False)
+            new = decision.record
+            return Change(
+                ref,
+                writes=_write_record(new) if new is not None else {},
+                enqueue=[(_queue(record.toolset), use_id)] if enqueue else (),
+                notify=_notify(new),
+            )
+
+        return await self.store.transact([entry_key, call_key], decide)
+
+    async def await_result(self, use_id: str, token: str, wait_ms: int) -> Result:
+        """Wait up to ``wait_ms`` for the call to end or be overloaded (``pending`` if not).
+
+        The registry's facts (a replaced admission, a lost lease, a passed deadline) are
+        applied when the wait starts and whenever it times out without news; a wake-up
+        announcing a change only needs the record read again.
+        """
+        deadline = time.monotonic() + wait_ms / 1000
+        channel = _channel(use_id)
+        woken = False
+        while True:
+            cursor = await self.store.cursor(channel)
+            if woken:
+                record = _record(await self.store.get(record_key(use_id)))
+            else:
+                record = await self._settled(use_id)
+            if record is None:
+                raise RegistryError(
+                    "not_found", f"call {use_id} not found (expired or never admitted)"
+                )
+            if token and record.registration_token != token:
+                raise RegistryError(
+                    "validation_error",
+                    f"call {use_id} was admitted under {record.registration_token}, not {token}",
+                )
+            if record.state in DELIVERABLE:
+                return Result(record.state, record.result_json, record.message)  # type: ignore[arg-type]
+            remaining = int((deadline - time.monotonic()) * 1000)
+            if remaining <= 0:
+                return Result("pending")
+            woken = await self.store.wait(channel, cursor, min(remaining, RECHECK_MS)) != cursor
+
+    async def _settled(self, use_id: str) -> CallRecord | None:
+        """The call's record with the registry's facts applied (committed if they change it)."""
+        record = _record(await self.store.get(record_key(use_id)))
+        if record is None or record.state not in ("pending", "claimed"):
+            return record
+        entry = _entry(await self.store.get(catalog_key(record.toolset)))
+        if admission.settle(record, entry, await self.store.now_ms()) is None:
+            return record
+        entry_key, call_key = catalog_key(record.toolset), record_key(use_id)
+
+        def decide(values: Mapping[str, str | None], now: int) -> Change[CallRecord | None]:
+            current = _record(values[call_key])
+            if current is None:
+                return Change(None)
+            new = admission.settle(current, _entry(values[entry_key]), now)
+            if new is None:
+                return Change(current)
+            return Change(new, writes=_write_record(new), notify=_notify(new))
+
+        return await self.store.transact([entry_key, call_key], decide)
+
+    # ------------------------------------------------------------------ providers at work
+
+    async def claim(
+        self,
+        name: str,
+        token: str,
+        provider_id: str,
+        incarnation_id: str,
+        max_calls: int,
+        wait_ms: int,
+        operation_id: str,
+    ) -> list[ClaimedCall]:
+        """Calls for this lease to run: up to ``max_calls``, waiting up to ``wait_ms`` for the
+        first. Repeating a claim operation (same ``operation_id``) returns what it claimed."""
+        lease = lease_key(provider_id, incarnation_id)
+        op_key = _op_key(lease, operation_id)
+        previous = await self.store.get(op_key)
+        if previous is not None:
+            return await self._replay(previous.split(",") if previous else [], lease, operation_id)
+        entry = _entry(await self.store.get(catalog_key(name)))
+        now = await self.store.now_ms()
+        if entry is None or entry.state != "active" or entry.registration_token != token:
+            raise RegistryError(
+                "provider_lease_lost",
+                f"toolset {name!r}: token {token} is not the current admission; stop serving",
+            )
+        current = entry.provider_leases.get(lease)
+        if current is None or current.expires_at_ms <= now:
+            raise RegistryError(
+                "provider_lease_lost",
+                f"toolset {name!r}: this provider's lease expired or was released; stop serving",
+            )
+        if current.draining:
+            return []
+        deliveries = await self.store.receive(_queue(name), lease, max_calls, wait_ms)
+        claimed: list[ClaimedCall] = []
+        done: list[str] = []
+        entry_key = catalog_key(name)
+        for delivery in deliveries:
+            use_id = delivery.body
+            call_key = record_key(use_id)
+
+            def decide(
+                values: Mapping[str, str | None], now: int, use_id: str = use_id
+            ) -> Change[tuple[CallRecord | None, bool]]:
+                record = _record(values[record_key(use_id)])
+                new, mine = admission.claim(
+                    record, _entry(values[entry_key]), lease, token, operation_id, now
+                )
+                writes = _write_record(new) if new is not None else {}
+                if mine:
+                    ids = [i for i in (values[op_key] or "").split(",") if i]
+                    writes = {
+                        **writes,
+                        op_key: Write(",".join([*ids, use_id]), now + _CLAIM_OP_RETENTION_MS),
+                    }
+                current = new or record
+                # Still waiting for a provider, but not this one (its lease stopped being
+                # routable meanwhile): back in line at once for the others.
+                requeue = current is not None and current.state == "pending"
+                return Change(
+                    (current, mine),
+                    writes=writes,
+                    enqueue=[(_queue(name), use_id)] if requeue else (),
+                    notify=_notify(new),
+                )
+
+            record, mine = await self.store.transact([entry_key, call_key, op_key], decide)
+            done.append(delivery.message_id)  # used, or put back in line as a new message
+            if mine and record is not None:
+                claimed.append(_claimed(record))
+        await self.store.ack(_queue(name), done)
+        return claimed
+
+    async def _replay(self, ids: list[str], lease: str, operation_id: str) -> list[ClaimedCall]:
+        out = []
+        for use_id in ids:
+            record = _record(await self.store.get(record_key(use_id)))
+            if (
+                record is not None
+                and record.state == "claimed"
+                and record.owner == lease
+                and record.claim_operation_id == operation_id
+            ):
+                out.append(_claimed(record))
+        return out
+
+    async def complete(
+        self,
+        name: str,
+        use_id: str,
+        provider_id: str,
+        incarnation_id: str,
+        status: Literal["completed", "failed"],
+        result_json: str,
+        message: str,
+    ) -> None:
+        lease = lease_key(provider_id, incarnation_id)
+        entry_key, call_key = catalog_key(name), record_key(use_id)
+
+        def decide(values: Mapping[str, str | None], now: int) -> Change[None]:
+            record = _in_toolset(_record(values[call_key]), name, use_id)
+            new = admission.complete(
+                record, _entry(values[entry_key]), use_id, lease, status, result_json, message, now
+            )
+            error = None
+            if new is not None and new.state == "outcome_unknown":
+                error = RegistryError("provider_lease_lost", new.message)
+            return Change(
+                None,
+                writes=_write_record(new) if new is not None else {},
+                notify=_notify(new),
+                error=error,
+            )
+
+        await self.store.transact([entry_key, call_key], decide)
+
+    async def report_overload(
+        self, name: str, use_id: str, provider_id: str, incarnation_id: str
+    ) -> None:
+        lease = lease_key(provider_id, incarnation_id)
+        entry_key, call_key = catalog_key(name), record_key(use_id)
+
+        def decide(values: Mapping[str, str | None], now: int) -> Change[None]:
+            record = _in_toolset(_record(values[call_key]), name, use_id)
+            new = admission.overload(record, _entry(values[entry_key]), use_id, lease, now)
+            error = None
+            if new is not None and new.state == "outcome_unknown":
+                error = RegistryError("provider_lease_lost", new.message)
+            return Change(
+                None,
+                writes=_write_record(new) if new is not None else {},
+                notify=_notify(new),
+                error=error,
+            )
+
+        await self.store.transact([entry_key, call_key], decide)
+
+    async def health(self) -> int:
+        """The store answers (its clock); raises StoreError otherwise."""
+        return await asyncio.wait_for(self.store.now_ms(), 5)
+
+
+def _in_toolset(record: CallRecord | None, name: str, use_id: str) -> CallRecord | None:
+    if record is not None and record.toolset != name:
+        raise RegistryError("not_found", f"call {use_id} is not a call of toolset {name!r}")
+    return record
+
+
+def _claimed(record: CallRecord) -> ClaimedCall:
+    return ClaimedCall(
+        record.tool_use_id,
+        record.tool,
+        record.payload_json,
+        record.meta,
+        record.registration_token,
+        record.execution_deadline_ms,
+    )
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "(value)"
+        parts.append(f"{where}: {error['msg']}")
+    more = len(exc.errors()) - 5
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

@@ -1,0 +1,471 @@
+"""The provider SDK: publish a toolset to a registry and serve its calls.
+
+:func:`serve_toolset` registers the toolset's full declaration with its fingerprint and a
+revision (waiting while an older registration still holds live leases), renews its lease, claims
+calls, runs each through the toolset's executor (for a generated toolset, its typed executor:
+payloads decode into the generated models and results are checked against their contracts),
+completes them, and on SIGTERM (or ``stop``) drains: the registry stops routing new calls to
+this process, calls in hand finish, the lease is released. When the registry says the lease is
+lost, the provider stops without registering again: whatever it held ends ``outcome_unknown``
+at the registry, and a new process (a new incarnation) must take over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import re
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from agentgen.runtime.agents.executors import ToolContext, ToolsetExecutor
+from agentgen.runtime.contracts import compiler
+from agentgen.runtime.contracts.codecs import PayloadError
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.contracts.wire import fingerprint
+from agentgen.runtime.registry import api
+from agentgen.runtime.registry.client import RegistryError
+
+T = TypeVar("T")
+
+__all__ = [
+    "ProviderClient",
+    "ServeOptions",
+    "ServeReport",
+    "ToolOverloadedError",
+    "serve_toolset",
+]
+
+
+class ToolOverloadedError(Exception):
+    """Raise from an executor method to hand the call back unrun: the registry tells the
+    consumer, which may retry it (with the same admission)."""
+
+
+class ProviderClient(Protocol):
+    """What the SDK needs of a registry client (:class:`HttpRegistryClient` has it)."""
+
+    async def register(
+        self,
+        toolset: ToolsetDeclaration,
+        *,
+        schema_fingerprint: str,
+        revision: str,
+        provider_id: str,
+        incarnation_id: str,
+        lease_ms: int,
+    ) -> api.RegisterResponse: ...
+
+    async def renew(
+        self, toolset: str, token: str, provider_id: str, incarnation_id: str, lease_ms: int
+    ) -> int: ...
+
+    async def drain(
+        self, toolset: str, token: str, provider_id: str, incarnation_id: str, settle_ms: int
+    ) -> int: ...
+
+    async def release(
+        self, toolset: str, token: str, provider_id: str, incarnation_id: str
+    ) -> None: ...
+
+    async def claim(
+        self,
+        toolset: str,
+        token: str,
+        provider_id: str,
+        incarnation_id: str,
+        *,
+        max_calls: int,
+        wait_ms: int,
+        operation_id: str,
+    ) -> list[api.ClaimedCallBody]: ...
+
+    async def complete(
+        self,
+        toolset: str,
+        tool_use_id: str,
+        provider_id: str,
+        incarnation_id: str,
+        *,
+        status: Literal["completed", "failed"],
+        result_json: str,
+        message: str = "",
+    ) -> None: ...
+
+    async def report_overload(
+        self, toolset: str, tool_use_id: str, provider_id: str, incarnation_id: str
+    ) -> None: ...
+
+
+def _remove_handler(loop: asyncio.AbstractEventLoop, sig: signal.Signals) -> None:
+    loop.remove_signal_handler(sig)
+
+
+def _default_provider_id() -> str:
+    host = re.sub(r"[^A-Za-z0-9._:@+\-]", "-", socket.gethostname()) or "provider"
+    return host[:128] if host[0].isalnum() else f"p{host[:127]}"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    #: Names this provider (every process serving the same revision may share it).
+    provider_id: str = field(default_factory=_default_provider_id)
+    lease_seconds: float = 60.0
+    #: Calls run at once; claims never take more.
+    concurrency: int = 8
+    #: How long a draining provider may take to finish the calls it holds.
+    drain_seconds: float = 30.0
+    #: Longest a claim waits for calls before asking again.
+    claim_wait_seconds: float = 5.0
+    #: How long to keep registering while an older registration blocks this one.
+    register_timeout_seconds: float = 120.0
+    #: Stop on SIGTERM and SIGINT (only possible in the main thread's event loop).
+    handle_signals: bool = True
+
+
+@dataclass
+class ServeReport:
+    """How serving ended, and what it did."""
+
+    toolset: str
+    registration_token: str
+    incarnation_id: str
+    reason: Literal["stopped", "lease_lost"] = "stopped"
+    completed: int = 0
+    failed: int = 0
+    overloaded: int = 0
+    #: Results the registry refused because the lease was lost first.
+    lost: int = 0
+
+
+def _specs_for(
+    declaration: ToolsetDeclaration, specs: Sequence[ToolSpec] | None
+) -> dict[str, ToolSpec]:
+    if specs is None:
+        return {t.name: compiler.compile(t, toolset=declaration.name) for t in declaration.tools}
+    by_id = {spec.id: spec for spec in specs}
+    missing = sorted({t.name for t in declaration.tools} - set(by_id))
+    if missing:
+        raise ValueError(
+            f"toolset {declaration.name!r}: no spec for tool(s) {', '.join(missing)}; pass the "
+            "generated specs of the same toolset"
+        )
+    return by_id
+
+
+async def serve_toolset(
+    client: ProviderClient,
+    declaration: ToolsetDeclaration,
+    executor: ToolsetExecutor,
+    *,
+    revision: str,
+    specs: Sequence[ToolSpec] | None = None,
+    options: ServeOptions | None = None,
+    stop: asyncio.Event | None = None,
+    on_registered: Callable[[str], None] | None = None,
+) -> ServeReport:
+    """Publish ``declaration`` and serve its calls until stopped or the lease is lost.
+
+    ``specs`` are the toolset's generated specs (``specs.SPECS``): payloads then decode into
+    the generated models the typed executor expects. Without them, the declaration's tools are
+    compiled and the executor receives JSON values. ``on_registered`` is called with the
+    registration token once admitted.
+    """
+    options = options or ServeOptions()
+    served = _Provider(client, declaration, executor, revision, specs, options, stop)
+    return await served.run(on_registered)
+
+
+class _Provider:
+    def __init__(
+        self,
+        client: ProviderClient,
+        declaration: ToolsetDeclaration,
+        executor: ToolsetExecutor,
+        revision: str,
+        specs: Sequence[ToolSpec] | None,
+        options: ServeOptions,
+        stop: asyncio.Event | None,
+    ) -> None:
+        self.client = client
+        self.declaration = declaration
+        self.name = declaration.name
+        self.executor = executor
+        self.revision = revision
+        self.specs = _specs_for(declaration, specs)
+        self.options = options
+        self.stop = stop or asyncio.Event()
+        self.lost = asyncio.Event()
+        self.incarnation = uuid.uuid4().hex
+        self.token = ""
+        self.active = 0
+        self.freed = asyncio.Event()
+        self.workers: set[asyncio.Task[None]] = set()
+        self.report = ServeReport(self.name, "", self.incarnation)
+
+    @property
+    def ident(self) -> tuple[str, str]:
+        return self.options.provider_id, self.incarnation
+
+    async def run(self, on_registered: Callable[[str], None] | None) -> ServeReport:
+        removers = self._handle_signals()
+        try:
+            await self._register()
+            self.report.registration_token = self.token
+            if on_registered is not None:
+                on_registered(self.token)
+            renewer = asyncio.create_task(self._renew())
+            try:
+                await self._claim_until_stopped()
+            finally:
+                renewer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renewer
+        finally:
+            for remove in removers:
+                remove()
+        return self.report
+
+    def _handle_signals(self) -> list[Callable[[], None]]:
+        if not self.options.handle_signals:
+            return []
+        loop = asyncio.get_running_loop()
+        removers: list[Callable[[], None]] = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self.stop.set)
+            except (NotImplementedError, RuntimeError, ValueError):
+                continue  # not the main thread, or no signals here: stop through `stop`
+            removers.append(functools.partial(_remove_handler, loop, sig))
+        return removers
+
+    async def _register(self) -> None:
+        fp = fingerprint(self.declaration)
+        give_up = time.monotonic() + self.options.register_timeout_seconds
+        delay = 0.1
+        while True:
+            try:
+                answer = await self.client.register(
+                    self.declaration,
+                    schema_fingerprint=fp,
+                    revision=self.revision,
+                    provider_id=self.options.provider_id,
+                    incarnation_id=self.incarnation,
+                    lease_ms=int(self.options.lease_seconds * 1000),
+                )
+            except RegistryError as exc:
+                if exc.code != "admission_blocked" or time.monotonic() > give_up:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            self.token = answer.registration_token
+            return
+
+    def _lose(self) -> None:
+        self.report.reason = "lease_lost"
+        self.lost.set()
+        self.stop.set()
+
+    async def _renew(self) -> None:
+        """Renew until stopped: a draining lease is not renewed (it stays valid for the drain
+        period), so a refusal then would not mean the lease was lost."""
+        interval = self.options.lease_seconds / 3
+        while not self.stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), interval)
+            if self.stop.is_set():
+                return
+            try:
+                await self.client.renew(
+                    self.name, self.token, *self.ident, int(self.options.lease_seconds * 1000)
+                )
+            except RegistryError as exc:
+                if exc.code == "provider_lease_lost":
+                    self._lose()
+                    return
+                # Unreachable registry: the lease may still be valid; keep trying.
+
+    async def _claim(
+        self, operation_id: str, count: int, wait_ms: int
+    ) -> list[api.ClaimedCallBody]:
+        return await self.client.claim(
+            self.name,
+            self.token,
+            *self.ident,
+            max_calls=count,
+            wait_ms=wait_ms,
+            operation_id=operation_id,
+        )
+
+    async def _until_stopped(self, work: Awaitable[T]) -> tuple[asyncio.Task[T], bool]:
+        """Run ``work`` until it ends or ``stop`` is set; returns its task and whether it
+        ended."""
+        task = asyncio.ensure_future(work)
+        stopper = asyncio.ensure_future(self.stop.wait())
+        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        return task, task.done()
+
+    async def _claim_until_stopped(self) -> None:
+        drained = False
+        while not self.stop.is_set():
+            free = self.options.concurrency - self.active
+            if free <= 0:
+                self.freed.clear()
+                await self._until_stopped(self.freed.wait())  # a call in hand finished
+                continue
+            operation = uuid.uuid4().hex
+            claim, ended = await self._until_stopped(
+                self._claim(operation, free, int(self.options.claim_wait_seconds * 1000))
+            )
+            try:
+                if ended:
+                    calls = claim.result()
+                else:
+                    # Stopped while a claim waits: drain first (from then on nothing more can
+                    # be claimed for this lease), drop the wait, and collect what that claim
+                    # operation took by replaying it.
+                    drained = await self._drain()
+                    claim.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, RegistryError):
+                        await claim
+                    calls = await self._claim(operation, free, 0)
+            except RegistryError as exc:
+                if exc.code == "provider_lease_lost":
+                    self._lose()
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stop.wait(), 0.5)
+                continue
+            for call in calls:
+                self.active += 1
+                task = asyncio.create_task(self._run(call))
+                self.workers.add(task)
+                task.add_done_callback(self.workers.discard)
+        await self._shutdown(drained)
+
+    async def _drain(self) -> bool:
+        if self.lost.is_set():
+            return False
+        try:
+            await self.client.drain(
+                self.name, self.token, *self.ident, int(self.options.drain_seconds * 1000)
+            )
+        except RegistryError as exc:
+            if exc.code == "provider_lease_lost":
+                self._lose()
+            return False
+        return True
+
+    async def _shutdown(self, drained: bool) -> None:
+        if not drained:
+            await self._drain()
+        if self.workers:
+            await asyncio.wait(set(self.workers), timeout=self.options.drain_seconds)
+        if not self.lost.is_set():
+            with contextlib.suppress(RegistryError):
+                await self.client.release(self.name, self.token, *self.ident)
+
+    async def _run(self, call: api.ClaimedCallBody) -> None:
+        try:
+            await self._execute(call)
+        finally:
+            self.active -= 1
+            self.freed.set()
+
+    async def _execute(self, call: api.ClaimedCallBody) -> None:
+        spec = self.specs.get(call.tool)
+        if spec is None:
+            await self._finish(call, "failed", {"code": "unknown_tool"}, f"no tool {call.tool}")
+            return
+        try:
+            payload = spec.payload.codec.decode(call.payload_json)
+        except PayloadError as exc:
+            issues = [{"path": i.path, "message": i.message} for i in exc.issues]
+            await self._finish(
+                call, "failed", {"code": "invalid_payload", "issues": issues}, str(exc)
+            )
+            return
+        context = ToolContext(
+            run_id=call.meta.run_id,
+            agent_id="",
+            tool_id=call.tool,
+            tool_call_id=call.meta.tool_call_id,
+            labels=call.meta.labels,
+        )
+        remaining = call.execution_deadline_ms / 1000 - time.time()
+        try:
+            value = await asyncio.wait_for(
+                self.executor.execute(call.tool, payload, context), max(remaining, 0.001)
+            )
+        except ToolOverloadedError:
+            self.report.overloaded += 1
+            with contextlib.suppress(RegistryError):
+                await self.client.report_overload(self.name, call.tool_use_id, *self.ident)
+            return
+        except TimeoutError:
+            await self._finish(
+                call, "failed", {"code": "timeout"}, f"{call.tool} ran past its deadline"
+            )
+            return
+        except Exception as exc:
+            await self._finish(
+                call,
+                "failed",
+                {"code": "execution_failed"},
+                f"{call.tool} failed: {type(exc).__name__}: {exc}",
+            )
+            return
+        try:
+            result = spec.result.codec.encode(value)
+        except PayloadError as exc:
+            await self._finish(call, "failed", {"code": "invalid_result"}, str(exc))
+            return
+        await self._finish(call, "completed", result, "")
+
+    async def _finish(
+        self,
+        call: api.ClaimedCallBody,
+        status: Literal["completed", "failed"],
+        result: Any,
+        message: str,
+    ) -> None:
+        result_json = result if isinstance(result, str) else json.dumps(result)
+        if status == "failed":
+            # The code leads the message: consumers show the message to the model.
+            message = f"{result['code']}: {message}"
+            result_json = json.dumps({**result, "message": message})
+        # Keep trying while the call can still be completed: a registry that restarts keeps
+        # the claim, and completing again is harmless.
+        while True:
+            try:
+                await self.client.complete(
+                    self.name,
+                    call.tool_use_id,
+                    *self.ident,
+                    status=status,
+                    result_json=result_json,
+                    message=message,
+                )
+            except RegistryError as exc:
+                if exc.code == "service_unavailable" and time.time() * 1000 < (
+                    call.execution_deadline_ms
+                ):
+                    await asyncio.sleep(0.2)
+                    continue
+                self.report.lost += 1
+                return
+            if status == "completed":
+                self.report.completed += 1
+            else:
+                self.report.failed += 1
+            return

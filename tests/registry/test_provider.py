@@ -1,0 +1,350 @@
+"""SPEC G8, H1–H3: the provider SDK and the consumer wiring against a live registry.
+
+A generated toolset (the quickstart's weather) is served with ``serve_toolset`` through its
+typed executor; agents reach it through ``rt.register_registry(name, HttpRegistryClient,
+HttpResultStream)``, exactly as with any other registry client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import signal
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from agentgen.runtime import Message, Runtime, ToolCallPart, ToolContext
+from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream
+from agentgen.runtime.registry.provider import (
+    ServeOptions,
+    ServeReport,
+    ToolOverloadedError,
+    serve_toolset,
+)
+from agentgen.runtime.registry.sqlite_store import SQLiteStore
+from examples.quickstart.gen.quickstart.toolsets.weather import (
+    declarations,
+    executor,
+    specs,
+    types,
+)
+from tests.registry.conftest import Running, python_process, running_registry
+from tests.runtime.agents import ScriptedPlanner, Sources, answer, calls, records_definition
+
+WEATHER = specs.TOOLSET  # "quickstart.weather"
+
+
+@dataclass
+class Weather:
+    """A typed executor that remembers what it ran."""
+
+    seen: list[Any] = field(default_factory=list)
+    behaviour: Callable[[types.ForecastArgs], Any] | None = None
+    delay: float = 0.0
+
+    async def forecast(self, args: types.ForecastArgs, context: ToolContext) -> types.Forecast:
+        self.seen.append((args, context))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.behaviour is not None:
+            value = self.behaviour(args)
+            if value is not None:
+                return value  # type: ignore[no-any-return]
+        return types.Forecast(
+            city=args.city, conditions="sunny", temperature_c=21, wind="calm", summary="fine"
+        )
+
+
+OPTIONS = ServeOptions(
+    provider_id="weather-1",
+    lease_seconds=2,
+    claim_wait_seconds=0.3,
+    drain_seconds=5,
+    handle_signals=False,
+)
+
+
+@asynccontextmanager
+async def providing(
+    url: str, impl: Weather, *, revision: str = "r1", options: ServeOptions = OPTIONS
+) -> AsyncIterator[tuple[asyncio.Task[ServeReport], asyncio.Event, str]]:
+    client = HttpRegistryClient(url)
+    stop = asyncio.Event()
+    tokens: asyncio.Queue[str] = asyncio.Queue()
+    task = asyncio.create_task(
+        serve_toolset(
+            client,
+            declarations.toolset(),
+            executor.bind(impl),
+            revision=revision,
+            specs=specs.SPECS,
+            options=options,
+            stop=stop,
+            on_registered=tokens.put_nowait,
+        )
+    )
+    token = await asyncio.wait_for(tokens.get(), 10)
+    try:
+        yield task, stop, token
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.shield(task), 15)
+        await client.aclose()
+
+
+@pytest.fixture
+async def registry() -> AsyncIterator[Running]:
+    async with running_registry(SQLiteStore(":memory:")) as running:
+        yield running
+
+
+def consumer(url: str, planner: ScriptedPlanner) -> tuple[Runtime, HttpRegistryClient]:
+    client = HttpRegistryClient(url)
+    rt = Runtime()
+    rt.register_registry("company", client, HttpResultStream(client, poll_ms=2_000))
+    definition = records_definition(id="test.forecaster", specs=(), deferred_tool_ids=())
+    sources = Sources(toolsets=[("company", WEATHER, "", False)])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    return rt, client
+
+
+def result_of(outcome: Any, index: int = 2) -> Any:
+    part = outcome.transcript[index].parts[0]
+    return part.is_error, json.loads(part.content)
+
+
+async def test_a_consumer_agent_calls_the_provider_through_the_registry(
+    registry: Running,
+) -> None:
+    weather = Weather()
+    async with providing(registry.url, weather) as (_, _, token):
+        planner = ScriptedPlanner([calls(("weather.forecast", {"city": "Oslo"})), answer()])
+        rt, client = consumer(registry.url, planner)
+        outcome = await rt.client("test.forecaster").run(
+            "weather?", run_id="run-7", labels={"tenant": "t"}
+        )
+        await client.aclose()
+    error, value = result_of(outcome)
+    assert not error and value["city"] == "Oslo" and value["summary"] == "fine"
+    args, context = weather.seen[0]
+    assert isinstance(args, types.ForecastArgs)  # decoded into the generated model
+    assert (context.run_id, context.tool_call_id) == ("run-7", "c0_weather.forecast")
+    (accepted,) = outcome.accepted_calls
+    assert accepted.binding is not None and accepted.binding.registration_token == token
+    assert [d.id for d in planner.seen[0]] == ["weather.forecast"]
+
+
+async def test_overloads_are_retried_under_the_same_admission(registry: Running) -> None:
+    attempts: list[str] = []
+
+    def overloaded_once(args: types.ForecastArgs) -> None:
+        attempts.append(args.city)
+        if len(attempts) == 1:
+            raise ToolOverloadedError
+
+    async with providing(registry.url, Weather(behaviour=overloaded_once)) as (task, stop, _):
+        planner = ScriptedPlanner([calls(("weather.forecast", {"city": "Rome"})), answer()])
+        rt, client = consumer(registry.url, planner)
+        outcome = await rt.client("test.forecaster").run("weather?")
+        await client.aclose()
+        stop.set()
+        report = await task
+    assert result_of(outcome) == (
+        False,
+        {"city": "Rome", "conditions": "sunny", "temperature_c": 21, "wind": "calm",
+         "summary": "fine"},
+    )  # fmt: skip
+    assert attempts == ["Rome", "Rome"]
+    assert (report.overloaded, report.completed) == (1, 1)
+
+
+async def test_executor_failures_and_invalid_results_are_failed_outcomes(
+    registry: Running,
+) -> None:
+    def fail(args: types.ForecastArgs) -> Any:
+        if args.city == "Nowhere":
+            raise LookupError("no such city")
+        return {"not": "a forecast"}
+
+    async with providing(registry.url, Weather(behaviour=fail)):
+        planner = ScriptedPlanner(
+            [
+                calls(("weather.forecast", {"city": "Nowhere"})),
+                Message("assistant", (ToolCallPart("c1", "weather.forecast", '{"city":"Bad"}'),)),
+                answer(),
+            ]
+        )
+        rt, client = consumer(registry.url, planner)
+        outcome = await rt.client("test.forecaster").run("weather?")
+        await client.aclose()
+    error, value = result_of(outcome, 2)
+    assert error and value["error"]["kind"] == "tool_failed"
+    assert "no such city" in value["error"]["message"]
+    error, value = result_of(outcome, 4)
+    assert error and "invalid_result" in value["error"]["message"]
+
+
+async def test_a_replacement_before_publication_is_call_not_admitted(registry: Running) -> None:
+    """G8: the consumer resolved revision r1; r1's provider leaves and r2 takes over before the
+    call is made: the call is refused and never reaches r2 with r1's contract."""
+    first, second = Weather(), Weather()
+    planner = ScriptedPlanner([calls(("weather.forecast", {"city": "Lima"})), answer()])
+    rt, client = consumer(registry.url, planner)
+
+    class SwitchAfterResolve(Sources):
+        async def resolve(self, catalog: Any) -> None:
+            await super().resolve(catalog)
+            if self.resolved == 1:
+                switched.set()
+                await replaced.wait()
+
+    switched, replaced = asyncio.Event(), asyncio.Event()
+    definition = records_definition(id="test.switch", specs=(), deferred_tool_ids=())
+    sources = SwitchAfterResolve(toolsets=[("company", WEATHER, "", False)])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    async with providing(registry.url, first) as (task, stop, old):
+        run = asyncio.create_task(rt.client("test.switch").run("weather?"))
+        await switched.wait()
+        stop.set()
+        await task  # drained and released
+        async with providing(registry.url, second, revision="r2") as (_, _, new):
+            assert new != old
+            replaced.set()
+            outcome = await run
+    await client.aclose()
+    error, value = result_of(outcome)
+    assert error and value["error"]["kind"] == "call_not_admitted"
+    assert first.seen == [] and second.seen == []
+
+
+async def test_a_lost_lease_stops_the_provider_without_registering_again(
+    registry: Running,
+) -> None:
+    admin = HttpRegistryClient(registry.url)
+    async with providing(registry.url, Weather()) as (task, _, token):
+        await admin.unregister(WEATHER, token)
+        report = await asyncio.wait_for(asyncio.shield(task), 10)
+        assert report.reason == "lease_lost"
+        assert await admin.list_toolsets() == []  # it did not come back
+    await admin.aclose()
+
+
+async def test_register_waits_while_an_older_registration_holds_leases(
+    registry: Running,
+) -> None:
+    async with providing(registry.url, Weather()) as (old_task, old_stop, old):
+        newer = providing(registry.url, Weather(), revision="r2")
+        entering = asyncio.create_task(newer.__aenter__())
+        await asyncio.sleep(0.5)
+        assert not entering.done()  # admission_blocked, retried
+        old_stop.set()
+        await old_task
+        _, new_stop, new = await asyncio.wait_for(entering, 10)
+        assert new != old
+        new_stop.set()
+        await newer.__aexit__(None, None, None)
+
+
+PROVIDER_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from agentgen.runtime.registry.http_client import HttpRegistryClient
+    from agentgen.runtime.registry.provider import ServeOptions, serve_toolset
+    from examples.quickstart.gen.quickstart.toolsets.weather import (
+        declarations, executor, specs, types)
+
+    class Slow:
+        async def forecast(self, args, context):
+            print("started", args.city, flush=True)
+            await asyncio.sleep(1.0)
+            return types.Forecast(city=args.city, conditions="rain", temperature_c=9,
+                                  wind="gusty", summary="wet")
+
+    async def main():
+        client = HttpRegistryClient(sys.argv[1])
+        report = await serve_toolset(
+            client, declarations.toolset(), executor.bind(Slow()), revision="r1",
+            specs=specs.SPECS,
+            options=ServeOptions(provider_id="proc", lease_seconds=5, claim_wait_seconds=0.3),
+            on_registered=lambda token: print("registered", token, flush=True),
+        )
+        print("done", report.reason, report.completed, flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_sigterm_drains_calls_in_hand_then_releases(registry: Running) -> None:
+    process = python_process(PROVIDER_SCRIPT, registry.url)
+    assert process.stdout is not None
+    try:
+        line = await asyncio.to_thread(process.stdout.readline)
+        assert line.startswith(b"registered"), process.stderr.read() if process.stderr else line
+        token = line.split()[1].decode()
+        client = HttpRegistryClient(registry.url)
+        from agentgen.runtime.registry.client import ToolCallMeta
+
+        ref = await client.call_resolved_tool(
+            toolset=WEATHER,
+            tool="weather.forecast",
+            payload_json='{"city":"Bergen"}',
+            meta=ToolCallMeta(run_id="r", tool_call_id="c"),
+            expected_registration_token=token,
+        )
+        assert await asyncio.to_thread(process.stdout.readline) == b"started Bergen\n"
+        process.send_signal(signal.SIGTERM)
+        outcome = await HttpResultStream(client).await_result(ref)
+        assert outcome.status == "completed"
+        assert json.loads(outcome.payload_json)["summary"] == "wet"
+        assert await asyncio.to_thread(process.wait, 15) == 0
+        assert process.stdout.read().decode().split() == ["done", "stopped", "1"]
+        assert not await client.check_admission(WEATHER, token)  # released
+        await client.aclose()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_the_default_provider_id_is_a_valid_identifier() -> None:
+    from agentgen.runtime.registry.admission import IDENTIFIER
+
+    assert IDENTIFIER.match(ServeOptions().provider_id)
+
+
+async def test_a_provider_at_its_concurrency_limit_waits_for_a_free_slot(
+    registry: Running,
+) -> None:
+    """Regression: with every slot busy the claim loop must wait, not spin (spinning starved
+    the event loop: no call ran, no lease was renewed)."""
+    from agentgen.runtime.registry.client import ToolCallMeta
+
+    weather = Weather(delay=0.05)
+    options = dataclasses.replace(OPTIONS, concurrency=1)
+    async with providing(registry.url, weather, options=options) as (_, _, token):
+        client = HttpRegistryClient(registry.url)
+        results = HttpResultStream(client, poll_ms=1_000)
+
+        async def forecast(city: str) -> str:
+            ref = await client.call_resolved_tool(
+                toolset=WEATHER,
+                tool="weather.forecast",
+                payload_json=json.dumps({"city": city}),
+                meta=ToolCallMeta(run_id="r", tool_call_id=city),
+                expected_registration_token=token,
+            )
+            return (await results.await_result(ref)).status
+
+        statuses = await asyncio.wait_for(
+            asyncio.gather(*(forecast(c) for c in ("a", "b", "c", "d"))), 20
+        )
+        await client.aclose()
+    assert statuses == ["completed"] * 4
+    assert sorted(args.city for args, _ in weather.seen) == ["a", "b", "c", "d"]
