@@ -46,16 +46,10 @@ from agentgen.runtime import (
     RunOutcome,
     Runtime,
 )
+from agentgen.runtime.testing import RecordedProvider, Recording, RecordingError
 from examples.company.gen.assistant.agents import generalist
 from examples.company.gen.assistant.agents.generalist import registry_tools
-from examples.quickstart.tool_search import (
-    Exchange,
-    RecordedProvider,
-    Recording,
-    RecordingMismatchError,
-    TracingModel,
-    offline_model,
-)
+from examples.quickstart.tool_search import TracingModel
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDING = Path(__file__).resolve().parent / "recordings" / "openai.json"
@@ -173,12 +167,6 @@ class TurnTracing(TracingModel):
         self.responses.clear()
 
 
-def load_recording() -> Recording:
-    data = json.loads(RECORDING.read_text(encoding="utf-8"))
-    exchanges = tuple(Exchange(e["request"], e["response"]) for e in data["exchanges"])
-    return Recording(RECORDING, "openai", data["model"], data["prompt"], exchanges)
-
-
 def _short(token: str) -> str:
     return token[:12]
 
@@ -204,9 +192,9 @@ class DemoResult:
 async def converse(
     url: str, out: TextIO, on_turn_done: object
 ) -> tuple[list[RunOutcome], RecordedProvider]:
-    recording = load_recording()
-    recorded = RecordedProvider(recording)
-    tracing = TurnTracing(offline_model(recorded), "openai", out)
+    recording = Recording.load(RECORDING, "openai")
+    recorded = recording.player()
+    tracing = TurnTracing(recorded.model(), "openai", out)
     rt = Runtime()
     rt.register_model("openai", tracing)
     # The generated one-liner: the design's Registry settings, here at the demo's address.
@@ -265,11 +253,7 @@ def run_demo(out: TextIO, *, workdir: Path) -> DemoResult:
         outcomes, recorded = asyncio.run(converse(url, out, between_turns))
         stop_provider(provider)
         print(f"provider revision {REVISIONS[1]} got SIGTERM: drained and left", file=out)
-    if recorded.served != len(recorded.recording.exchanges):
-        raise RecordingMismatchError(
-            f"the demo used {recorded.served} of the {len(recorded.recording.exchanges)} "
-            f"recorded exchanges in {RECORDING}" + "".join(f"\n{p}" for p in recorded.problems)
-        )
+    recorded.assert_finished()  # the run used exactly the recorded conversation
     first = outcomes[0].accepted_calls[0]
     second = outcomes[1].accepted_calls[0]
     checkpoint = json.loads(json.dumps(first.to_json()))
@@ -330,7 +314,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     try:
         with tempfile.TemporaryDirectory(prefix="agentgen-company-") as folder:
             run_demo(out, workdir=Path(folder))
-    except (DemoError, RecordingMismatchError) as exc:
+    except (DemoError, RecordingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
