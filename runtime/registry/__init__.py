@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentgen.runtime.registry.http_client import (
         connect_registry as connect_registry,
     )
+    from agentgen.runtime.registry.local import LocalRegistry as LocalRegistry
     from agentgen.runtime.registry.provider import ServeOptions as ServeOptions
     from agentgen.runtime.registry.provider import ServeReport as ServeReport
     from agentgen.runtime.registry.provider import (
@@ -38,6 +39,7 @@ __all__ = [
     "HttpRegistryClient",
     "HttpResultStream",
     "Limits",
+    "LocalRegistry",
     "RetryPolicy",
     "ServeOptions",
     "ServeReport",
@@ -57,6 +59,7 @@ _HOMES = {
     "HttpResultStream": "http_client",
     "RetryPolicy": "http_client",
     "connect_registry": "http_client",
+    "LocalRegistry": "local",
     "ServeOptions": "provider",
     "ServeReport": "provider",
     "ToolOverloadedError": "provider",

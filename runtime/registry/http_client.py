@@ -18,6 +18,7 @@ is raised as :class:`RegistryError` with the registry's machine-readable code.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import random
 import socket
@@ -188,6 +189,13 @@ class HttpRegistryClient:
     # ------------------------------------------------------------------ transport
 
     async def _post(self, path: str, body: BaseModel, answer: type[B], *, wait_ms: int = 0) -> B:
+        parsed, _ = await self._exchange(path, body, answer, wait_ms=wait_ms)
+        return parsed
+
+    async def _exchange(
+        self, path: str, body: BaseModel, answer: type[B], *, wait_ms: int = 0
+    ) -> tuple[B, bytes]:
+        """The parsed answer and the exact bytes it was parsed from."""
         import httpx2
 
         content = body.model_dump_json(exclude_unset=False)
@@ -208,7 +216,7 @@ class HttpRegistryClient:
                     raise self._refusal(response)
                 else:
                     try:
-                        return answer.model_validate_json(response.content)
+                        return answer.model_validate_json(response.content), response.content
                     except ValidationError as exc:
                         raise RegistryError(
                             "protocol_error",
@@ -244,10 +252,13 @@ class HttpRegistryClient:
         return answer.toolsets
 
     async def resolve_toolset(self, name: str) -> ResolvedToolset:
-        answer = await self._post(
+        """The toolset and its admission token, with the digest of the answer it was parsed
+        from (planning catalogs recognise an unchanged toolset by it)."""
+        answer, content = await self._exchange(
             "/toolsets/resolve", api.ResolveRequest(toolset=name), api.ResolveResponse
         )
-        return ResolvedToolset(answer.toolset, answer.registration_token)
+        digest = hashlib.sha256(content).hexdigest()
+        return ResolvedToolset(answer.toolset, answer.registration_token, digest)
 
     async def check_admission(self, name: str, expected_registration_token: str) -> bool:
         answer = await self._post(

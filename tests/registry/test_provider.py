@@ -348,3 +348,20 @@ async def test_a_provider_at_its_concurrency_limit_waits_for_a_free_slot(
         await client.aclose()
     assert statuses == ["completed"] * 4
     assert sorted(args.city for args, _ in weather.seen) == ["a", "b", "c", "d"]
+
+
+async def test_resolve_reports_a_digest_that_changes_with_the_declaration(
+    registry: Running,
+) -> None:
+    """Planning catalogs recognise an unchanged toolset by the client's digest."""
+    client = HttpRegistryClient(registry.url)
+    async with providing(registry.url, Weather()) as (task, stop, _):
+        first = await client.resolve_toolset(WEATHER)
+        again = await client.resolve_toolset(WEATHER)
+        assert first.digest is not None and first.digest == again.digest
+        stop.set()
+        await task
+    async with providing(registry.url, Weather(), revision="r2"):
+        replaced = await client.resolve_toolset(WEATHER)
+    assert replaced.digest != first.digest
+    await client.aclose()
