@@ -345,12 +345,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--toolsets", default="10,100")
     parser.add_argument("--repeat", type=int, default=3, help="fresh runtimes per size")
     args = parser.parse_args(argv)
-    callers = [int(c) for c in args.callers.split(",")]
-    rows = calls_table(args.stores.split(","), callers, args.calls)
-    print("\n".join(rows))
-    print()
+    callers = [int(c) for c in args.callers.split(",") if c]
+    stores = [s for s in args.stores.split(",") if s]
+    if stores and callers:
+        print("\n".join(calls_table(stores, callers, args.calls)))
+        print()
     sizes = [int(s) for s in args.toolsets.split(",") if s]
-    print("\n".join(resolution_table(sizes, args.repeat)))
+    if sizes:
+        print("\n".join(resolution_table(sizes, args.repeat)))
     print(json.dumps({"python": sys.version.split()[0], "cores": os.cpu_count()}))
     return 0
 

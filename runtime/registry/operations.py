@@ -231,10 +231,15 @@ class RegistryOperations:
 
     async def resolve(self, name: str) -> tuple[ToolsetDeclaration, str]:
         """The declaration and the token of the admission it belongs to, from one read."""
+        entry = await self.resolve_entry(name)
+        return entry.toolset, entry.registration_token
+
+    async def resolve_entry(self, name: str) -> CatalogEntry:
+        """The active catalog entry of ``name``, from one read (shared: never change it)."""
         entry = _entry(await self.store.get(catalog_key(name)))
         if entry is None or entry.state != "active":
             raise RegistryError("not_found", f'toolset "{name}" not found')
-        return entry.toolset, entry.registration_token
+        return entry
 
     async def check_admission(self, name: str, expected_token: str) -> bool:
         entry = _entry(await self.store.get(catalog_key(name)))

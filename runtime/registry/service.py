@@ -11,6 +11,7 @@ refused before they are parsed.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,11 +19,11 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentgen.runtime.registry import api
-from agentgen.runtime.registry.admission import CallRequest, Limits, Registration
+from agentgen.runtime.registry.admission import CallRequest, CatalogEntry, Limits, Registration
 from agentgen.runtime.registry.auth import Principal, TokenTable
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.operations import RegistryOperations
@@ -106,6 +107,24 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         for s in set(api.ERROR_STATUS.values())
     }.items()
 }
+
+
+_RESOLVED: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+
+
+def _resolved(entry: CatalogEntry) -> bytes:
+    """The resolve answer of an admission, encoded once: the fingerprint covers every field of
+    the declaration, so (fingerprint, token) names the answer exactly."""
+    key = (entry.schema_fingerprint, entry.registration_token)
+    body = _RESOLVED.get(key)
+    if body is None:
+        answer = api.ResolveResponse(
+            toolset=entry.toolset, registration_token=entry.registration_token
+        )
+        body = _RESOLVED[key] = answer.model_dump_json().encode()
+        if len(_RESOLVED) > 1024:
+            _RESOLVED.popitem(last=False)
+    return body
 
 
 def create_app(
@@ -297,11 +316,16 @@ def create_app(
         who.require_consumer()
         return api.ListResponse(toolsets=await operations.list_toolsets(body.tags))
 
-    @post("/toolsets/resolve", "a toolset's declaration and admission token, from one read")
-    async def resolve(body: api.ResolveRequest, who: Principal = Who) -> api.ResolveResponse:
+    @app.post(
+        f"{api.API_PREFIX}/toolsets/resolve",
+        summary="a toolset's declaration and admission token, from one read",
+        response_model=api.ResolveResponse,
+    )
+    async def resolve(body: api.ResolveRequest, who: Principal = Who) -> Response:
         who.require_consumer()
-        toolset, token = await operations.resolve(body.toolset)
-        return api.ResolveResponse(toolset=toolset, registration_token=token)
+        entry = await operations.resolve_entry(body.toolset)
+        # Resolved at every planning activity: an admission's answer is encoded once.
+        return Response(_resolved(entry), media_type="application/json")
 
     @post("/toolsets/check_admission", "whether an admission is current and has a provider")
     async def check_admission(
