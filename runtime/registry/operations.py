@@ -13,7 +13,7 @@ import functools
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -445,34 +445,38 @@ class RegistryOperations:
         message: str,
     ) -> None:
         lease = lease_key(provider_id, incarnation_id)
-        entry_key, call_key = catalog_key(name), record_key(use_id)
-
-        def decide(values: Mapping[str, str | None], now: int) -> Change[None]:
-            record = _in_toolset(_record(values[call_key]), name, use_id)
-            new = admission.complete(
-                record, _entry(values[entry_key]), use_id, lease, status, result_json, message, now
-            )
-            error = None
-            if new is not None and new.state == "outcome_unknown":
-                error = RegistryError("provider_lease_lost", new.message)
-            return Change(
-                None,
-                writes=_write_record(new) if new is not None else {},
-                notify=_notify(new),
-                error=error,
-            )
-
-        await self.store.transact([entry_key, call_key], decide)
+        await self._held_call(
+            name,
+            use_id,
+            lambda record, entry, now: admission.complete(
+                record, entry, use_id, lease, status, result_json, message, now
+            ),
+        )
 
     async def report_overload(
         self, name: str, use_id: str, provider_id: str, incarnation_id: str
     ) -> None:
         lease = lease_key(provider_id, incarnation_id)
+        await self._held_call(
+            name,
+            use_id,
+            lambda record, entry, now: admission.overload(record, entry, use_id, lease, now),
+        )
+
+    async def _held_call(
+        self,
+        name: str,
+        use_id: str,
+        rule: Callable[[CallRecord | None, CatalogEntry | None, int], CallRecord | None],
+    ) -> None:
+        """Apply a rule of a provider about a call its lease holds; a call the registry finds
+        outside the lease meanwhile ends ``outcome_unknown`` and the provider hears the lease
+        is lost."""
         entry_key, call_key = catalog_key(name), record_key(use_id)
 
         def decide(values: Mapping[str, str | None], now: int) -> Change[None]:
             record = _in_toolset(_record(values[call_key]), name, use_id)
-            new = admission.overload(record, _entry(values[entry_key]), use_id, lease, now)
+            new = rule(record, _entry(values[entry_key]), now)
             error = None
             if new is not None and new.state == "outcome_unknown":
                 error = RegistryError("provider_lease_lost", new.message)
