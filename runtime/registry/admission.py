@@ -531,6 +531,12 @@ def admit(
         raise RegistryError(
             "not_found", f"toolset {request.toolset!r} has no tool {request.tool!r}"
         )
+    if specs[request.tool].kind == "agent":
+        raise RegistryError(
+            "validation_error",
+            f"tool {request.tool!r} is an agent exposed as a tool: consumers run it as a child "
+            "run with the executor and configuration they saved, never through a registry call",
+        )
     base = CallRecord(
         tool_use_id=use_id,
         toolset=request.toolset,

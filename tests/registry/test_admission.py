@@ -14,12 +14,14 @@ import pytest
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import registration_token, schema_fingerprint
+from agentgen.runtime.contracts.wire import tool_schema
 from agentgen.runtime.registry.admission import Limits, catalog_key
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.operations import CatalogCorruptError, RegistryOperations
 from agentgen.runtime.registry.store import Change, Store, Write
+from agentgen.runtime.search.document import SearchDocument
 from tests.registry.conftest import FAST
-from tests.registry.helpers import call, echo_toolset, registration
+from tests.registry.helpers import SAY, call, echo_toolset, registration
 
 
 @pytest.fixture
@@ -226,6 +228,30 @@ async def test_call_identity_conflicts_and_refusals(ops: RegistryOperations) -> 
     await refused("not_found", ops.call(call(token, call_id="c4", toolset="nothing")))
     # Refused calls left no record behind: nothing to claim but the first call.
     assert len(await claim(ops, token)) == 1
+
+
+async def test_agent_tools_are_never_called_through_the_registry(
+    ops: RegistryOperations,
+) -> None:
+    toolset = echo_toolset()
+    agent_tool = tool_schema(
+        tool_id="echo.delegate",
+        title="Delegate",
+        description="Ask the echo agent.",
+        tags=(),
+        payload_schema=SAY,
+        payload_name=None,
+        result_schema={"type": "string"},
+        result_name=None,
+        search=SearchDocument.from_text("echo.delegate Delegate Ask the echo agent."),
+        kind="agent",
+        agent_id="echo.agent",
+    )
+    toolset.tools.append(agent_tool)
+    token = (await ops.register(registration(toolset))).registration_token
+    error = await refused("validation_error", ops.call(call(token, tool="echo.delegate")))
+    assert "child run" in error.message
+    assert len(await claim(ops, token, wait_ms=50)) == 0  # nothing was admitted
 
 
 async def test_calls_against_a_replaced_admission_are_not_admitted(
