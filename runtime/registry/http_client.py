@@ -76,7 +76,9 @@ class _Runtime(Protocol):
 
     def registry(self, name: str) -> object: ...
 
-    def register_registry(self, name: str, registry_client: Any, result_stream: Any) -> None: ...
+    def register_registry(
+        self, name: str, registry_client: Any, result_stream: Any, *, settings: Any = None
+    ) -> None: ...
 
 
 class _Settings(Protocol):
@@ -121,7 +123,7 @@ class HttpRegistryClient:
         retry: RetryPolicy | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         name: str = "",
-        call_wait_ms: int = 1_000,
+        call_wait_ms: int | None = None,
     ) -> None:
         import httpx2
 
@@ -136,8 +138,12 @@ class HttpRegistryClient:
         self.name = name or parts.netloc
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.retry = retry or RetryPolicy()
-        #: How long a call waits for its outcome before returning only its reference.
-        self.call_wait_ms = call_wait_ms
+        #: How long a call waits for its outcome before returning only its reference: a
+        #: second, well within the request timeout (the runtime bounds each call request by
+        #: the registry's Timeout).
+        self.call_wait_ms = (
+            call_wait_ms if call_wait_ms is not None else min(1_000, int(self.timeout * 250))
+        )
         #: Outcomes that came back with their call, until the result stream asks for them.
         self._early: dict[str, api.ResultResponse] = {}
         token = token if token is not None else os.environ.get(ENV_TOKEN) or None
@@ -533,6 +539,7 @@ def connect_registry(
         rt.registry(settings.name)
     except LookupError:
         client = HttpRegistryClient.from_settings(settings, token=token, url=url)
-        rt.register_registry(settings.name, client, HttpResultStream(client))
+        # The settings go to the runtime too: its bound on each request is the same Timeout.
+        rt.register_registry(settings.name, client, HttpResultStream(client), settings=settings)
         return client
     return None
