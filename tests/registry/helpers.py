@@ -28,8 +28,9 @@ def echo_toolset(
     tags: tuple[str, ...] = (),
     payload: dict[str, Any] | None = None,
 ) -> ToolsetDeclaration:
+    tool_id = f"{name.rsplit('.', 1)[-1]}.say"  # a toolset's tools carry its name
     tool = tool_schema(
-        tool_id="echo.say",
+        tool_id=tool_id,
         title="Say",
         description=description,
         tags=(),
@@ -37,7 +38,7 @@ def echo_toolset(
         payload_name=None,
         result_schema=SAID,
         result_name=None,
-        search=SearchDocument.from_text(f"echo.say Say {description}"),
+        search=SearchDocument.from_text(f"{tool_id} Say {description}"),
     )
     return ToolsetDeclaration(name=name, version=version, tags=list(tags), tools=[tool])
 

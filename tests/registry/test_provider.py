@@ -365,3 +365,29 @@ async def test_resolve_reports_a_digest_that_changes_with_the_declaration(
         replaced = await client.resolve_toolset(WEATHER)
     assert replaced.digest != first.digest
     await client.aclose()
+
+
+def test_connect_registers_each_registry_once_with_the_design_settings() -> None:
+    from agentgen.runtime.registry.http_client import connect_registry
+    from examples.company.gen.assistant.agents.generalist import registry_tools as generalist
+    from examples.company.gen.assistant.agents.reader import registry_tools as reader
+    from examples.company.gen.registries import REGISTRIES, RetrySettings
+
+    rt = Runtime()
+    generalist.connect(rt, urls={"company": "http://127.0.0.1:1"})
+    reader.connect(rt)  # the same registry: the first connection is kept
+    registration = rt.registry("company")
+    assert isinstance(registration.client, HttpRegistryClient)
+    assert registration.client.url == "http://127.0.0.1:1"
+    assert isinstance(registration.result_stream, HttpResultStream)
+    assert REGISTRIES["company"].url == "http://127.0.0.1:9090"  # the design's own address
+
+    settings = dataclasses.replace(
+        REGISTRIES["company"], name="other", timeout=2.5, retry=RetrySettings(7, 0.2, 1.0)
+    )
+    other = Runtime()
+    client = connect_registry(other, settings)
+    assert client is not None
+    assert (client.timeout, client.retry.max_retries, client.retry.backoff_base) == (2.5, 7, 0.2)
+    assert other.registry("other").timeout == 2.5  # the runtime bounds requests the same way
+    assert connect_registry(other, settings) is None
