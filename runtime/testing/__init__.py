@@ -9,6 +9,9 @@
   the real SDK client and the real adapter, in process: every request is built and every reply
   parsed as in production, each reply validated with the SDK's public response type, and each
   request compared with the summary the recording keeps of it.
+* :class:`LocalRegistry` runs the real registry service in process (an in-memory store on a
+  free 127.0.0.1 port), for agents that consume registries; it needs the ``registry`` extra and
+  is imported only when used.
 
 Register either with ``rt.register_model(id, model)``, as you would a provider adapter. See
 docs/testing.md.
@@ -16,6 +19,9 @@ docs/testing.md.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from agentgen.runtime.lazy_names import lazy_names
 from agentgen.runtime.testing.models import (
     METADATA_KEY,
     Answer,
@@ -40,12 +46,16 @@ from agentgen.runtime.testing.summaries import (
     summarize_openai,
 )
 
+if TYPE_CHECKING:
+    from agentgen.runtime.registry.local import LocalRegistry as LocalRegistry
+
 __all__ = [
     "METADATA_KEY",
     "Answer",
     "Call",
     "Exchange",
     "FunctionModel",
+    "LocalRegistry",
     "Provider",
     "RecordedProvider",
     "Recording",
@@ -59,3 +69,6 @@ __all__ = [
     "summarize_anthropic",
     "summarize_openai",
 ]
+
+# The registry service needs FastAPI and uvicorn: loaded only by tests that use it.
+__getattr__, _ = lazy_names(__name__, {"LocalRegistry": "agentgen.runtime.registry.local"}, __all__)

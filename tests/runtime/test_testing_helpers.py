@@ -249,3 +249,61 @@ def test_no_sdk_private_attribute_is_used() -> None:
     quickstart = ROOT / "examples/quickstart/tool_search.py"
     for path in [*(ROOT / "runtime/testing").glob("*.py"), quickstart]:
         assert "_strict_response_validation" not in path.read_text(), path
+
+
+def test_the_in_process_registry_loads_only_when_used() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, agentgen.runtime.testing as t\n"
+        "assert 'fastapi' not in sys.modules and 'uvicorn' not in sys.modules\n"
+        "from agentgen.runtime.registry.local import LocalRegistry\n"
+        "assert t.LocalRegistry is LocalRegistry\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+async def test_the_in_process_registry_serves_a_generated_toolset() -> None:
+    import asyncio
+
+    from agentgen.runtime.registry.http_client import HttpRegistryClient
+    from agentgen.runtime.registry.provider import ServeOptions, serve_toolset
+    from agentgen.runtime.testing import LocalRegistry
+    from examples.quickstart.gen.quickstart.toolsets.weather import (
+        declarations,
+        executor,
+        specs,
+        types,
+    )
+
+    class Weather:
+        async def forecast(self, args: types.ForecastArgs, context: object) -> types.Forecast:
+            return types.Forecast(
+                city=args.city, conditions="sunny", temperature_c=21, wind="calm", summary="ok"
+            )
+
+    with LocalRegistry() as registry:
+        client = HttpRegistryClient(registry.url)
+        stop = asyncio.Event()
+        registered: asyncio.Queue[str] = asyncio.Queue()
+        options = ServeOptions(provider_id="weather-1", handle_signals=False)
+        task = asyncio.create_task(
+            serve_toolset(
+                client,
+                declarations.toolset(),
+                executor.bind(Weather()),  # type: ignore[arg-type]
+                revision="r1",
+                specs=specs.SPECS,
+                options=options,
+                stop=stop,
+                on_registered=registered.put_nowait,
+            )
+        )
+        token = await asyncio.wait_for(registered.get(), 10)
+        resolved = await client.resolve_toolset(specs.TOOLSET)
+        assert resolved.registration_token == token
+        assert [tool.name for tool in resolved.toolset.tools] == [specs.FORECAST]
+        stop.set()
+        await asyncio.wait_for(task, 15)
+        await client.aclose()
