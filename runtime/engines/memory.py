@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentgen.runtime.runs.host import RunHost
-from agentgen.runtime.runs.loop import run_agent
+from agentgen.runtime.runs.local import run_agent
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
 
 __all__ = ["InMemoryEngine"]

@@ -38,6 +38,7 @@ from agentgen.runtime.runs.registry_calls import (
     checked_listing,
     checked_resolution,
     describe,
+    unavailable,
 )
 
 __all__ = [
@@ -80,7 +81,13 @@ class DuplicateToolError(CatalogError):
 
 
 class RegistryReadError(CatalogError):
-    pass
+    """A registry could not be read. ``transient`` says the registry did not answer (it was
+    unreachable, timed out, or said it was unavailable) rather than answered wrongly: a
+    durable engine retries such a planning activity, with backoff; nothing else does."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class SourceRemovedError(CatalogError):
@@ -179,9 +186,11 @@ class PlanningCatalog:
                 raise SourceNotFoundError(
                     f"registry {registry!r} has no toolset {name!r}: {exc.message}"
                 ) from None
-            raise RegistryReadError(f"{what}: {describe(exc)}") from None
+            raise RegistryReadError(
+                f"{what}: {describe(exc)}", transient=exc.code == "service_unavailable"
+            ) from None
         except Exception as exc:  # the client's failure, whatever it is: the read failed
-            raise RegistryReadError(f"{what}: {describe(exc)}") from exc
+            raise RegistryReadError(f"{what}: {describe(exc)}", transient=_transient(exc)) from exc
         try:
             toolset, token, digest = checked_resolution(resolved)
         except MalformedReplyError as exc:
@@ -234,7 +243,9 @@ class PlanningCatalog:
                 await bounded(registration, registration.client.list_toolsets())
             )
         except Exception as exc:  # the client's failure, whatever it is: the read failed
-            raise RegistryReadError(f"list registry {registry!r}: {describe(exc)}") from exc
+            raise RegistryReadError(
+                f"list registry {registry!r}: {describe(exc)}", transient=_transient(exc)
+            ) from exc
         for name in names:
             try:
                 await self.include_toolset(registry, name, "", deferred)
@@ -343,6 +354,13 @@ class PlanningCatalog:
 
     def compiled_spec(self, tool_id: str) -> ToolSpec | None:
         return self._static.get(tool_id)
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether a failed read may succeed when repeated: the registry did not answer."""
+    if isinstance(exc, RegistryError):
+        return exc.code == "service_unavailable"
+    return unavailable(exc)
 
 
 def _definition(entry: CompiledTool, deferred: bool) -> ToolDefinition:

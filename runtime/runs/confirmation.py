@@ -14,12 +14,12 @@ tool will run with (defaults included), so a person confirms exactly what execut
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from agentgen.runtime.contracts.specs import ConfirmationSpec
 from agentgen.runtime.contracts.templates import TemplateLimitError, render_template
+from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
 
 __all__ = [
     "ConfirmationBudgetError",
@@ -30,21 +30,6 @@ __all__ = [
     "prompt",
     "render",
 ]
-
-
-@dataclass(frozen=True)
-class ConfirmationRequest:
-    run_id: str
-    agent_id: str
-    tool_id: str
-    tool_call_id: str
-    title: str | None
-    prompt: str
-    arguments: Mapping[str, Any]
-
-
-#: Decides a confirmation: True runs the tool, False answers with the denied-result template.
-Confirmer = Callable[[ConfirmationRequest], Awaitable[bool]]
 
 
 class ConfirmationError(Exception):

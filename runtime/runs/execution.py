@@ -1,16 +1,21 @@
-"""Executing one accepted call with its saved contract.
+"""Executing one accepted call with its saved contract, as steps every engine runs.
 
-The arguments are confirmed (when the tool asks for it), decoded and validated with the saved
-spec's codec, dispatched (a compiled executor, a registry provider through the saved
-registration token, or a child run of the agent exposed as the tool), and the result validated
-against the saved result contract. Every failure becomes a tool error result the model can read
-(what went wrong, which fields); nothing here crashes a run.
+:func:`prepare` decodes and validates the arguments with the saved spec's codec, checks that
+the agent still consumes the call's registry source and renders the confirmation prompt from
+the saved contract; after the decision (:func:`deny` renders a refusal), the call runs through
+a compiled executor (:func:`call_executor`), a registry provider under the saved registration
+token (:func:`admit`, then :func:`await_outcome`), or as a child run of the agent exposed as
+the tool (:func:`agent_result` validates its answer). Each result is validated against the
+saved result contract. Every failure becomes a tool error result the model can read (what went
+wrong, which fields); nothing here crashes a run.
+
+The run loop (:func:`~agentgen.runtime.runs.loop.run_call`) composes the steps; in process
+they run through :class:`LocalCallSteps`, on Temporal as activities.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +24,6 @@ from pydantic import BaseModel
 from agentgen.runtime.agents.executors import ToolContext
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.contracts.codecs import (
-    FieldIssue,
     JSONCodec,
     PayloadError,
     decode_exact,
@@ -28,6 +32,7 @@ from agentgen.runtime.contracts.codecs import (
 )
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.registry.client import (
+    CallRef,
     RegistryClient,
     RegistryError,
     ResultStream,
@@ -36,24 +41,35 @@ from agentgen.runtime.registry.client import (
 from agentgen.runtime.runs import confirmation
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
+from agentgen.runtime.runs.loop import run_call
 from agentgen.runtime.runs.registry_calls import bounded, describe, unavailable
 from agentgen.runtime.runs.requests import RunRequest
+from agentgen.runtime.runs.results import tool_error
+from agentgen.runtime.runs.steps import (
+    Admission,
+    ChildOutcome,
+    ConfirmationDecision,
+    ConfirmationRequest,
+    Prepared,
+    Route,
+)
 
-__all__ = ["MAX_OVERLOAD_RETRIES", "ExecutionContext", "execute", "tool_error"]
+__all__ = [
+    "MAX_OVERLOAD_RETRIES",
+    "ExecutionContext",
+    "LocalCallSteps",
+    "admit",
+    "agent_result",
+    "await_outcome",
+    "call_executor",
+    "deny",
+    "execute",
+    "prepare",
+    "tool_error",
+]
 
 #: How often an overloaded registry call is retried (with the same admission) before failing.
 MAX_OVERLOAD_RETRIES = 3
-
-
-def tool_error(
-    call: ToolCallPart, kind: str, message: str, issues: Sequence[FieldIssue] = ()
-) -> ToolResultPart:
-    error: dict[str, Any] = {"kind": kind, "message": message}
-    if issues:
-        error["issues"] = [{"path": i.path, "message": i.message} for i in issues]
-    return ToolResultPart(
-        call.call_id, call.tool_id, json.dumps({"error": error}, ensure_ascii=False), True
-    )
 
 
 @dataclass
@@ -65,43 +81,124 @@ class ExecutionContext:
     children: dict[str, str] = field(default_factory=dict)
 
 
+class LocalCallSteps:
+    """The execution steps run in process, against the context's host: the confirmer is the
+    runtime's, a child run runs on the host's engine."""
+
+    def __init__(self, context: ExecutionContext) -> None:
+        self.context = context
+
+    async def prepare(self, accepted: AcceptedCall) -> Prepared:
+        return prepare(self.context, accepted, confirmable=self.context.host.confirmer is not None)
+
+    async def confirm(self, request: ConfirmationRequest) -> ConfirmationDecision:
+        confirmer = self.context.host.confirmer
+        assert confirmer is not None  # prepare ends calls nobody can confirm
+        try:
+            approved = await confirmer(request)
+        except Exception as exc:  # the application's confirmer failed: the call did not run
+            return ConfirmationDecision(error=f"{type(exc).__name__}: {exc}")
+        return ConfirmationDecision(approved=bool(approved))
+
+    async def deny(self, accepted: AcceptedCall, arguments: Any) -> ToolResultPart:
+        return deny(accepted, arguments)
+
+    async def execute(self, accepted: AcceptedCall) -> ToolResultPart:
+        return await call_executor(self.context, accepted)
+
+    async def admit(self, accepted: AcceptedCall) -> Admission:
+        return await admit(self.context, accepted)
+
+    async def await_outcome(self, accepted: AcceptedCall, ref: CallRef) -> ToolResultPart:
+        return await await_outcome(self.context, accepted, ref)
+
+    async def child(self, request: RunRequest) -> ChildOutcome:
+        outcome = await self.context.host.run(request)
+        return ChildOutcome(outcome.run_id, outcome.final_text, outcome.final_value)
+
+    async def agent_result(self, accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:
+        return agent_result(accepted, child)
+
+
 async def execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
-    """Execute one call; whatever goes wrong becomes the call's tool error result, so that the
-    other calls of the round keep their results."""
-    try:
-        return await _execute(context, accepted)
-    except Exception as exc:
-        spec = accepted.spec
-        return tool_error(
-            accepted.call, "internal_error", f"{spec.id}: {type(exc).__name__}: {exc}"
-        )
+    """Execute one call in process, with the steps every run takes (prepare, confirm, run);
+    whatever goes wrong becomes the call's tool error result, so that the other calls of the
+    round keep their results."""
+    return await run_call(LocalCallSteps(context), accepted.call, accepted, context.children)
 
 
-async def _execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
+def prepare(context: ExecutionContext, accepted: AcceptedCall, *, confirmable: bool) -> Prepared:
+    """Make an accepted call ready to run, or end it with its tool error.
+
+    The arguments are validated before any confirmation (nobody is asked to approve a call
+    that cannot run), strictly: nothing the model wrote is converted or dropped. ``confirmable``
+    says whether anyone can decide a confirmation (the runtime has a confirmer).
+    """
     call, spec = accepted.call, accepted.spec
     try:
-        # Validated before any confirmation: nobody is asked to approve a call that cannot run.
-        # Strictly: nothing the model wrote is converted or dropped.
-        value = parse_arguments(call.arguments or "{}", f"arguments of {spec.id}")
-        payload = spec.payload.codec.decode_arguments(value)
+        payload = _payload(accepted)
     except PayloadError as exc:
-        return tool_error(
-            call, "invalid_arguments", f"arguments of {spec.id} are invalid", exc.issues
+        return Prepared(
+            tool_error(call, "invalid_arguments", f"arguments of {spec.id} are invalid", exc.issues)
         )
     # What executes, as JSON: what a person confirms and an agent tool's child run receives.
     arguments = _executed(spec.payload.codec, payload)
     refused = _outside_consumption(context, accepted)
     if refused is not None:
-        return refused
-    if spec.confirmation is not None:
-        denied = await _confirm(context, accepted, arguments)
-        if denied is not None:
-            return denied
+        return Prepared(refused)
+    route: Route = "executor"
     if spec.kind == "agent":
-        return await _run_agent_tool(context, accepted, arguments)
-    if accepted.binding is not None:
-        return await _call_registry(context, accepted, payload)
-    return await _call_executor(context, accepted, payload)
+        route = "agent"
+    elif accepted.binding is not None:
+        route = "registry"
+    request = None
+    if spec.confirmation is not None:
+        if not confirmable:
+            return Prepared(
+                tool_error(
+                    call,
+                    "confirmation_unavailable",
+                    f"tool {spec.id} requires confirmation, but the runtime has no confirmer; it "
+                    "did not run",
+                )
+            )
+        args = arguments if isinstance(arguments, dict) else {}
+        try:
+            text = confirmation.prompt(spec.confirmation, args, spec.id)
+        except confirmation.ConfirmationError as exc:
+            return Prepared(tool_error(call, "confirmation_failed", str(exc)))
+        request = ConfirmationRequest(
+            run_id=context.run.run_id,
+            agent_id=context.run.agent_id,
+            tool_id=spec.id,
+            tool_call_id=call.call_id,
+            title=spec.confirmation.title,
+            prompt=text,
+            arguments=args,
+        )
+    child = _child_request(context, accepted, arguments) if route == "agent" else None
+    return Prepared(None, route, arguments, request, child)
+
+
+def deny(accepted: AcceptedCall, arguments: Any) -> ToolResultPart:
+    """The result of a denied call: its saved denied-result template, rendered."""
+    call, spec = accepted.call, accepted.spec
+    assert spec.confirmation is not None
+    args = arguments if isinstance(arguments, dict) else {}
+    try:
+        denied = confirmation.denied_result(spec.confirmation, args, spec.id)
+    except confirmation.ConfirmationError as exc:
+        return tool_error(call, "confirmation_failed", str(exc))
+    return ToolResultPart(
+        call.call_id, call.tool_id, json.dumps({"denied": denied}, ensure_ascii=False), True
+    )
+
+
+def _payload(accepted: AcceptedCall) -> Any:
+    """The call's arguments decoded and validated with the saved spec's codec."""
+    spec = accepted.spec
+    value = parse_arguments(accepted.call.arguments or "{}", f"arguments of {spec.id}")
+    return spec.payload.codec.decode_arguments(value)
 
 
 def _executed(codec: JSONCodec[Any], payload: Any) -> Any:
@@ -137,49 +234,6 @@ def _outside_consumption(
     )
 
 
-async def _confirm(
-    context: ExecutionContext, accepted: AcceptedCall, arguments: Any
-) -> ToolResultPart | None:
-    call, spec = accepted.call, accepted.spec
-    assert spec.confirmation is not None
-    confirmer = context.host.confirmer
-    if confirmer is None:
-        return tool_error(
-            call,
-            "confirmation_unavailable",
-            f"tool {spec.id} requires confirmation, but the runtime has no confirmer; it did "
-            "not run",
-        )
-    args = arguments if isinstance(arguments, dict) else {}
-    try:
-        text = confirmation.prompt(spec.confirmation, args, spec.id)
-        approved = await confirmer(
-            confirmation.ConfirmationRequest(
-                run_id=context.run.run_id,
-                agent_id=context.run.agent_id,
-                tool_id=spec.id,
-                tool_call_id=call.call_id,
-                title=spec.confirmation.title,
-                prompt=text,
-                arguments=args,
-            )
-        )
-        if approved:
-            return None
-        denied = confirmation.denied_result(spec.confirmation, args, spec.id)
-    except confirmation.ConfirmationError as exc:
-        return tool_error(call, "confirmation_failed", str(exc))
-    except Exception as exc:  # the application's confirmer failed: the call did not run
-        return tool_error(
-            call,
-            "confirmation_failed",
-            f"confirming {spec.id} failed ({type(exc).__name__}: {exc}); it did not run",
-        )
-    return ToolResultPart(
-        call.call_id, call.tool_id, json.dumps({"denied": denied}, ensure_ascii=False), True
-    )
-
-
 def _encode_result(accepted: AcceptedCall, value: Any) -> ToolResultPart:
     call, spec = accepted.call, accepted.spec
     try:
@@ -194,10 +248,11 @@ def _encode_result(accepted: AcceptedCall, value: Any) -> ToolResultPart:
     return ToolResultPart(call.call_id, call.tool_id, content)
 
 
-async def _call_executor(
-    context: ExecutionContext, accepted: AcceptedCall, payload: Any
-) -> ToolResultPart:
+async def call_executor(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
+    """Run a compiled tool through its toolset's executor; the result is validated against
+    the saved result contract."""
     call, spec = accepted.call, accepted.spec
+    payload = _payload(accepted)
     executor = context.registration.executors.get(spec.toolset)
     if executor is None:
         return tool_error(call, "no_executor", f"no executor is registered for {spec.toolset}")
@@ -215,14 +270,17 @@ async def _call_executor(
     return _encode_result(accepted, value)
 
 
-async def _call_registry(
-    context: ExecutionContext, accepted: AcceptedCall, payload: Any
-) -> ToolResultPart:
+async def admit(context: ExecutionContext, accepted: AcceptedCall) -> Admission:
+    """Have the registry admit a dynamic call under the saved registration token.
+
+    Never repeated by anyone: once the request left, the call may have been admitted, and a
+    second admission could run it twice.
+    """
     call, spec, binding = accepted.call, accepted.spec, accepted.binding
     assert binding is not None
+    payload = _payload(accepted)
     registration = context.host.registry(binding.registry)
     client: RegistryClient = registration.client
-    stream: ResultStream = registration.result_stream
     labels = {
         name: context.run.labels[name]
         for name in spec.required_labels
@@ -244,18 +302,41 @@ async def _call_registry(
             ),
         )
     except RegistryError as exc:
-        return _registry_failure(call, spec.id, exc)
+        return Admission(result=_registry_failure(call, spec.id, exc))
     except Exception as exc:  # the registry client's failure, not a bug of the run
         if unavailable(exc):
-            return tool_error(
-                call,
-                "registry_unavailable",
-                f"{spec.id}: {where} did not answer ({describe(exc)}); the call may not have "
-                "been admitted: do not repeat it before checking",
+            return Admission(
+                result=tool_error(
+                    call,
+                    "registry_unavailable",
+                    f"{spec.id}: {where} did not answer ({describe(exc)}); the call may not "
+                    "have been admitted: do not repeat it before checking",
+                )
             )
-        return tool_error(
-            call, "registry_error", f"{spec.id}: the client of {where} failed: {describe(exc)}"
+        return Admission(
+            result=tool_error(
+                call, "registry_error", f"{spec.id}: the client of {where} failed: {describe(exc)}"
+            )
         )
+    return Admission(ref=ref)
+
+
+async def await_outcome(
+    context: ExecutionContext, accepted: AcceptedCall, ref: CallRef
+) -> ToolResultPart:
+    """Wait for an admitted call's outcome on the result stream (retrying, with the same
+    admission, while the provider is overloaded), validated against the saved result contract.
+
+    Waiting can be repeated: the stream answers for the admitted call, however often it is
+    asked, so a durable engine may wait again on another worker after losing one.
+    """
+    call, spec, binding = accepted.call, accepted.spec, accepted.binding
+    assert binding is not None
+    registration = context.host.registry(binding.registry)
+    client: RegistryClient = registration.client
+    stream: ResultStream = registration.result_stream
+    token = binding.registration_token
+    where = f"registry {binding.registry!r}"
     try:
         outcome = await stream.await_result(ref)
         retries = 0
@@ -328,12 +409,12 @@ def _registry_failure(call: ToolCallPart, tool_id: str, exc: RegistryError) -> T
     return tool_error(call, "registry_error", f"{tool_id}: {exc}")
 
 
-async def _run_agent_tool(
-    context: ExecutionContext, accepted: AcceptedCall, arguments: Any
-) -> ToolResultPart:
+def _child_request(context: ExecutionContext, accepted: AcceptedCall, arguments: Any) -> RunRequest:
+    """The child run of an agent exposed as a tool: the agent, configuration and result
+    contract saved at acceptance, the executed arguments as its user message."""
     call, spec = accepted.call, accepted.spec
     assert spec.agent_id is not None
-    request = RunRequest(
+    return RunRequest(
         agent_id=spec.agent_id,
         messages=(Message.user(encode_exact(arguments)),),
         labels=dict(context.run.labels),
@@ -341,19 +422,18 @@ async def _run_agent_tool(
         parent_tool_call_id=call.call_id,
         result_schema_json=spec.result.schema_json,
     )
-    try:
-        outcome = await context.host.run(request)
-    except Exception as exc:
-        return tool_error(
-            call, "agent_failed", f"agent {spec.agent_id} failed: {type(exc).__name__}: {exc}"
-        )
-    context.children[call.call_id] = outcome.run_id
-    value = outcome.final_value
+
+
+def agent_result(accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:
+    """A child run's answer as the agent tool's result, validated against the saved result
+    contract (an agent tool without a structured result answers with its text)."""
+    call, spec = accepted.call, accepted.spec
+    value = child.final_value
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
     result_type = json.loads(spec.result.schema_json).get("type")
     if value is None and result_type == "string":
-        value = outcome.final_text  # an agent tool without Return answers with its text
+        value = child.final_text  # an agent tool without Return answers with its text
     elif value is None and result_type != "null":
         return tool_error(
             call,

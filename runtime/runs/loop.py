@@ -1,202 +1,312 @@
-"""The planner loop of one run.
+"""The planner loop of one run: the order of its steps, the same on every engine.
 
 A run alternates planning activities and execution rounds: plan (``plan_start``, then
 ``plan_resume`` with the results), accept the calls the assistant message holds against that
 activity's catalog, execute them with their saved contracts, and plan again, until the planner
 answers without tool calls. When the run's tool-call budget or failure limit is spent, the last
 activity is final-answer-only: no tools are advertised and no registry is read.
+
+The loop itself does no I/O and reads no clock or randomness: every effect is a step it awaits
+(:class:`Steps`), so the in-memory engine runs it with the steps in process, and the Temporal
+engine runs it as workflow code with the steps as activities, confirmations as workflow waits
+and agent tools as child workflows. Its whole state is :class:`RunState`, plain values a
+durable run can carry into a new execution (continue-as-new) between rounds.
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
-from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput, RunContext
+from agentgen.runtime.agents.definition import RunPolicy
+from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
+from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.accepted import AcceptedCall
-from agentgen.runtime.runs.catalog import PlanningCatalog, Refusal
-from agentgen.runtime.runs.execution import ExecutionContext, execute, tool_error
-from agentgen.runtime.runs.host import AgentRegistration, RunHost
-from agentgen.runtime.runs.policy import EffectivePolicy, merge, missing_labels
-from agentgen.runtime.runs.requests import (
-    MissingLabelsError,
-    RunError,
-    RunOutcome,
-    RunRequest,
-    ToolCallIdError,
+from agentgen.runtime.runs.call_ids import claim_call_ids
+from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest
+from agentgen.runtime.runs.results import tool_error
+from agentgen.runtime.runs.steps import (
+    A,
+    Admission,
+    ChildOutcome,
+    ConfirmationDecision,
+    ConfirmationRequest,
+    Limits,
+    Planned,
+    PlanTask,
+    Prepared,
 )
 
-__all__ = ["run_agent"]
+__all__ = [
+    "CallSteps",
+    "RunResult",
+    "RunState",
+    "StepFailure",
+    "Steps",
+    "describe_failure",
+    "drive",
+    "outcome",
+    "run_call",
+]
+
+A_contra = TypeVar("A_contra", contravariant=True)
+
+
+class StepFailure(Exception):
+    """A step failed elsewhere (a durable engine's activity or child workflow), as its type
+    name and message: reported exactly as the same failure in process would be."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+
+
+def describe_failure(exc: BaseException) -> str:
+    name = exc.type_name if isinstance(exc, StepFailure) else type(exc).__name__
+    return f"{name}: {exc}"
+
+
+class CallSteps(Protocol[A_contra]):
+    """The steps of one accepted call (see :mod:`agentgen.runtime.runs.execution`)."""
+
+    async def prepare(self, accepted: A_contra) -> Prepared: ...
+
+    async def confirm(self, request: ConfirmationRequest) -> ConfirmationDecision: ...
+
+    async def deny(self, accepted: A_contra, arguments: Any) -> ToolResultPart: ...
+
+    async def execute(self, accepted: A_contra) -> ToolResultPart: ...
+
+    async def admit(self, accepted: A_contra) -> Admission: ...
+
+    async def await_outcome(self, accepted: A_contra, ref: CallRef) -> ToolResultPart: ...
+
+    async def child(self, request: RunRequest) -> ChildOutcome:
+        """Run the child run of an agent tool to completion (its failure raises)."""
+        ...
+
+    async def agent_result(self, accepted: A_contra, child: ChildOutcome) -> ToolResultPart: ...
+
+
+class Steps(CallSteps[A], Protocol[A]):
+    """Every step of a run, as an engine runs them."""
+
+    async def plan(self, task: PlanTask) -> Planned[A]: ...
+
+    async def boundary(self, state: RunState[A]) -> None:
+        """Called between rounds, when the state holds everything the run needs: a durable
+        engine may continue the run as a new execution here."""
+        ...
 
 
 @dataclass
-class _Round:
+class RunState(Generic[A]):
+    """Everything a run knows between two steps."""
+
+    run: RunContext
+    #: The run's own policy options.
+    policy: RunPolicy
+    transcript: list[Message]
+    #: Whether ``plan_start`` ran (the next activity is ``plan_resume``).
+    started: bool = False
+    #: Whether the next activity is final-answer-only.
+    finalize: bool = False
+    #: The last round's results (what ``plan_resume`` is given).
+    tool_results: tuple[ToolResultPart, ...] = ()
     calls: int = 0
     consecutive_failures: int = 0
+    limits: Limits = field(default_factory=Limits)
+    #: Every tool-call ID of the run so far (the conversation's included), and where.
+    call_ids: dict[str, str] = field(default_factory=dict)
+    #: Every accepted call with its saved contract, in order, and its call ID.
+    accepted: list[A] = field(default_factory=list)
+    accepted_ids: list[str] = field(default_factory=list)
+    #: Child runs started for agent tools, by tool call ID.
+    children: dict[str, str] = field(default_factory=dict)
 
-
-async def run_agent(host: RunHost, request: RunRequest) -> RunOutcome:
-    registration = host.agent(request.agent_id)
-    definition = registration.definition
-    missing = missing_labels(definition.required_labels, request.labels)
-    if missing:
-        raise MissingLabelsError(
-            f"agent {definition.id!r}: run is missing required labels: {', '.join(missing)}"
-        )
-    try:
-        policy = merge(definition.policy, host.policy, request.policy)
-    except ValueError as exc:
-        raise RunError(f"agent {definition.id!r}: {exc}") from None
-    run = RunContext(
-        run_id=request.run_id or uuid.uuid4().hex,
-        agent_id=definition.id,
-        labels=dict(request.labels),
-        parent_run_id=request.parent_run_id,
-        result_schema_json=request.result_schema_json,
-    )
-    loop = _RunLoop(host, registration, run, policy)
-    return await loop.run(list(request.messages))
-
-
-class _RunLoop:
-    def __init__(
-        self,
-        host: RunHost,
-        registration: AgentRegistration,
-        run: RunContext,
-        policy: EffectivePolicy,
-    ) -> None:
-        self.host = host
-        self.registration = registration
-        self.run_context = run
-        self.policy = policy
-        self.execution = ExecutionContext(host, registration, run)
-        self.accepted: list[AcceptedCall] = []
-        self.state = _Round()
-        #: Every tool-call ID of the run so far (the conversation's included), and where.
-        self.call_ids: dict[str, str] = {}
-
-    async def catalog(self, *, finalize: bool) -> PlanningCatalog:
-        catalog = PlanningCatalog(
-            self.host,
-            self.registration,
-            self.run_context.labels,
-            self.policy.tools,
-            tools_enabled=not finalize,
-        )
-        tools = self.registration.definition.registry_tools
-        if tools is not None and not finalize:
-            await tools.resolve(catalog)
-        return catalog
-
-    def spent(self) -> bool:
-        limit = self.policy.max_tool_calls
-        failures = self.policy.max_consecutive_failed_tool_calls
-        return (limit is not None and self.state.calls >= limit) or (
-            failures is not None and self.state.consecutive_failures >= failures
-        )
-
-    def claim_ids(self, calls: Sequence[ToolCallPart], where: str) -> None:
-        """Record the calls' IDs; :class:`ToolCallIdError` if one is empty or already used."""
-        agent = self.run_context.agent_id
-        for call in calls:
-            if not call.call_id:
-                raise ToolCallIdError(
-                    f"agent {agent!r}: {where} holds a call to {call.tool_id!r} with an empty "
-                    "call ID; nothing of that turn was run"
-                )
-            earlier = self.call_ids.get(call.call_id)
-            if earlier is not None:
-                raise ToolCallIdError(
-                    f"agent {agent!r}: {where} repeats tool call ID {call.call_id!r}, already "
-                    f"used by {earlier}; call IDs must be unique within a run, and nothing of "
-                    "that turn was run"
-                )
-            self.call_ids[call.call_id] = f"{where} ({call.tool_id})"
-
-    async def run(self, transcript: list[Message]) -> RunOutcome:
-        for index, message in enumerate(transcript):
-            self.claim_ids(message.tool_calls(), f"message {index} of the conversation")
-        planner = self.registration.planner
-        catalog = await self.catalog(finalize=False)
-        result: PlanResult = await planner.plan_start(
-            PlanInput(tuple(transcript), catalog, self.run_context)
-        )
-        finalize = False
-        while True:
-            transcript.append(result.message)
-            calls = result.message.tool_calls()
-            if not calls:
-                return self.outcome(transcript, result)
-            if finalize:
-                raise RunError(
-                    f"agent {self.run_context.agent_id!r}: the planner returned tool calls in a "
-                    "final-answer-only activity"
-                )
-            self.claim_ids(calls, f"the planner's reply (message {len(transcript) - 1})")
-            results = await self.execute_round(catalog, calls)
-            transcript.append(Message("tool", tuple(results)))
-            finalize = self.spent()
-            catalog = await self.catalog(finalize=finalize)
-            result = await planner.plan_resume(
-                PlanResumeInput(
-                    tuple(transcript),
-                    catalog,
-                    self.run_context,
-                    tool_results=tuple(results),
-                    finalize=finalize,
-                )
-            )
-
-    async def execute_round(
-        self, catalog: PlanningCatalog, calls: Sequence[Any]
-    ) -> list[ToolResultPart]:
-        pending: list[tuple[int, AcceptedCall]] = []
-        results: list[ToolResultPart | None] = []
-        for call in calls:
-            limit = self.policy.max_tool_calls
-            if limit is not None and self.state.calls >= limit:
-                results.append(
-                    tool_error(
-                        call, "budget_exhausted", f"the run's budget of {limit} tool calls is spent"
-                    )
-                )
-                continue
-            accepted = catalog.accept(call)
-            if isinstance(accepted, Refusal):
-                results.append(tool_error(call, "not_permitted", accepted.reason))
-                continue
-            self.state.calls += 1
-            self.accepted.append(accepted)
-            pending.append((len(results), accepted))
-            results.append(None)
-        done = await asyncio.gather(*(execute(self.execution, a) for _, a in pending))
-        for (index, _), part in zip(pending, done, strict=True):
-            results[index] = part
-        final = [r for r in results if r is not None]
-        for part in final:
-            self.state.consecutive_failures = (
-                self.state.consecutive_failures + 1 if part.is_error else 0
-            )
-        return final
-
-    def outcome(self, transcript: list[Message], result: PlanResult) -> RunOutcome:
-        return RunOutcome(
-            run_id=self.run_context.run_id,
-            agent_id=self.run_context.agent_id,
-            transcript=tuple(transcript),
-            final_text=result.message.text,
-            final_value=result.final_value,
-            tool_calls=self.state.calls,
-            child_runs=tuple(
-                self.execution.children[a.call.call_id]
-                for a in self.accepted
-                if a.call.call_id in self.execution.children
+    @classmethod
+    def start(cls, request: RunRequest, run_id: str) -> RunState[A]:
+        return cls(
+            run=RunContext(
+                run_id=run_id,
+                agent_id=request.agent_id,
+                labels=dict(request.labels),
+                parent_run_id=request.parent_run_id,
+                result_schema_json=request.result_schema_json,
             ),
-            parent_run_id=self.run_context.parent_run_id,
-            accepted_calls=tuple(self.accepted),
+            policy=request.policy,
+            transcript=list(request.messages),
         )
+
+
+@dataclass(frozen=True)
+class RunResult(Generic[A]):
+    """A finished run, with its accepted calls as the engine carried them."""
+
+    run_id: str
+    agent_id: str
+    transcript: tuple[Message, ...]
+    final_text: str
+    final_value: Any = None
+    tool_calls: int = 0
+    child_runs: tuple[str, ...] = ()
+    parent_run_id: str | None = None
+    accepted: tuple[A, ...] = ()
+
+
+def outcome(result: RunResult[Any], accepted: Sequence[AcceptedCall]) -> RunOutcome:
+    """The outcome of a finished run, its accepted calls restored by the engine."""
+    return RunOutcome(
+        run_id=result.run_id,
+        agent_id=result.agent_id,
+        transcript=result.transcript,
+        final_text=result.final_text,
+        final_value=result.final_value,
+        tool_calls=result.tool_calls,
+        child_runs=result.child_runs,
+        parent_run_id=result.parent_run_id,
+        accepted_calls=tuple(accepted),
+    )
+
+
+async def drive(state: RunState[A], steps: Steps[A]) -> RunResult[A]:
+    """Run (or go on running) a run from ``state`` to its final answer."""
+    agent = state.run.agent_id
+    if not state.started:
+        # The step checks the labels, the policies and the conversation's call IDs first.
+        planned = await steps.plan(PlanTask(state.run, state.policy, tuple(state.transcript)))
+        for index, message in enumerate(state.transcript):
+            where = f"message {index} of the conversation"
+            claim_call_ids(state.call_ids, agent, message.tool_calls(), where)
+        state.started = True
+    else:
+        planned = await steps.plan(_resume(state))
+    while True:
+        state.limits = planned.limits
+        state.transcript.append(planned.message)
+        calls = planned.message.tool_calls()
+        if not calls:
+            return RunResult(
+                run_id=state.run.run_id,
+                agent_id=agent,
+                transcript=tuple(state.transcript),
+                final_text=planned.message.text,
+                final_value=planned.final_value,
+                tool_calls=state.calls,
+                child_runs=tuple(
+                    state.children[i] for i in state.accepted_ids if i in state.children
+                ),
+                parent_run_id=state.run.parent_run_id,
+                accepted=tuple(state.accepted),
+            )
+        if state.finalize:
+            raise RunError(
+                f"agent {agent!r}: the planner returned tool calls in a final-answer-only activity"
+            )
+        where = f"the planner's reply (message {len(state.transcript) - 1})"
+        claim_call_ids(state.call_ids, agent, calls, where)
+        results = await _execute_round(state, steps, planned)
+        state.transcript.append(Message("tool", tuple(results)))
+        state.tool_results = tuple(results)
+        state.finalize = _spent(state)
+        await steps.boundary(state)
+        planned = await steps.plan(_resume(state))
+
+
+def _resume(state: RunState[Any]) -> PlanTask:
+    return PlanTask(
+        state.run,
+        state.policy,
+        tuple(state.transcript),
+        start=False,
+        finalize=state.finalize,
+        tool_results=state.tool_results,
+        calls_made=state.calls,
+    )
+
+
+def _spent(state: RunState[Any]) -> bool:
+    limit = state.limits.max_tool_calls
+    failures = state.limits.max_consecutive_failed_tool_calls
+    return (limit is not None and state.calls >= limit) or (
+        failures is not None and state.consecutive_failures >= failures
+    )
+
+
+async def _execute_round(
+    state: RunState[A], steps: Steps[A], planned: Planned[A]
+) -> list[ToolResultPart]:
+    """Run the accepted calls of a reply concurrently; refusals answer their calls as they
+    are. Results keep the order of the calls."""
+    results: list[ToolResultPart | None] = []
+    pending: list[tuple[int, ToolCallPart, A]] = []
+    for decision in planned.decisions:
+        if decision.accepted is None:
+            assert decision.refused is not None
+            results.append(decision.refused)
+            continue
+        state.calls += 1
+        state.accepted.append(decision.accepted)
+        state.accepted_ids.append(decision.call.call_id)
+        pending.append((len(results), decision.call, decision.accepted))
+        results.append(None)
+    done = await asyncio.gather(
+        *(run_call(steps, call, accepted, state.children) for _, call, accepted in pending)
+    )
+    for (index, _, _), part in zip(pending, done, strict=True):
+        results[index] = part
+    final = [r for r in results if r is not None]
+    for part in final:
+        state.consecutive_failures = state.consecutive_failures + 1 if part.is_error else 0
+    return final
+
+
+async def run_call(
+    steps: CallSteps[A], call: ToolCallPart, accepted: A, children: dict[str, str]
+) -> ToolResultPart:
+    """Run one accepted call through its steps; whatever goes wrong becomes the call's tool
+    error result, so that the other calls of the round keep their results. A child run's ID
+    is recorded in ``children``."""
+    try:
+        return await _run_call(steps, call, accepted, children)
+    except Exception as exc:
+        return tool_error(call, "internal_error", f"{call.tool_id}: {describe_failure(exc)}")
+
+
+async def _run_call(
+    steps: CallSteps[A], call: ToolCallPart, accepted: A, children: dict[str, str]
+) -> ToolResultPart:
+    prepared = await steps.prepare(accepted)
+    if prepared.result is not None:
+        return prepared.result
+    if prepared.confirmation is not None:
+        decision = await steps.confirm(prepared.confirmation)
+        if decision.error:
+            return tool_error(
+                call,
+                "confirmation_failed",
+                f"confirming {call.tool_id} failed ({decision.error}); it did not run",
+            )
+        if not decision.approved:
+            return await steps.deny(accepted, prepared.arguments)
+    if prepared.route == "agent":
+        request = prepared.child
+        assert request is not None
+        try:
+            child = await steps.child(request)
+        except Exception as exc:
+            return tool_error(
+                call, "agent_failed", f"agent {request.agent_id} failed: {describe_failure(exc)}"
+            )
+        children[call.call_id] = child.run_id
+        return await steps.agent_result(accepted, child)
+    if prepared.route == "registry":
+        admission = await steps.admit(accepted)
+        if admission.result is not None:
+            return admission.result
+        assert admission.ref is not None
+        return await steps.await_outcome(accepted, admission.ref)
+    return await steps.execute(accepted)

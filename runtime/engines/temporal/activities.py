@@ -1,0 +1,153 @@
+"""The activities of a durable run: the run's steps, executed on a worker against its host.
+
+A worker's host is the application's own ``Runtime`` (built by the same factory as the
+client's), so an activity finds the agent, its planner and executors, the models and the
+registries exactly as the in-memory engine does, and calls the same step functions. An
+accepted call arrives as its checkpoint and is restored with ``AcceptedCall.from_json``: a
+compiled tool by its ID in the agent's generated specs, a registry tool from its saved
+declaration, never from the current catalog.
+
+Failures leave as ``ApplicationError`` with their type name and message, marked non-retryable
+for the SPEC's typed errors (:mod:`.errors`). Every activity heartbeats while it runs, so that
+a lost worker is noticed within the heartbeat timeout rather than the activity's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import activity
+
+from agentgen.runtime.engines.temporal.errors import application_error
+from agentgen.runtime.engines.temporal.wire import (
+    ACTIVITY_NAMES,
+    AwaitTask,
+    CallTask,
+    DenyTask,
+    ResultTask,
+)
+from agentgen.runtime.messages import ToolResultPart
+from agentgen.runtime.runs import execution
+from agentgen.runtime.runs.accepted import AcceptedCall
+from agentgen.runtime.runs.execution import ExecutionContext
+from agentgen.runtime.runs.host import RunHost
+from agentgen.runtime.runs.plan_step import plan
+from agentgen.runtime.runs.steps import Admission, Decision, Planned, PlanTask, Prepared
+
+__all__ = ["RunActivities"]
+
+T = TypeVar("T")
+
+
+async def _heartbeating(work: Awaitable[T]) -> T:
+    """Await ``work`` while heartbeating, a few times per heartbeat timeout."""
+    timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
+    interval = max(timeout.total_seconds() / 3, 0.05)
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(interval)
+
+    beating = asyncio.create_task(beat())
+    try:
+        return await work
+    finally:
+        beating.cancel()
+
+
+async def _step(work: Callable[[], Awaitable[T]]) -> T:
+    try:
+        return await _heartbeating(work())
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        raise application_error(exc) from exc
+
+
+class RunActivities:
+    """The activities, bound to the worker's host."""
+
+    def __init__(self, host: RunHost) -> None:
+        self.host = host
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [
+            self.plan,
+            self.prepare,
+            self.deny,
+            self.execute,
+            self.admit,
+            self.await_outcome,
+            self.agent_result,
+        ]
+
+    def _restore(self, task: CallTask) -> tuple[ExecutionContext, AcceptedCall]:
+        registration = self.host.agent(task.run.agent_id)
+        accepted = AcceptedCall.from_json(task.accepted, registration.definition.spec)
+        return ExecutionContext(self.host, registration, task.run), accepted
+
+    @activity.defn(name=ACTIVITY_NAMES["plan"])
+    async def plan(self, task: PlanTask) -> Planned[dict[str, Any]]:
+        """The planning step; accepted calls leave as their checkpoints."""
+
+        async def work() -> Planned[dict[str, Any]]:
+            planned = await plan(self.host, task)
+            decisions = tuple(
+                Decision(d.call, d.accepted.to_json() if d.accepted else None, d.refused)
+                for d in planned.decisions
+            )
+            return Planned(planned.message, planned.final_value, decisions, planned.limits)
+
+        return await _step(work)
+
+    @activity.defn(name=ACTIVITY_NAMES["prepare"])
+    async def prepare(self, task: CallTask) -> Prepared:
+        async def work() -> Prepared:
+            context, accepted = self._restore(task)
+            return execution.prepare(context, accepted, confirmable=task.confirmable)
+
+        return await _step(work)
+
+    @activity.defn(name=ACTIVITY_NAMES["deny"])
+    async def deny(self, task: DenyTask) -> ToolResultPart:
+        async def work() -> ToolResultPart:
+            _, accepted = self._restore(task.task)
+            return execution.deny(accepted, task.arguments)
+
+        return await _step(work)
+
+    @activity.defn(name=ACTIVITY_NAMES["execute"])
+    async def execute(self, task: CallTask) -> ToolResultPart:
+        async def work() -> ToolResultPart:
+            context, accepted = self._restore(task)
+            return await execution.call_executor(context, accepted)
+
+        return await _step(work)
+
+    @activity.defn(name=ACTIVITY_NAMES["admit"])
+    async def admit(self, task: CallTask) -> Admission:
+        async def work() -> Admission:
+            context, accepted = self._restore(task)
+            return await execution.admit(context, accepted)
+
+        return await _step(work)
+
+    @activity.defn(name=ACTIVITY_NAMES["await_outcome"])
+    async def await_outcome(self, task: AwaitTask) -> ToolResultPart:
+        async def work() -> ToolResultPart:
+            context, accepted = self._restore(task.task)
+            return await execution.await_outcome(context, accepted, task.ref)
+
+        return await _step(work)
+
+    @activity.defn(name=ACTIVITY_NAMES["agent_result"])
+    async def agent_result(self, task: ResultTask) -> ToolResultPart:
+        async def work() -> ToolResultPart:
+            _, accepted = self._restore(task.task)
+            return execution.agent_result(accepted, task.child)
+
+        return await _step(work)

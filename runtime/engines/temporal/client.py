@@ -1,0 +1,240 @@
+"""The client side of durable runs: the engine an application gives its ``Runtime``.
+
+``Runtime(engine=TemporalEngine(...))`` is the only change an application makes: ``run``
+starts the run as a workflow on the task queue, decides its confirmations with the runtime's
+own confirmer, and returns the same ``RunOutcome`` (or raises the same error) the in-memory
+engine would. Workers (``agentgen worker``) run the workflow and its activities.
+
+For runs that outlive the process that started them, the engine also starts a run without
+waiting (:meth:`TemporalEngine.start`), waits for one (:meth:`~TemporalEngine.result`), lists
+and decides its pending confirmations (:meth:`~TemporalEngine.pending_confirmations`,
+:meth:`~TemporalEngine.confirm`), and cancels it (:meth:`~TemporalEngine.cancel`). A run's ID
+is its workflow ID; a child run's is its child workflow's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from dataclasses import replace
+from datetime import timedelta
+
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError, CancelledError, TemporalError
+
+from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, data_converter
+from agentgen.runtime.engines.temporal.errors import RunCancelledError, run_failure
+from agentgen.runtime.engines.temporal.settings import TemporalSettings
+from agentgen.runtime.engines.temporal.wire import Decide, RunInput, RunStatus, WorkflowResult
+from agentgen.runtime.engines.temporal.workflow import DECIDE_UPDATE, STATUS_QUERY, WORKFLOW_NAME
+from agentgen.runtime.runs.accepted import AcceptedCall
+from agentgen.runtime.runs.host import RunHost
+from agentgen.runtime.runs.loop import outcome
+from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
+
+__all__ = ["DEFAULT_ADDRESS", "RunCancelledError", "TemporalEngine", "agentgen_client"]
+
+DEFAULT_ADDRESS = "127.0.0.1:7233"
+#: How long one status query may take before the watcher tries again.
+_QUERY_TIMEOUT = timedelta(seconds=5)
+
+
+def agentgen_client(client: Client) -> Client:
+    """``client`` with agentgen's data converter (the same connection)."""
+    if client.data_converter.payload_converter_class is AgentgenPayloadConverter:
+        return client
+    return Client(
+        client.service_client, namespace=client.namespace, data_converter=data_converter()
+    )
+
+
+class TemporalEngine:
+    """Runs agents as Temporal workflows on ``task_queue``.
+
+    Give it a connected ``client``, or an ``address`` and ``namespace`` to connect to on first
+    use. ``settings`` (timeouts, retries, continue-as-new) travel with every run it starts.
+    Confirmations are polled every ``poll_interval`` seconds while :meth:`run` or
+    :meth:`result` waits and the runtime has a confirmer.
+    """
+
+    def __init__(
+        self,
+        *,
+        task_queue: str = "agentgen",
+        client: Client | None = None,
+        address: str = DEFAULT_ADDRESS,
+        namespace: str = "default",
+        settings: TemporalSettings | None = None,
+        poll_interval: float = 0.1,
+    ) -> None:
+        if not task_queue:
+            raise ValueError("TemporalEngine needs a task queue")
+        if poll_interval <= 0:
+            raise ValueError("TemporalEngine.poll_interval must be positive")
+        self.task_queue = task_queue
+        self.address = address
+        self.namespace = client.namespace if client is not None else namespace
+        self.settings = settings or TemporalSettings()
+        self.poll_interval = poll_interval
+        self._client = agentgen_client(client) if client is not None else None
+        self._connecting: asyncio.Lock | None = None
+
+    async def client(self) -> Client:
+        """The client (connected on first use, with agentgen's data converter)."""
+        if self._client is None:
+            if self._connecting is None:
+                self._connecting = asyncio.Lock()
+            async with self._connecting:
+                if self._client is None:
+                    self._client = await Client.connect(
+                        self.address, namespace=self.namespace, data_converter=data_converter()
+                    )
+        return self._client
+
+    # ------------------------------------------------------------------ the Engine seam
+
+    async def run(self, host: RunHost, request: RunRequest) -> RunOutcome:
+        run_id = await self.start(host, request)
+        return await self.result(host, run_id)
+
+    # ------------------------------------------------------------------ durable runs
+
+    async def start(self, host: RunHost, request: RunRequest) -> str:
+        """Start a run without waiting for it; returns its run ID (``request.run_id``, or a
+        new one). The agent must be registered on the host (and on the workers)."""
+        host.agent(request.agent_id)
+        run_id = request.run_id or uuid.uuid4().hex
+        client = await self.client()
+        await client.start_workflow(
+            WORKFLOW_NAME,
+            RunInput(
+                request=replace(request, run_id=run_id),
+                settings=self.settings,
+                confirmable=host.confirmer is not None,
+            ),
+            id=run_id,
+            task_queue=self.task_queue,
+            result_type=WorkflowResult,
+        )
+        return run_id
+
+    async def result(self, host: RunHost, run_id: str) -> RunOutcome:
+        """Wait for a run's outcome (deciding its confirmations with the host's confirmer,
+        if it has one); raises the run's error if it failed."""
+        client = await self.client()
+        handle = client.get_workflow_handle(run_id, result_type=WorkflowResult)
+        watcher = (
+            asyncio.create_task(self._watch(run_id, host.confirmer))
+            if host.confirmer is not None
+            else None
+        )
+        try:
+            result = await handle.result()
+        except WorkflowFailureError as exc:
+            raise _failed(exc, run_id) from None
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+        definition = host.agent(result.agent_id).definition
+        accepted = [AcceptedCall.from_json(c, definition.spec) for c in result.accepted]
+        return outcome(result, accepted)
+
+    async def pending_confirmations(self, run_id: str) -> list[ConfirmationRequest]:
+        """The confirmations a run and its running child runs wait for."""
+        return [request for _, request in await self._pending(run_id)]
+
+    async def confirm(self, run_id: str, tool_call_id: str, approved: bool) -> None:
+        """Decide a pending confirmation of a run (or of one of its child runs)."""
+        for workflow_id, request in await self._pending(run_id):
+            if request.tool_call_id == tool_call_id:
+                await self._decide(workflow_id, Decide(tool_call_id, approved))
+                return
+        raise LookupError(f"run {run_id!r} has no confirmation pending for {tool_call_id!r}")
+
+    async def cancel(self, run_id: str) -> None:
+        """Cancel a run (its child runs with it); waiting for it raises RunCancelledError."""
+        client = await self.client()
+        await client.get_workflow_handle(run_id).cancel()
+
+    # ------------------------------------------------------------------ confirmations
+
+    async def _status(self, workflow_id: str) -> RunStatus | None:
+        client = await self.client()
+        handle: WorkflowHandle[object, object] = client.get_workflow_handle(workflow_id)
+        try:
+            status: RunStatus = await handle.query(
+                STATUS_QUERY, result_type=RunStatus, rpc_timeout=_QUERY_TIMEOUT
+            )
+        except TemporalError:
+            return None  # no worker answered (yet), or the run ended: asked again later
+        return status
+
+    async def _pending(self, run_id: str) -> list[tuple[str, ConfirmationRequest]]:
+        found: list[tuple[str, ConfirmationRequest]] = []
+        queue = [run_id]
+        while queue:
+            workflow_id = queue.pop(0)
+            status = await self._status(workflow_id)
+            if status is None:
+                continue
+            found.extend((workflow_id, request) for request in status.pending)
+            queue.extend(status.children)
+        return found
+
+    async def _decide(self, workflow_id: str, decision: Decide) -> None:
+        client = await self.client()
+        await client.get_workflow_handle(workflow_id).execute_update(DECIDE_UPDATE, decision)
+
+    async def _watch(self, run_id: str, confirmer: Confirmer) -> None:
+        """Decide every confirmation the run tree waits for, each once, with ``confirmer``."""
+        seen: set[tuple[str, str]] = set()
+        deciding: set[asyncio.Task[None]] = set()
+
+        async def decide(workflow_id: str, request: ConfirmationRequest) -> None:
+            try:
+                approved = await confirmer(request)
+            except Exception as exc:  # the application's confirmer failed: the call won't run
+                decision = Decide(request.tool_call_id, error=f"{type(exc).__name__}: {exc}")
+            else:
+                decision = Decide(request.tool_call_id, approved=bool(approved))
+            while True:  # the same decision until it is delivered (the confirmer decided once)
+                try:
+                    await self._decide(workflow_id, decision)
+                except WorkflowUpdateFailedError:
+                    return  # decided meanwhile (by another client)
+                except TemporalError:
+                    await asyncio.sleep(self.poll_interval)  # no worker answered yet
+                else:
+                    return
+
+        try:
+            while True:
+                for workflow_id, request in await self._pending(run_id):
+                    key = (workflow_id, request.tool_call_id)
+                    if key not in seen:
+                        seen.add(key)
+                        task = asyncio.create_task(decide(workflow_id, request))
+                        deciding.add(task)
+                        task.add_done_callback(deciding.discard)
+                await asyncio.sleep(self.poll_interval)
+        finally:
+            for task in deciding:
+                task.cancel()
+
+
+def _failed(exc: WorkflowFailureError, run_id: str) -> Exception:
+    cause = exc.cause
+    if isinstance(cause, CancelledError):
+        return RunCancelledError(f"run {run_id!r} was cancelled")
+    if isinstance(cause, ApplicationError):
+        return run_failure(cause.type, cause.message, run_id)
+    return run_failure(type(cause).__name__ if cause else None, str(cause or exc), run_id)

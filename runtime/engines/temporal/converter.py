@@ -1,0 +1,252 @@
+"""The data converter: the runtime's values as JSON in Temporal payloads.
+
+Workflow inputs, activity tasks and results are the runtime's own dataclasses (messages, run
+contexts, policies, step values). Each is written as a JSON object, field by field, following
+its type hints, and read back the same way; the payload's metadata names the type (a stable
+name, so histories written by one release are read by the next). Messages use their own JSON
+form (metadata, native search records and all). Fields typed ``Any`` hold JSON values a
+planner or a tool produced (arguments, structured answers, checkpoints): they keep exact
+numbers, written as ``{"exact": "<JSON text>"}`` when they hold ``Decimal`` values and as
+``{"json": <value>}`` otherwise, so that a value comes back with the types it left with. A
+pydantic model in such a field crosses as its JSON object.
+
+Anything else (strings, numbers, ``None``) falls through to Temporal's default converters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any, Literal, TypeVar, Union
+
+from pydantic import BaseModel
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import (
+    CompositePayloadConverter,
+    DataConverter,
+    DefaultPayloadConverter,
+    EncodingPayloadConverter,
+)
+
+from agentgen.runtime.agents.definition import RunPolicy, TagClause
+from agentgen.runtime.agents.planning import RunContext
+from agentgen.runtime.contracts.codecs import decode_exact, encode_exact
+from agentgen.runtime.engines.temporal.settings import TemporalSettings
+from agentgen.runtime.engines.temporal.wire import (
+    AwaitTask,
+    CallTask,
+    Decide,
+    DenyTask,
+    ResultTask,
+    RunInput,
+    RunStatus,
+)
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentgen.runtime.registry.client import CallRef
+from agentgen.runtime.runs.loop import RunResult, RunState
+from agentgen.runtime.runs.requests import RunRequest
+from agentgen.runtime.runs.steps import (
+    Admission,
+    ChildOutcome,
+    ConfirmationDecision,
+    ConfirmationRequest,
+    Decision,
+    Limits,
+    Planned,
+    PlanTask,
+    Prepared,
+)
+
+__all__ = ["ENCODING", "TYPES", "AgentgenPayloadConverter", "data_converter", "decode", "encode"]
+
+ENCODING = "json/agentgen"
+
+#: Every type this converter writes, by the stable name its payloads carry.
+TYPES: Mapping[str, type] = {
+    f"agentgen.{cls.__name__}": cls
+    for cls in (
+        Admission,
+        AwaitTask,
+        CallRef,
+        CallTask,
+        ChildOutcome,
+        ConfirmationDecision,
+        ConfirmationRequest,
+        Decide,
+        Decision,
+        DenyTask,
+        Limits,
+        Message,
+        PlanTask,
+        Planned,
+        Prepared,
+        ResultTask,
+        RunContext,
+        RunInput,
+        RunPolicy,
+        RunRequest,
+        RunResult,
+        RunState,
+        RunStatus,
+        TagClause,
+        TemporalSettings,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+    )
+}
+_NAMES = {cls: name for name, cls in TYPES.items()}
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _optional(hint: Any) -> Any:
+    """The type of ``X | None``; any other union is not a field type of the runtime's."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if len(args) != 1:
+        raise TypeError(f"the data converter cannot write a field of type {hint}")
+    return args[0]
+
+
+def _is_union(origin: Any) -> bool:
+    return origin is Union or origin is types.UnionType
+
+
+def encode(value: Any, hint: Any) -> Any:
+    """``value`` as JSON values, following ``hint``."""
+    if value is None:
+        return None
+    if hint is Any or isinstance(hint, TypeVar):
+        return _encode_any(value)
+    origin = typing.get_origin(hint)
+    if _is_union(origin):
+        return encode(value, _optional(hint))
+    cls = origin if isinstance(origin, type) and dataclasses.is_dataclass(origin) else hint
+    if cls is Message:
+        return value.to_json()
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        hints = _hints(cls)
+        return {
+            f.name: encode(getattr(value, f.name), hints[f.name]) for f in dataclasses.fields(cls)
+        }
+    if origin in (tuple, list, Sequence):
+        item = typing.get_args(hint)[0]
+        return [encode(v, item) for v in value]
+    if origin in (dict, Mapping):
+        item = typing.get_args(hint)[1]
+        return {str(k): encode(v, item) for k, v in value.items()}
+    if origin is Literal or hint in (str, int, float, bool):
+        return value
+    raise TypeError(f"the data converter cannot write a value of type {hint}")
+
+
+def decode(data: Any, hint: Any) -> Any:
+    """The value ``encode`` wrote for ``hint``."""
+    if data is None:
+        return None
+    if hint is Any or isinstance(hint, TypeVar):
+        return _decode_any(data)
+    origin = typing.get_origin(hint)
+    if _is_union(origin):
+        return decode(data, _optional(hint))
+    cls = origin if isinstance(origin, type) and dataclasses.is_dataclass(origin) else hint
+    if cls is Message:
+        return Message.from_json(data)
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        hints = _hints(cls)
+        fields = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = set(data) - fields
+        if unknown:
+            raise ValueError(f"{cls.__name__} has no fields {sorted(unknown)}")
+        return cls(**{name: decode(data[name], hints[name]) for name in fields if name in data})
+    if origin is list:
+        return [decode(v, typing.get_args(hint)[0]) for v in data]
+    if origin in (tuple, Sequence):
+        return tuple(decode(v, typing.get_args(hint)[0]) for v in data)
+    if origin in (dict, Mapping):
+        item = typing.get_args(hint)[1]
+        return {k: decode(v, item) for k, v in data.items()}
+    if hint is float:
+        return float(data)
+    if origin is Literal or hint in (str, int, bool):
+        return data
+    raise TypeError(f"the data converter cannot read a value of type {hint}")
+
+
+def _encode_any(value: Any) -> dict[str, Any]:
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", by_alias=True)
+    if _has_decimal(value):
+        return {"exact": encode_exact(value)}
+    return {"json": value}
+
+
+def _decode_any(data: Any) -> Any:
+    if not isinstance(data, dict) or len(data) != 1:
+        raise ValueError("a JSON value is written as {'json': value} or {'exact': text}")
+    if "exact" in data:
+        return decode_exact(data["exact"])
+    return data["json"]
+
+
+def _has_decimal(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Decimal):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+class _RuntimeJSONConverter(EncodingPayloadConverter):
+    """The runtime's dataclasses, as JSON named by their stable type name."""
+
+    @property
+    def encoding(self) -> str:
+        return ENCODING
+
+    def to_payload(self, value: Any) -> Payload | None:
+        name = _NAMES.get(type(value))
+        if name is None:
+            return None
+        data = json.dumps(encode(value, type(value)), ensure_ascii=False, separators=(",", ":"))
+        return Payload(
+            metadata={"encoding": ENCODING.encode(), "type": name.encode()},
+            data=data.encode(),
+        )
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        name = payload.metadata.get("type", b"").decode()
+        cls = TYPES.get(name)
+        if cls is None:
+            raise RuntimeError(f"payload of unknown agentgen type {name!r}")
+        try:
+            return decode(json.loads(payload.data), cls)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise RuntimeError(f"payload of type {name!r} could not be read: {exc}") from exc
+
+
+class AgentgenPayloadConverter(CompositePayloadConverter):
+    """The runtime's types first, then Temporal's default converters for everything else."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            _RuntimeJSONConverter(), *DefaultPayloadConverter.default_encoding_payload_converters
+        )
+
+
+def data_converter() -> DataConverter:
+    """The data converter every client and worker of agentgen's durable runs uses."""
+    return DataConverter(payload_converter_class=AgentgenPayloadConverter)

@@ -1,0 +1,134 @@
+"""Which failures a durable run retries, and how a failed run is reported to its client.
+
+A planning activity retries what may succeed when repeated (a registry or a provider that did
+not answer, a connection that broke, a rate limit) with backoff. The SPEC's typed errors never
+retry: a catalog that cannot be built (version mismatch, a source outside the agent's
+consumption, a duplicate tool... and a registry that answered wrongly), an adapter refusing a
+request (``ToolSearchUnsupportedError``, history replay errors, every ``ModelError``), a run
+that cannot start or go on (``RunError``), and mistakes no repetition fixes (an agent that is
+not registered, a scripted model that ran out). They fail the run with their message, and
+:func:`run_failure` raises them again in the client with their own type, as the in-memory
+engine would have.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from agentgen.runtime.adapters.errors import (
+    BrokenHistoryError,
+    DuplicateCallIdError,
+    HistoryReplayError,
+    MissingNamespaceHistoryError,
+    MissingSearchRecordsError,
+    OutputBudgetError,
+    ProviderNameError,
+    TamperedHistoryError,
+    ToolIdentityError,
+)
+from agentgen.runtime.agents.definition import DefinitionError
+from agentgen.runtime.contracts.codecs import PayloadError
+from agentgen.runtime.contracts.declarations import ContractError
+from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
+from agentgen.runtime.runs.catalog import (
+    CatalogError,
+    DuplicateToolError,
+    OutsideConsumptionError,
+    RegistryNotRegisteredError,
+    RegistryReadError,
+    SourceNotFoundError,
+    SourceRemovedError,
+    UnconfiguredAgentExecutorError,
+    VersionMismatchError,
+)
+from agentgen.runtime.runs.confirmation import ConfirmationError
+from agentgen.runtime.runs.requests import MissingLabelsError, RunError, ToolCallIdError
+
+__all__ = ["RunCancelledError", "application_error", "retryable", "run_failure"]
+
+
+class RunCancelledError(RunError):
+    """A durable run was cancelled before it finished."""
+
+
+#: Failures no repetition fixes (subclasses included).
+_PERMANENT: tuple[type[BaseException], ...] = (
+    RunError,
+    CatalogError,
+    ModelError,
+    ContractError,
+    PayloadError,
+    ConfirmationError,
+    DefinitionError,
+    LookupError,
+    AssertionError,
+    NotImplementedError,
+)
+
+#: The runtime's errors a client raises again by name (their constructor takes the message).
+_BY_NAME: dict[str, type[Exception]] = {
+    cls.__name__: cls
+    for cls in (
+        RunError,
+        MissingLabelsError,
+        ToolCallIdError,
+        RunCancelledError,
+        CatalogError,
+        RegistryNotRegisteredError,
+        SourceNotFoundError,
+        VersionMismatchError,
+        OutsideConsumptionError,
+        DuplicateToolError,
+        RegistryReadError,
+        SourceRemovedError,
+        UnconfiguredAgentExecutorError,
+        ModelError,
+        ToolSearchUnsupportedError,
+        ProviderNameError,
+        ToolIdentityError,
+        DuplicateCallIdError,
+        HistoryReplayError,
+        BrokenHistoryError,
+        TamperedHistoryError,
+        MissingSearchRecordsError,
+        MissingNamespaceHistoryError,
+        OutputBudgetError,
+    )
+}
+
+#: HTTP statuses a provider's client error may carry that a later attempt can get past.
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether a step that failed with ``exc`` may succeed when repeated."""
+    if isinstance(exc, RegistryReadError):
+        return exc.transient
+    if isinstance(exc, _PERMANENT):
+        return False
+    status = getattr(exc, "status_code", None)  # the provider SDKs' HTTP errors
+    if isinstance(status, int) and 400 <= status < 500:
+        return status in _RETRYABLE_STATUS
+    return True
+
+
+def application_error(exc: BaseException) -> ApplicationError:
+    """``exc`` as the failure of an activity: its type name and message, retried or not."""
+    return ApplicationError(
+        str(exc) or type(exc).__name__,
+        type=type(exc).__name__,
+        non_retryable=not retryable(exc),
+    )
+
+
+def run_failure(type_name: str | None, message: str, run_id: str) -> Exception:
+    """The exception a client raises for a run that failed with ``type_name``: the runtime's
+    own type when it is one (so that application code catches what it catches in process),
+    else a :class:`RunError` that names the original type."""
+    cls = _BY_NAME.get(type_name or "")
+    if cls is not None:
+        return cls(message)
+    named: Any = f"{type_name}: " if type_name else ""
+    return RunError(f"run {run_id!r} failed: {named}{message}")

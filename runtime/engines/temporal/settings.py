@@ -1,0 +1,59 @@
+"""How durable runs time out and retry: one value, carried by every run and its children.
+
+The settings travel in the workflow's input, so a child run and a run continued as new keep
+the settings their run started with, whatever the worker that picks them up was given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["TemporalSettings"]
+
+
+@dataclass(frozen=True)
+class TemporalSettings:
+    """Timeouts (seconds) and retries of a durable run's activities.
+
+    Planning activities (registry reads and model calls) and the bookkeeping steps retry
+    transient failures with exponential backoff, up to ``retry_maximum_attempts``; the SPEC's
+    typed errors never retry. Tool executions and registry admissions are never repeated: a
+    worker lost while one ran answers the call with ``outcome_unknown``. Waiting for a
+    registry call's result is repeated on another worker (the registry keeps the result).
+    """
+
+    #: Longest one planning activity (registry reads, model calls, search rounds) may take.
+    planning_timeout: float = 600.0
+    #: Longest a tool may run (an executor call, or waiting for a registry call's result).
+    tool_timeout: float = 3600.0
+    #: Longest a bookkeeping step may take (preparing a call, a denial, an agent's answer,
+    #: a registry admission).
+    step_timeout: float = 60.0
+    #: A worker that stops heartbeating for this long is taken for lost, and its activity
+    #: retried elsewhere (or, for a tool, answered with ``outcome_unknown``).
+    heartbeat_timeout: float = 30.0
+    retry_initial_interval: float = 1.0
+    retry_backoff: float = 2.0
+    retry_maximum_interval: float = 60.0
+    retry_maximum_attempts: int = 5
+    #: A run continues as a new execution (keeping its transcript and saved contracts) once
+    #: its history holds this many events, or earlier when Temporal suggests it.
+    continue_as_new_after_events: int = 10_000
+
+    def __post_init__(self) -> None:
+        for name in (
+            "planning_timeout",
+            "tool_timeout",
+            "step_timeout",
+            "heartbeat_timeout",
+            "retry_initial_interval",
+            "retry_maximum_interval",
+        ):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"TemporalSettings.{name} must be positive")
+        if self.retry_backoff < 1:
+            raise ValueError("TemporalSettings.retry_backoff must be at least 1")
+        if self.retry_maximum_attempts < 1:
+            raise ValueError("TemporalSettings.retry_maximum_attempts must be at least 1")
+        if self.continue_as_new_after_events < 1:
+            raise ValueError("TemporalSettings.continue_as_new_after_events must be at least 1")

@@ -1,0 +1,146 @@
+"""Workers: the processes that run durable runs' workflows and activities.
+
+A worker is built from the application's own ``Runtime`` (``module:factory``, the function
+that wires it: models, registries, agents, confirmer), so its activities see exactly what the
+application registered. ``agentgen worker --task-queue Q --app module:factory`` runs one;
+:func:`build_worker` builds one inside a process that has its runtime at hand (tests, an
+application that starts its own worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+import signal
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer, Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from agentgen.runtime.engines.temporal.activities import RunActivities
+from agentgen.runtime.engines.temporal.client import (
+    DEFAULT_ADDRESS,
+    TemporalEngine,
+    agentgen_client,
+)
+from agentgen.runtime.engines.temporal.converter import data_converter
+from agentgen.runtime.engines.temporal.workflow import AgentRunWorkflow
+from agentgen.runtime.runs.host import RunHost
+
+__all__ = ["AppLoadError", "build_worker", "load_app", "replay", "sandbox_runner", "serve"]
+
+
+class AppLoadError(Exception):
+    """``--app module:factory`` does not name a function that returns a runtime."""
+
+
+def sandbox_runner() -> SandboxedWorkflowRunner:
+    """The SDK's sandbox, with agentgen's modules passed through: they are imported once, not
+    again for every workflow, and the workflow calls only their deterministic code."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("agentgen")
+    )
+
+
+def build_worker(client: Client, host: RunHost, task_queue: str, **options: Any) -> Worker:
+    """A worker for ``task_queue`` whose activities run against ``host`` (the application's
+    sealed ``Runtime``). ``options`` go to ``temporalio.worker.Worker``."""
+    seal: Callable[[], None] | None = getattr(host, "seal", None)
+    if seal is not None:
+        seal()  # what the runtime checks before its first run, checked before any activity
+    return Worker(
+        agentgen_client(client),
+        task_queue=task_queue,
+        workflows=[AgentRunWorkflow],
+        activities=RunActivities(host).all(),
+        workflow_runner=sandbox_runner(),
+        **options,
+    )
+
+
+async def replay(histories: Sequence[WorkflowHistory | str]) -> None:
+    """Replay run histories (``WorkflowHistory``, or their JSON export: ``to_json()``, or the
+    Temporal CLI's and UI's) against this release's workflow code: raises if the code would
+    take another path than a history took (a change that needs ``workflow.patched``, see
+    docs/engines.md)."""
+    replayer = Replayer(
+        workflows=[AgentRunWorkflow],
+        data_converter=data_converter(),
+        workflow_runner=sandbox_runner(),
+    )
+    for index, given in enumerate(histories):
+        history = (
+            WorkflowHistory.from_json(f"history-{index}", given)
+            if isinstance(given, str)
+            else given
+        )
+        await replayer.replay_workflow(history)
+
+
+def load_app(reference: str) -> Callable[[], Any]:
+    """The factory ``module:function`` names."""
+    module_name, _, name = reference.partition(":")
+    if not module_name or not name:
+        raise AppLoadError(f"--app {reference!r}: expected module:factory (a function name)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AppLoadError(f"--app {reference!r}: cannot import {module_name!r}: {exc}") from exc
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise AppLoadError(f"--app {reference!r}: {module_name} has no function {name!r}")
+    return factory  # type: ignore[no-any-return]
+
+
+async def runtime_of(reference: str) -> RunHost:
+    """Call the factory ``reference`` names (plain or ``async``) and check what it returned."""
+    made = load_app(reference)()
+    if inspect.isawaitable(made):
+        made = await made
+    if not all(callable(getattr(made, name, None)) for name in ("agent", "model", "registry")):
+        raise AppLoadError(
+            f"--app {reference!r} returned {type(made).__name__}, not an agentgen Runtime"
+        )
+    host: RunHost = made
+    return host
+
+
+async def serve(
+    reference: str,
+    *,
+    task_queue: str,
+    address: str | None = None,
+    namespace: str | None = None,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Run a worker for the application ``reference`` names until SIGINT or SIGTERM.
+
+    The server is ``address``/``namespace`` when given, else the runtime's own
+    ``TemporalEngine``'s, else the local default. ``ready`` is told when the worker polls.
+    """
+    host = await runtime_of(reference)
+    engine = getattr(host, "engine", None)
+    if address is None and namespace is None and isinstance(engine, TemporalEngine):
+        client = await engine.client()
+    else:
+        client = await Client.connect(
+            address or DEFAULT_ADDRESS,
+            namespace=namespace or "default",
+            data_converter=data_converter(),
+        )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop.set)
+    async with build_worker(client, host, task_queue):
+        if ready is not None:
+            ready(
+                f"agentgen worker: polling task queue {task_queue!r} on "
+                f"{client.service_client.config.target_host} (namespace {client.namespace})"
+            )
+        await stop.wait()

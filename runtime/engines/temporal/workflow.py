@@ -1,0 +1,333 @@
+"""The workflow of a durable run: the shared run loop as workflow code.
+
+:class:`AgentRunWorkflow` runs :func:`~agentgen.runtime.runs.loop.drive`, the loop the
+in-memory engine runs, with steps that are Temporal operations: planning, preparing, denying,
+executing and admitting calls, waiting for a registry result and validating an agent's answer
+are activities; a confirmation is a wait on a workflow update (``agentgen.decide``) that a
+client sends after it read the pending request with the ``agentgen.status`` query; an agent
+exposed as a tool is a child workflow. Accepted calls live in the workflow's state as their
+checkpoints, so replaying a history never reads the current catalog.
+
+Workflow code is deterministic: the loop does no I/O and reads no clock or randomness, child
+run IDs come from ``workflow.uuid4()``, and everything else happens in activities. The module
+passes the SDK's sandbox: agentgen's own modules are passed through (they hold no state that
+workflows change).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    FailureError,
+    TimeoutError,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from agentgen.runtime.agents.planning import RunContext
+    from agentgen.runtime.engines.temporal.settings import TemporalSettings
+    from agentgen.runtime.engines.temporal.wire import (
+        ACTIVITY_NAMES,
+        AwaitTask,
+        CallTask,
+        Checkpoint,
+        Decide,
+        DenyTask,
+        ResultTask,
+        RunInput,
+        RunStatus,
+        WorkflowResult,
+        WorkflowState,
+    )
+    from agentgen.runtime.messages import ToolCallPart, ToolResultPart
+    from agentgen.runtime.registry.client import CallRef
+    from agentgen.runtime.runs.loop import RunState, StepFailure, drive
+    from agentgen.runtime.runs.requests import RunError, RunRequest
+    from agentgen.runtime.runs.results import tool_error
+    from agentgen.runtime.runs.steps import (
+        Admission,
+        ChildOutcome,
+        ConfirmationDecision,
+        ConfirmationRequest,
+        Planned,
+        PlanTask,
+        Prepared,
+    )
+
+__all__ = ["WORKFLOW_NAME", "AgentRunWorkflow"]
+
+WORKFLOW_NAME = "agentgen.run"
+STATUS_QUERY = "agentgen.status"
+DECIDE_UPDATE = "agentgen.decide"
+
+T = TypeVar("T")
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class AgentRunWorkflow:
+    """One run of one agent (a child run is a child workflow of its parent's)."""
+
+    def __init__(self) -> None:
+        #: Confirmations waiting for a decision, by tool call ID.
+        self.pending: dict[str, ConfirmationRequest] = {}
+        self.decisions: dict[str, ConfirmationDecision] = {}
+        #: Child runs (workflow IDs) running now.
+        self.children: list[str] = []
+
+    @workflow.run
+    async def run(self, input: RunInput) -> WorkflowResult:
+        if input.state is not None:
+            state = input.state
+        else:
+            assert input.request is not None and input.request.run_id
+            state = RunState.start(input.request, input.request.run_id)
+        try:
+            return await drive(state, _WorkflowSteps(self, input, state.run))
+        except RunError as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
+
+    @workflow.query(name=STATUS_QUERY)
+    def status(self) -> RunStatus:
+        return RunStatus(tuple(self.pending.values()), tuple(self.children))
+
+    @workflow.update(name=DECIDE_UPDATE)
+    def decide(self, decision: Decide) -> None:
+        self.decisions[decision.tool_call_id] = ConfirmationDecision(
+            decision.approved, decision.error
+        )
+
+    @decide.validator
+    def _pending(self, decision: Decide) -> None:
+        call_id = decision.tool_call_id
+        if call_id not in self.pending or call_id in self.decisions:
+            raise ValueError(
+                f"run {workflow.info().workflow_id!r} has no confirmation pending for tool "
+                f"call {call_id!r}"
+            )
+
+
+def _lost(exc: ActivityError) -> bool:
+    """Whether the activity's worker was lost (it timed out) rather than the step failing."""
+    return isinstance(exc.cause, TimeoutError)
+
+
+def _failure(exc: FailureError) -> StepFailure:
+    """A step's failure as the loop reports it: the original type name and message."""
+    cause = exc.cause
+    while isinstance(cause, ActivityError | ChildWorkflowError) and cause.cause is not None:
+        cause = cause.cause
+    if isinstance(cause, ApplicationError):
+        return StepFailure(cause.type or "ApplicationError", cause.message)
+    if cause is not None:
+        return StepFailure(type(cause).__name__, str(cause))
+    return StepFailure(type(exc).__name__, str(exc))
+
+
+class _WorkflowSteps:
+    """The loop's steps as Temporal operations, for one run."""
+
+    def __init__(self, owner: AgentRunWorkflow, input: RunInput, run: RunContext) -> None:
+        self.owner = owner
+        self.input = input
+        self.run = run
+        self.settings: TemporalSettings = input.settings
+        s = self.settings
+        self.retry = RetryPolicy(
+            initial_interval=timedelta(seconds=s.retry_initial_interval),
+            backoff_coefficient=s.retry_backoff,
+            maximum_interval=timedelta(seconds=s.retry_maximum_interval),
+            maximum_attempts=s.retry_maximum_attempts,
+        )
+        self.once = RetryPolicy(maximum_attempts=1)
+
+    async def _activity(
+        self,
+        name: str,
+        arg: Any,
+        result_type: type[T],
+        *,
+        timeout: float,
+        retry: RetryPolicy,
+    ) -> T:
+        try:
+            result: T = await workflow.execute_activity(
+                ACTIVITY_NAMES[name],
+                arg,
+                result_type=result_type,
+                start_to_close_timeout=timedelta(seconds=timeout),
+                heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout),
+                retry_policy=retry,
+            )
+        except ActivityError as exc:
+            if isinstance(exc.cause, CancelledError):
+                raise asyncio.CancelledError() from exc
+            raise
+        return result
+
+    def _task(self, accepted: Checkpoint) -> CallTask:
+        return CallTask(self.run, accepted, self.input.confirmable)
+
+    # ------------------------------------------------------------------ the run's steps
+
+    async def plan(self, task: PlanTask) -> Planned[Checkpoint]:
+        try:
+            return await self._activity(
+                "plan", task, Planned, timeout=self.settings.planning_timeout, retry=self.retry
+            )
+        except ActivityError as exc:
+            failure = _failure(exc)
+            # The run fails with the step's own error (its type and message), not a wrapper.
+            raise ApplicationError(
+                str(failure), type=failure.type_name, non_retryable=True
+            ) from None
+
+    async def boundary(self, state: WorkflowState) -> None:
+        info = workflow.info()
+        limit = self.settings.continue_as_new_after_events
+        if info.is_continue_as_new_suggested() or info.get_current_history_length() >= limit:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            workflow.continue_as_new(
+                RunInput(state=state, settings=self.settings, confirmable=self.input.confirmable)
+            )
+
+    async def prepare(self, accepted: Checkpoint) -> Prepared:
+        try:
+            return await self._activity(
+                "prepare",
+                self._task(accepted),
+                Prepared,
+                timeout=self.settings.step_timeout,
+                retry=self.retry,
+            )
+        except ActivityError as exc:
+            raise _failure(exc) from None
+
+    async def confirm(self, request: ConfirmationRequest) -> ConfirmationDecision:
+        call_id = request.tool_call_id
+        self.owner.pending[call_id] = request
+        try:
+            await workflow.wait_condition(lambda: call_id in self.owner.decisions)
+        finally:
+            del self.owner.pending[call_id]
+        return self.owner.decisions.pop(call_id)
+
+    async def deny(self, accepted: Checkpoint, arguments: Any) -> ToolResultPart:
+        try:
+            return await self._activity(
+                "deny",
+                DenyTask(self._task(accepted), arguments),
+                ToolResultPart,
+                timeout=self.settings.step_timeout,
+                retry=self.retry,
+            )
+        except ActivityError as exc:
+            raise _failure(exc) from None
+
+    async def execute(self, accepted: Checkpoint) -> ToolResultPart:
+        try:
+            return await self._activity(
+                "execute",
+                self._task(accepted),
+                ToolResultPart,
+                timeout=self.settings.tool_timeout,
+                retry=self.once,
+            )
+        except ActivityError as exc:
+            if _lost(exc):
+                return _unknown(accepted, "the worker running it was lost")
+            raise _failure(exc) from None
+
+    async def admit(self, accepted: Checkpoint) -> Admission:
+        try:
+            return await self._activity(
+                "admit",
+                self._task(accepted),
+                Admission,
+                timeout=self.settings.step_timeout,
+                retry=self.once,
+            )
+        except ActivityError as exc:
+            if _lost(exc):
+                return Admission(
+                    result=_unknown(accepted, "the worker asking the registry to admit it was lost")
+                )
+            raise _failure(exc) from None
+
+    async def await_outcome(self, accepted: Checkpoint, ref: CallRef) -> ToolResultPart:
+        try:
+            return await self._activity(
+                "await_outcome",
+                AwaitTask(self._task(accepted), ref),
+                ToolResultPart,
+                timeout=self.settings.tool_timeout,
+                retry=self.retry,
+            )
+        except ActivityError as exc:
+            raise _failure(exc) from None
+
+    async def child(self, request: RunRequest) -> ChildOutcome:
+        run_id = workflow.uuid4().hex
+        child_input = RunInput(
+            request=RunRequest(
+                agent_id=request.agent_id,
+                messages=request.messages,
+                labels=request.labels,
+                policy=request.policy,
+                run_id=run_id,
+                parent_run_id=request.parent_run_id,
+                parent_tool_call_id=request.parent_tool_call_id,
+                result_schema_json=request.result_schema_json,
+            ),
+            settings=self.settings,
+            confirmable=self.input.confirmable,
+        )
+        self.owner.children.append(run_id)
+        try:
+            result = await workflow.execute_child_workflow(
+                WORKFLOW_NAME,
+                child_input,
+                id=run_id,
+                task_queue=workflow.info().task_queue,
+                result_type=WorkflowResult,
+            )
+        except ChildWorkflowError as exc:
+            if isinstance(exc.cause, CancelledError):
+                raise asyncio.CancelledError() from exc
+            raise _failure(exc) from None
+        finally:
+            self.owner.children.remove(run_id)
+        return ChildOutcome(result.run_id, result.final_text, result.final_value)
+
+    async def agent_result(self, accepted: Checkpoint, child: ChildOutcome) -> ToolResultPart:
+        try:
+            return await self._activity(
+                "agent_result",
+                ResultTask(self._task(accepted), child),
+                ToolResultPart,
+                timeout=self.settings.step_timeout,
+                retry=self.retry,
+            )
+        except ActivityError as exc:
+            raise _failure(exc) from None
+
+
+def _unknown(accepted: Checkpoint, why: str) -> ToolResultPart:
+    call = ToolCallPart(**accepted["call"])
+    return tool_error(
+        call,
+        "outcome_unknown",
+        f"{call.tool_id}: {why}; the outcome is unknown: do not retry or issue a replacement "
+        "call, because the effect may have occurred",
+    )
+
+
+if __name__ == "__main__":  # the sandbox imports workflow modules again; nothing runs here
+    raise SystemExit("agentgen's run workflow runs in a worker: agentgen worker --help")

@@ -1,0 +1,111 @@
+"""The planning step: one planning activity, from its catalog to the accepted calls.
+
+The step builds the activity's catalog (the agent's compiled tools plus what its registry
+consumption resolves now; a final-answer-only activity reads no registry), asks the planner
+(``plan_start`` or ``plan_resume``), and accepts or refuses each call of the reply against that
+same catalog and the run's budget: an accepted call saves the contract it was accepted under.
+The first activity of a run also checks what must hold before anything runs: the required
+labels, the policies, and the call IDs of the conversation the run starts from.
+
+The step reads only its task and the host's registrations, so it runs the same in process and
+as a durable engine's activity (a worker's host is the application's own ``Runtime``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
+from agentgen.runtime.messages import ToolCallPart
+from agentgen.runtime.runs.accepted import AcceptedCall
+from agentgen.runtime.runs.call_ids import claim_call_ids
+from agentgen.runtime.runs.catalog import PlanningCatalog, Refusal
+from agentgen.runtime.runs.host import AgentRegistration, RunHost
+from agentgen.runtime.runs.policy import EffectivePolicy, merge, missing_labels
+from agentgen.runtime.runs.requests import MissingLabelsError, RunError
+from agentgen.runtime.runs.results import tool_error
+from agentgen.runtime.runs.steps import Decision, Limits, Planned, PlanTask
+
+__all__ = ["plan"]
+
+
+async def plan(host: RunHost, task: PlanTask) -> Planned[AcceptedCall]:
+    registration = host.agent(task.run.agent_id)
+    definition = registration.definition
+    if task.start:
+        missing = missing_labels(definition.required_labels, task.run.labels)
+        if missing:
+            raise MissingLabelsError(
+                f"agent {definition.id!r}: run is missing required labels: {', '.join(missing)}"
+            )
+    try:
+        policy = merge(definition.policy, host.policy, task.policy)
+    except ValueError as exc:
+        raise RunError(f"agent {definition.id!r}: {exc}") from None
+    if task.start:
+        seen: dict[str, str] = {}
+        for index, message in enumerate(task.messages):
+            where = f"message {index} of the conversation"
+            claim_call_ids(seen, definition.id, message.tool_calls(), where)
+    catalog = await _catalog(host, registration, task, policy)
+    planner = registration.planner
+    result: PlanResult
+    if task.start:
+        result = await planner.plan_start(PlanInput(task.messages, catalog, task.run))
+    else:
+        result = await planner.plan_resume(
+            PlanResumeInput(
+                task.messages,
+                catalog,
+                task.run,
+                tool_results=task.tool_results,
+                finalize=task.finalize,
+            )
+        )
+    calls = result.message.tool_calls()
+    decisions = () if task.finalize else _accept(catalog, calls, policy, task.calls_made)
+    return Planned(
+        result.message,
+        result.final_value,
+        decisions,
+        Limits(policy.max_tool_calls, policy.max_consecutive_failed_tool_calls),
+    )
+
+
+async def _catalog(
+    host: RunHost, registration: AgentRegistration, task: PlanTask, policy: EffectivePolicy
+) -> PlanningCatalog:
+    catalog = PlanningCatalog(
+        host, registration, task.run.labels, policy.tools, tools_enabled=not task.finalize
+    )
+    tools = registration.definition.registry_tools
+    if tools is not None and not task.finalize:
+        await tools.resolve(catalog)
+    return catalog
+
+
+def _accept(
+    catalog: PlanningCatalog,
+    calls: Sequence[ToolCallPart],
+    policy: EffectivePolicy,
+    calls_made: int,
+) -> tuple[Decision[AcceptedCall], ...]:
+    """Accept each call against the activity's catalog and policy, while the run's budget of
+    tool calls lasts."""
+    decisions: list[Decision[AcceptedCall]] = []
+    limit = policy.max_tool_calls
+    for call in calls:
+        if limit is not None and calls_made >= limit:
+            refused = tool_error(
+                call, "budget_exhausted", f"the run's budget of {limit} tool calls is spent"
+            )
+            decisions.append(Decision(call, refused=refused))
+            continue
+        accepted = catalog.accept(call)
+        if isinstance(accepted, Refusal):
+            refused = tool_error(call, "not_permitted", accepted.reason)
+            decisions.append(Decision(call, refused=refused))
+            continue
+        calls_made += 1
+        decisions.append(Decision(call, accepted=accepted))
+    return tuple(decisions)

@@ -1,0 +1,29 @@
+"""Tool results that report why a call did not produce its tool's answer.
+
+Every failure of one call (refused, invalid arguments, denied, the tool or the registry
+failed) becomes a tool result the model can read, never an exception that ends the run: the
+other calls of the round keep their results. Shared by the planning step (refusals), the
+execution steps, and the run loop, which composes them the same way on every engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agentgen.runtime.contracts.codecs import FieldIssue
+from agentgen.runtime.messages import ToolCallPart, ToolResultPart
+
+__all__ = ["tool_error"]
+
+
+def tool_error(
+    call: ToolCallPart, kind: str, message: str, issues: Sequence[FieldIssue] = ()
+) -> ToolResultPart:
+    error: dict[str, Any] = {"kind": kind, "message": message}
+    if issues:
+        error["issues"] = [{"path": i.path, "message": i.message} for i in issues]
+    return ToolResultPart(
+        call.call_id, call.tool_id, json.dumps({"error": error}, ensure_ascii=False), True
+    )
