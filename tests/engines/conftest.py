@@ -13,6 +13,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -76,7 +77,12 @@ class Harness:
         if self.env is None:
             yield
             return
-        async with build_worker(self.env.client, rt, self.engine(rt).task_queue):
+        # A replaced worker's cached runs move to the new one after 1 s (10 s by default).
+        sticky = timedelta(seconds=1)
+        queue = self.engine(rt).task_queue
+        async with build_worker(
+            self.env.client, rt, queue, sticky_queue_schedule_to_start_timeout=sticky
+        ):
             yield
 
 

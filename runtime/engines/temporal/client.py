@@ -19,6 +19,7 @@ import contextlib
 import uuid
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import (
     Client,
@@ -47,12 +48,13 @@ _QUERY_TIMEOUT = timedelta(seconds=5)
 
 
 def agentgen_client(client: Client) -> Client:
-    """``client`` with agentgen's data converter (the same connection)."""
+    """``client`` with agentgen's data converter (the same connection, namespace, plugins
+    and interceptors)."""
     if client.data_converter.payload_converter_class is AgentgenPayloadConverter:
         return client
-    return Client(
-        client.service_client, namespace=client.namespace, data_converter=data_converter()
-    )
+    config = client.config()
+    config["data_converter"] = data_converter()
+    return Client(**config)
 
 
 class TemporalEngine:
@@ -101,18 +103,23 @@ class TemporalEngine:
     # ------------------------------------------------------------------ the Engine seam
 
     async def run(self, host: RunHost, request: RunRequest) -> RunOutcome:
-        run_id = await self.start(host, request)
-        return await self.result(host, run_id)
+        return await self._wait(host, await self._start(host, request), decide=True)
 
     # ------------------------------------------------------------------ durable runs
 
     async def start(self, host: RunHost, request: RunRequest) -> str:
         """Start a run without waiting for it; returns its run ID (``request.run_id``, or a
         new one). The agent must be registered on the host (and on the workers)."""
+        handle = await self._start(host, request)
+        return handle.id
+
+    async def _start(
+        self, host: RunHost, request: RunRequest
+    ) -> WorkflowHandle[object, WorkflowResult]:
         host.agent(request.agent_id)
         run_id = request.run_id or uuid.uuid4().hex
         client = await self.client()
-        await client.start_workflow(
+        return await client.start_workflow(
             WORKFLOW_NAME,
             RunInput(
                 request=replace(request, run_id=run_id),
@@ -123,18 +130,21 @@ class TemporalEngine:
             task_queue=self.task_queue,
             result_type=WorkflowResult,
         )
-        return run_id
 
-    async def result(self, host: RunHost, run_id: str) -> RunOutcome:
-        """Wait for a run's outcome (deciding its confirmations with the host's confirmer,
-        if it has one); raises the run's error if it failed."""
+    async def result(self, host: RunHost, run_id: str, *, decide: bool = True) -> RunOutcome:
+        """Wait for a run's outcome; raises the run's error if it failed. Meanwhile, with
+        ``decide``, the host's confirmer (if it has one) decides the run's confirmations;
+        without, they wait for :meth:`confirm` (from this process or any other)."""
         client = await self.client()
         handle = client.get_workflow_handle(run_id, result_type=WorkflowResult)
-        watcher = (
-            asyncio.create_task(self._watch(run_id, host.confirmer))
-            if host.confirmer is not None
-            else None
-        )
+        return await self._wait(host, handle, decide=decide)
+
+    async def _wait(
+        self, host: RunHost, handle: WorkflowHandle[Any, WorkflowResult], *, decide: bool
+    ) -> RunOutcome:
+        run_id = handle.id
+        confirmer = host.confirmer if decide else None
+        watcher = asyncio.create_task(self._watch(run_id, confirmer)) if confirmer else None
         try:
             result = await handle.result()
         except WorkflowFailureError as exc:

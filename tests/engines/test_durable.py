@@ -1,0 +1,321 @@
+"""What only a durable engine does: retries, continue-as-new, replay, waiting confirmations,
+cancellation, and lost workers (in process; ``test_crash.py`` kills worker processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHistory
+from temporalio.testing import WorkflowEnvironment
+
+from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.app import Runtime
+from agentgen.runtime.engines.temporal import (
+    RunCancelledError,
+    TemporalEngine,
+    TemporalSettings,
+    build_worker,
+    replay,
+    time_skipping_server_path,
+)
+from agentgen.runtime.messages import Message, TextPart
+from agentgen.runtime.model_client import ModelRequest, ModelResponse
+from agentgen.runtime.registry.client import ResolvedToolset
+from agentgen.runtime.runs.confirmation import ConfirmationRequest
+from agentgen.runtime.runs.requests import RunRequest, ToolCallIdError
+from agentgen.runtime.testing import Answer, ScriptedModel
+from tests.engines.conftest import Harness
+from tests.engines.test_scenarios import confirmed_records
+from tests.runtime.agents import (
+    ScriptedPlanner,
+    answer,
+    calls,
+    echo_handler,
+    provider_toolset,
+    records_definition,
+    register,
+)
+from tests.runtime.fake_registry import FakeRegistry
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+class Flaky:
+    """A model whose first ``failures`` requests fail the way a network does."""
+
+    def __init__(self, failures: int, then: Callable[[ModelRequest], Awaitable[ModelResponse]]):
+        self.failures = failures
+        self.then = then
+        self.requests = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests += 1
+        if self.requests <= self.failures:
+            raise ConnectionResetError("provider closed the connection")
+        return await self.then(request)
+
+
+async def _answer(request: ModelRequest) -> ModelResponse:
+    return ModelResponse(Message("assistant", (TextPart("fine"),)))
+
+
+async def events(env: WorkflowEnvironment, run_id: str, run: str | None = None) -> list[Any]:
+    handle = env.client.get_workflow_handle(run_id, run_id=run)
+    history: WorkflowHistory = await handle.fetch_history()
+    return list(history.events)
+
+
+def attempts(history: list[Any]) -> list[int]:
+    return [
+        e.activity_task_started_event_attributes.attempt
+        for e in history
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+
+
+async def test_transient_model_failures_are_retried(durable: Harness) -> None:
+    model = Flaky(2, _answer)
+    rt = durable.runtime()
+    rt.register_model("m", model)
+    rt.register_agent(records_definition(specs=()), planner=ModelPlanner("m"), executors={})
+    async with durable.serving(rt):
+        outcome = await rt.client("test.agent").run("go", run_id="flaky-model")
+    assert outcome.final_text == "fine"
+    assert model.requests == 3
+    assert durable.env is not None
+    assert attempts(await events(durable.env, "flaky-model")) == [3]
+
+
+async def test_a_registry_that_does_not_answer_is_read_again(durable: Harness) -> None:
+    class Unreachable(FakeRegistry):
+        async def resolve_toolset(self, name: str) -> ResolvedToolset:
+            if len(self.resolves) < 2:
+                self.resolves.append(name)
+                raise ConnectionRefusedError("registry down")
+            return await super().resolve_toolset(name)
+
+    registry = Unreachable()
+    registry.publish(provider_toolset(), echo_handler)
+    rt = durable.runtime()
+    rt.register_registry("company", registry, registry)
+    from examples.company.gen.assistant.agents import reader
+
+    model = ScriptedModel([Answer("nothing to do")])
+    rt.register_model("scripted", model)
+    reader.register_reader_agent(rt, reader.ReaderAgentConfig(planner=ModelPlanner("scripted")))
+    async with durable.serving(rt):
+        outcome = await reader.new_client(rt).run("go")
+    assert outcome.final_text == "nothing to do"
+    assert registry.resolves == ["records"] * 3
+    assert len(model.requests) == 1
+
+
+async def test_continue_as_new_keeps_the_transcript_and_saved_contracts(
+    temporal: WorkflowEnvironment,
+) -> None:
+    # Low enough to continue once or twice (Temporal starts at most one execution of a
+    # workflow ID per second, so every continuation costs a second).
+    settings = TemporalSettings(continue_as_new_after_events=30)
+    harness = Harness("temporal", temporal, settings)
+    registry = FakeRegistry()
+    token = registry.publish(provider_toolset(), echo_handler)
+    rt = harness.runtime()
+    rt.register_registry("company", registry, registry)
+    from tests.runtime.agents import Sources
+
+    definition = records_definition(id="test.long", specs=(), deferred_tool_ids=())
+    sources = Sources(toolsets=[("company", "records", "", False)])
+    turns = [calls(("records.lookup", {"id": str(i)}), prefix=f"t{i}_") for i in range(4)]
+    planner = ScriptedPlanner([*turns, answer("all looked up")])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    async with harness.serving(rt):
+        outcome = await rt.client("test.long").run("look", run_id="long-run")
+    assert outcome.final_text == "all looked up"
+    assert outcome.tool_calls == 4
+    assert len(outcome.transcript) == 10
+    assert [json.loads(m.parts[0].content)["id"] for m in outcome.transcript[2::2][:4]] == [  # type: ignore[union-attr]
+        "0",
+        "1",
+        "2",
+        "3",
+    ]
+    assert [a.call.call_id for a in outcome.accepted_calls] == [
+        f"t{i}_0_records.lookup" for i in range(4)
+    ]
+    assert all(a.binding and a.binding.registration_token == token for a in outcome.accepted_calls)
+    # The run went on in new executions: each one's first event names the one before.
+    executions, run = 1, None
+    while True:
+        started = (await events(temporal, "long-run", run))[0]
+        previous = started.workflow_execution_started_event_attributes.continued_execution_run_id
+        if not previous:
+            break
+        executions, run = executions + 1, previous
+    assert executions >= 2
+    closing = (await events(temporal, "long-run", run))[-1].event_type
+    assert closing == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    # The run's call IDs survive the new execution: a repeated one is still refused.
+    planner.turns[:] = [
+        calls(("records.lookup", {"id": "a"}), prefix="x"),
+        calls(("records.lookup", {"id": "b"}), prefix="y"),
+        calls(("records.lookup", {"id": "c"}), prefix="x"),
+    ]
+    async with harness.serving(rt):
+        with pytest.raises(ToolCallIdError, match="repeats tool call ID 'x0_records.lookup'"):
+            await rt.client("test.long").run("again")
+
+
+async def test_histories_replay_on_the_workflow_code(durable: Harness) -> None:
+    """The workflow is deterministic: its own history replays without a divergence (the
+    SDK's replayer runs it in the sandbox, against the recorded activity results)."""
+    import importlib
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    from tests.runtime.test_run_loop import ExpertPlanner
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        return True
+
+    rt = durable.runtime(confirm=confirm)
+    rt.register_agent(sink.expert_definition(), planner=ExpertPlanner(), executors={})
+    planner = ScriptedPlanner(
+        [
+            calls(("ask_expert.ask", {"question": "life"})),
+            calls(("records.search", {"query": "q"}), ("records.lookup", {"id": "1"}), prefix="r"),
+            answer("done"),
+        ]
+    )
+    triage = sink.triage_definition()
+    definition = confirmed_records()
+    combined = type(triage)(
+        id="helpdesk.triage",
+        description="Triages.",
+        specs=(*triage.specs, *definition.specs),
+        agent_executors=triage.agent_executors,
+    )
+    register(rt, planner, combined)
+    async with durable.serving(rt):
+        outcome = await rt.client("helpdesk.triage").run("go", run_id="replayed")
+    assert outcome.final_text == "done" and len(outcome.child_runs) == 1
+    assert durable.env is not None
+    handle = durable.env.client.get_workflow_handle("replayed")
+    history = await handle.fetch_history()
+    child = await durable.env.client.get_workflow_handle(outcome.child_runs[0]).fetch_history()
+    await replay([history, child.to_json()])
+
+
+async def test_a_confirmation_waits_across_workers_and_any_client_decides(
+    durable: Harness,
+) -> None:
+    async def confirm(request: ConfirmationRequest) -> bool:
+        raise AssertionError("decided by the operator, not the runtime's confirmer")
+
+    rt = durable.runtime(confirm=confirm)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "tokyo"})), answer("ok")])
+    executor = register(rt, planner, confirmed_records())
+    engine = durable.engine(rt)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id="waits")
+    async with durable.serving(rt):
+        await engine.start(rt, request)
+        pending = await _pending(engine, "waits")
+    # No worker runs now; the run waits in the server. A new worker takes it over.
+    assert [(p.tool_call_id, p.prompt) for p in pending] == [
+        ("c0_records.search", "Search for tokyo?")
+    ]
+    async with durable.serving(rt):
+        await engine.confirm("waits", "c0_records.search", approved=True)
+        outcome = await engine.result(rt, "waits", decide=False)
+        with pytest.raises(LookupError, match="no confirmation pending"):
+            await engine.confirm("waits", "c0_records.search", approved=False)
+    assert outcome.final_text == "ok"
+    assert [name for name, _, _ in executor.calls] == ["search"]
+
+
+async def test_a_cancelled_run_raises_run_cancelled(durable: Harness) -> None:
+    async def confirm(request: ConfirmationRequest) -> bool:
+        await asyncio.Event().wait()  # nobody ever answers
+        return True
+
+    rt = durable.runtime(confirm=confirm)
+    executor = register(
+        rt, ScriptedPlanner([calls(("records.search", {"query": "x"}))]), confirmed_records()
+    )
+    engine = durable.engine(rt)
+    async with durable.serving(rt):
+        running = asyncio.create_task(rt.client("test.agent").run("go", run_id="cancelled"))
+        await _pending(engine, "cancelled")
+        await engine.cancel("cancelled")
+        with pytest.raises(RunCancelledError, match="run 'cancelled' was cancelled"):
+            await running
+    assert executor.calls == []
+
+
+async def test_child_runs_wait_for_their_own_confirmations(durable: Harness) -> None:
+    import importlib
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    asked: list[ConfirmationRequest] = []
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        asked.append(request)
+        return True
+
+    rt = durable.runtime(confirm=confirm)
+    expert_planner = ScriptedPlanner(
+        [calls(("records.search", {"query": "deep"})), answer('{"answer": "found"}')]
+    )
+
+    class Structured(ScriptedPlanner):
+        async def plan_resume(self, input: Any) -> Any:
+            result = await super().plan_resume(input)
+            if not result.message.tool_calls():
+                return type(result)(result.message, final_value={"answer": result.message.text})
+            return result
+
+    expert_planner = Structured(list(expert_planner.turns))
+    expert = confirmed_records()
+    expert = type(expert)(id="helpdesk.expert", description="Expert.", specs=expert.specs)
+    register(rt, expert_planner, expert)
+    rt.register_agent(
+        sink.triage_definition(),
+        planner=ScriptedPlanner([calls(("ask_expert.ask", {"question": "q"})), answer("relay")]),
+        executors={},
+    )
+    async with durable.serving(rt):
+        outcome = await rt.client("helpdesk.triage").run("go")
+    (child,) = outcome.child_runs
+    assert [(r.run_id, r.tool_id) for r in asked] == [(child, "records.search")]
+    assert outcome.final_text == "relay"
+
+
+async def test_default_retries_back_off_on_the_time_skipping_server() -> None:
+    """The production retry policy (1 s, doubling) on Temporal's time-skipping test server:
+    three transient failures, then the answer."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=time_skipping_server_path()
+    )
+    try:
+        model = Flaky(3, _answer)
+        rt = Runtime(engine=TemporalEngine(client=env.client, task_queue="skipping"))
+        rt.register_model("m", model)
+        rt.register_agent(records_definition(specs=()), planner=ModelPlanner("m"), executors={})
+        async with build_worker(env.client, rt, "skipping"):
+            outcome = await rt.client("test.agent").run("go", run_id="skipping")
+        assert outcome.final_text == "fine" and model.requests == 4
+        assert attempts(await events(env, "skipping")) == [4]
+    finally:
+        await env.shutdown()
+
+
+async def _pending(engine: TemporalEngine, run_id: str) -> list[ConfirmationRequest]:
+    for _ in range(500):
+        pending = await engine.pending_confirmations(run_id)
+        if pending:
+            return pending
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"run {run_id!r} never asked for a confirmation")
