@@ -116,11 +116,13 @@ async def serve(
     address: str | None = None,
     namespace: str | None = None,
     ready: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> None:
     """Run a worker for the application ``reference`` names until SIGINT or SIGTERM.
 
     The server is ``address``/``namespace`` when given, else the runtime's own
-    ``TemporalEngine``'s, else the local default. ``ready`` is told when the worker polls.
+    ``TemporalEngine``'s, else the local default. ``ready`` is told when the worker polls;
+    ``options`` go to ``temporalio.worker.Worker``.
     """
     host = await runtime_of(reference)
     engine = getattr(host, "engine", None)
@@ -137,7 +139,7 @@ async def serve(
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
-    async with build_worker(client, host, task_queue):
+    async with build_worker(client, host, task_queue, **options):
         if ready is not None:
             ready(
                 f"agentgen worker: polling task queue {task_queue!r} on "

@@ -1,0 +1,90 @@
+"""``agentgen worker``: run a Temporal worker for an application's durable runs.
+
+The worker is built from the application's own wiring (``--app module:factory``, the function
+that returns its ``Runtime``), so its activities see exactly the models, registries, agents and
+executors the application registered. It runs until SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from datetime import timedelta
+
+import click
+
+__all__ = ["worker"]
+
+
+@click.command("worker")
+@click.option("--task-queue", required=True, help="The Temporal task queue to poll.")
+@click.option(
+    "--app",
+    "app",
+    required=True,
+    metavar="MODULE:FACTORY",
+    help="The function that returns the application's wired Runtime (plain or async).",
+)
+@click.option(
+    "--address",
+    default=None,
+    help="The Temporal server (host:port); default: the runtime's TemporalEngine's, else "
+    "127.0.0.1:7233.",
+)
+@click.option("--namespace", default=None, help="The Temporal namespace (default: default).")
+@click.option(
+    "--sticky-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds a run cached by this worker waits for it before any worker takes it (after "
+    "this worker is lost, each of its runs waits this long).",
+)
+def worker(
+    task_queue: str,
+    app: str,
+    address: str | None,
+    namespace: str | None,
+    sticky_timeout: float,
+) -> None:
+    """Run a Temporal worker for an application's durable runs.
+
+    The worker runs the run workflow and its activities (planning, tool execution, registry
+    calls) against the Runtime that MODULE:FACTORY returns, the same factory the application
+    starts runs with. It prints one line when it polls, and stops on SIGINT or SIGTERM.
+
+    \b
+    Example:
+      agentgen worker --task-queue agents --app myapp.wiring:runtime --address 127.0.0.1:7233
+    """
+    try:
+        from agentgen.runtime.engines.temporal.worker import AppLoadError, serve
+    except ImportError as exc:  # the optional SDK is missing
+        raise click.ClickException(
+            f"agentgen worker needs the Temporal SDK ({exc}): pip install 'agentgen[temporal]'"
+        ) from None
+    gc.enable()  # a long-running process: the CLI's no-collection start-up does not apply
+    sys.path.insert(0, "")  # --app modules are found from the current folder, like python -m
+
+    def ready(line: str) -> None:
+        click.echo(line)
+        sys.stdout.flush()
+
+    try:
+        asyncio.run(
+            serve(
+                app,
+                task_queue=task_queue,
+                address=address,
+                namespace=namespace,
+                ready=ready,
+                sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
+            )
+        )
+    except AppLoadError as exc:
+        raise click.UsageError(str(exc)) from None
+    except RuntimeError as exc:  # the SDK's connection failure
+        if "connect" not in str(exc).lower():
+            raise
+        raise click.ClickException(f"cannot reach Temporal: {exc}") from None
