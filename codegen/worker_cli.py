@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
+import traceback
 from datetime import timedelta
 
 import click
@@ -59,7 +60,7 @@ def worker(
       agentgen worker --task-queue agents --app myapp.wiring:runtime --address 127.0.0.1:7233
     """
     try:
-        from agentgen.runtime.engines.temporal.worker import AppLoadError, serve
+        from agentgen.runtime.engines.temporal.worker import AppFactoryError, AppLoadError, serve
     except ImportError as exc:  # the optional SDK is missing
         raise click.ClickException(
             f"agentgen worker needs the Temporal SDK ({exc}): pip install 'agentgen[temporal]'"
@@ -84,6 +85,11 @@ def worker(
         )
     except AppLoadError as exc:
         raise click.UsageError(str(exc)) from None
+    except AppFactoryError as exc:  # the application's own code: its traceback, then why
+        cause = exc.__cause__
+        assert cause is not None
+        click.echo("".join(traceback.format_exception(cause)).rstrip(), err=True)
+        raise click.ClickException(str(exc)) from None
     except RuntimeError as exc:  # the SDK's connection failure
         if "connect" not in str(exc).lower():
             raise

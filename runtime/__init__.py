@@ -4,14 +4,16 @@ Import every name from here (``from agentgen.runtime import Runtime, ModelPlanne
 names are the public surface, kept stable across releases, while the modules that define them
 may move. Generated packages import only these names. The public submodules are
 :mod:`agentgen.runtime.adapters` (model adapters), :mod:`agentgen.runtime.contracts`
-(``contracts.compile`` and ``contracts.fingerprint`` for dynamic declarations) and
-:mod:`agentgen.runtime.transcript` (storing and compacting transcripts) and
+(``contracts.compile`` and ``contracts.fingerprint`` for dynamic declarations),
+:mod:`agentgen.runtime.transcript` (storing and compacting transcripts),
 :mod:`agentgen.runtime.testing` (scripted and function model clients, recorded provider
-exchanges played through the real adapters: testing agents without a network).
+exchanges played through the real adapters: testing agents without a network) and
+:mod:`agentgen.runtime.engines.temporal` (workers, local servers and history replay for
+durable runs on Temporal; the engine itself is ``TemporalEngine``, from here).
 
 Names load on first use, so importing this package costs nothing until a name is used, and an
-adapter's provider SDK is needed only when that adapter is. The runtime never imports the DSL
-or the generator.
+adapter's provider SDK (or the Temporal SDK) is needed only when that adapter (or the Temporal
+engine) is. The runtime never imports the DSL or the generator.
 """
 
 from __future__ import annotations
@@ -156,6 +158,15 @@ if TYPE_CHECKING:
     from agentgen.runtime.contracts.wire import ToolsetDeclarations as ToolsetDeclarations
     from agentgen.runtime.engines.base import Engine as Engine
     from agentgen.runtime.engines.memory import InMemoryEngine as InMemoryEngine
+    from agentgen.runtime.engines.temporal.client import (
+        RunCancelledError as RunCancelledError,
+    )
+    from agentgen.runtime.engines.temporal.client import (
+        TemporalEngine as TemporalEngine,
+    )
+    from agentgen.runtime.engines.temporal.settings import (
+        TemporalSettings as TemporalSettings,
+    )
     from agentgen.runtime.mcp import (
         MCPCaller as MCPCaller,
     )
@@ -367,6 +378,7 @@ __all__ = [
     "RegistryTools",
     "ResolvedToolset",
     "ResultStream",
+    "RunCancelledError",
     "RunContext",
     "RunError",
     "RunHost",
@@ -383,6 +395,8 @@ __all__ = [
     "SourceRemovedError",
     "SpecIndex",
     "TagClause",
+    "TemporalEngine",
+    "TemporalSettings",
     "TextPart",
     "ToolCallIdError",
     "ToolCallMeta",
@@ -460,6 +474,9 @@ _HOMES: dict[str, str] = {
     "RunHost": "agentgen.runtime.runs.host",
     "Engine": "agentgen.runtime.engines.base",
     "InMemoryEngine": "agentgen.runtime.engines.memory",
+    "RunCancelledError": "agentgen.runtime.engines.temporal.client",
+    "TemporalEngine": "agentgen.runtime.engines.temporal.client",
+    "TemporalSettings": "agentgen.runtime.engines.temporal.settings",
     "Message": "agentgen.runtime.messages",
     "Part": "agentgen.runtime.messages",
     "TextPart": "agentgen.runtime.messages",

@@ -186,9 +186,7 @@ class PlanningCatalog:
                 raise SourceNotFoundError(
                     f"registry {registry!r} has no toolset {name!r}: {exc.message}"
                 ) from None
-            raise RegistryReadError(
-                f"{what}: {describe(exc)}", transient=exc.code == "service_unavailable"
-            ) from None
+            raise RegistryReadError(f"{what}: {describe(exc)}", transient=_transient(exc)) from None
         except Exception as exc:  # the client's failure, whatever it is: the read failed
             raise RegistryReadError(f"{what}: {describe(exc)}", transient=_transient(exc)) from exc
         try:

@@ -14,8 +14,8 @@ import pytest
 from agentgen.runtime.app import RegistrationError, Runtime
 from agentgen.runtime.contracts import limits
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
-from agentgen.runtime.registry.client import CallRef, ResolvedToolset
-from agentgen.runtime.runs.catalog import CatalogError
+from agentgen.runtime.registry.client import CallRef, RegistryError, ResolvedToolset
+from agentgen.runtime.runs.catalog import CatalogError, RegistryReadError
 from examples.company.gen.registries import REGISTRIES, RegistrySettings
 from tests.runtime.agents import (
     ScriptedPlanner,
@@ -276,3 +276,39 @@ async def test_a_foreign_tool_is_refused_even_when_read_alone() -> None:
         Mixed.build().registry, Sources(toolsets=[("company", "pay", "", False)])
     )
     assert "not a tool of toolset 'pay'" in message
+
+
+async def caught(registry: Any, sources: Sources = RECORDS, **kwargs: Any) -> CatalogError:
+    rt = runtime_with(registry, sources, **kwargs)
+    with pytest.raises(CatalogError) as info:
+        await asyncio.wait_for(rt.client("test.dyn").run("go"), 30)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("registry", "sources", "transient"),
+    [
+        (Failing(ConnectionRefusedError(111, "refused"), "resolve"), RECORDS, True),
+        (Failing(TimeoutError(), "resolve"), RECORDS, True),
+        (Failing(RegistryError("service_unavailable", "draining"), "resolve"), RECORDS, True),
+        (Failing(RegistryError("validation_error", "bad name"), "resolve"), RECORDS, False),
+        (Replying(with_none_tool()), RECORDS, False),
+        (Replying(42), RECORDS, False),
+    ],
+)
+async def test_read_errors_say_whether_the_registry_did_not_answer(
+    registry: Any, sources: Sources, transient: bool
+) -> None:
+    """A durable engine retries a planning activity whose registry did not answer, and only
+    that: a registry that answered wrongly fails the run at once."""
+    registry.publish(provider_toolset(), echo_handler)
+    error = await caught(registry, sources)
+    assert isinstance(error, RegistryReadError)
+    assert error.transient is transient
+
+
+async def test_a_registry_read_that_timed_out_is_transient() -> None:
+    registry = Hanging("list")
+    registry.publish(provider_toolset(), echo_handler)
+    error = await caught(registry, WHOLE, timeout=0.05)
+    assert isinstance(error, RegistryReadError) and error.transient

@@ -31,11 +31,23 @@ from agentgen.runtime.engines.temporal.converter import data_converter
 from agentgen.runtime.engines.temporal.workflow import AgentRunWorkflow
 from agentgen.runtime.runs.host import RunHost
 
-__all__ = ["AppLoadError", "build_worker", "load_app", "replay", "sandbox_runner", "serve"]
+__all__ = [
+    "AppFactoryError",
+    "AppLoadError",
+    "build_worker",
+    "load_app",
+    "replay",
+    "sandbox_runner",
+    "serve",
+]
 
 
 class AppLoadError(Exception):
     """``--app module:factory`` does not name a function that returns a runtime."""
+
+
+class AppFactoryError(Exception):
+    """The application's factory raised (the cause is its exception)."""
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:
@@ -98,9 +110,13 @@ def load_app(reference: str) -> Callable[[], Any]:
 
 async def runtime_of(reference: str) -> RunHost:
     """Call the factory ``reference`` names (plain or ``async``) and check what it returned."""
-    made = load_app(reference)()
-    if inspect.isawaitable(made):
-        made = await made
+    factory = load_app(reference)
+    try:
+        made = factory()
+        if inspect.isawaitable(made):
+            made = await made
+    except Exception as exc:
+        raise AppFactoryError(f"--app {reference!r} raised {type(exc).__name__}: {exc}") from exc
     if not all(callable(getattr(made, name, None)) for name in ("agent", "model", "registry")):
         raise AppLoadError(
             f"--app {reference!r} returned {type(made).__name__}, not an agentgen Runtime"

