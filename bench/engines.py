@@ -14,7 +14,7 @@ executions; on Temporal that is 3 planning, 2 prepare and 2 execute activities.
 Everything shares the machine's cores (the dev server, the workers, this process), so the
 throughput rows say what one machine does, not what a cluster would.
 
-    python bench/engines.py [--runs 200] [--throughput-runs 400] [--concurrency 32]
+    python bench/engines.py [--runs 200] [--throughput-runs 400] [--memory-runs 40000]
 """
 
 from __future__ import annotations
@@ -207,12 +207,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200, help="sequential in-memory runs")
     parser.add_argument("--temporal-runs", type=int, default=100, help="sequential durable runs")
-    parser.add_argument("--throughput-runs", type=int, default=400)
+    parser.add_argument("--throughput-runs", type=int, default=400, help="durable runs per row")
+    parser.add_argument("--memory-runs", type=int, default=40_000, help="in-memory runs per row")
     parser.add_argument("--concurrency", type=int, default=32, help="runs in flight")
     args = parser.parse_args()
 
     memory = asyncio.run(sequential(build(), args.runs))
-    memory_rates = {n: memory_throughput(n, args.throughput_runs, args.concurrency) for n in (1, 4)}
+    memory_rates = {n: memory_throughput(n, args.memory_runs, args.concurrency) for n in (1, 4)}
     durable = asyncio.run(temporal_numbers(args))
 
     m50, t50 = statistics.median(memory), statistics.median(durable["latencies"])
