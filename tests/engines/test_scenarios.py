@@ -115,6 +115,41 @@ async def test_registry_backed_agent_reads_its_registry_once_per_planning_activi
     assert {t.id: t.deferred for t in model.requests[0].tools}["records.search"] is True
 
 
+async def test_registry_backed_agent_against_the_registry_service(harness: Harness) -> None:
+    """The registry service (uvicorn on 127.0.0.1, SQLite) with a provider serving the
+    quickstart's weather toolset through the provider SDK; the agent reaches it through
+    HttpRegistryClient and HttpResultStream, on either engine."""
+    from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream
+    from agentgen.runtime.registry.sqlite_store import SQLiteStore
+    from tests.registry.conftest import running_registry
+    from tests.registry.test_provider import WEATHER, Weather, providing
+
+    weather = Weather()
+    async with (
+        running_registry(SQLiteStore(":memory:")) as registry,
+        providing(registry.url, weather) as (_, _, token),
+    ):
+        client = HttpRegistryClient(registry.url)
+        rt = harness.runtime()
+        rt.register_registry("company", client, HttpResultStream(client, poll_ms=2_000))
+        planner = ScriptedPlanner([calls(("weather.forecast", {"city": "Oslo"})), answer()])
+        definition = records_definition(id="test.forecaster", specs=(), deferred_tool_ids=())
+        sources = Sources(toolsets=[("company", WEATHER, "", False)])
+        rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+        try:
+            async with harness.serving(rt):
+                outcome = await rt.client("test.forecaster").run("weather?", labels={"t": "1"})
+        finally:
+            await client.aclose()
+    result = outcome.transcript[2].parts[0]
+    assert not result.is_error  # type: ignore[union-attr]
+    assert json.loads(result.content)["city"] == "Oslo"  # type: ignore[union-attr]
+    assert [args.city for args, _ in weather.seen] == ["Oslo"]  # the provider ran it once
+    (accepted,) = outcome.accepted_calls
+    assert accepted.binding is not None and accepted.binding.registration_token == token
+    assert "weather.forecast" in [d.id for d in planner.seen[0]]
+
+
 async def test_agent_tool_runs_as_a_child_run(harness: Harness) -> None:
     import importlib
 
