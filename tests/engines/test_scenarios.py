@@ -237,6 +237,19 @@ async def test_a_failing_confirmer_fails_only_its_call(harness: Harness) -> None
     assert executor.calls == []
 
 
+def payer_runtime(harness: Harness, registry: FakeRegistry) -> tuple[Any, list[str]]:
+    """A runtime with the registry, whose confirmer approves and keeps each prompt."""
+    decided: list[str] = []
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        decided.append(request.prompt)
+        return True
+
+    rt = harness.runtime(confirm=confirm)
+    rt.register_registry("company", registry, registry)
+    return rt, decided
+
+
 def payer(rt: Any, planner: ScriptedPlanner) -> None:
     definition = records_definition(id="test.payer", specs=(), deferred_tool_ids=())
     sources = Sources(toolsets=[("company", "payments", "", False)])
@@ -259,14 +272,7 @@ async def test_a_registry_change_between_planning_activities(harness: Harness) -
         return {"paid": payload["amount"]}
 
     tokens.append(registry.publish(old, pay_then_republish))
-    decided: list[str] = []
-
-    async def confirm(request: ConfirmationRequest) -> bool:
-        decided.append(request.prompt)
-        return True
-
-    rt = harness.runtime(confirm=confirm)
-    rt.register_registry("company", registry, registry)
+    rt, decided = payer_runtime(harness, registry)
     planner = ScriptedPlanner(
         [
             calls(("payments.pay", {"amount": 5})),
@@ -297,14 +303,7 @@ async def test_a_provider_replaced_after_acceptance_keeps_the_saved_contract(
     registry = FakeRegistry()
     registry.publish(payments(), echo_handler)
     registry.replace_after_resolve["payments"] = payments("NEW PROMPT {{ region }}")
-    decided: list[str] = []
-
-    async def confirm(request: ConfirmationRequest) -> bool:
-        decided.append(request.prompt)
-        return True
-
-    rt = harness.runtime(confirm=confirm)
-    rt.register_registry("company", registry, registry)
+    rt, decided = payer_runtime(harness, registry)
     planner = ScriptedPlanner([calls(("payments.pay", {"amount": 5})), answer()])
     payer(rt, planner)
     async with harness.serving(rt):

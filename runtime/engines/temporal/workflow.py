@@ -114,9 +114,8 @@ class AgentRunWorkflow:
             )
 
 
-def _lost(exc: ActivityError) -> bool:
-    """Whether the activity's worker was lost (it timed out) rather than the step failing."""
-    return isinstance(exc.cause, TimeoutError)
+class _Lost(Exception):
+    """The worker running a step that is never repeated was lost (the step timed out)."""
 
 
 def _failure(exc: FailureError) -> StepFailure:
@@ -155,8 +154,11 @@ class _WorkflowSteps:
         result_type: type[T],
         *,
         timeout: float,
-        retry: RetryPolicy,
+        once: bool = False,
     ) -> T:
+        """Run one activity. Its failure is raised as the loop's :class:`StepFailure` (the
+        original type and message), or :class:`_Lost` when the worker running a step that is
+        never repeated (``once``) was lost."""
         try:
             result: T = await workflow.execute_activity(
                 ACTIVITY_NAMES[name],
@@ -164,12 +166,14 @@ class _WorkflowSteps:
                 result_type=result_type,
                 start_to_close_timeout=timedelta(seconds=timeout),
                 heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout),
-                retry_policy=retry,
+                retry_policy=self.once if once else self.retry,
             )
         except ActivityError as exc:
             if isinstance(exc.cause, CancelledError):
                 raise asyncio.CancelledError() from exc
-            raise
+            if once and isinstance(exc.cause, TimeoutError):
+                raise _Lost() from None
+            raise _failure(exc) from None
         return result
 
     def _task(self, accepted: Checkpoint) -> CallTask:
@@ -178,12 +182,10 @@ class _WorkflowSteps:
     # ------------------------------------------------------------------ the run's steps
 
     async def plan(self, task: PlanTask) -> Planned[Checkpoint]:
+        timeout = self.settings.planning_timeout
         try:
-            return await self._activity(
-                "plan", task, Planned, timeout=self.settings.planning_timeout, retry=self.retry
-            )
-        except ActivityError as exc:
-            failure = _failure(exc)
+            return await self._activity("plan", task, Planned, timeout=timeout)
+        except StepFailure as failure:
             # The run fails with the step's own error (its type and message), not a wrapper.
             raise ApplicationError(
                 str(failure), type=failure.type_name, non_retryable=True
@@ -199,16 +201,8 @@ class _WorkflowSteps:
             )
 
     async def prepare(self, accepted: Checkpoint) -> Prepared:
-        try:
-            return await self._activity(
-                "prepare",
-                self._task(accepted),
-                Prepared,
-                timeout=self.settings.step_timeout,
-                retry=self.retry,
-            )
-        except ActivityError as exc:
-            raise _failure(exc) from None
+        task = self._task(accepted)
+        return await self._activity("prepare", task, Prepared, timeout=self.settings.step_timeout)
 
     async def confirm(self, request: ConfirmationRequest) -> ConfirmationDecision:
         call_id = request.tool_call_id
@@ -220,58 +214,30 @@ class _WorkflowSteps:
         return self.owner.decisions.pop(call_id)
 
     async def deny(self, accepted: Checkpoint, arguments: Any) -> ToolResultPart:
-        try:
-            return await self._activity(
-                "deny",
-                DenyTask(self._task(accepted), arguments),
-                ToolResultPart,
-                timeout=self.settings.step_timeout,
-                retry=self.retry,
-            )
-        except ActivityError as exc:
-            raise _failure(exc) from None
+        task = DenyTask(self._task(accepted), arguments)
+        return await self._activity(
+            "deny", task, ToolResultPart, timeout=self.settings.step_timeout
+        )
 
     async def execute(self, accepted: Checkpoint) -> ToolResultPart:
+        task, timeout = self._task(accepted), self.settings.tool_timeout
         try:
-            return await self._activity(
-                "execute",
-                self._task(accepted),
-                ToolResultPart,
-                timeout=self.settings.tool_timeout,
-                retry=self.once,
-            )
-        except ActivityError as exc:
-            if _lost(exc):
-                return _unknown(accepted, "the worker running it was lost")
-            raise _failure(exc) from None
+            return await self._activity("execute", task, ToolResultPart, timeout=timeout, once=True)
+        except _Lost:
+            return _unknown(accepted, "the worker running it was lost")
 
     async def admit(self, accepted: Checkpoint) -> Admission:
+        task, timeout = self._task(accepted), self.settings.step_timeout
         try:
-            return await self._activity(
-                "admit",
-                self._task(accepted),
-                Admission,
-                timeout=self.settings.step_timeout,
-                retry=self.once,
-            )
-        except ActivityError as exc:
-            if _lost(exc):
-                return Admission(
-                    result=_unknown(accepted, "the worker asking the registry to admit it was lost")
-                )
-            raise _failure(exc) from None
+            return await self._activity("admit", task, Admission, timeout=timeout, once=True)
+        except _Lost:
+            why = "the worker asking the registry to admit it was lost"
+            return Admission(result=_unknown(accepted, why))
 
     async def await_outcome(self, accepted: Checkpoint, ref: CallRef) -> ToolResultPart:
-        try:
-            return await self._activity(
-                "await_outcome",
-                AwaitTask(self._task(accepted), ref),
-                ToolResultPart,
-                timeout=self.settings.tool_timeout,
-                retry=self.retry,
-            )
-        except ActivityError as exc:
-            raise _failure(exc) from None
+        task = AwaitTask(self._task(accepted), ref)
+        timeout = self.settings.tool_timeout
+        return await self._activity("await_outcome", task, ToolResultPart, timeout=timeout)
 
     async def child(self, request: RunRequest) -> ChildOutcome:
         run_id = workflow.uuid4().hex
@@ -307,16 +273,9 @@ class _WorkflowSteps:
         return ChildOutcome(result.run_id, result.final_text, result.final_value)
 
     async def agent_result(self, accepted: Checkpoint, child: ChildOutcome) -> ToolResultPart:
-        try:
-            return await self._activity(
-                "agent_result",
-                ResultTask(self._task(accepted), child),
-                ToolResultPart,
-                timeout=self.settings.step_timeout,
-                retry=self.retry,
-            )
-        except ActivityError as exc:
-            raise _failure(exc) from None
+        task = ResultTask(self._task(accepted), child)
+        timeout = self.settings.step_timeout
+        return await self._activity("agent_result", task, ToolResultPart, timeout=timeout)
 
 
 def _unknown(accepted: Checkpoint, why: str) -> ToolResultPart:
