@@ -442,7 +442,16 @@ def agent_result(accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:
             f"not valid JSON); tool {spec.id} needs one matching its contract",
         )
     try:
-        decoded = spec.result.codec.decode(json.dumps(value, default=str))
+        # Exact: a planner's structured answer keeps non-integers as Decimal.
+        text = encode_exact(value)
+    except (TypeError, ValueError) as exc:  # a value that is not JSON (a datetime, NaN...)
+        return tool_error(
+            call,
+            "invalid_result",
+            f"agent {spec.agent_id} returned a result that is not JSON: {exc}",
+        )
+    try:
+        decoded = spec.result.codec.decode(text)
     except PayloadError as exc:
         return tool_error(
             call, "invalid_result", f"agent {spec.agent_id} returned an invalid result", exc.issues

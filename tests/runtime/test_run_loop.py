@@ -280,6 +280,41 @@ async def test_agent_tool_answering_in_chat_only_is_rejected() -> None:
     assert error["kind"] == "agent_failed" and "without a structured result" in error["message"]
 
 
+async def test_exact_numbers_of_a_structured_child_answer_stay_numbers() -> None:
+    # A planner's structured answer keeps non-integers exact (Decimal); the parent's result
+    # contract must see the number, not its text.
+    import importlib
+    from dataclasses import replace
+    from decimal import Decimal
+
+    from agentgen.runtime.contracts.specs import schema_type
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    scored = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}, "confidence": {"type": "number"}},
+        "required": ["answer", "confidence"],
+        "additionalProperties": False,
+    }
+    ask = replace(sink.ASK, result=schema_type(json.dumps(scored), "ask_expert.ask result"))
+
+    class Scored(ExpertPlanner):
+        async def plan_start(self, input: PlanInput) -> PlanResult:
+            value = {"answer": "42", "confidence": Decimal("0.95")}
+            return PlanResult(Message("assistant", (TextPart("done"),)), final_value=value)
+
+    rt = Runtime()
+    rt.register_agent(sink.expert_definition(), planner=Scored(), executors={})
+    planner = ScriptedPlanner([calls(("ask_expert.ask", {"question": "life"})), answer("ok")])
+    rt.register_agent(
+        replace(sink.triage_definition(), specs=(ask,)), planner=planner, executors={}
+    )
+    outcome = await rt.client("helpdesk.triage").run("ask", labels={"tenant": "t"})
+    result = outcome.transcript[2].parts[0]
+    assert not result.is_error, result  # type: ignore[union-attr]
+    assert result.content == '{"answer":"42","confidence":0.95}'  # type: ignore[union-attr]
+
+
 def test_definitions_are_plain_values() -> None:
     assert isinstance(records_definition(), AgentDefinition)
 
