@@ -26,7 +26,11 @@ __all__ = [
     "ClaimRequest",
     "ClaimResponse",
     "ClaimedCallBody",
+    "CompleteManyRequest",
+    "CompleteManyResponse",
     "CompleteRequest",
+    "CompletionBody",
+    "CompletionOutcome",
     "DrainRequest",
     "ErrorBody",
     "ErrorResponse",
@@ -40,8 +44,11 @@ __all__ = [
     "RegisterRequest",
     "RegisterResponse",
     "RenewRequest",
+    "ResolveManyRequest",
+    "ResolveManyResponse",
     "ResolveRequest",
     "ResolveResponse",
+    "ResolvedEntry",
     "ResultRequest",
     "ResultResponse",
     "RetryRequest",
@@ -156,6 +163,40 @@ class ResolveResponse(_Body):
     registration_token: Token
 
 
+#: The SHA-256 (hex) of a resolve answer, as a client received it.
+Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of an answer")]
+#: Most toolsets one batch resolve names, or reports digests for.
+MAX_BATCH_TOOLSETS = 16_384
+
+
+class ResolveManyRequest(_Body):
+    """Resolve several toolsets (or every active one) in one read.
+
+    ``known`` gives, by toolset name, the SHA-256 of the ``/toolsets/resolve`` answer the client
+    holds; a toolset whose answer would be exactly that is reported ``unchanged`` without it.
+    """
+
+    #: The toolsets to resolve; ``null`` resolves every active toolset (what ``/toolsets/list``
+    #: without tags names), listing and resolving in the same read.
+    toolsets: Annotated[list[Name], Field(max_length=MAX_BATCH_TOOLSETS)] | None = None
+    known: Annotated[dict[Name, Digest], Field(max_length=MAX_BATCH_TOOLSETS)] = {}
+
+
+class ResolvedEntry(_Body):
+    name: str
+    #: ``resolved``: ``answer`` is the toolset's resolve answer; ``unchanged``: it is byte for
+    #: byte the one whose digest the client gave; ``not_found``: missing or withdrawn.
+    status: Literal["resolved", "unchanged", "not_found"]
+    #: Exactly the JSON text ``/toolsets/resolve`` answers for this toolset (a
+    #: ``ResolveResponse``): its SHA-256 is the digest to give back in ``known``.
+    answer: str | None = None
+    message: str = ""
+
+
+class ResolveManyResponse(_Body):
+    toolsets: list[ResolvedEntry]
+
+
 class CheckAdmissionRequest(_Body):
     toolset: Name
     expected_registration_token: Token
@@ -234,6 +275,33 @@ class CompleteRequest(_Body):
     status: Literal["completed", "failed"]
     result_json: Annotated[str, Field(max_length=MAX_PAYLOAD)]
     message: Annotated[str, Field(max_length=4096)] = ""
+
+
+class CompletionBody(_Body):
+    tool_use_id: UseId
+    status: Literal["completed", "failed"]
+    result_json: Annotated[str, Field(max_length=MAX_PAYLOAD)]
+    message: Annotated[str, Field(max_length=4096)] = ""
+
+
+class CompleteManyRequest(_Body):
+    """Several results of one provider lease in one request (each judged on its own)."""
+
+    toolset: Name
+    provider_id: Ident
+    incarnation_id: Ident
+    completions: Annotated[list[CompletionBody], Field(min_length=1, max_length=256)]
+
+
+class CompletionOutcome(_Body):
+    tool_use_id: UseId
+    #: Why this result was refused (what ``/providers/complete`` would have answered), or null.
+    error: ErrorBody | None = None
+
+
+class CompleteManyResponse(_Body):
+    #: One outcome per completion, in the request's order.
+    completions: list[CompletionOutcome]
 
 
 class OverloadRequest(_Body):

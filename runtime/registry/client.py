@@ -8,14 +8,15 @@ registries implement these protocols, and tests use in-memory fakes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 
 __all__ = [
+    "BatchResolver",
     "CallOutcome",
     "CallRef",
     "ErrorCode",
@@ -112,6 +113,25 @@ class RegistryClient(Protocol):
     ) -> CallRef: ...
 
     async def retry_tool(self, ref: CallRef, *, expected_registration_token: str) -> CallRef: ...
+
+
+@runtime_checkable
+class BatchResolver(Protocol):
+    """An optional capability of a :class:`RegistryClient`: resolve many toolsets in one read.
+
+    Planning catalogs that read a whole registry use it when the client has it (one request
+    instead of a list and one resolve per toolset); other clients are read toolset by toolset.
+    """
+
+    async def resolve_toolsets(
+        self, names: Sequence[str] | None = None
+    ) -> list[tuple[str, ResolvedToolset | RegistryError]]:
+        """Each toolset of ``names``, or of every active toolset (by name, as
+        ``list_toolsets`` would name them) when ``names`` is None, with the listing and every
+        resolution coming from the registry's one read. Each entry holds what
+        ``resolve_toolset`` would have returned, or the error it would have raised (a missing
+        or withdrawn toolset: ``not_found``)."""
+        ...
 
 
 class ResultStream(Protocol):

@@ -57,6 +57,8 @@ __all__ = [
 #: The bearer token a client sends when none is given.
 ENV_TOKEN = "AGENTGEN_REGISTRY_TOKEN"
 DEFAULT_TIMEOUT = 10.0
+#: Resolve answers a client keeps (by toolset) to be told they are unchanged.
+KEPT_ANSWERS = 4096
 B = TypeVar("B", bound=BaseModel)
 
 
@@ -146,6 +148,9 @@ class HttpRegistryClient:
         )
         #: Outcomes that came back with their call, until the result stream asks for them.
         self._early: dict[str, api.ResultResponse] = {}
+        #: The last resolve answer of each toolset (least recently resolved first), so that a
+        #: batch resolve can name what it holds and be answered ``unchanged``.
+        self._answers: dict[str, ResolvedToolset] = {}
         token = token if token is not None else os.environ.get(ENV_TOKEN) or None
         headers = {"content-type": "application/json"}
         if token:
@@ -263,8 +268,67 @@ class HttpRegistryClient:
         answer, content = await self._exchange(
             "/toolsets/resolve", api.ResolveRequest(toolset=name), api.ResolveResponse
         )
+        return self._keep(name, answer, content)
+
+    def _keep(self, name: str, answer: api.ResolveResponse, content: bytes) -> ResolvedToolset:
         digest = hashlib.sha256(content).hexdigest()
-        return ResolvedToolset(answer.toolset, answer.registration_token, digest)
+        resolved = ResolvedToolset(answer.toolset, answer.registration_token, digest)
+        self._answers.pop(name, None)
+        self._answers[name] = resolved
+        if len(self._answers) > KEPT_ANSWERS:
+            del self._answers[next(iter(self._answers))]
+        return resolved
+
+    async def resolve_toolsets(
+        self, names: Sequence[str] | None = None
+    ) -> list[tuple[str, ResolvedToolset | RegistryError]]:
+        """Resolve ``names`` (every active toolset when None) in one request, which names the
+        digest of every answer this client holds: the registry answers ``unchanged`` for
+        those whose answer would be byte for byte the same, and the held answer is handed out
+        again (the runtime never changes a resolved toolset)."""
+        held = self._answers
+        known = (
+            {n: r.digest for n, r in held.items() if r.digest}
+            if names is None
+            else {n: d for n in names if (r := held.get(n)) is not None and (d := r.digest)}
+        )
+        answer = await self._post(
+            "/toolsets/resolve_many",
+            api.ResolveManyRequest(toolsets=None if names is None else list(names), known=known),
+            api.ResolveManyResponse,
+        )
+        if names is not None and [e.name for e in answer.toolsets] != list(names):
+            raise RegistryError(
+                "protocol_error",
+                f"registry {self.name!r} answered a batch resolve with other toolsets than asked",
+            )
+        out: list[tuple[str, ResolvedToolset | RegistryError]] = []
+        for entry in answer.toolsets:
+            name = entry.name
+            if entry.status == "not_found":
+                held.pop(name, None)
+                out.append((name, RegistryError("not_found", entry.message)))
+            elif entry.status == "unchanged":
+                resolved = held.get(name)
+                if resolved is None or known.get(name) is None:
+                    raise RegistryError(
+                        "protocol_error",
+                        f"registry {self.name!r} answered toolset {name!r} unchanged, but this "
+                        "client holds no answer for it",
+                    )
+                out.append((name, resolved))
+            else:
+                content = (entry.answer or "").encode()
+                try:
+                    parsed = api.ResolveResponse.model_validate_json(content)
+                except ValidationError as exc:
+                    raise RegistryError(
+                        "protocol_error",
+                        f"registry {self.name!r} answered toolset {name!r} with an unexpected "
+                        f"body: {exc.errors()[0]['msg']}",
+                    ) from None
+                out.append((name, self._keep(name, parsed, content)))
+        return out
 
     async def check_admission(self, name: str, expected_registration_token: str) -> bool:
         answer = await self._post(
@@ -477,6 +541,35 @@ class HttpRegistryClient:
             ),
             api.OkResponse,
         )
+
+    async def complete_many(
+        self,
+        toolset: str,
+        provider_id: str,
+        incarnation_id: str,
+        completions: Sequence[api.CompletionBody],
+    ) -> list[RegistryError | None]:
+        """Several results of one lease in one request; per completion, None or the refusal
+        :meth:`complete` would have raised."""
+        answer = await self._post(
+            "/providers/complete_many",
+            api.CompleteManyRequest(
+                toolset=toolset,
+                provider_id=provider_id,
+                incarnation_id=incarnation_id,
+                completions=list(completions),
+            ),
+            api.CompleteManyResponse,
+        )
+        if [c.tool_use_id for c in answer.completions] != [c.tool_use_id for c in completions]:
+            raise RegistryError(
+                "protocol_error",
+                f"registry {self.name!r} answered a batch completion for other calls than sent",
+            )
+        return [
+            None if c.error is None else RegistryError(c.error.code, c.error.message)
+            for c in answer.completions
+        ]
 
     async def health(self) -> api.HealthResponse:
         import httpx2

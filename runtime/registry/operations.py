@@ -34,9 +34,16 @@ from agentgen.runtime.registry.admission import (
     record_key,
 )
 from agentgen.runtime.registry.client import RegistryError
-from agentgen.runtime.registry.store import Change, Notify, Store, Write
+from agentgen.runtime.registry.store import Change, Notify, Operation, Store, Write
 
-__all__ = ["CatalogCorruptError", "ClaimedCall", "Registered", "RegistryOperations", "Result"]
+__all__ = [
+    "CatalogCorruptError",
+    "ClaimedCall",
+    "Completion",
+    "Registered",
+    "RegistryOperations",
+    "Result",
+]
 
 #: How often a waiting consumer looks at its call again even without a wake-up (lease expiry
 #: and deadlines are noticed by whoever looks).
@@ -76,12 +83,25 @@ class ClaimedCall:
 
 
 @dataclass(frozen=True)
+class Completion:
+    """A provider's result for one call it holds."""
+
+    tool_use_id: str
+    status: Literal["completed", "failed"]
+    result_json: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class Result:
     status: Literal[
         "pending", "overloaded", "completed", "failed", "outcome_unknown", "call_not_admitted"
     ]
     result_json: str | None = None
     message: str = ""
+
+
+_HeldRule = Callable[[CallRecord | None, CatalogEntry | None, int], CallRecord | None]
 
 
 def _queue(toolset: str) -> str:
@@ -101,7 +121,7 @@ def _entry(raw: str | None) -> CatalogEntry | None:
     return None if raw is None else _parse_entry(raw)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _parse_entry(raw: str) -> CatalogEntry:
     """Entries are read on every call but change rarely: each stored form is parsed once (the
     model is frozen, so sharing it is safe)."""
@@ -222,12 +242,32 @@ class RegistryOperations:
 
     async def list_toolsets(self, tags: Sequence[str] = ()) -> list[str]:
         wanted = set(tags)
-        names = []
-        for _, raw in await self.store.scan("toolset:"):
-            entry = CatalogEntry.model_validate_json(raw)
-            if entry.state == "active" and wanted <= set(entry.toolset.tags):
-                names.append(entry.toolset.name)
-        return sorted(names)
+        return [
+            entry.toolset.name
+            for entry in await self._active_entries()
+            if wanted <= set(entry.toolset.tags)
+        ]
+
+    async def _active_entries(self) -> list[CatalogEntry]:
+        """Every active entry, by name, from one scan."""
+        entries = [_parse_entry(raw) for _, raw in await self.store.scan("toolset:")]
+        active = [entry for entry in entries if entry.state == "active"]
+        return sorted(active, key=lambda entry: entry.toolset.name)
+
+    async def resolve_many(
+        self, names: Sequence[str] | None
+    ) -> list[tuple[str, CatalogEntry | None]]:
+        """The active entries of ``names`` (None where missing or withdrawn), or of every
+        active toolset when ``names`` is None, from one read: each entry, as in
+        :meth:`resolve_entry`, gives its declaration and token together."""
+        if names is None:
+            return [(entry.toolset.name, entry) for entry in await self._active_entries()]
+        raws = await self.store.get_many([catalog_key(name) for name in names])
+        found: list[tuple[str, CatalogEntry | None]] = []
+        for name, raw in zip(names, raws, strict=True):
+            entry = _entry(raw)
+            found.append((name, entry if entry is not None and entry.state == "active" else None))
+        return found
 
     async def resolve(self, name: str) -> tuple[ToolsetDeclaration, str]:
         """The declaration and the token of the admission it belongs to, from one read."""
@@ -250,20 +290,40 @@ class RegistryOperations:
     # ------------------------------------------------------------------ consumers
 
     async def call(self, request: CallRequest) -> dict[str, Any]:
+        ref, _ = await self._admit(request)
+        return ref
+
+    async def call_and_wait(
+        self, request: CallRequest, wait_ms: int
+    ) -> tuple[dict[str, Any], Result]:
+        """Admit the call (or attach to it) and wait up to ``wait_ms`` for its outcome, in one
+        operation: the admission's own answer says whether the call has ended already, and a
+        wake-up after it needs one read."""
+        use_id = admission.tool_use_id(request.meta.run_id, request.meta.tool_call_id)
+        # The position is taken before the admission, so no announcement after it is missed.
+        cursor = await self.store.cursor(_channel(use_id))
+        ref, record = await self._admit(request)
+        result = await self._await(use_id, record.registration_token, wait_ms, cursor, record)
+        return ref, result
+
+    async def _admit(self, request: CallRequest) -> tuple[dict[str, Any], CallRecord]:
         use_id = admission.tool_use_id(request.meta.run_id, request.meta.tool_call_id)
         entry_key, call_key = catalog_key(request.toolset), record_key(use_id)
 
-        def decide(values: Mapping[str, str | None], now: int) -> Change[dict[str, Any]]:
+        def decide(
+            values: Mapping[str, str | None], now: int
+        ) -> Change[tuple[dict[str, Any], CallRecord]]:
             entry = _entry(values[entry_key])
             specs = self._specs(entry) if entry is not None and entry.state == "active" else None
-            decision = admission.admit(
-                entry, _record(values[call_key]), request, now, self.limits, specs
-            )
+            existing = _record(values[call_key])
+            decision = admission.admit(entry, existing, request, now, self.limits, specs)
             ref = dict(decision.extra)
             enqueue = ref.pop("enqueue", False)
             record = decision.record
+            current = record or existing
+            assert current is not None  # admit wrote a new record or attached to this one
             return Change(
-                ref,
+                (ref, current),
                 writes=_write_record(record) if record is not None else {},
                 enqueue=[(_queue(request.toolset), use_id)] if enqueue else (),
                 notify=_notify(record),
@@ -301,15 +361,22 @@ class RegistryOperations:
         applied when the wait starts and whenever it times out without news; a wake-up
         announcing a change only needs the record read again.
         """
+        cursor = await self.store.cursor(_channel(use_id))
+        return await self._await(use_id, token, wait_ms, cursor, None)
+
+    async def _await(
+        self, use_id: str, token: str, wait_ms: int, cursor: str, record: CallRecord | None
+    ) -> Result:
+        """``record`` is the call as it stood at ``cursor``, facts applied, if known."""
         deadline = time.monotonic() + wait_ms / 1000
         channel = _channel(use_id)
         woken = False
         while True:
-            cursor = await self.store.cursor(channel)
-            if woken:
-                record = _record(await self.store.get(record_key(use_id)))
-            else:
-                record = await self._settled(use_id)
+            if record is None:
+                if woken:
+                    record = _record(await self.store.get(record_key(use_id)))
+                else:
+                    record = await self._settled(use_id)
             if record is None:
                 raise RegistryError(
                     "not_found", f"call {use_id} not found (expired or never admitted)"
@@ -324,7 +391,8 @@ class RegistryOperations:
             remaining = int((deadline - time.monotonic()) * 1000)
             if remaining <= 0:
                 return Result("pending")
-            woken = await self.store.wait(channel, cursor, min(remaining, RECHECK_MS)) != cursor
+            after = await self.store.wait(channel, cursor, min(remaining, RECHECK_MS))
+            woken, cursor, record = after != cursor, after, None
 
     async def _settled(self, use_id: str) -> CallRecord | None:
         """The call's record with the registry's facts applied (committed if they change it)."""
@@ -363,10 +431,11 @@ class RegistryOperations:
         first. Repeating a claim operation (same ``operation_id``) returns what it claimed."""
         lease = lease_key(provider_id, incarnation_id)
         op_key = _op_key(lease, operation_id)
-        previous = await self.store.get(op_key)
+        entry_key = catalog_key(name)
+        previous, raw_entry = await self.store.get_many([op_key, entry_key])
         if previous is not None:
             return await self._replay(previous.split(",") if previous else [], lease, operation_id)
-        entry = _entry(await self.store.get(catalog_key(name)))
+        entry = _entry(raw_entry)
         now = await self.store.now_ms()
         if entry is None or entry.state != "active" or entry.registration_token != token:
             raise RegistryError(
@@ -381,45 +450,48 @@ class RegistryOperations:
             )
         if current.draining:
             return []
-        deliveries = await self.store.receive(_queue(name), lease, max_calls, wait_ms)
-        claimed: list[ClaimedCall] = []
-        done: list[str] = []
-        entry_key = catalog_key(name)
-        for delivery in deliveries:
-            use_id = delivery.body
-            call_key = record_key(use_id)
+        queue = _queue(name)
+        deliveries = await self.store.receive(queue, lease, max_calls, wait_ms)
+        if not deliveries:
+            return []
+        use_ids = list(dict.fromkeys(d.body for d in deliveries))
 
-            def decide(
-                values: Mapping[str, str | None], now: int, use_id: str = use_id
-            ) -> Change[tuple[CallRecord | None, bool]]:
+        def decide(values: Mapping[str, str | None], now: int) -> Change[list[CallRecord]]:
+            """Every delivered call in one decision; each message is used (or its call put
+            back in line as a new message) and acknowledged in the same transaction."""
+            entry = _entry(values[entry_key])
+            ids = [i for i in (values[op_key] or "").split(",") if i]
+            writes: dict[str, Write] = {}
+            requeue: list[tuple[str, str]] = []
+            notify: list[Notify] = []
+            claimed: list[CallRecord] = []
+            for use_id in use_ids:
                 record = _record(values[record_key(use_id)])
-                new, mine = admission.claim(
-                    record, _entry(values[entry_key]), lease, token, operation_id, now
-                )
-                writes = _write_record(new) if new is not None else {}
-                if mine:
-                    ids = [i for i in (values[op_key] or "").split(",") if i]
-                    writes = {
-                        **writes,
-                        op_key: Write(",".join([*ids, use_id]), now + _CLAIM_OP_RETENTION_MS),
-                    }
+                new, mine = admission.claim(record, entry, lease, token, operation_id, now)
+                if new is not None:
+                    writes.update(_write_record(new))
+                    notify.extend(_notify(new))
                 current = new or record
+                if mine and current is not None:
+                    claimed.append(current)
+                    if use_id not in ids:
+                        ids.append(use_id)
                 # Still waiting for a provider, but not this one (its lease stopped being
                 # routable meanwhile): back in line at once for the others.
-                requeue = current is not None and current.state == "pending"
-                return Change(
-                    (current, mine),
-                    writes=writes,
-                    enqueue=[(_queue(name), use_id)] if requeue else (),
-                    notify=_notify(new),
-                )
+                elif current is not None and current.state == "pending":
+                    requeue.append((queue, use_id))
+            if claimed:
+                writes[op_key] = Write(",".join(ids), now + _CLAIM_OP_RETENTION_MS)
+            return Change(
+                claimed,
+                writes=writes,
+                enqueue=requeue,
+                notify=notify,
+                ack=[(queue, d.message_id) for d in deliveries],
+            )
 
-            record, mine = await self.store.transact([entry_key, call_key, op_key], decide)
-            done.append(delivery.message_id)  # used, or put back in line as a new message
-            if mine and record is not None:
-                claimed.append(_claimed(record))
-        await self.store.ack(_queue(name), done)
-        return claimed
+        keys = [entry_key, op_key, *(record_key(use_id) for use_id in use_ids)]
+        return [_claimed(record) for record in await self.store.transact(keys, decide)]
 
     async def _replay(self, ids: list[str], lease: str, operation_id: str) -> list[ClaimedCall]:
         out = []
@@ -444,14 +516,33 @@ class RegistryOperations:
         result_json: str,
         message: str,
     ) -> None:
-        lease = lease_key(provider_id, incarnation_id)
-        await self._held_call(
-            name,
-            use_id,
-            lambda record, entry, now: admission.complete(
-                record, entry, use_id, lease, status, result_json, message, now
-            ),
+        (error,) = await self.complete_many(
+            name, provider_id, incarnation_id, [Completion(use_id, status, result_json, message)]
         )
+        if error is not None:
+            raise error
+
+    async def complete_many(
+        self, name: str, provider_id: str, incarnation_id: str, completions: Sequence[Completion]
+    ) -> list[RegistryError | None]:
+        """Record several results of one lease in one trip to the store. Each completion is
+        judged on its own, exactly as :meth:`complete` would: returns, per completion, None or
+        the refusal :meth:`complete` would have raised."""
+        lease = lease_key(provider_id, incarnation_id)
+        operations = [
+            self._held_operation(name, done.tool_use_id, _completing(lease, done))
+            for done in completions
+        ]
+        outcomes = await self.store.transact_many(operations)
+        refusals: list[RegistryError | None] = []
+        for outcome in outcomes:
+            if isinstance(outcome, RegistryError):
+                refusals.append(outcome)
+            elif isinstance(outcome, Exception):
+                raise outcome  # the store failed: nothing is known about this completion
+            else:
+                refusals.append(None)
+        return refusals
 
     async def report_overload(
         self, name: str, use_id: str, provider_id: str, incarnation_id: str
@@ -463,12 +554,10 @@ class RegistryOperations:
             lambda record, entry, now: admission.overload(record, entry, use_id, lease, now),
         )
 
-    async def _held_call(
-        self,
-        name: str,
-        use_id: str,
-        rule: Callable[[CallRecord | None, CatalogEntry | None, int], CallRecord | None],
-    ) -> None:
+    async def _held_call(self, name: str, use_id: str, rule: _HeldRule) -> None:
+        await self.store.transact(*self._held_operation(name, use_id, rule))
+
+    def _held_operation(self, name: str, use_id: str, rule: _HeldRule) -> Operation:
         """Apply a rule of a provider about a call its lease holds; a call the registry finds
         outside the lease meanwhile ends ``outcome_unknown`` and the provider hears the lease
         is lost."""
@@ -487,7 +576,7 @@ class RegistryOperations:
                 error=error,
             )
 
-        await self.store.transact([entry_key, call_key], decide)
+        return [entry_key, call_key], decide
 
     async def health(self) -> int:
         """The store answers (its clock); raises StoreError otherwise."""
@@ -498,6 +587,22 @@ def _in_toolset(record: CallRecord | None, name: str, use_id: str) -> CallRecord
     if record is not None and record.toolset != name:
         raise RegistryError("not_found", f"call {use_id} is not a call of toolset {name!r}")
     return record
+
+
+def _completing(lease: str, done: Completion) -> _HeldRule:
+    def rule(record: CallRecord | None, entry: CatalogEntry | None, now: int) -> CallRecord | None:
+        return admission.complete(
+            record,
+            entry,
+            done.tool_use_id,
+            lease,
+            done.status,
+            done.result_json,
+            done.message,
+            now,
+        )
+
+    return rule
 
 
 def _claimed(record: CallRecord) -> ClaimedCall:

@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from agentgen.runtime.agents.executors import ToolContext, ToolsetExecutor
 from agentgen.runtime.contracts import compiler
@@ -37,6 +37,7 @@ from agentgen.runtime.registry.client import RegistryError
 T = TypeVar("T")
 
 __all__ = [
+    "BatchCompleter",
     "ProviderClient",
     "ServeOptions",
     "ServeReport",
@@ -103,6 +104,59 @@ class ProviderClient(Protocol):
     async def report_overload(
         self, toolset: str, tool_use_id: str, provider_id: str, incarnation_id: str
     ) -> None: ...
+
+
+@runtime_checkable
+class BatchCompleter(Protocol):
+    """An optional capability of a :class:`ProviderClient` (:class:`HttpRegistryClient` has
+    it): several completions of one lease in one request. With it, calls that finish while a
+    completion is on its way go together in the next request."""
+
+    async def complete_many(
+        self,
+        toolset: str,
+        provider_id: str,
+        incarnation_id: str,
+        completions: Sequence[api.CompletionBody],
+    ) -> list[RegistryError | None]: ...
+
+
+class _Completions:
+    """Sends completions as they come: one request at a time, carrying every completion that
+    arrived meanwhile (at most :data:`_BATCH`). A lone completion goes at once, as before."""
+
+    def __init__(self, send: Callable[[list[api.CompletionBody]], Awaitable[list[Any]]]) -> None:
+        self._send = send
+        self._pending: list[tuple[api.CompletionBody, asyncio.Future[RegistryError | None]]] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    async def complete(self, body: api.CompletionBody) -> None:
+        """Record one completion; raises the registry's refusal of it, if any."""
+        done: asyncio.Future[RegistryError | None] = asyncio.get_running_loop().create_future()
+        self._pending.append((body, done))
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._flush())
+        refusal = await done
+        if refusal is not None:
+            raise refusal
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
+            try:
+                outcomes = await self._send([body for body, _ in batch])
+            except RegistryError as exc:
+                outcomes = [exc] * len(batch)
+            except Exception as exc:  # the client failed: each completion is retried or lost
+                failure = RegistryError("service_unavailable", f"{type(exc).__name__}: {exc}")
+                outcomes = [failure] * len(batch)
+            for (_, done), outcome in zip(batch, outcomes, strict=True):
+                if not done.done():
+                    done.set_result(outcome)
+
+
+#: Most completions one request carries.
+_BATCH = 64
 
 
 def _remove_handler(loop: asyncio.AbstractEventLoop, sig: signal.Signals) -> None:
@@ -210,6 +264,14 @@ class _Provider:
         self.freed = asyncio.Event()
         self.workers: set[asyncio.Task[None]] = set()
         self.report = ServeReport(self.name, "", self.incarnation)
+        self.completions: _Completions | None = None
+        if isinstance(client, BatchCompleter):
+            batching = client
+
+            async def send(bodies: list[api.CompletionBody]) -> list[RegistryError | None]:
+                return await batching.complete_many(self.name, *self.ident, bodies)
+
+            self.completions = _Completions(send)
 
     @property
     def ident(self) -> tuple[str, str]:
@@ -448,14 +510,7 @@ class _Provider:
         # the claim, and completing again is harmless.
         while True:
             try:
-                await self.client.complete(
-                    self.name,
-                    call.tool_use_id,
-                    *self.ident,
-                    status=status,
-                    result_json=result_json,
-                    message=message,
-                )
+                await self._complete(call, status, result_json, message)
             except RegistryError as exc:
                 if exc.code == "service_unavailable" and time.time() * 1000 < (
                     call.execution_deadline_ms
@@ -469,3 +524,29 @@ class _Provider:
             else:
                 self.report.failed += 1
             return
+
+    async def _complete(
+        self,
+        call: api.ClaimedCallBody,
+        status: Literal["completed", "failed"],
+        result_json: str,
+        message: str,
+    ) -> None:
+        if self.completions is None:
+            await self.client.complete(
+                self.name,
+                call.tool_use_id,
+                *self.ident,
+                status=status,
+                result_json=result_json,
+                message=message,
+            )
+            return
+        await self.completions.complete(
+            api.CompletionBody(
+                tool_use_id=call.tool_use_id,
+                status=status,
+                result_json=result_json,
+                message=message[:4096],
+            )
+        )

@@ -19,9 +19,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from agentgen.runtime.registry.store import Change, Decide, Delivery, Signals, StoreError
+from agentgen.runtime.registry.store import (
+    Change,
+    Decide,
+    Delivery,
+    Operation,
+    Signals,
+    StoreError,
+)
 
 __all__ = ["RedisStore"]
 
@@ -137,46 +144,91 @@ class RedisStore:
         values = await self._call(self._r.mget([self._k(k) for k in keys]))
         return [(k, v) for k, v in zip(keys, values, strict=True) if v is not None]
 
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        values: list[str | None] = await self._call(self._r.mget([self._k(k) for k in keys]))
+        return values
+
     async def transact(self, keys: Sequence[str], decide: Decide[T]) -> T:
+        (outcome,) = await self._decide_all([(keys, decide)], raise_errors=True)
+        return cast(T, outcome)
+
+    async def transact_many(self, operations: Sequence[Operation]) -> list[Any]:
+        return await self._decide_all(operations, raise_errors=False)
+
+    async def _decide_all(
+        self, operations: Sequence[Operation], *, raise_errors: bool
+    ) -> list[Any]:
+        """Take every decision on one read of all their keys, and write what they decided in
+        one ``MULTI``; if another registry process changed one of the keys meanwhile, take
+        them all again. Each decision sees what the ones before it wrote."""
         from redis.exceptions import WatchError
 
+        keys = list(dict.fromkeys(key for op_keys, _ in operations for key in op_keys))
         full = [self._k(k) for k in keys]
 
-        async def attempt() -> Change[T]:
+        async def attempt() -> list[Change[Any] | Exception]:
             async with self._r.pipeline(transaction=True) as pipe:
                 while True:
                     try:
                         await pipe.watch(*full)
-                        values = await pipe.mget(full)
+                        values = dict(zip(keys, await pipe.mget(full), strict=True))
                         seconds, micros = await pipe.time()
                         now = int(seconds) * 1000 + int(micros) // 1000
-                        change = decide(dict(zip(keys, values, strict=True)), now)
+                        done: list[Change[Any] | Exception] = []
+                        changes: list[Change[Any]] = []
+                        for op_keys, decide in operations:
+                            try:
+                                change = decide({k: values[k] for k in op_keys}, now)
+                            except Exception as exc:
+                                if raise_errors:
+                                    raise
+                                done.append(exc)
+                                continue
+                            for key, write in change.writes.items():
+                                values[key] = write.value
+                            done.append(change)
+                            changes.append(change)
                         pipe.multi()
-                        for key, write in change.writes.items():
-                            if write.value is None:
-                                pipe.delete(self._k(key))
-                            elif write.expires_at_ms is not None:
-                                pipe.set(self._k(key), write.value, pxat=write.expires_at_ms)
-                            else:
-                                pipe.set(self._k(key), write.value)
-                            if key.startswith(_INDEXED):
-                                pipe.sadd(self._k("index"), key)
-                        for queue, body in change.enqueue:
-                            pipe.xadd(self._k(f"queue:{queue}"), {"b": body})
-                        for notify in change.notify:
-                            channel = self._k(notify.channel)
-                            pipe.xadd(channel, {"e": "1"}, maxlen=_CHANNEL_MAXLEN, approximate=True)
-                            pipe.pexpireat(channel, notify.expires_at_ms)
-                            pipe.publish(self._k("wake"), notify.channel)
+                        for change in changes:
+                            self._queue_writes(pipe, change)
                         await pipe.execute()
-                        return change
+                        return done
                     except WatchError:
                         continue
 
-        change: Change[T] = await self._call(attempt())
-        if change.error is not None:
-            raise change.error
-        return change.result
+        outcomes: list[Any] = []
+        for done in await self._call(attempt()):
+            if isinstance(done, Exception):
+                outcomes.append(done)
+            elif done.error is not None:
+                if raise_errors:
+                    raise done.error
+                outcomes.append(done.error)
+            else:
+                outcomes.append(done.result)
+        return outcomes
+
+    def _queue_writes(self, pipe: Any, change: Change[Any]) -> None:
+        for key, write in change.writes.items():
+            if write.value is None:
+                pipe.delete(self._k(key))
+            elif write.expires_at_ms is not None:
+                pipe.set(self._k(key), write.value, pxat=write.expires_at_ms)
+            else:
+                pipe.set(self._k(key), write.value)
+            if key.startswith(_INDEXED):
+                pipe.sadd(self._k("index"), key)
+        for queue, body in change.enqueue:
+            pipe.xadd(self._k(f"queue:{queue}"), {"b": body})
+        for queue, message_id in change.ack:
+            stream = self._k(f"queue:{queue}")
+            pipe.xack(stream, _GROUP, message_id)
+            pipe.xdel(stream, message_id)
+        for notify in change.notify:
+            channel = self._k(notify.channel)
+            pipe.xadd(channel, {"e": "1"}, maxlen=_CHANNEL_MAXLEN, approximate=True)
+            pipe.pexpireat(channel, notify.expires_at_ms)
+            pipe.publish(self._k("wake"), notify.channel)
 
     async def _ensure_group(self, stream: str) -> None:
         if stream in self._groups:

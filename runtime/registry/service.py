@@ -5,28 +5,37 @@ operation is a ``POST`` of a typed JSON body under ``/v1`` (``GET /health`` and 
 /openapi.json`` aside). Every refusal is a 4xx answer whose body is ``{"error": {"code": ...,
 "message": ...}}`` with a machine-readable code (``docs/registry.md`` lists them); only an
 unreachable store answers 503. Bodies larger than the configured limit (1 MiB by default) are
-refused before they are parsed.
+refused before they are parsed. FastAPI declares the operations and publishes their OpenAPI
+document; :mod:`.dispatch` serves them (the same checks, without FastAPI's per-request cost).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import typing
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from fastapi.responses import Response
 
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.admission import CallRequest, CatalogEntry, Limits, Registration
 from agentgen.runtime.registry.auth import Principal, TokenTable
 from agentgen.runtime.registry.client import RegistryError
-from agentgen.runtime.registry.operations import RegistryOperations
+from agentgen.runtime.registry.dispatch import (
+    Dispatch,
+    Endpoint,
+    Route,
+    error_answer,
+    validation_answer,
+)
+from agentgen.runtime.registry.operations import Completion, RegistryOperations
 from agentgen.runtime.registry.store import Store, StoreError
 from agentgen.runtime.registry.stores import open_store
 
@@ -43,61 +52,9 @@ class ServiceConfig:
     max_wait_ms: int = 10_000
 
 
-def _error(code: str, message: str) -> JSONResponse:
-    body = api.ErrorResponse(error=api.ErrorBody(code=code, message=message))
-    return JSONResponse(body.model_dump(), status_code=api.ERROR_STATUS.get(code, 400))
-
-
-class BodyLimit:
-    """Refuses bodies over the limit (413) and non-JSON bodies (415) before any parsing."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        too_large = _error("body_too_large", f"request bodies are limited to {self.limit} bytes")
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.limit:
-            await too_large(scope, receive, send)
-            return
-        media = headers.get("content-type", "").split(";")[0].strip().lower()
-        if media != "application/json":
-            await _error(
-                "unsupported_media_type",
-                f"request bodies are JSON: send Content-Type: application/json, not "
-                f"{media or 'nothing'!r}",
-            )(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.limit:
-                await too_large(scope, receive, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+def _error(code: str, message: str) -> Response:
+    answer = error_answer(code, message)
+    return Response(answer.body, status_code=answer.status, media_type="application/json")
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -109,22 +66,65 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-_RESOLVED: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+@dataclass(frozen=True)
+class _Answer:
+    """An admission's resolve answer, encoded once: its bytes, as text, and their SHA-256."""
+
+    body: bytes
+    text: str
+    digest: str
 
 
-def _resolved(entry: CatalogEntry) -> bytes:
+_RESOLVED: OrderedDict[tuple[str, str], _Answer] = OrderedDict()
+_RESOLVED_KEPT = 2048
+
+
+def _resolved(entry: CatalogEntry) -> _Answer:
     """The resolve answer of an admission, encoded once: the fingerprint covers every field of
     the declaration, so (fingerprint, token) names the answer exactly."""
     key = (entry.schema_fingerprint, entry.registration_token)
-    body = _RESOLVED.get(key)
-    if body is None:
-        answer = api.ResolveResponse(
+    answer = _RESOLVED.get(key)
+    if answer is None:
+        body = api.ResolveResponse(
             toolset=entry.toolset, registration_token=entry.registration_token
-        )
-        body = _RESOLVED[key] = answer.model_dump_json().encode()
-        if len(_RESOLVED) > 1024:
+        ).model_dump_json()
+        encoded = body.encode()
+        answer = _RESOLVED[key] = _Answer(encoded, body, hashlib.sha256(encoded).hexdigest())
+        if len(_RESOLVED) > _RESOLVED_KEPT:
             _RESOLVED.popitem(last=False)
-    return body
+    return answer
+
+
+def _resolve_many(
+    found: list[tuple[str, CatalogEntry | None]], known: dict[str, str]
+) -> api.ResolveManyResponse:
+    entries = []
+    for name, entry in found:
+        if entry is None:
+            entries.append(
+                api.ResolvedEntry(
+                    name=name, status="not_found", message=f'toolset "{name}" not found'
+                )
+            )
+            continue
+        answer = _resolved(entry)
+        if known.get(name) == answer.digest:
+            entries.append(api.ResolvedEntry(name=name, status="unchanged"))
+        else:
+            entries.append(api.ResolvedEntry(name=name, status="resolved", answer=answer.text))
+    return api.ResolveManyResponse(toolsets=entries)
+
+
+def _not_json(result_json: str) -> api.ErrorBody | None:
+    try:
+        json.loads(result_json)
+    except ValueError:
+        return api.ErrorBody(code="validation_error", message="result_json is not JSON")
+    return None
+
+
+def _error_body(error: RegistryError | None) -> api.ErrorBody | None:
+    return None if error is None else api.ErrorBody(code=error.code, message=error.message)
 
 
 def create_app(
@@ -163,23 +163,17 @@ def create_app(
     app.state.operations = operations
 
     @app.exception_handler(RegistryError)
-    async def registry_error(request: Request, exc: RegistryError) -> JSONResponse:
+    async def registry_error(request: Request, exc: RegistryError) -> Response:
         return _error(exc.code, exc.message)
 
     @app.exception_handler(StoreError)
-    async def store_error(request: Request, exc: StoreError) -> JSONResponse:
+    async def store_error(request: Request, exc: StoreError) -> Response:
         return _error("service_unavailable", str(exc))
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        if any(e.get("type") == "json_invalid" for e in errors):
-            return _error("malformed_json", "the request body is not valid JSON")
-        parts = []
-        for error in errors[:5]:
-            where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
-            parts.append(f"{where or '(body)'}: {error.get('msg')}")
-        return _error("validation_error", "; ".join(parts))
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        answer = validation_answer(exc.errors())
+        return Response(answer.body, status_code=answer.status, media_type="application/json")
 
     async def principal(request: Request) -> Principal:
         return table.authenticate(request.headers.get("authorization"))
@@ -189,8 +183,16 @@ def create_app(
     def wait(ms: int) -> int:
         return min(ms, settings.max_wait_ms)
 
-    def post(path: str, summary: str) -> Callable[[Callable[..., Awaitable[Any]]], Any]:
-        return app.post(f"{api.API_PREFIX}{path}", summary=summary)
+    #: Every operation, served by :class:`Dispatch` (FastAPI declares and documents them).
+    routes: dict[str, Route] = {}
+
+    def post(path: str, summary: str, **options: Any) -> Callable[[Endpoint], Any]:
+        def declare(endpoint: Endpoint) -> Any:
+            full = f"{api.API_PREFIX}{path}"
+            routes[full] = Route(typing.get_type_hints(endpoint)["body"], endpoint)
+            return app.post(full, summary=summary, **options)(endpoint)
+
+        return declare
 
     @app.get("/health", response_model=api.HealthResponse, summary="the registry and its store")
     async def health() -> api.HealthResponse:
@@ -286,10 +288,9 @@ def create_app(
     @post("/providers/complete", "record a call's result")
     async def complete(body: api.CompleteRequest, who: Principal = Who) -> api.OkResponse:
         who.require_provider(body.toolset)
-        try:
-            json.loads(body.result_json)
-        except ValueError:
-            raise RegistryError("validation_error", "result_json is not JSON") from None
+        malformed = _not_json(body.result_json)
+        if malformed is not None:
+            raise RegistryError(malformed.code, malformed.message)
         await operations.complete(
             body.toolset,
             body.tool_use_id,
@@ -300,6 +301,36 @@ def create_app(
             body.message,
         )
         return api.OkResponse()
+
+    @post(
+        "/providers/complete_many",
+        "record several results of one lease at once (each judged as /providers/complete would)",
+    )
+    async def complete_many(
+        body: api.CompleteManyRequest, who: Principal = Who
+    ) -> api.CompleteManyResponse:
+        who.require_provider(body.toolset)
+        # Each result is judged on its own: one that is not JSON is refused alone.
+        malformed = [_not_json(done.result_json) for done in body.completions]
+        refusals = iter(
+            await operations.complete_many(
+                body.toolset,
+                body.provider_id,
+                body.incarnation_id,
+                [
+                    Completion(done.tool_use_id, done.status, done.result_json, done.message)
+                    for done, bad in zip(body.completions, malformed, strict=True)
+                    if bad is None
+                ],
+            )
+        )
+        answers = [
+            api.CompletionOutcome(
+                tool_use_id=done.tool_use_id, error=bad or _error_body(next(refusals))
+            )
+            for done, bad in zip(body.completions, malformed, strict=True)
+        ]
+        return api.CompleteManyResponse(completions=answers)
 
     @post("/providers/overload", "give a claimed call back unrun (the consumer may retry)")
     async def overload(body: api.OverloadRequest, who: Principal = Who) -> api.OkResponse:
@@ -316,16 +347,27 @@ def create_app(
         who.require_consumer()
         return api.ListResponse(toolsets=await operations.list_toolsets(body.tags))
 
-    @app.post(
-        f"{api.API_PREFIX}/toolsets/resolve",
-        summary="a toolset's declaration and admission token, from one read",
+    @post(
+        "/toolsets/resolve",
+        "a toolset's declaration and admission token, from one read",
         response_model=api.ResolveResponse,
     )
     async def resolve(body: api.ResolveRequest, who: Principal = Who) -> Response:
         who.require_consumer()
         entry = await operations.resolve_entry(body.toolset)
         # Resolved at every planning activity: an admission's answer is encoded once.
-        return Response(_resolved(entry), media_type="application/json")
+        return Response(_resolved(entry).body, media_type="application/json")
+
+    @post(
+        "/toolsets/resolve_many",
+        "several toolsets (or every active one) from one read; unchanged answers omitted",
+        response_model=api.ResolveManyResponse,
+    )
+    async def resolve_many(body: api.ResolveManyRequest, who: Principal = Who) -> Response:
+        who.require_consumer()
+        found = await operations.resolve_many(body.toolsets)
+        answer = _resolve_many(found, body.known)
+        return Response(answer.model_dump_json(), media_type="application/json")
 
     @post("/toolsets/check_admission", "whether an admission is current and has a provider")
     async def check_admission(
@@ -338,27 +380,22 @@ def create_app(
     @post("/calls", "call a tool against the exact admission it was resolved from")
     async def call(body: api.CallRequestBody, who: Principal = Who) -> api.CallRefBody:
         who.require_consumer()
-        ref = await operations.call(
-            CallRequest(
-                toolset=body.toolset,
-                tool=body.tool,
-                payload_json=body.payload_json,
-                meta=body.meta,
-                expected_registration_token=body.expected_registration_token,
-                wire_protocol_version=body.wire_protocol_version,
-            )
+        request = CallRequest(
+            toolset=body.toolset,
+            tool=body.tool,
+            payload_json=body.payload_json,
+            meta=body.meta,
+            expected_registration_token=body.expected_registration_token,
+            wire_protocol_version=body.wire_protocol_version,
         )
+        if not body.wait_ms:
+            return api.CallRefBody(**await operations.call(request))
+        ref, outcome = await operations.call_and_wait(request, wait(body.wait_ms))
         answer = api.CallRefBody(**ref)
-        if body.wait_ms:
-            outcome = await operations.await_result(
-                answer.tool_use_id, answer.registration_token, wait(body.wait_ms)
+        if outcome.status != "pending":
+            answer.result = api.ResultResponse(
+                status=outcome.status, result_json=outcome.result_json, message=outcome.message
             )
-            if outcome.status != "pending":
-                answer.result = api.ResultResponse(
-                    status=outcome.status,
-                    result_json=outcome.result_json,
-                    message=outcome.message,
-                )
         return answer
 
     @post("/calls/retry", "retry an overloaded call under the same admission")
@@ -377,5 +414,7 @@ def create_app(
             status=outcome.status, result_json=outcome.result_json, message=outcome.message
         )
 
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(
+        Dispatch, routes=routes, authenticate=table.authenticate, limit=settings.max_body_bytes
+    )
     return app

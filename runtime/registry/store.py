@@ -4,7 +4,8 @@ The admission rules (:mod:`.admission`) are pure functions; a store's only job i
 them atomically: read the keys, hand their values and the store's clock to the rule, write what
 it decided, append to queues and wake waiters, all in one transaction (SQLite: ``BEGIN
 IMMEDIATE``; Redis: ``WATCH``/``MULTI`` retried on conflict). Both stores pass the same test
-suite.
+suite. Several decisions can be taken in one trip to the store (:meth:`Store.transact_many`):
+each is still atomic on its own keys, and one's refusal does not undo the others.
 
 Queues carry the IDs of admitted calls to providers. A message stays in its queue until it is
 acknowledged; a message delivered and not acknowledged within the store's redelivery time is
@@ -18,12 +19,13 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = [
     "Change",
     "Delivery",
     "Notify",
+    "Operation",
     "Signals",
     "Store",
     "StoreError",
@@ -61,6 +63,8 @@ class Change(Generic[T]):
     #: (queue, message body) pairs appended in the same transaction.
     enqueue: Sequence[tuple[str, str]] = ()
     notify: Sequence[Notify] = ()
+    #: (queue, message ID) pairs acknowledged in the same transaction.
+    ack: Sequence[tuple[str, str]] = ()
     error: Exception | None = None
 
 
@@ -71,6 +75,8 @@ class Delivery:
 
 
 Decide = Callable[[Mapping[str, str | None], int], Change[T]]
+#: One decision of a :meth:`Store.transact_many` batch: its keys and its rule.
+Operation = tuple[Sequence[str], Decide[Any]]
 
 
 class Store(Protocol):
@@ -87,6 +93,10 @@ class Store(Protocol):
 
     async def get(self, key: str) -> str | None: ...
 
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        """The keys' values, read together (one trip to the store)."""
+        ...
+
     async def scan(self, prefix: str) -> list[tuple[str, str]]:
         """Every live key starting with ``prefix`` (only ``toolset:`` keys are indexed)."""
         ...
@@ -94,6 +104,13 @@ class Store(Protocol):
     async def transact(self, keys: Sequence[str], decide: Decide[T]) -> T:
         """Run ``decide`` on the keys' current values and the store's clock, and apply its
         change atomically; a decision whose inputs changed meanwhile is taken again."""
+        ...
+
+    async def transact_many(self, operations: Sequence[Operation]) -> list[Any]:
+        """Run several decisions in one trip to the store, in order: each is atomic over its
+        own keys and sees what the decisions before it wrote. Returns, per decision, its
+        result or the exception it raised (or carried in ``Change.error``); a decision that
+        raised wrote nothing, and never undoes the others."""
         ...
 
     async def receive(self, queue: str, consumer: str, count: int, block_ms: int) -> list[Delivery]:

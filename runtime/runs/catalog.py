@@ -28,13 +28,14 @@ from agentgen.runtime.lru import LRU
 from agentgen.runtime.messages import ToolCallPart
 from agentgen.runtime.model_client import AdvertisedTools, ModelClient, ToolDefinition
 from agentgen.runtime.pacing import Pacer
-from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.registry.client import BatchResolver, RegistryError
 from agentgen.runtime.runs.accepted import AcceptedCall, RegistryBinding
 from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RunHost
 from agentgen.runtime.runs.policy import ToolPolicy
 from agentgen.runtime.runs.registry_calls import (
     MalformedReplyError,
     bounded,
+    checked_batch,
     checked_listing,
     checked_resolution,
     describe,
@@ -189,6 +190,13 @@ class PlanningCatalog:
             raise RegistryReadError(f"{what}: {describe(exc)}", transient=_transient(exc)) from None
         except Exception as exc:  # the client's failure, whatever it is: the read failed
             raise RegistryReadError(f"{what}: {describe(exc)}", transient=_transient(exc)) from exc
+        await self._include(registry, name, version, deferred, resolved)
+
+    async def _include(
+        self, registry: str, name: str, version: str, deferred: bool, resolved: object
+    ) -> None:
+        """Add one toolset as its registry resolved it for this activity."""
+        what = f"resolve registry {registry!r} toolset {name!r}"
         try:
             toolset, token, digest = checked_resolution(resolved)
         except MalformedReplyError as exc:
@@ -236,10 +244,31 @@ class PlanningCatalog:
 
     async def include_registry(self, registry: str, deferred: bool = False) -> None:
         registration = self._registration_of(registry)
+        client = registration.client
+        if isinstance(client, BatchResolver):
+            # One read lists the registry and resolves every toolset in it (answering
+            # "unchanged" for the answers the client already holds).
+            try:
+                found = checked_batch(await bounded(registration, client.resolve_toolsets()))
+            except Exception as exc:  # the client's failure, whatever it is: the read failed
+                raise RegistryReadError(
+                    f"read registry {registry!r}: {describe(exc)}", transient=_transient(exc)
+                ) from exc
+            for name, resolved in found:
+                if isinstance(resolved, RegistryError) and resolved.code == "not_found":
+                    raise SourceRemovedError(
+                        f"registry {registry!r} toolset {name!r} was removed while it was "
+                        f"being resolved: {resolved.message}"
+                    )
+                if isinstance(resolved, RegistryError):
+                    raise RegistryReadError(
+                        f"resolve registry {registry!r} toolset {name!r}: {describe(resolved)}",
+                        transient=_transient(resolved),
+                    )
+                await self._include(registry, name, "", deferred, resolved)
+            return
         try:
-            names = checked_listing(
-                await bounded(registration, registration.client.list_toolsets())
-            )
+            names = checked_listing(await bounded(registration, client.list_toolsets()))
         except Exception as exc:  # the client's failure, whatever it is: the read failed
             raise RegistryReadError(
                 f"list registry {registry!r}: {describe(exc)}", transient=_transient(exc)

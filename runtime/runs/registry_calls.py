@@ -28,6 +28,7 @@ __all__ = [
     "MalformedReplyError",
     "RegistryTimeoutError",
     "bounded",
+    "checked_batch",
     "checked_listing",
     "checked_resolution",
     "describe",
@@ -81,6 +82,22 @@ def checked_listing(names: Any) -> list[str]:
             "toolset names"
         )
     return sorted(names)
+
+
+def checked_batch(found: Any) -> list[tuple[str, Any]]:
+    """A batch resolve reply: (toolset name, resolution or RegistryError) pairs, one per name,
+    sorted by name as a listing is; each resolution is checked when it is used."""
+    if not isinstance(found, list | tuple) or not all(
+        isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str) for pair in found
+    ):
+        raise MalformedReplyError(
+            f"the registry client returned {type(found).__name__} instead of a list of "
+            "(toolset name, resolution) pairs"
+        )
+    names = [name for name, _ in found]
+    if len(set(names)) != len(names):
+        raise MalformedReplyError("the registry client resolved a toolset twice")
+    return sorted(found, key=lambda pair: pair[0])
 
 
 def checked_resolution(resolved: Any) -> tuple[ToolsetDeclaration, str, str | None]:

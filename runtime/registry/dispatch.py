@@ -1,0 +1,184 @@
+"""Serving the registry's operations: the HTTP checks and answers every ``/v1`` POST shares.
+
+FastAPI declares the operations (their paths, typed bodies and the OpenAPI document); this
+module serves them. Each call to a tool crosses the service several times (the call, the
+provider's claim and its completion), and FastAPI's per-request machinery (a stack of
+middlewares, dependency solving, parsing the body twice, validating the answer again) cost
+more than the registry's own work, so :class:`Dispatch` runs the same endpoint functions
+directly, with exactly the checks and answers FastAPI gave, in the same order:
+
+1. a body over the limit: ``413 body_too_large`` (before reading it when its length is
+   declared); a body that is not ``application/json``: ``415 unsupported_media_type``;
+2. a body that is not JSON: ``400 malformed_json``;
+3. a missing, unknown or revoked token: ``401 unauthenticated``;
+4. a body that does not match the operation's model: ``422 validation_error``;
+5. the endpoint: its answer (a model, or bytes it encoded itself), or the refusal it raised
+   (``RegistryError``: its code's status; an unreachable store: ``503 service_unavailable``).
+
+Anything else (``GET /health``, ``/openapi.json``, unknown paths and methods) goes to FastAPI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agentgen.runtime.registry import api
+from agentgen.runtime.registry.auth import Principal
+from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.registry.store import StoreError
+
+__all__ = [
+    "Dispatch",
+    "Endpoint",
+    "Route",
+    "error_answer",
+    "read_body",
+    "validation_answer",
+]
+
+Endpoint = Callable[[Any, Principal], Awaitable[BaseModel | Response]]
+_JSON = [(b"content-type", b"application/json")]
+
+
+@dataclass(frozen=True)
+class Route:
+    """One operation: the model its body must match and the function that answers it."""
+
+    request: type[BaseModel]
+    endpoint: Endpoint
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+
+    async def send(self, send: Send) -> None:
+        headers = [*_JSON, (b"content-length", str(len(self.body)).encode())]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+def error_answer(code: str, message: str) -> Answer:
+    body = api.ErrorResponse(error=api.ErrorBody(code=code, message=message))
+    return Answer(api.ERROR_STATUS.get(code, 400), body.model_dump_json().encode())
+
+
+def validation_answer(errors: Sequence[Mapping[str, Any]]) -> Answer:
+    """A body that did not parse or match its model (FastAPI's locations start at "body")."""
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return error_answer("malformed_json", "the request body is not valid JSON")
+    parts = []
+    for error in errors[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+        parts.append(f"{where or '(body)'}: {error.get('msg')}")
+    return error_answer("validation_error", "; ".join(parts))
+
+
+async def read_body(scope: Scope, receive: Receive, send: Send, limit: int) -> bytes | None:
+    """The request's JSON body, or None once a refusal (413, 415) was sent."""
+    declared = b""
+    media = b""
+    for name, value in scope["headers"]:
+        lowered = name.lower()
+        if lowered == b"content-length":
+            declared = value
+        elif lowered == b"content-type":
+            media = value
+    if declared.isdigit() and int(declared) > limit:
+        await _too_large(limit).send(send)
+        return None
+    kind = media.decode("latin-1").split(";")[0].strip().lower()
+    if kind != "application/json":
+        await error_answer(
+            "unsupported_media_type",
+            f"request bodies are JSON: send Content-Type: application/json, not "
+            f"{kind or 'nothing'!r}",
+        ).send(send)
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            await _too_large(limit).send(send)
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _too_large(limit: int) -> Answer:
+    return error_answer("body_too_large", f"request bodies are limited to {limit} bytes")
+
+
+class Dispatch:
+    """ASGI middleware serving the registry's operations (see the module docstring); every
+    other request goes to ``app``."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        routes: Mapping[str, Route],
+        authenticate: Callable[[str | None], Principal],
+        limit: int,
+    ) -> None:
+        self.app = app
+        self.routes = dict(routes)
+        self.authenticate = authenticate
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = self.routes.get(scope["path"]) if scope["type"] == "http" else None
+        if route is None or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await read_body(scope, receive, send, self.limit)
+        if body is None:
+            return
+        answer = await self._answer(route, scope, body)
+        await answer.send(send)
+
+    async def _answer(self, route: Route, scope: Scope, body: bytes) -> Answer:
+        parsed: BaseModel | None = None
+        invalid: ValidationError | None = None
+        if not body:
+            return validation_answer([{"loc": ("body",), "msg": "Field required"}])
+        try:
+            parsed = route.request.model_validate_json(body)
+        except ValidationError as exc:
+            invalid = exc
+            if any(e["type"] == "json_invalid" for e in exc.errors()):
+                return validation_answer(exc.errors())
+        try:
+            who = self.authenticate(_authorization(scope))
+            if invalid is not None or parsed is None:
+                assert invalid is not None
+                return validation_answer(invalid.errors())
+            result = await route.endpoint(parsed, who)
+        except RegistryError as exc:
+            return error_answer(exc.code, exc.message)
+        except StoreError as exc:
+            return error_answer("service_unavailable", str(exc))
+        if isinstance(result, Response):
+            return Answer(result.status_code, bytes(result.body))
+        return Answer(200, result.model_dump_json(by_alias=True).encode())
+
+
+def _authorization(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name.lower() == b"authorization":
+            decoded: str = value.decode("latin-1")
+            return decoded
+    return None
