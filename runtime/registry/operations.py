@@ -399,8 +399,8 @@ class RegistryOperations:
         record = _record(await self.store.get(record_key(use_id)))
         if record is None or record.state not in ("pending", "claimed"):
             return record
-        entry = _entry(await self.store.get(catalog_key(record.toolset)))
-        if admission.settle(record, entry, await self.store.now_ms()) is None:
+        (raw_entry,), now = await self.store.snapshot([catalog_key(record.toolset)])
+        if admission.settle(record, _entry(raw_entry), now) is None:
             return record
         entry_key, call_key = catalog_key(record.toolset), record_key(use_id)
 
@@ -432,11 +432,10 @@ class RegistryOperations:
         lease = lease_key(provider_id, incarnation_id)
         op_key = _op_key(lease, operation_id)
         entry_key = catalog_key(name)
-        previous, raw_entry = await self.store.get_many([op_key, entry_key])
+        (previous, raw_entry), now = await self.store.snapshot([op_key, entry_key])
         if previous is not None:
             return await self._replay(previous.split(",") if previous else [], lease, operation_id)
         entry = _entry(raw_entry)
-        now = await self.store.now_ms()
         if entry is None or entry.state != "active" or entry.registration_token != token:
             raise RegistryError(
                 "provider_lease_lost",

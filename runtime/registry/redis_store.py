@@ -1,15 +1,20 @@
 """The distributed store: registry state in Redis, shared by every registry process using it.
 
 Records are plain keys (JSON values; call records expire at their absolute expiry with
-``PXAT``); decisions run under ``WATCH``/``MULTI`` and are taken again when a watched key
-changed, so concurrent registry processes never overwrite each other's decisions. The store's
-clock is Redis's ``TIME``. Provider queues are streams read through one consumer group, so
-each message goes to one reader; messages delivered and not acknowledged are taken over with
-``XAUTOCLAIM`` after the redelivery time. Each result is also appended to its call's result
-stream (capped with ``MAXLEN``, expiring with the call), and announced on one pub/sub channel
-that every registry process listens to, so a consumer waiting on any process wakes at once
-(without holding a Redis connection per waiting consumer; a missed announcement costs at most
-the waiter's periodic re-check).
+``PXAT``). A decision reads its keys and the store's clock (Redis's ``TIME``) in one round trip,
+is taken in Python, and is written by a Lua script that first checks, atomically, that every
+key it read still holds what was read (by SHA-1); if one changed, the decision is taken again,
+so concurrent registry processes never overwrite each other's decisions. Decisions that arrive
+while others are on their way to Redis go together: one read and one script for all of them,
+each still judged against its own keys.
+
+Provider queues are streams read through one consumer group, so each message goes to one
+reader; messages delivered and not acknowledged are taken over with ``XAUTOCLAIM`` after the
+redelivery time (looked for a few times per redelivery period). Each result is also appended
+to its call's result stream (capped with ``MAXLEN``, expiring with the call), and announced on
+one pub/sub channel that every registry process listens to, so a consumer waiting on any
+process wakes at once (without holding a Redis connection per waiting consumer; a missed
+announcement costs at most the waiter's periodic re-check).
 
 Works with Redis 7.0 (no 7.4+ commands such as ``HEXPIRE``).
 """
@@ -18,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import time
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
@@ -35,6 +42,31 @@ __all__ = ["RedisStore"]
 T = TypeVar("T")
 
 _GROUP = "providers"
+#: Most decisions one read and one commit script carry.
+_BATCH = 256
+#: Commits a batch of decisions: checks that every key read still holds what was read (given
+#: as key, "1" and the SHA-1 of the value, or key, "0" and "" for a missing key), then runs the
+#: commands (each given as its length, then its parts). Returns 0, writing nothing, if a key
+#: changed.
+_COMMIT = """
+local n = tonumber(ARGV[1])
+local i = 2
+for _ = 1, n do
+  local value = redis.call('GET', ARGV[i])
+  if ARGV[i + 1] == '1' then
+    if not value or redis.sha1hex(value) ~= ARGV[i + 2] then return 0 end
+  elseif value then
+    return 0
+  end
+  i = i + 3
+end
+while i <= #ARGV do
+  local length = tonumber(ARGV[i])
+  redis.call(unpack(ARGV, i + 1, i + length))
+  i = i + length + 1
+end
+return 1
+"""
 _INDEXED = "toolset:"
 _CHANNEL_MAXLEN = 512
 #: Connections for ordinary commands (callers wait for a free one rather than fail).
@@ -57,6 +89,11 @@ class RedisStore:
         self._listener: asyncio.Task[None] | None = None
         self._signals = Signals()
         self._groups: set[str] = set()
+        self._pending: list[tuple[Operation, asyncio.Future[Any]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._script_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
+        #: When each queue was last searched for messages to deliver again (monotonic s).
+        self._reclaimed: dict[str, float] = {}
 
     def _k(self, key: str) -> str:
         return f"{self.namespace}:{key}"
@@ -107,6 +144,10 @@ class RedisStore:
                 await asyncio.sleep(0.5)  # waiters re-check on their own meanwhile
 
     async def close(self) -> None:
+        if self._flusher is not None:
+            with contextlib.suppress(Exception):
+                await self._flusher
+            self._flusher = None
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -148,87 +189,108 @@ class RedisStore:
         values: list[str | None] = await self._call(self._r.mget([self._k(k) for k in keys]))
         return values
 
+    async def snapshot(self, keys: Sequence[str]) -> tuple[list[str | None], int]:
+        async with self._r.pipeline(transaction=False) as pipe:
+            pipe.mget([self._k(k) for k in keys])
+            pipe.time()
+            values, (seconds, micros) = await self._call(pipe.execute())
+        return values, int(seconds) * 1000 + int(micros) // 1000
+
     async def transact(self, keys: Sequence[str], decide: Decide[T]) -> T:
-        (outcome,) = await self._decide_all([(keys, decide)], raise_errors=True)
+        (outcome,) = await self._submit([(keys, decide)])
+        if isinstance(outcome, Exception):
+            raise outcome
         return cast(T, outcome)
 
     async def transact_many(self, operations: Sequence[Operation]) -> list[Any]:
-        return await self._decide_all(operations, raise_errors=False)
+        return await self._submit(operations)
 
-    async def _decide_all(
-        self, operations: Sequence[Operation], *, raise_errors: bool
-    ) -> list[Any]:
-        """Take every decision on one read of all their keys, and write what they decided in
-        one ``MULTI``; if another registry process changed one of the keys meanwhile, take
-        them all again. Each decision sees what the ones before it wrote."""
-        from redis.exceptions import WatchError
+    async def _submit(self, operations: Sequence[Operation]) -> list[Any]:
+        """Queue decisions for the next batch; returns each one's result or exception."""
+        loop = asyncio.get_running_loop()
+        waiting = [(operation, loop.create_future()) for operation in operations]
+        self._pending.extend(waiting)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return [await done for _, done in waiting]
 
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
+            try:
+                outcomes: list[Any] = await self._call(self._decide_all([op for op, _ in batch]))
+            except Exception as exc:  # the store failed: nothing of the batch is known
+                outcomes = [exc] * len(batch)
+            for (_, done), outcome in zip(batch, outcomes, strict=True):
+                if not done.done():
+                    done.set_result(outcome)
+
+    async def _decide_all(self, operations: Sequence[Operation]) -> list[Any]:
+        """Take every decision on one read of all their keys and write what they decided with
+        one script, which checks first that none of the keys changed since the read (else
+        everything is read and decided again). Each decision sees what the ones before it
+        wrote; one that raises writes nothing."""
         keys = list(dict.fromkeys(key for op_keys, _ in operations for key in op_keys))
-        full = [self._k(k) for k in keys]
+        while True:
+            read, now = await self.snapshot(keys)
+            values = dict(zip(keys, read, strict=True))
+            checks: list[str] = [str(len(keys))]
+            for key, value in values.items():
+                digest = "" if value is None else hashlib.sha1(value.encode()).hexdigest()
+                checks += [self._k(key), "0" if value is None else "1", digest]
+            outcomes: list[Any] = []
+            commands: list[str] = []
+            for op_keys, decide in operations:
+                try:
+                    change = decide({k: values[k] for k in op_keys}, now)
+                except Exception as exc:
+                    outcomes.append(exc)
+                    continue
+                for key, write in change.writes.items():
+                    values[key] = write.value
+                commands += self._commands(change)
+                outcomes.append(change.error if change.error is not None else change.result)
+            if await self._commit(checks + commands):
+                return outcomes
 
-        async def attempt() -> list[Change[Any] | Exception]:
-            async with self._r.pipeline(transaction=True) as pipe:
-                while True:
-                    try:
-                        await pipe.watch(*full)
-                        values = dict(zip(keys, await pipe.mget(full), strict=True))
-                        seconds, micros = await pipe.time()
-                        now = int(seconds) * 1000 + int(micros) // 1000
-                        done: list[Change[Any] | Exception] = []
-                        changes: list[Change[Any]] = []
-                        for op_keys, decide in operations:
-                            try:
-                                change = decide({k: values[k] for k in op_keys}, now)
-                            except Exception as exc:
-                                if raise_errors:
-                                    raise
-                                done.append(exc)
-                                continue
-                            for key, write in change.writes.items():
-                                values[key] = write.value
-                            done.append(change)
-                            changes.append(change)
-                        pipe.multi()
-                        for change in changes:
-                            self._queue_writes(pipe, change)
-                        await pipe.execute()
-                        return done
-                    except WatchError:
-                        continue
+    async def _commit(self, args: list[str]) -> bool:
+        from redis.exceptions import NoScriptError, ResponseError
 
-        outcomes: list[Any] = []
-        for done in await self._call(attempt()):
-            if isinstance(done, Exception):
-                outcomes.append(done)
-            elif done.error is not None:
-                if raise_errors:
-                    raise done.error
-                outcomes.append(done.error)
-            else:
-                outcomes.append(done.result)
-        return outcomes
+        try:
+            try:
+                done = await self._r.evalsha(self._script_sha, 0, *args)
+            except NoScriptError:
+                self._script_sha = await self._r.script_load(_COMMIT)
+                done = await self._r.evalsha(self._script_sha, 0, *args)
+        except ResponseError as exc:
+            raise StoreError(f"registry store {self.description}: {exc}") from exc
+        return bool(int(done))
 
-    def _queue_writes(self, pipe: Any, change: Change[Any]) -> None:
+    def _commands(self, change: Change[Any]) -> list[str]:
+        """A change as the commands the commit script runs (each: its length, then it)."""
+        out: list[list[str]] = []
         for key, write in change.writes.items():
             if write.value is None:
-                pipe.delete(self._k(key))
+                out.append(["DEL", self._k(key)])
             elif write.expires_at_ms is not None:
-                pipe.set(self._k(key), write.value, pxat=write.expires_at_ms)
+                out.append(["SET", self._k(key), write.value, "PXAT", str(write.expires_at_ms)])
             else:
-                pipe.set(self._k(key), write.value)
+                out.append(["SET", self._k(key), write.value])
             if key.startswith(_INDEXED):
-                pipe.sadd(self._k("index"), key)
+                out.append(["SADD", self._k("index"), key])
         for queue, body in change.enqueue:
-            pipe.xadd(self._k(f"queue:{queue}"), {"b": body})
+            out.append(["XADD", self._k(f"queue:{queue}"), "*", "b", body])
         for queue, message_id in change.ack:
             stream = self._k(f"queue:{queue}")
-            pipe.xack(stream, _GROUP, message_id)
-            pipe.xdel(stream, message_id)
+            out += [["XACK", stream, _GROUP, message_id], ["XDEL", stream, message_id]]
         for notify in change.notify:
             channel = self._k(notify.channel)
-            pipe.xadd(channel, {"e": "1"}, maxlen=_CHANNEL_MAXLEN, approximate=True)
-            pipe.pexpireat(channel, notify.expires_at_ms)
-            pipe.publish(self._k("wake"), notify.channel)
+            out += [
+                ["XADD", channel, "MAXLEN", "~", str(_CHANNEL_MAXLEN), "*", "e", "1"],
+                ["PEXPIREAT", channel, str(notify.expires_at_ms)],
+                ["PUBLISH", self._k("wake"), notify.channel],
+            ]
+        return [part for command in out for part in (str(len(command)), *command)]
 
     async def _ensure_group(self, stream: str) -> None:
         if stream in self._groups:
@@ -245,11 +307,16 @@ class RedisStore:
     async def receive(self, queue: str, consumer: str, count: int, block_ms: int) -> list[Delivery]:
         stream = self._k(f"queue:{queue}")
         await self._ensure_group(stream)
-        # Messages another reader took and never acknowledged come first.
-        claimed = await self._call(
-            self._r.xautoclaim(stream, _GROUP, consumer, self.redelivery_ms, "0-0", count=count)
-        )
-        messages = list(claimed[1]) if claimed else []
+        # Messages another reader took and never acknowledged come first. They are looked for
+        # a few times per redelivery period, not on every read: a read costs one round trip.
+        messages: list[Any] = []
+        now = time.monotonic()
+        if now - self._reclaimed.get(stream, 0.0) >= self.redelivery_ms / 4000:
+            self._reclaimed[stream] = now
+            claimed = await self._call(
+                self._r.xautoclaim(stream, _GROUP, consumer, self.redelivery_ms, "0-0", count=count)
+            )
+            messages = list(claimed[1]) if claimed else []
         if not messages:
             read = await self._call(
                 self._blocking.xreadgroup(

@@ -244,9 +244,12 @@ class SQLiteStore:
         return (await self.get_many([key]))[0]
 
     async def get_many(self, keys: Sequence[str]) -> list[str | None]:
-        def read(db: sqlite3.Connection) -> list[str | None]:
+        return (await self.snapshot(keys))[0]
+
+    async def snapshot(self, keys: Sequence[str]) -> tuple[list[str | None], int]:
+        def read(db: sqlite3.Connection) -> tuple[list[str | None], int]:
             now = _clock()
-            return [_read(db, key, now) for key in keys]
+            return [_read(db, key, now) for key in keys], now
 
         return await self._run(read, writes=False)
 

@@ -97,6 +97,10 @@ class Store(Protocol):
         """The keys' values, read together (one trip to the store)."""
         ...
 
+    async def snapshot(self, keys: Sequence[str]) -> tuple[list[str | None], int]:
+        """The keys' values and the store's clock, read together."""
+        ...
+
     async def scan(self, prefix: str) -> list[tuple[str, str]]:
         """Every live key starting with ``prefix`` (only ``toolset:`` keys are indexed)."""
         ...
