@@ -128,19 +128,28 @@ class _Completions:
     def __init__(self, send: Callable[[list[api.CompletionBody]], Awaitable[list[Any]]]) -> None:
         self._send = send
         self._pending: list[tuple[api.CompletionBody, asyncio.Future[RegistryError | None]]] = []
-        self._sender: asyncio.Task[None] | None = None
+        self._sending = False
 
     async def complete(self, body: api.CompletionBody) -> None:
         """Record one completion; raises the registry's refusal of it, if any."""
         done: asyncio.Future[RegistryError | None] = asyncio.get_running_loop().create_future()
         self._pending.append((body, done))
-        if self._sender is None or self._sender.done():
-            self._sender = asyncio.create_task(self._flush())
+        if not self._sending:
+            # Nothing on its way: send from here, at once (a new task would only run after
+            # whatever this task's caller scheduled before, such as the next claim).
+            await self._flush()
         refusal = await done
         if refusal is not None:
             raise refusal
 
     async def _flush(self) -> None:
+        self._sending = True
+        try:
+            await self._send_pending()
+        finally:
+            self._sending = False
+
+    async def _send_pending(self) -> None:
         while self._pending:
             batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
             try:

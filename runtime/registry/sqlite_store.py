@@ -1,21 +1,26 @@
 """The embedded store: one SQLite file (WAL), owned by one registry process.
 
-Every operation runs on one dedicated thread, so the event loop never waits on disk and a
-decision never interleaves with another. Operations that arrive while the thread is busy are
-run together as one batch: one transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``) in which each
-operation is a savepoint of its own (read, decide, write; an operation that fails is rolled
-back alone), and one hand-over back to the event loop. Under load, many calls' admissions,
-claims and completions thus share a commit and a thread switch instead of paying for one each;
-alone, an operation is its own batch. Commits survive the process being killed (WAL). Waiters
-are woken in process: a SQLite registry is a single process; several registry processes share
-state through Redis instead.
+Operations run on the event loop, each as it is asked for: the registry's statements are
+primary-key reads and writes of small rows, which take microseconds, while handing each one to
+a thread cost more than running it (a thread switch and a wake-up of the loop per operation,
+and the thread waiting for the interpreter lock while the loop parses requests). Everything the
+loop asks for while a transaction is open joins it, each operation in a savepoint of its own
+(read, decide, write; one that fails is rolled back alone), and the transaction commits at the
+end of the loop's turn: many calls' admissions, claims and completions share a commit under
+load, and no operation's result is handed out before the commit that made it durable.
+
+The event loop still never waits for the disk to sync: with WAL and ``synchronous=NORMAL`` a
+commit appends to the write-ahead log without syncing, and the log is checkpointed into the
+database (where SQLite syncs) by a thread of its own, never by a commit. Commits survive the
+process being killed; only an operating-system crash may lose the last ones. Waiters are woken
+in process: a SQLite registry is a single process; several registry processes share state
+through Redis instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import queue
 import sqlite3
 import threading
 import time
@@ -53,19 +58,18 @@ CREATE TABLE IF NOT EXISTS queue (
 );
 CREATE INDEX IF NOT EXISTS queue_order ON queue (queue, id);
 """
-#: Expired keys are deleted once every this many write batches.
+#: Expired keys are deleted once every this many commits.
 _PURGE_EVERY = 1000
-#: Most operations run in one transaction.
-_MAX_BATCH = 256
+#: The log is checkpointed after this many commits, or this often (seconds) if any.
+_CHECKPOINT_EVERY = 200
+_CHECKPOINT_SECONDS = 0.5
 _READ = "SELECT value FROM kv WHERE key = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?)"
 
 
 @dataclass
 class _Job:
-    """One operation for the store's thread, and how to hand its outcome back."""
+    """One operation run in the open transaction, and who waits for its outcome."""
 
-    run: Callable[[sqlite3.Connection], Any]
-    writes: bool
     future: asyncio.Future[Any]
     outcome: Any = None
     error: BaseException | None = field(default=None)
@@ -80,7 +84,7 @@ def _read(db: sqlite3.Connection, key: str, now: int) -> str | None:
     return None if row is None else str(row[0])
 
 
-def _apply(db: sqlite3.Connection, change: Change[Any], now: int) -> None:
+def _apply(db: sqlite3.Connection, change: Change[Any]) -> None:
     for key, write in change.writes.items():
         if write.value is None:
             db.execute("DELETE FROM kv WHERE key = ?", (key,))
@@ -103,8 +107,37 @@ def _decide(db: sqlite3.Connection, keys: Sequence[str], decide: Decide[T]) -> C
     now = _clock()
     values = {key: _read(db, key, now) for key in keys}
     change = decide(values, now)
-    _apply(db, change, now)
+    _apply(db, change)
     return change
+
+
+class _Checkpointer:
+    """Moves the write-ahead log into the database on a thread of its own connection, so that
+    no commit on the event loop ever waits for the disk to sync."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.wanted = threading.Event()
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, name="agentgen-sqlite-wal", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        with contextlib.closing(sqlite3.connect(self.path, check_same_thread=False)) as db:
+            db.execute("PRAGMA busy_timeout=5000")
+            while not self.stopping:
+                self.wanted.wait(_CHECKPOINT_SECONDS)
+                if self.wanted.is_set():
+                    self.wanted.clear()
+                    with contextlib.suppress(sqlite3.Error):  # tried again next time
+                        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.wanted.set()
+        self.thread.join()
 
 
 class SQLiteStore:
@@ -112,102 +145,79 @@ class SQLiteStore:
         self.path = path
         self.description = "memory" if path == ":memory:" else f"sqlite:{path}"
         self.redelivery_ms = redelivery_ms
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._db: sqlite3.Connection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._checkpointer: _Checkpointer | None = None
+        #: The operations of the open transaction (None when none is open).
+        self._open: list[_Job] | None = None
         self._signals = Signals()
-        self._batches = 0
+        self._commits = 0
 
-    # ------------------------------------------------------------------ the one thread
+    # ------------------------------------------------------------------ the transaction
 
-    async def _run(self, fn: Callable[[sqlite3.Connection], R], *, writes: bool) -> R:
-        if self._thread is None or self._loop is None:
+    def _run(self, fn: Callable[[sqlite3.Connection], R], *, writes: bool) -> asyncio.Future[R]:
+        """Run ``fn`` now, in the open transaction (opened if needed); its outcome is handed
+        out once that transaction has committed."""
+        db, loop = self._db, self._loop
+        if db is None or loop is None:
             raise StoreError(f"registry store {self.description} is not open")
-        job = _Job(fn, writes, self._loop.create_future())
-        self._jobs.put(job)
-        return cast(R, await job.future)
-
-    def _work(self, ready: asyncio.Future[None]) -> None:
-        """The store's thread: open the database, then take what is queued, run it as one
-        batch and hand it back, until closed."""
-        loop = ready.get_loop()
-        try:
-            db = self._db = self._connect()
-        except (sqlite3.Error, OSError) as exc:
-            error = StoreError(f"cannot open registry store {self.description}: {exc}")
-            loop.call_soon_threadsafe(_settle, ready, None, error)
-            return
-        loop.call_soon_threadsafe(_settle, ready, None, None)
-        stop = False
-        while not stop:
-            first = self._jobs.get()
-            if first is None:
-                break
-            jobs = [first]
-            while len(jobs) < _MAX_BATCH:
-                try:
-                    job = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if job is None:
-                    stop = True
-                    break
-                jobs.append(job)
+        if self._open is None:
             try:
-                self._batch(jobs)
-            except BaseException as exc:  # the connection itself failed: nothing ran
-                for job in jobs:
-                    job.outcome, job.error = None, self._wrap(exc)
-            try:
-                loop.call_soon_threadsafe(_deliver, jobs)
-            except RuntimeError:  # the loop is closed: nobody waits any more
-                break
-        db.close()
-
-    def _connect(self) -> sqlite3.Connection:
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        # WAL with synchronous=NORMAL: a commit survives the process being killed; only an
-        # operating-system crash may lose the last transactions.
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA busy_timeout=5000")
-        db.executescript(_SCHEMA)
-        return db
-
-    def _batch(self, jobs: list[_Job]) -> None:
-        """Run ``jobs`` in one transaction, each writing one in a savepoint of its own."""
-        db = self._db
-        assert db is not None
-        writes = any(job.writes for job in jobs)
-        db.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._wrap(exc) from exc
+            self._open = []
+            loop.call_soon(self._commit)
+        job = _Job(loop.create_future())
+        self._open.append(job)
         try:
-            for job in jobs:
-                if job.writes:
-                    db.execute("SAVEPOINT job")
-                try:
-                    job.outcome = job.run(db)
-                except Exception as exc:
-                    job.error = self._wrap(exc)
-                    if job.writes:
-                        db.execute("ROLLBACK TO job")
-                if job.writes:
-                    db.execute("RELEASE job")
             if writes:
-                self._batches += 1
-                if self._batches % _PURGE_EVERY == 0:
-                    db.execute(
-                        "DELETE FROM kv WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?",
-                        (_clock(),),
-                    )
+                db.execute("SAVEPOINT operation")
+            try:
+                job.outcome = fn(db)
+            except Exception as exc:
+                job.error = self._wrap(exc)
+                if writes:
+                    db.execute("ROLLBACK TO operation")
+            if writes:
+                db.execute("RELEASE operation")
+        except sqlite3.Error as exc:  # the transaction itself failed: none of it is kept
+            self._abort(exc)
+        return cast(asyncio.Future[R], job.future)
+
+    def _commit(self) -> None:
+        db, jobs = self._db, self._open
+        if jobs is None:  # aborted meanwhile
+            return
+        self._open = None
+        assert db is not None
+        try:
+            self._commits += 1
+            if self._commits % _PURGE_EVERY == 0:
+                db.execute(
+                    "DELETE FROM kv WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?",
+                    (_clock(),),
+                )
             db.execute("COMMIT")
-        except BaseException:
-            # Nothing of the batch was committed, so nothing that read it may be believed.
+        except sqlite3.Error as exc:
+            self._open = jobs
+            self._abort(exc)
+            return
+        for job in jobs:
+            _settle(job.future, job.outcome, job.error)
+        if self._checkpointer is not None and self._commits % _CHECKPOINT_EVERY == 0:
+            self._checkpointer.wanted.set()
+
+    def _abort(self, exc: sqlite3.Error) -> None:
+        """Roll the open transaction back: every operation in it fails (nothing it read or
+        wrote may be believed)."""
+        jobs, self._open = self._open or [], None
+        if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
-            raise
+                self._db.execute("ROLLBACK")
+        error = self._wrap(exc)
+        for job in jobs:
+            _settle(job.future, None, error)
 
     def _wrap(self, exc: BaseException) -> BaseException:
         if isinstance(exc, sqlite3.Error):
@@ -215,25 +225,37 @@ class SQLiteStore:
         return exc
 
     async def open(self) -> None:
-        if self._thread is not None:
+        if self._db is not None:
             return
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
-        self._jobs = queue.SimpleQueue()
-        thread = threading.Thread(
-            target=self._work, args=(ready,), name="agentgen-sqlite", daemon=True
-        )
-        thread.start()
-        await ready
-        self._thread, self._loop = thread, loop
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            journal = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            # WAL with synchronous=NORMAL: a commit survives the process being killed; only
+            # an operating-system crash may lose the last transactions.
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=5000")
+            # Checkpoints (where SQLite syncs) are the checkpointer thread's, never a commit's.
+            db.execute("PRAGMA wal_autocheckpoint=0")
+            db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open registry store {self.description}: {exc}") from exc
+        self._db, self._loop = db, asyncio.get_running_loop()
+        if str(journal).lower() == "wal":
+            self._checkpointer = _Checkpointer(self.path)
 
     async def close(self) -> None:
-        thread = self._thread
-        if thread is None:
+        db = self._db
+        if db is None:
             return
-        self._jobs.put(None)
-        await asyncio.get_running_loop().run_in_executor(None, thread.join)
-        self._thread, self._db, self._loop = None, None, None
+        if self._open is not None:
+            self._commit()
+        if self._checkpointer is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._checkpointer.stop)
+            self._checkpointer = None
+        self._db, self._loop = None, None
+        db.close()
 
     async def now_ms(self) -> int:
         return _clock()
@@ -275,13 +297,13 @@ class SQLiteStore:
         def run(db: sqlite3.Connection) -> list[Change[Any] | Exception]:
             done: list[Change[Any] | Exception] = []
             for keys, decide in operations:
-                db.execute("SAVEPOINT operation")
+                db.execute("SAVEPOINT decision")
                 try:
                     done.append(_decide(db, keys, decide))
                 except Exception as exc:
-                    db.execute("ROLLBACK TO operation")
+                    db.execute("ROLLBACK TO decision")
                     done.append(exc)
-                db.execute("RELEASE operation")
+                db.execute("RELEASE decision")
             return done
 
         outcomes: list[Any] = []
@@ -357,9 +379,3 @@ def _settle(future: asyncio.Future[Any], outcome: Any, error: BaseException | No
         future.set_exception(error)
     else:
         future.set_result(outcome)
-
-
-def _deliver(jobs: list[_Job]) -> None:
-    """On the event loop: hand each operation's outcome to whoever waits for it."""
-    for job in jobs:
-        _settle(job.future, job.outcome, job.error)
