@@ -391,3 +391,128 @@ def test_connect_registers_each_registry_once_with_the_design_settings() -> None
     assert (client.timeout, client.retry.max_retries, client.retry.backoff_base) == (2.5, 7, 0.2)
     assert other.registry("other").timeout == 2.5  # the runtime bounds requests the same way
     assert connect_registry(other, settings) is None
+
+
+class HeldCompletions(HttpRegistryClient):
+    """Records every batch of completions; the first waits until released."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.batches: list[list[str]] = []
+        self.held = asyncio.Event()
+
+    async def complete_many(self, toolset: str, provider_id: str, incarnation_id: str,
+                            completions: Any) -> Any:  # fmt: skip
+        self.batches.append([c.tool_use_id for c in completions])
+        if len(self.batches) == 1:
+            await self.held.wait()
+        return await super().complete_many(toolset, provider_id, incarnation_id, completions)
+
+
+async def test_completions_that_finish_while_one_is_sent_go_together(
+    registry: Running,
+) -> None:
+    from agentgen.runtime.registry.client import ToolCallMeta
+
+    weather = Weather()
+    provider = HeldCompletions(registry.url)
+    stop = asyncio.Event()
+    tokens: asyncio.Queue[str] = asyncio.Queue()
+    serving = asyncio.create_task(
+        serve_toolset(
+            provider,
+            declarations.toolset(),
+            executor.bind(weather),
+            revision="r1",
+            specs=specs.SPECS,
+            options=OPTIONS,
+            stop=stop,
+            on_registered=tokens.put_nowait,
+        )
+    )
+    token = await asyncio.wait_for(tokens.get(), 10)
+    client = HttpRegistryClient(registry.url, call_wait_ms=0)
+    refs = [
+        await client.call_resolved_tool(
+            toolset=WEATHER,
+            tool="weather.forecast",
+            payload_json=json.dumps({"city": city}),
+            meta=ToolCallMeta(run_id="r", tool_call_id=city),
+            expected_registration_token=token,
+        )
+        for city in ("a", "b", "c", "d")
+    ]
+
+    # Every call ran; the first completion is held on its way, the others wait behind it.
+    async def all_ran() -> None:
+        while len(weather.seen) < 4 or not provider.batches:
+            await asyncio.sleep(0.01)
+        for _ in range(50):
+            await asyncio.sleep(0)
+
+    await asyncio.wait_for(all_ran(), 20)
+    provider.held.set()
+    results = HttpResultStream(client, poll_ms=1_000)
+    outcomes = [await asyncio.wait_for(results.await_result(ref), 20) for ref in refs]
+    stop.set()
+    report = await asyncio.wait_for(serving, 20)
+    await client.aclose()
+    await provider.aclose()
+    assert [o.status for o in outcomes] == ["completed"] * 4
+    assert report.completed == 4
+    assert len(provider.batches) == 2, provider.batches  # one request carried the other three
+    assert sorted(use for batch in provider.batches for use in batch) == sorted(
+        ref.tool_use_id for ref in refs
+    )
+
+
+class OneAtATime:
+    """A provider client without ``complete_many``: completions go one request each."""
+
+    def __init__(self, client: HttpRegistryClient) -> None:
+        self.client = client
+        self.completed: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "complete_many":
+            raise AttributeError(name)
+        return getattr(self.client, name)
+
+    async def complete(self, toolset: str, tool_use_id: str, *args: Any, **kwargs: Any) -> None:
+        self.completed.append(tool_use_id)
+        await self.client.complete(toolset, tool_use_id, *args, **kwargs)
+
+
+async def test_provider_clients_without_batches_complete_call_by_call(
+    registry: Running,
+) -> None:
+    from agentgen.runtime.registry.provider import BatchCompleter
+
+    inner = HttpRegistryClient(registry.url)
+    plain = OneAtATime(inner)
+    assert isinstance(inner, BatchCompleter) and not isinstance(plain, BatchCompleter)
+    stop = asyncio.Event()
+    tokens: asyncio.Queue[str] = asyncio.Queue()
+    serving = asyncio.create_task(
+        serve_toolset(
+            plain,  # type: ignore[arg-type]
+            declarations.toolset(),
+            executor.bind(Weather()),
+            revision="r1",
+            specs=specs.SPECS,
+            options=OPTIONS,
+            stop=stop,
+            on_registered=tokens.put_nowait,
+        )
+    )
+    await asyncio.wait_for(tokens.get(), 10)
+    planner = ScriptedPlanner([calls(("weather.forecast", {"city": "Oslo"})), answer()])
+    rt, client = consumer(registry.url, planner)
+    outcome = await rt.client("test.forecaster").run("weather?")
+    await client.aclose()
+    stop.set()
+    report = await asyncio.wait_for(serving, 20)
+    await inner.aclose()
+    error, value = result_of(outcome)
+    assert not error and value["city"] == "Oslo"
+    assert report.completed == 1 and len(plain.completed) == 1
