@@ -3,20 +3,28 @@
 Run from the repository root (needs the ``registry`` extra and Debian's ``redis-server``)::
 
     .venv/bin/python bench/registry.py [--calls 600] [--callers 1,8,32] [--toolsets 10,100]
+    .venv/bin/python bench/registry.py --against ../main-checkout   # before/after, same run
 
 Part 1 starts ``agentgen registry serve`` (an SQLite file, then a Redis server the script
 starts itself), one provider process serving a one-tool toolset (concurrency 64, the tool
-answers at once), and callers in this process: each caller makes calls one after the other,
-``call_resolved_tool`` then waiting for the result (``HttpResultStream``), as the runtime does.
-It reports, per store and number of concurrent callers, the median and 99th percentile of the
-round trip and the calls completed per second.
+answers at once) and one process of callers, each in its own process on 127.0.0.1: each caller
+makes calls one after the other, ``call_resolved_tool`` then waiting for the result
+(``HttpResultStream``), as the runtime does. It reports, per store and number of concurrent
+callers, the median and 99th percentile of the round trip, the calls completed per second and
+the CPU time each process spent per call.
 
 Part 2 registers 10 and 100 toolsets of 5 tools each (SQLite) and times planning activities of
-an agent that consumes the whole registry: the runtime lists it and resolves every toolset (one
-HTTP read each), then compiles every tool's contract. "cold" is the first activity of a fresh
-runtime and client with the process's compiled-contract cache emptied (every tool compiled);
-"warm" the median of the next ones, where unchanged toolsets (same digest) are not compiled
-again.
+an agent that consumes the whole registry, in a process of their own: the runtime reads the
+registry (a batch resolve when the client has it, else a listing and one resolve per toolset),
+then compiles every tool's contract. "cold" is the first activity of a fresh runtime and client
+with the process's compiled-contract cache emptied (every tool compiled; the process ran one
+activity before, so that imports are not counted); "warm" the median of the next five, where
+unchanged toolsets (same digest) are not compiled again.
+
+``--against DIR`` runs every measurement a second time with the agentgen source tree in DIR
+(for instance a checkout of an earlier commit: the services, provider, callers and runtime all
+run its code), alternating the two trees, so that both are measured under the same load.
+Every row is a median over ``--repeat`` runs; the load average (one minute) is given beside it.
 
 Everything runs on 127.0.0.1; it prints Markdown tables and writes nothing outside a
 temporary folder.
@@ -38,28 +46,12 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from agentgen.runtime import (  # noqa: E402
-    AgentDefinition,
-    Message,
-    PlanResult,
-    Runtime,
-    TextPart,
-)
-from agentgen.runtime.contracts.declarations import ToolsetDeclaration  # noqa: E402
-from agentgen.runtime.contracts.fingerprint import schema_fingerprint  # noqa: E402
-from agentgen.runtime.contracts.wire import tool_schema  # noqa: E402
-from agentgen.runtime.registry.client import ToolCallMeta  # noqa: E402
-from agentgen.runtime.registry.http_client import (  # noqa: E402
-    HttpRegistryClient,
-    HttpResultStream,
-)
-from agentgen.runtime.search.document import SearchDocument  # noqa: E402
+PACKAGES = ("dsl", "codegen", "runtime", "templates")
 
 PROVIDER = textwrap.dedent(
     """
@@ -90,6 +82,31 @@ PROVIDER = textwrap.dedent(
 )
 
 
+@dataclass(frozen=True)
+class Tree:
+    """Where the agentgen code of a measurement comes from."""
+
+    label: str
+    #: A folder whose ``agentgen`` package is that code (None: this environment's).
+    path: Path | None = None
+
+    def env(self) -> dict[str, str]:
+        variables = dict(os.environ)
+        parts = [str(self.path)] if self.path is not None else []
+        variables["PYTHONPATH"] = os.pathsep.join([*parts, str(ROOT)])
+        return variables
+
+
+def tree_of(source: Path, folder: Path) -> Tree:
+    """A tree running the agentgen sources in ``source`` (a checkout), through a package of
+    links laid out as the installed one."""
+    package = folder / "agentgen"
+    package.mkdir(parents=True)
+    for name in PACKAGES:
+        (package / name).symlink_to((source / name).resolve(), target_is_directory=True)
+    return Tree(f"{source}", folder)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -97,16 +114,13 @@ def free_port() -> int:
         return port
 
 
-def env() -> dict[str, str]:
-    variables = dict(os.environ)
-    variables["PYTHONPATH"] = str(ROOT)
-    return variables
-
-
 @contextlib.contextmanager
-def process(*args: str) -> Iterator[subprocess.Popen[bytes]]:
+def process(tree: Tree, *args: str, out: bool = True) -> Iterator[subprocess.Popen[bytes]]:
     child = subprocess.Popen(
-        list(args), env=env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        list(args),
+        env=tree.env(),
+        stdout=subprocess.PIPE if out else subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         yield child
@@ -120,14 +134,14 @@ def process(*args: str) -> Iterator[subprocess.Popen[bytes]]:
 
 
 @contextlib.contextmanager
-def registry(store: str) -> Iterator[str]:
+def registry(tree: Tree, store: str) -> Iterator[tuple[str, int]]:
     import httpx2
 
     port = free_port()
     with process(
-        sys.executable, "-m", "agentgen.codegen.cli", "registry", "serve", "--store", store,
-        "--port", str(port), "--log-level", "error",
-    ):  # fmt: skip
+        tree, sys.executable, "-m", "agentgen.codegen.cli", "registry", "serve", "--store", store,
+        "--port", str(port), "--log-level", "error", out=False,
+    ) as served:  # fmt: skip
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while True:
@@ -137,7 +151,7 @@ def registry(store: str) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError("the registry did not start")
             time.sleep(0.05)
-        yield url
+        yield url, served.pid
 
 
 @contextlib.contextmanager
@@ -147,11 +161,20 @@ def redis_server(folder: Path) -> Iterator[str]:
         raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
     port = free_port()
     with process(
-        binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-        "--dir", str(folder),
+        Tree("redis"), binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        "--appendonly", "no", "--dir", str(folder), out=False,
     ):  # fmt: skip
         time.sleep(0.3)
         yield f"redis://127.0.0.1:{port}/0"
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (Linux), None where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -159,74 +182,171 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def load(url: str, token: str, callers: int, calls: int) -> tuple[list[float], float]:
+# --- the callers' process -----------------------------------------------------------------------
+
+
+async def load(url: str, token: str, callers: int, calls: int, ready: Any) -> dict[str, Any]:
+    """Warm up, say so, wait for the go, then measure ``calls`` calls by ``callers``."""
+    from agentgen.runtime.registry.client import ToolCallMeta
+    from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream
+
     client = HttpRegistryClient(url)
     results = HttpResultStream(client, poll_ms=5_000)
     latencies: list[float] = []
-    counter = iter(range(calls))
 
-    async def caller(number: int) -> None:
-        for index in counter:
-            started = time.perf_counter()
-            ref = await client.call_resolved_tool(
-                toolset="quickstart.weather",
-                tool="weather.forecast",
-                payload_json='{"city":"Oslo"}',
-                meta=ToolCallMeta(
-                    run_id=f"bench-{callers}-{time.time_ns()}", tool_call_id=str(index)
-                ),
-                expected_registration_token=token,
-            )
-            outcome = await results.await_result(ref)
-            assert outcome.status == "completed", outcome
-            latencies.append(time.perf_counter() - started)
+    async def run(count: int) -> None:
+        numbers = iter(range(count))
 
-    # Warm up connections and the provider before measuring.
-    warm = iter(range(min(calls, 4 * callers)))
-    counter, saved = warm, counter
-    await asyncio.gather(*(caller(n) for n in range(callers)))
+        async def caller() -> None:
+            for index in numbers:
+                started = time.perf_counter()
+                ref = await client.call_resolved_tool(
+                    toolset="quickstart.weather",
+                    tool="weather.forecast",
+                    payload_json='{"city":"Oslo"}',
+                    meta=ToolCallMeta(run_id=f"bench-{time.time_ns()}", tool_call_id=str(index)),
+                    expected_registration_token=token,
+                )
+                outcome = await results.await_result(ref)
+                assert outcome.status == "completed", outcome
+                latencies.append(time.perf_counter() - started)
+
+        await asyncio.gather(*(caller() for _ in range(callers)))
+
+    await run(4 * callers)  # connections, provider and caches warm
     latencies.clear()
-    counter = saved
+    await ready()
+    cpu = time.process_time()
     began = time.perf_counter()
-    await asyncio.gather(*(caller(n) for n in range(callers)))
+    await run(calls)
     elapsed = time.perf_counter() - began
+    cpu = time.process_time() - cpu
     await client.aclose()
-    return latencies, elapsed
+    return {
+        "p50": statistics.median(latencies),
+        "p99": percentile(latencies, 0.99),
+        "rate": len(latencies) / elapsed,
+        "calls": len(latencies),
+        "cpu": cpu,
+    }
 
 
-def calls_table(stores: Sequence[str], callers: Sequence[int], calls: int) -> list[str]:
-    rows = [
-        "| store | callers | calls | p50 (ms) | p99 (ms) | calls/s |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
+def load_child(url: str, token: str, callers: int, calls: int) -> None:
+    async def ready() -> None:
+        print("warm", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+    print(json.dumps(asyncio.run(load(url, token, callers, calls, ready))), flush=True)
+
+
+# --- part 1: calls ------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    samples: list[dict[str, float]] = field(default_factory=list)
+
+    def median(self, key: str) -> float:
+        return statistics.median(s[key] for s in self.samples if key in s)
+
+
+def measure_calls(
+    tree: Tree, url: str, pids: dict[str, int], token: str, callers: int, calls: int
+) -> dict[str, float]:
+    with subprocess.Popen(
+        [sys.executable, __file__, "--load-child", url, token, str(callers), str(calls)],
+        env=tree.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as child:
+        assert child.stdin is not None and child.stdout is not None
+        if child.stdout.readline().strip() != b"warm":
+            raise RuntimeError("the callers' process failed")
+        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        load_average = os.getloadavg()[0]
+        child.stdin.write(b"go\n")
+        child.stdin.flush()
+        result = json.loads(child.stdout.readline())
+        after = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    sample = {k: float(v) for k, v in result.items()}
+    sample["load"] = (load_average + os.getloadavg()[0]) / 2
+    for name, start in before.items():
+        end = after[name]
+        if start is not None and end is not None:
+            sample[f"cpu_{name}"] = (end - start) / result["calls"]
+    sample["cpu_callers"] = result["cpu"] / result["calls"]
+    return sample
+
+
+def calls_rows(
+    trees: Sequence[Tree], stores: Sequence[str], callers: Sequence[int], calls: int, repeat: int
+) -> dict[tuple[str, str, int], Row]:
+    rows: dict[tuple[str, str, int], Row] = {}
     with tempfile.TemporaryDirectory(prefix="agentgen-bench-") as tmp:
         folder = Path(tmp)
-        for store_name in stores:
-            with contextlib.ExitStack() as stack:
-                if store_name == "redis":
-                    store = stack.enter_context(redis_server(folder))
-                else:
-                    store = f"sqlite:{folder / 'bench.db'}"
-                url = stack.enter_context(registry(store))
-                provider = stack.enter_context(process(sys.executable, "-c", PROVIDER, url))
-                assert provider.stdout is not None
-                token = provider.stdout.readline().decode().strip()
-                for count in callers:
-                    latencies, elapsed = asyncio.run(load(url, token, count, calls))
-                    rows.append(
-                        f"| {store_name} | {count} | {len(latencies)} | "
-                        f"{statistics.median(latencies) * 1000:.2f} | "
-                        f"{percentile(latencies, 0.99) * 1000:.2f} | "
-                        f"{len(latencies) / elapsed:,.0f} |"
-                    )
-                    print(rows[-1], file=sys.stderr, flush=True)
+        for round_number in range(repeat):
+            order = trees if round_number % 2 == 0 else list(reversed(trees))
+            for tree in order:
+                for store_name in stores:
+                    with contextlib.ExitStack() as stack:
+                        if store_name == "redis":
+                            store = stack.enter_context(redis_server(folder))
+                        else:
+                            db = folder / f"bench-{round_number}-{id(tree)}.db"
+                            store = f"sqlite:{db}"
+                        url, registry_pid = stack.enter_context(registry(tree, store))
+                        provider = stack.enter_context(
+                            process(tree, sys.executable, "-c", PROVIDER, url)
+                        )
+                        assert provider.stdout is not None
+                        token = provider.stdout.readline().decode().strip()
+                        pids = {"registry": registry_pid, "provider": provider.pid}
+                        for count in callers:
+                            sample = measure_calls(tree, url, pids, token, count, calls)
+                            rows.setdefault((tree.label, store_name, count), Row()).samples.append(
+                                sample
+                            )
+                            print(
+                                f"  {tree.label} {store_name} {count}: p50 "
+                                f"{sample['p50'] * 1000:.2f} ms, {sample['rate']:,.0f} calls/s, "
+                                f"load {sample['load']:.2f}",
+                                file=sys.stderr,
+                                flush=True,
+                            )
     return rows
 
 
-# --- planning-activity resolution ---------------------------------------------------------------
+def calls_table(rows: dict[tuple[str, str, int], Row], labelled: bool) -> list[str]:
+    lines = [
+        ("| code " if labelled else "")
+        + "| store | callers | p50 (ms) | p99 (ms) | calls/s | CPU per call: registry / "
+        "provider / callers (ms) | load |",
+        ("|---" if labelled else "") + "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (label, store, count), row in sorted(rows.items(), key=lambda item: item[0][1:]):
+        cpu = " / ".join(
+            f"{row.median(f'cpu_{name}') * 1000:.2f}"
+            if any(f"cpu_{name}" in s for s in row.samples)
+            else "?"
+            for name in ("registry", "provider", "callers")
+        )
+        lines.append(
+            (f"| {label} " if labelled else "")
+            + f"| {store} | {count} | {row.median('p50') * 1000:.2f} | "
+            f"{row.median('p99') * 1000:.2f} | {row.median('rate'):,.0f} | {cpu} | "
+            f"{row.median('load'):.2f} |"
+        )
+    return lines
 
 
-def synthetic_toolset(number: int, tools: int = 5) -> ToolsetDeclaration:
+# --- part 2: planning-activity resolution -------------------------------------------------------
+
+
+def synthetic_toolset(number: int, tools: int = 5) -> Any:
+    from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+    from agentgen.runtime.contracts.wire import tool_schema
+    from agentgen.runtime.search.document import SearchDocument
+
     declared = []
     for index in range(tools):
         tool_id = f"set{number}.tool_{index}"
@@ -260,11 +380,13 @@ def synthetic_toolset(number: int, tools: int = 5) -> ToolsetDeclaration:
 class Answer:
     """A planner that answers at once: a run is one planning activity."""
 
-    async def plan_start(self, input: Any) -> PlanResult:
+    async def plan_start(self, input: Any) -> Any:
+        from agentgen.runtime import Message, PlanResult, TextPart
+
         definitions = input.agent.advertised_tool_definitions()
         return PlanResult(Message("assistant", (TextPart(str(len(definitions))),)))
 
-    async def plan_resume(self, input: Any) -> PlanResult:
+    async def plan_resume(self, input: Any) -> Any:
         return await self.plan_start(input)
 
 
@@ -277,11 +399,10 @@ class WholeRegistry:
 
 
 async def activities(url: str, count: int, toolsets: int) -> list[float]:
-    """Times of ``count`` planning activities of one fresh runtime and client, the process's
-    compiled-contract cache emptied first (so the first activity compiles every tool)."""
-    from agentgen.runtime.contracts import default_cache
+    """Times of ``count`` planning activities of one fresh runtime and client."""
+    from agentgen.runtime import AgentDefinition, Runtime
+    from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream
 
-    default_cache().clear()
     client = HttpRegistryClient(url)
     rt = Runtime()
     rt.register_registry("company", client, HttpResultStream(client))
@@ -301,40 +422,73 @@ async def activities(url: str, count: int, toolsets: int) -> list[float]:
     return times
 
 
-def resolution_table(sizes: Sequence[int], repeat: int) -> list[str]:
-    rows = [
-        "| toolsets | tools | cold activity (ms) | warm activity p50 (ms) |",
-        "|---:|---:|---:|---:|",
-    ]
+def activities_child(url: str, count: int, toolsets: int) -> None:
+    from agentgen.runtime.contracts import default_cache
+
+    asyncio.run(activities(url, 1, toolsets))  # every module imported and initialised
+    default_cache().clear()  # nothing compiled: the next first activity is cold
+    print(json.dumps(asyncio.run(activities(url, count, toolsets))), flush=True)
+
+
+async def publish(url: str, size: int) -> None:
+    from agentgen.runtime.contracts.fingerprint import schema_fingerprint
+    from agentgen.runtime.registry.http_client import HttpRegistryClient
+
+    async with HttpRegistryClient(url) as client:
+        for number in range(size):
+            declaration = synthetic_toolset(number)
+            await client.register(
+                declaration,
+                schema_fingerprint=schema_fingerprint(declaration),
+                revision="r1",
+                provider_id="bench",
+                incarnation_id="bench",
+                lease_ms=3_600_000,
+            )
+
+
+def resolution_rows(
+    trees: Sequence[Tree], sizes: Sequence[int], repeat: int
+) -> dict[tuple[str, int], Row]:
+    rows: dict[tuple[str, int], Row] = {}
     with tempfile.TemporaryDirectory(prefix="agentgen-bench-") as tmp:
         for size in sizes:
-            with registry(f"sqlite:{Path(tmp) / f'resolve{size}.db'}") as url:
-
-                async def publish(url: str = url, size: int = size) -> None:
-                    async with HttpRegistryClient(url) as client:
-                        for number in range(size):
-                            declaration = synthetic_toolset(number)
-                            await client.register(
-                                declaration,
-                                schema_fingerprint=schema_fingerprint(declaration),
-                                revision="r1",
-                                provider_id="bench",
-                                incarnation_id="bench",
-                                lease_ms=3_600_000,
-                            )
-
-                asyncio.run(publish())
-                colds, warms = [], []
-                for _ in range(repeat):
-                    times = asyncio.run(activities(url, 6, size))
-                    colds.append(times[0])
-                    warms.extend(times[1:])
-                rows.append(
-                    f"| {size} | {size * 5} | {statistics.median(colds) * 1000:.1f} | "
-                    f"{statistics.median(warms) * 1000:.1f} |"
-                )
-                print(rows[-1], file=sys.stderr, flush=True)
+            for tree in trees:
+                db = Path(tmp) / f"resolve{size}-{id(tree)}.db"
+                with registry(tree, f"sqlite:{db}") as (url, _):
+                    asyncio.run(publish(url, size))
+                    for _ in range(repeat):
+                        load_average = os.getloadavg()[0]
+                        answer = subprocess.run(
+                            [sys.executable, __file__, "--activities-child", url, "6", str(size)],
+                            env=tree.env(),
+                            capture_output=True,
+                            check=True,
+                        )
+                        times = json.loads(answer.stdout.decode().strip().splitlines()[-1])
+                        rows.setdefault((tree.label, size), Row()).samples.append(
+                            {
+                                "cold": times[0],
+                                "warm": statistics.median(times[1:]),
+                                "load": load_average,
+                            }
+                        )
     return rows
+
+
+def resolution_table(rows: dict[tuple[str, int], Row], labelled: bool) -> list[str]:
+    lines = [
+        ("| code " if labelled else "")
+        + "| toolsets | tools | cold activity (ms) | warm activity p50 (ms) | load |",
+        ("|---" if labelled else "") + "|---:|---:|---:|---:|---:|",
+    ]
+    for (label, size), row in sorted(rows.items(), key=lambda item: item[0][1]):
+        lines.append(
+            (f"| {label} " if labelled else "")
+            + f"| {size} | {size * 5} | {row.median('cold') * 1000:.1f} | "
+            f"{row.median('warm') * 1000:.1f} | {row.median('load'):.2f} |"
+        )
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -343,16 +497,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--callers", default="1,8,32")
     parser.add_argument("--stores", default="sqlite,redis")
     parser.add_argument("--toolsets", default="10,100")
-    parser.add_argument("--repeat", type=int, default=3, help="fresh runtimes per size")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per row (median)")
+    parser.add_argument(
+        "--against", type=Path, help="also measure the agentgen sources in this folder"
+    )
+    parser.add_argument("--load-child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--activities-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.load_child:
+        url, token, callers, calls = args.load_child
+        load_child(url, token, int(callers), int(calls))
+        return 0
+    if args.activities_child:
+        url, count, toolsets = args.activities_child
+        activities_child(url, int(count), int(toolsets))
+        return 0
     callers = [int(c) for c in args.callers.split(",") if c]
     stores = [s for s in args.stores.split(",") if s]
-    if stores and callers:
-        print("\n".join(calls_table(stores, callers, args.calls)))
-        print()
     sizes = [int(s) for s in args.toolsets.split(",") if s]
-    if sizes:
-        print("\n".join(resolution_table(sizes, args.repeat)))
+    with tempfile.TemporaryDirectory(prefix="agentgen-bench-tree-") as links:
+        trees = [Tree("this tree")]
+        if args.against is not None:
+            trees.append(tree_of(args.against, Path(links)))
+        labelled = len(trees) > 1
+        if stores and callers:
+            rows = calls_rows(trees, stores, callers, args.calls, args.repeat)
+            print("\n".join(calls_table(rows, labelled)))
+            print()
+        if sizes:
+            print("\n".join(resolution_table(resolution_rows(trees, sizes, args.repeat), labelled)))
     print(json.dumps({"python": sys.version.split()[0], "cores": os.cpu_count()}))
     return 0
 

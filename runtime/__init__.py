@@ -216,6 +216,9 @@ if TYPE_CHECKING:
         Usage as Usage,
     )
     from agentgen.runtime.registry.client import (
+        BatchResolver as BatchResolver,
+    )
+    from agentgen.runtime.registry.client import (
         CallOutcome as CallOutcome,
     )
     from agentgen.runtime.registry.client import (
@@ -325,6 +328,7 @@ __all__ = [
     "AgentClient",
     "AgentDefinition",
     "AnthropicMessagesModel",
+    "BatchResolver",
     "BedrockConverseModel",
     "BoundsSpec",
     "CallOutcome",
@@ -490,6 +494,7 @@ _HOMES: dict[str, str] = {
     "ToolDefinition": "agentgen.runtime.model_client",
     "ToolSearchUnsupportedError": "agentgen.runtime.model_client",
     "Usage": "agentgen.runtime.model_client",
+    "BatchResolver": "agentgen.runtime.registry.client",
     "CallOutcome": "agentgen.runtime.registry.client",
     "CallRef": "agentgen.runtime.registry.client",
     "RegistryClient": "agentgen.runtime.registry.client",

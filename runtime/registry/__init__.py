@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         connect_registry as connect_registry,
     )
     from agentgen.runtime.registry.local import LocalRegistry as LocalRegistry
+    from agentgen.runtime.registry.provider import BatchCompleter as BatchCompleter
     from agentgen.runtime.registry.provider import ServeOptions as ServeOptions
     from agentgen.runtime.registry.provider import ServeReport as ServeReport
     from agentgen.runtime.registry.provider import (
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from agentgen.runtime.registry.stores import open_store as open_store
 
 __all__ = [
+    "BatchCompleter",
     "HttpRegistryClient",
     "HttpResultStream",
     "Limits",
@@ -60,6 +62,7 @@ _HOMES = {
     "RetryPolicy": "http_client",
     "connect_registry": "http_client",
     "LocalRegistry": "local",
+    "BatchCompleter": "provider",
     "ServeOptions": "provider",
     "ServeReport": "provider",
     "ToolOverloadedError": "provider",
