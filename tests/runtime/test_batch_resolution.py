@@ -150,3 +150,28 @@ async def test_the_design_timeout_bounds_a_batch_read() -> None:
     )
     with pytest.raises(RegistryReadError, match="timed out after 0.05 s"):
         await asyncio.wait_for(rt.client("test.dyn").run("go"), 30)
+
+
+class Unreachable(Batching):
+    async def resolve_toolsets(self, names: Sequence[str] | None = None) -> Any:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+@pytest.mark.parametrize(
+    ("registry", "transient"),
+    [
+        (Unreachable(), True),
+        (Batching(answer_instead={"records": RegistryError("service_unavailable", "busy")}), True),
+        (Batching(answer_instead={"records": RegistryError("validation_error", "bad")}), False),
+        (Batching(reply=42), False),
+    ],
+    ids=["unreachable", "unavailable-entry", "refused-entry", "malformed"],
+)
+async def test_batch_read_errors_say_whether_the_registry_did_not_answer(
+    registry: Batching, transient: bool
+) -> None:
+    """As with single reads: a durable engine retries only what may succeed when repeated."""
+    published(registry)
+    with pytest.raises(RegistryReadError) as info:
+        await run(registry)
+    assert info.value.transient is transient
