@@ -174,6 +174,21 @@ async def test_resolve_many_reads_named_or_every_active_toolset(ops: RegistryOpe
 # --- over HTTP ---------------------------------------------------------------------------------
 
 
+async def publish(
+    client: HttpRegistryClient, declaration: Any, revision: str = "r1", incarnation: str = "i1"
+) -> str:
+    """Register ``declaration`` as provider p1 (incarnation ``incarnation``); its token."""
+    done = await client.register(
+        declaration,
+        schema_fingerprint=schema_fingerprint(declaration),
+        revision=revision,
+        provider_id="p1",
+        incarnation_id=incarnation,
+        lease_ms=5_000,
+    )
+    return done.registration_token
+
+
 async def post(url: str, path: str, body: Any) -> httpx2.Response:
     async with httpx2.AsyncClient(base_url=url, timeout=10) as http:
         return await http.post(
@@ -184,15 +199,7 @@ async def post(url: str, path: str, body: Any) -> httpx2.Response:
 async def test_batch_resolve_answers_exactly_the_resolve_answers(registry: Running) -> None:
     client = HttpRegistryClient(registry.url)
     for name in ("b", "a"):
-        declaration = echo_toolset(name)
-        await client.register(
-            declaration,
-            schema_fingerprint=schema_fingerprint(declaration),
-            revision="r1",
-            provider_id="p1",
-            incarnation_id="i1",
-            lease_ms=5_000,
-        )
+        await publish(client, echo_toolset(name))
     answer = await post(registry.url, "/v1/toolsets/resolve_many", {"toolsets": None})
     entries = api.ResolveManyResponse.model_validate_json(answer.content).toolsets
     assert [(e.name, e.status) for e in entries] == [("a", "resolved"), ("b", "resolved")]
@@ -231,33 +238,18 @@ async def test_a_changed_toolset_is_never_answered_unchanged(registry: Running) 
     new = echo_toolset(description="The second description.")
     registered = []
     for declaration, revision in ((old, "r1"), (new, "r2")):
-        done = await client.register(
-            declaration,
-            schema_fingerprint=schema_fingerprint(declaration),
-            revision=revision,
-            provider_id="p1",
-            incarnation_id=revision,
-            lease_ms=5_000,
-        )
-        registered.append(done.registration_token)
+        registered.append(await publish(client, declaration, revision, revision))
         if revision == "r1":
             ((_, held),) = await client.resolve_toolsets()
             assert not isinstance(held, RegistryError) and held.toolset == old
-            await client.release("echo", done.registration_token, "p1", "r1")
+            await client.release("echo", registered[0], "p1", "r1")
     ((_, now),) = await client.resolve_toolsets()  # the client still names the old digest
     assert not isinstance(now, RegistryError)
     assert now is not held and now.digest != held.digest
     assert (now.toolset, now.registration_token) == (new, registered[1])
     # The same declaration under another revision is another admission: another answer too.
     await client.release("echo", registered[1], "p1", "r2")
-    await client.register(
-        new,
-        schema_fingerprint=schema_fingerprint(new),
-        revision="r3",
-        provider_id="p1",
-        incarnation_id="r3",
-        lease_ms=5_000,
-    )
+    await publish(client, new, "r3", "r3")
     ((_, third),) = await client.resolve_toolsets()
     assert not isinstance(third, RegistryError)
     assert third.registration_token not in registered and third.digest != now.digest
@@ -270,14 +262,7 @@ async def test_conditional_resolves_racing_a_re_registration(registry: Running) 
     admission is current, and never once the replacement was acknowledged."""
     client = HttpRegistryClient(registry.url)
     old, new = echo_toolset(version="1"), echo_toolset(version="2")
-    first = await client.register(
-        old,
-        schema_fingerprint=schema_fingerprint(old),
-        revision="r1",
-        provider_id="p1",
-        incarnation_id="i1",
-        lease_ms=5_000,
-    )
+    first = await publish(client, old)
     ((_, held),) = await client.resolve_toolsets()
     assert not isinstance(held, RegistryError)
     tokens = {
@@ -300,15 +285,8 @@ async def test_conditional_resolves_racing_a_re_registration(registry: Running) 
 
     async def replace() -> None:
         await asyncio.sleep(0.1)
-        await client.release("echo", first.registration_token, "p1", "i1")
-        await client.register(
-            new,
-            schema_fingerprint=schema_fingerprint(new),
-            revision="r2",
-            provider_id="p1",
-            incarnation_id="i2",
-            lease_ms=5_000,
-        )
+        await client.release("echo", first, "p1", "i1")
+        await publish(client, new, "r2", "i2")
         replaced_at.append(time.monotonic())
 
     await asyncio.wait_for(asyncio.gather(*(resolver() for _ in range(4)), replace()), 60)
@@ -329,17 +307,7 @@ async def test_conditional_resolves_racing_a_re_registration(registry: Running) 
 
 async def test_completions_sent_together_get_one_answer_each(registry: Running) -> None:
     client = HttpRegistryClient(registry.url)
-    declaration = echo_toolset()
-    token = (
-        await client.register(
-            declaration,
-            schema_fingerprint=schema_fingerprint(declaration),
-            revision="r1",
-            provider_id="p1",
-            incarnation_id="i1",
-            lease_ms=5_000,
-        )
-    ).registration_token
+    token = await publish(client, echo_toolset())
     from agentgen.runtime.registry.client import ToolCallMeta
 
     client.call_wait_ms = 0

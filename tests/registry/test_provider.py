@@ -72,9 +72,15 @@ OPTIONS = ServeOptions(
 
 @asynccontextmanager
 async def providing(
-    url: str, impl: Weather, *, revision: str = "r1", options: ServeOptions = OPTIONS
+    url: str,
+    impl: Weather,
+    *,
+    revision: str = "r1",
+    options: ServeOptions = OPTIONS,
+    client: Any = None,
 ) -> AsyncIterator[tuple[asyncio.Task[ServeReport], asyncio.Event, str]]:
-    client = HttpRegistryClient(url)
+    """Serve ``impl`` (through ``client``, an HttpRegistryClient of its own by default)."""
+    client = client or HttpRegistryClient(url)
     stop = asyncio.Event()
     tokens: asyncio.Queue[str] = asyncio.Queue()
     task = asyncio.create_task(
@@ -416,48 +422,33 @@ async def test_completions_that_finish_while_one_is_sent_go_together(
 
     weather = Weather()
     provider = HeldCompletions(registry.url)
-    stop = asyncio.Event()
-    tokens: asyncio.Queue[str] = asyncio.Queue()
-    serving = asyncio.create_task(
-        serve_toolset(
-            provider,
-            declarations.toolset(),
-            executor.bind(weather),
-            revision="r1",
-            specs=specs.SPECS,
-            options=OPTIONS,
-            stop=stop,
-            on_registered=tokens.put_nowait,
-        )
-    )
-    token = await asyncio.wait_for(tokens.get(), 10)
-    client = HttpRegistryClient(registry.url, call_wait_ms=0)
-    refs = [
-        await client.call_resolved_tool(
-            toolset=WEATHER,
-            tool="weather.forecast",
-            payload_json=json.dumps({"city": city}),
-            meta=ToolCallMeta(run_id="r", tool_call_id=city),
-            expected_registration_token=token,
-        )
-        for city in ("a", "b", "c", "d")
-    ]
+    async with providing(registry.url, weather, client=provider) as (serving, stop, token):
+        client = HttpRegistryClient(registry.url, call_wait_ms=0)
+        refs = [
+            await client.call_resolved_tool(
+                toolset=WEATHER,
+                tool="weather.forecast",
+                payload_json=json.dumps({"city": city}),
+                meta=ToolCallMeta(run_id="r", tool_call_id=city),
+                expected_registration_token=token,
+            )
+            for city in ("a", "b", "c", "d")
+        ]
 
-    # Every call ran; the first completion is held on its way, the others wait behind it.
-    async def all_ran() -> None:
-        while len(weather.seen) < 4 or not provider.batches:
-            await asyncio.sleep(0.01)
-        for _ in range(50):
-            await asyncio.sleep(0)
+        # Every call ran; the first completion is held on its way, the others wait behind it.
+        async def all_ran() -> None:
+            while len(weather.seen) < 4 or not provider.batches:
+                await asyncio.sleep(0.01)
+            for _ in range(50):
+                await asyncio.sleep(0)
 
-    await asyncio.wait_for(all_ran(), 20)
-    provider.held.set()
-    results = HttpResultStream(client, poll_ms=1_000)
-    outcomes = [await asyncio.wait_for(results.await_result(ref), 20) for ref in refs]
-    stop.set()
-    report = await asyncio.wait_for(serving, 20)
-    await client.aclose()
-    await provider.aclose()
+        await asyncio.wait_for(all_ran(), 20)
+        provider.held.set()
+        results = HttpResultStream(client, poll_ms=1_000)
+        outcomes = [await asyncio.wait_for(results.await_result(ref), 20) for ref in refs]
+        await client.aclose()
+        stop.set()
+        report = await asyncio.wait_for(asyncio.shield(serving), 20)
     assert [o.status for o in outcomes] == ["completed"] * 4
     assert report.completed == 4
     assert len(provider.batches) == 2, provider.batches  # one request carried the other three
@@ -491,28 +482,13 @@ async def test_provider_clients_without_batches_complete_call_by_call(
     inner = HttpRegistryClient(registry.url)
     plain = OneAtATime(inner)
     assert isinstance(inner, BatchCompleter) and not isinstance(plain, BatchCompleter)
-    stop = asyncio.Event()
-    tokens: asyncio.Queue[str] = asyncio.Queue()
-    serving = asyncio.create_task(
-        serve_toolset(
-            plain,  # type: ignore[arg-type]
-            declarations.toolset(),
-            executor.bind(Weather()),
-            revision="r1",
-            specs=specs.SPECS,
-            options=OPTIONS,
-            stop=stop,
-            on_registered=tokens.put_nowait,
-        )
-    )
-    await asyncio.wait_for(tokens.get(), 10)
-    planner = ScriptedPlanner([calls(("weather.forecast", {"city": "Oslo"})), answer()])
-    rt, client = consumer(registry.url, planner)
-    outcome = await rt.client("test.forecaster").run("weather?")
-    await client.aclose()
-    stop.set()
-    report = await asyncio.wait_for(serving, 20)
-    await inner.aclose()
+    async with providing(registry.url, Weather(), client=plain) as (serving, stop, _):
+        planner = ScriptedPlanner([calls(("weather.forecast", {"city": "Oslo"})), answer()])
+        rt, client = consumer(registry.url, planner)
+        outcome = await rt.client("test.forecaster").run("weather?")
+        await client.aclose()
+        stop.set()
+        report = await asyncio.wait_for(asyncio.shield(serving), 20)
     error, value = result_of(outcome)
     assert not error and value["city"] == "Oslo"
     assert report.completed == 1 and len(plain.completed) == 1
