@@ -6,7 +6,7 @@ is taken in Python, and is written by a Lua script that first checks, atomically
 key it read still holds what was read (by SHA-1); if one changed, the decision is taken again,
 so concurrent registry processes never overwrite each other's decisions. Decisions that arrive
 while others are on their way to Redis go together: one read and one script for all of them,
-each still judged against its own keys.
+each still judged against its own keys; so do plain reads (one ``MGET`` with ``TIME``).
 
 Provider queues are streams read through one consumer group, so each message goes to one
 reader; messages delivered and not acknowledged are taken over with ``XAUTOCLAIM`` after the
@@ -91,6 +91,8 @@ class RedisStore:
         self._groups: set[str] = set()
         self._pending: list[tuple[Operation, asyncio.Future[Any]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._reads: list[tuple[Sequence[str], asyncio.Future[tuple[list[str | None], int]]]] = []
+        self._reader: asyncio.Task[None] | None = None
         self._script_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
         #: When each queue was last searched for messages to deliver again (monotonic s).
         self._reclaimed: dict[str, float] = {}
@@ -144,10 +146,11 @@ class RedisStore:
                 await asyncio.sleep(0.5)  # waiters re-check on their own meanwhile
 
     async def close(self) -> None:
-        if self._flusher is not None:
-            with contextlib.suppress(Exception):
-                await self._flusher
-            self._flusher = None
+        for task in (self._flusher, self._reader):
+            if task is not None:
+                with contextlib.suppress(Exception):
+                    await task
+        self._flusher = self._reader = None
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -172,8 +175,7 @@ class RedisStore:
         return int(seconds) * 1000 + int(micros) // 1000
 
     async def get(self, key: str) -> str | None:
-        value: str | None = await self._call(self._r.get(self._k(key)))
-        return value
+        return (await self.get_many([key]))[0]
 
     async def scan(self, prefix: str) -> list[tuple[str, str]]:
         if not prefix.startswith(_INDEXED):
@@ -186,15 +188,37 @@ class RedisStore:
         return [(k, v) for k, v in zip(keys, values, strict=True) if v is not None]
 
     async def get_many(self, keys: Sequence[str]) -> list[str | None]:
-        values: list[str | None] = await self._call(self._r.mget([self._k(k) for k in keys]))
-        return values
+        return (await self.snapshot(keys))[0]
 
     async def snapshot(self, keys: Sequence[str]) -> tuple[list[str | None], int]:
-        async with self._r.pipeline(transaction=False) as pipe:
-            pipe.mget([self._k(k) for k in keys])
-            pipe.time()
-            values, (seconds, micros) = await self._call(pipe.execute())
-        return values, int(seconds) * 1000 + int(micros) // 1000
+        """Reads that arrive while others are on their way share the next round trip: one
+        ``MGET`` of all their keys with ``TIME``."""
+        done: asyncio.Future[tuple[list[str | None], int]]
+        done = asyncio.get_running_loop().create_future()
+        self._reads.append((keys, done))
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.create_task(self._read_pending())
+        return await done
+
+    async def _read_pending(self) -> None:
+        while self._reads:
+            batch, self._reads = self._reads, []
+            keys = list(dict.fromkeys(key for wanted, _ in batch for key in wanted))
+            try:
+                async with self._r.pipeline(transaction=False) as pipe:
+                    pipe.mget([self._k(k) for k in keys])
+                    pipe.time()
+                    read, (seconds, micros) = await self._call(pipe.execute())
+            except Exception as exc:  # every read of the batch failed alike
+                for _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            values = dict(zip(keys, read, strict=True))
+            now = int(seconds) * 1000 + int(micros) // 1000
+            for wanted, done in batch:
+                if not done.done():
+                    done.set_result(([values[key] for key in wanted], now))
 
     async def transact(self, keys: Sequence[str], decide: Decide[T]) -> T:
         (outcome,) = await self._submit([(keys, decide)])
