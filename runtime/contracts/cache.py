@@ -8,8 +8,12 @@ hashed with SHA-256, together with the toolset name it was resolved under. A dec
 served from the cache only when its wire form is byte for byte the one that was compiled, so a
 schema that changed under the same name, the same registration token or the same claimed
 fingerprint is a different key and is compiled (and checked) afresh. Only declarations that
-compiled are kept: whatever enters the cache passed every check of
-:func:`~agentgen.runtime.contracts.compiler.compile`.
+compiled are kept as tools: whatever the cache serves passed every check of
+:func:`~agentgen.runtime.contracts.compiler.compile`. A declaration that was refused is
+remembered too, by its refusal's message only, so that a registry serving the same bad
+declaration to every planning activity (a 1 MB schema, say) costs one serialisation per
+activity, not the checks again: compiling is a function of the wire form and the toolset name,
+so the same key is always refused with the same message.
 
 A whole toolset can also be recognised at once, by the digest its registry client reports for
 the answer it parsed (:attr:`ResolvedToolset.digest`): an unchanged toolset then costs one
@@ -53,6 +57,8 @@ __all__ = [
 DEFAULT_MAX_TOOLS = 20_000
 #: Toolsets a cache recognises by their registry digest.
 DEFAULT_MAX_TOOLSETS = 4_096
+#: Refused declarations a cache remembers (a key and a message each).
+DEFAULT_MAX_REFUSALS = 1_024
 
 # NaN and infinities are written as such (not as null, pydantic's default), so that a
 # declaration holding one can never share a wire form with one holding null.
@@ -125,21 +131,26 @@ class CompiledToolset:
 class ContractCache:
     """Compiled registry tools by toolset and wire form, bounded, thread-safe.
 
-    ``max_tools`` bounds the tools kept by wire form and ``max_toolsets`` the toolsets kept
-    whole (by digest, or by their tools); a toolset kept whole keeps its tools with it.
+    ``max_tools`` bounds the tools kept by wire form, ``max_toolsets`` the toolsets kept
+    whole (by digest, or by their tools; a toolset kept whole keeps its tools with it) and
+    ``max_refusals`` the refused declarations remembered by wire form.
     """
 
     def __init__(
-        self, max_tools: int = DEFAULT_MAX_TOOLS, max_toolsets: int = DEFAULT_MAX_TOOLSETS
+        self,
+        max_tools: int = DEFAULT_MAX_TOOLS,
+        max_toolsets: int = DEFAULT_MAX_TOOLSETS,
+        max_refusals: int = DEFAULT_MAX_REFUSALS,
     ) -> None:
         self._lock = threading.Lock()
         self._tools: LRU[bytes, CompiledTool] = LRU(max_tools)
+        self._refused: LRU[bytes, str] = LRU(max_refusals)
         self._toolsets: LRU[tuple[str, str], CompiledToolset] = LRU(max_toolsets)
         # The same toolset again, recognised by its (cached) tools when no digest says so.
         self._again: LRU[tuple[str, tuple[CompiledTool, ...]], CompiledToolset] = LRU(max_toolsets)
         #: Declarations compiled because no entry matched (also counts concurrent repeats).
         self.compiles = 0
-        #: Declarations served from the cache.
+        #: Declarations served from the cache (compiled, or refused again).
         self.hits = 0
 
     def __len__(self) -> int:
@@ -148,14 +159,15 @@ class ContractCache:
     def clear(self) -> None:
         with self._lock:
             self._tools.entries.clear()
+            self._refused.entries.clear()
             self._toolsets.entries.clear()
             self._again.entries.clear()
 
     def tool(self, declaration: ToolSchema, *, toolset: str) -> CompiledTool:
         """The compiled tool for ``declaration`` resolved under toolset ``toolset``.
 
-        Raises :class:`~agentgen.runtime.contracts.declarations.ContractError` (nothing is
-        stored) when the declaration does not compile.
+        Raises :class:`~agentgen.runtime.contracts.declarations.ContractError` when the
+        declaration does not compile (then, or when it was refused before).
         """
         try:
             wire = wire_form(declaration)
@@ -168,10 +180,21 @@ class ContractCache:
         key = hashlib.sha256(b"%s\0%s" % (toolset.encode(), wire)).digest()
         with self._lock:
             found = self._tools.get(key)
-            if found is not None:
+            refusal = None if found is not None else self._refused.get(key)
+            if found is not None or refusal is not None:
                 self.hits += 1
-                return found
-        entry = CompiledTool(compiler.compile(declaration, toolset=toolset), wire)
+        if found is not None:
+            return found
+        if refusal is not None:
+            raise ContractError(refusal)
+        try:
+            spec = compiler.compile(declaration, toolset=toolset)
+        except ContractError as exc:
+            with self._lock:
+                self.compiles += 1
+                self._refused.put(key, str(exc))
+            raise
+        entry = CompiledTool(spec, wire)
         with self._lock:
             self.compiles += 1
             return self._tools.put(key, entry)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.app import Runtime
+from agentgen.runtime.contracts import compiler
 from agentgen.runtime.contracts.cache import ContractCache, wire_form
 from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema, ToolsetDeclaration
@@ -108,14 +109,45 @@ def test_the_saved_contract_is_the_declarations_wire_json() -> None:
     assert entry.declaration() == tool.to_json()
 
 
-def test_a_declaration_that_does_not_compile_is_never_stored() -> None:
+def test_a_declaration_that_does_not_compile_is_never_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cache = ContractCache()
+    compiled: list[str] = []
+    real = compiler.compile
+
+    def counting(declaration: ToolSchema, *, toolset: str) -> Any:
+        compiled.append(declaration.name)
+        return real(declaration, toolset=toolset)
+
+    monkeypatch.setattr(compiler, "compile", counting)
     bad = records_tool()
     bad.payload_schema["type"] = 5
-    for _ in range(2):
-        with pytest.raises(ContractError, match="invalid JSON Schema"):
+    messages = []
+    for _ in range(3):
+        with pytest.raises(ContractError, match="invalid JSON Schema") as refused:
             cache.tool(bad, toolset="records")
-    assert len(cache) == 0 and cache.compiles == 0
+        messages.append(str(refused.value))
+    # Refused once by the checks, then by the remembered refusal (same message), never stored.
+    assert len(set(messages)) == 1
+    assert compiled == ["records.search"]
+    assert len(cache) == 0 and (cache.compiles, cache.hits) == (1, 2)
+    # The same declaration under another toolset name, or fixed, is checked afresh.
+    with pytest.raises(ContractError):
+        cache.tool(bad, toolset="svc.records")
+    assert cache.tool(records_tool(), toolset="records").spec.id == "records.search"
+    assert len(compiled) == 3 and len(cache) == 1
+
+
+def test_refusals_are_bounded_too() -> None:
+    cache = ContractCache(max_refusals=1)
+    first, second = records_tool(), records_tool("records.lookup")
+    for bad in (first, second):
+        bad.payload_schema["type"] = 5
+    for bad in (first, second, first):  # the second refusal pushed the first out
+        with pytest.raises(ContractError):
+            cache.tool(bad, toolset="records")
+    assert (cache.compiles, cache.hits) == (3, 0)
 
 
 def test_the_cache_is_bounded_and_forgets_the_least_recently_used() -> None:
