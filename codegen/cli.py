@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 import click
 
 from agentgen.codegen.registry_command import registry
+from agentgen.codegen.trace_command import trace
 from agentgen.codegen.worker_cli import worker
 
 if TYPE_CHECKING:
@@ -543,6 +544,7 @@ def explain(design: Path, agent_id: str | None, as_json: bool) -> None:
 
 
 main.add_command(registry)
+main.add_command(trace)
 main.add_command(worker)
 
 

@@ -6,6 +6,8 @@ may move. Generated packages import only these names. The public submodules are
 :mod:`agentgen.runtime.adapters` (model adapters), :mod:`agentgen.runtime.contracts`
 (``contracts.compile`` and ``contracts.fingerprint`` for dynamic declarations),
 :mod:`agentgen.runtime.transcript` (storing and compacting transcripts),
+:mod:`agentgen.runtime.trace` (a run's trace for people, from its outcome or a stored
+transcript),
 :mod:`agentgen.runtime.testing` (scripted and function model clients, recorded provider
 exchanges played through the real adapters: testing agents without a network) and
 :mod:`agentgen.runtime.engines.temporal` (workers, local servers and history replay for
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING
 from agentgen.runtime.lazy_names import lazy_names
 
 if TYPE_CHECKING:
-    from agentgen.runtime import adapters, contracts, testing, transcript
+    from agentgen.runtime import adapters, contracts, testing, trace, transcript
     from agentgen.runtime.adapters import (
         AnthropicMessagesModel as AnthropicMessagesModel,
     )
@@ -321,7 +323,9 @@ if TYPE_CHECKING:
     from agentgen.runtime.runs.requests import (
         ToolCallIdError as ToolCallIdError,
     )
+    from agentgen.runtime.runs.steps import Verdict as Verdict
     from agentgen.runtime.search.document import SearchDocument as SearchDocument
+    from agentgen.runtime.telemetry.config import Telemetry as Telemetry
 
 __all__ = [
     "AcceptedCall",
@@ -399,6 +403,7 @@ __all__ = [
     "SourceRemovedError",
     "SpecIndex",
     "TagClause",
+    "Telemetry",
     "TemporalEngine",
     "TemporalSettings",
     "TextPart",
@@ -421,6 +426,7 @@ __all__ = [
     "UnconfiguredAgentExecutorError",
     "UnknownToolError",
     "Usage",
+    "Verdict",
     "VersionMismatchError",
     "adapters",
     "connect_registry",
@@ -431,6 +437,7 @@ __all__ = [
     "schema_type",
     "serve_toolset",
     "testing",
+    "trace",
     "transcript",
 ]
 
@@ -475,6 +482,8 @@ _HOMES: dict[str, str] = {
     "ConfirmationError": "agentgen.runtime.runs.confirmation",
     "ConfirmationRequest": "agentgen.runtime.runs.confirmation",
     "Confirmer": "agentgen.runtime.runs.confirmation",
+    "Verdict": "agentgen.runtime.runs.confirmation",
+    "Telemetry": "agentgen.runtime.telemetry.config",
     "RunHost": "agentgen.runtime.runs.host",
     "Engine": "agentgen.runtime.engines.base",
     "InMemoryEngine": "agentgen.runtime.engines.memory",
@@ -540,7 +549,7 @@ _HOMES: dict[str, str] = {
     "ProviderNameError": "agentgen.runtime.adapters",
     "ToolIdentityError": "agentgen.runtime.adapters",
 }
-_MODULES = frozenset({"adapters", "contracts", "testing", "transcript"})
+_MODULES = frozenset({"adapters", "contracts", "testing", "trace", "transcript"})
 
 __getattr__, __dir__ = lazy_names(
     __name__, _HOMES, __all__, submodules=_MODULES, namespace=globals()

@@ -23,6 +23,7 @@ from agentgen.runtime.model_client import ModelClient
 from agentgen.runtime.runs.confirmation import Confirmer
 from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RegistrySettings
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+from agentgen.runtime.telemetry.config import Telemetry
 
 __all__ = ["AgentClient", "RegistrationClosedError", "RegistrationError", "Runtime"]
 
@@ -39,7 +40,10 @@ class Runtime:
     """Registrations and runs.
 
     ``engine`` runs agents (in memory by default); ``policy`` applies to every run on top of
-    each agent's own; ``confirm`` decides confirmations of tools that ask for one.
+    each agent's own; ``confirm`` decides confirmations of tools that ask for one;
+    ``telemetry`` says how runs are reported through OpenTelemetry (spans and metrics go to the
+    providers the application installed; tool arguments and results are recorded only with
+    ``Telemetry(capture_payloads=True)``).
     """
 
     def __init__(
@@ -48,10 +52,12 @@ class Runtime:
         engine: Engine | None = None,
         policy: RunPolicy | None = None,
         confirm: Confirmer | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.engine: Engine = engine or InMemoryEngine()
         self.policy = policy or RunPolicy()
         self.confirmer = confirm
+        self.telemetry = telemetry or Telemetry()
         self._models: dict[str, ModelClient] = {}
         self._registries: dict[str, RegistryRegistration] = {}
         self._agents: dict[str, AgentRegistration] = {}

@@ -17,6 +17,7 @@ from agentgen.runtime.messages import Message
 from agentgen.runtime.search.document import SearchDocument
 
 __all__ = [
+    "USAGE_METADATA_KEY",
     "AdvertisedTools",
     "ModelClient",
     "ModelError",
@@ -27,6 +28,12 @@ __all__ = [
     "ToolSearchUnsupportedError",
     "Usage",
 ]
+
+
+#: Where :class:`~agentgen.runtime.agents.model_planner.ModelPlanner` records what each reply
+#: cost in the assistant message's metadata: ``{"model": ..., "input_tokens": ...,
+#: "output_tokens": ...}``, so that a stored transcript still says it.
+USAGE_METADATA_KEY = "agentgen.usage"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,10 @@
 The agent ``quickstart.chat`` (see ``design.py``) is asked about the weather in Tokyo. Its
 forecast tool is deferred, so the model has to search for it: the adapter answers (OpenAI) or
 Claude runs (Anthropic) the search, the forecast tool is loaded, the model calls it, the
-runtime executes the generated typed executor below and the model answers. The trace prints
-the search query, the tools loaded, each call and its result, the answer and the token usage.
+runtime executes the generated typed executor below and the model answers. The trace
+(``agentgen.runtime.trace``, the same ``agentgen trace transcript.json`` prints for a stored
+transcript) shows the search query, the tools loaded, each call and its result, the answer and
+the token usage.
 
 Offline (the default) needs no credentials and sends nothing over the network, yet it runs
 the same code as production: the real SDK clients and the real adapters build and send every
@@ -32,30 +34,23 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO
 
 from agentgen.runtime import (
-    Message,
     ModelClient,
     ModelPlanner,
     ModelRequest,
     ModelResponse,
     Runtime,
-    TextPart,
-    ToolCallPart,
     ToolContext,
-    ToolResultPart,
+    ToolDefinition,
     Usage,
 )
-from agentgen.runtime.adapters import (
-    ANTHROPIC_METADATA_KEY,
-    OPENAI_METADATA_KEY,
-    ModelError,
-    provider_name,
-)
+from agentgen.runtime.adapters import ModelError
 from agentgen.runtime.testing import RecordedProvider, Recording, RecordingError
+from agentgen.runtime.trace import events, print_trace
 from examples.quickstart.gen.quickstart.agents import chat
 from examples.quickstart.gen.quickstart.toolsets.calendar import types as calendar_types
 from examples.quickstart.gen.quickstart.toolsets.currency import types as currency_types
@@ -157,115 +152,21 @@ class Currency:
         return currency_types.RateHistory(base=args.base, rates={"JPY": [149.5, 150.0]})
 
 
-# --- the trace -----------------------------------------------------------------------------
+# --- the trace ---------------------------------------------------------------------------
 
 
 @dataclass
-class TracingModel:
-    """Wraps the adapter and prints each step as the run reaches it.
-
-    Everything printed comes from what the adapter hands the runtime -- the requests'
-    advertised tools, the responses' tool calls, text and usage, and the native search
-    records the adapter keeps in message metadata -- so the trace reads the same for offline
-    and real runs, and shows what an application would see. Usage is counted per model
-    response: the OpenAI adapter answers searches itself, within one response, and reports
-    the tokens of all its rounds in that response's usage.
-    """
+class FirstRequest:
+    """Keeps the tools the first model request advertised: the catalog the trace shows before
+    the first search (a stored transcript does not hold it)."""
 
     inner: ModelClient
-    provider: Provider
-    out: TextIO
-    usage: Usage = field(default_factory=Usage)
-    responses: list[Usage] = field(default_factory=list)
-    _seen: int = 0
+    tools: tuple[ToolDefinition, ...] | None = None
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        self._print_new_results(request.messages)
-        if not self.responses:
-            self._print_catalog(request)
-        response = await self.inner.complete(request)
-        self.usage += response.usage
-        self.responses.append(response.usage)
-        self._print_response(request, response)
-        return response
-
-    def _line(self, label: str, text: str) -> None:
-        print(f"{label:<8} {text}", file=self.out)
-
-    def _print_new_results(self, messages: Sequence[Message]) -> None:
-        for message in messages[self._seen :]:
-            if message.role == "user":
-                self._line("user", message.text)
-            for part in message.parts:
-                if isinstance(part, ToolResultPart):
-                    error = " (error)" if part.is_error else ""
-                    self._line("result", f"{part.tool_id} → {part.content}{error}")
-        self._seen = len(messages)
-
-    def _print_catalog(self, request: ModelRequest) -> None:
-        eager = [tool.id for tool in request.tools if not tool.deferred]
-        deferred = [tool.id for tool in request.tools if tool.deferred]
-        if self.provider == "openai":
-            how = "withheld: the request carries only a query-only tool_search tool for them"
-        else:
-            how = "sent with defer_loading, outside the model's context until a search finds them"
-        self._line("tools", f"immediate: {', '.join(eager) or 'none'}")
-        self._line("", f"deferred ({len(deferred)}): {', '.join(deferred)}")
-        self._line("", how)
-
-    def _print_response(self, request: ModelRequest, response: ModelResponse) -> None:
-        message = response.message
-        tool_ids = {provider_name(tool.id): tool.id for tool in request.tools}
-        steps = _search_steps(message, tool_ids)
-        calls = message.tool_calls()
-        # Search records are anchored before the part they preceded in the model's output.
-        for position, part in enumerate((*message.parts, None)):
-            for label, text in steps.get(position, []):
-                self._line(label, text)
-            if isinstance(part, ToolCallPart):
-                self._line("call", f"{part.tool_id} {part.arguments}")
-            elif isinstance(part, TextPart) and part.text and calls:
-                self._line("model", part.text)
-        if not calls:
-            self._line("answer", message.text)
-
-
-Steps = dict[int, list[tuple[str, str]]]
-
-
-def _search_steps(message: Message, tool_ids: Mapping[str, str]) -> Steps:
-    """The searches and loaded tools an adapter recorded in an assistant message's metadata,
-    by the position of the part they came before (the metadata formats are documented in
-    ``agentgen.runtime.adapters.openai_search`` and ``.anthropic_search``)."""
-    steps: Steps = {}
-
-    def add(at: int, label: str, text: str) -> None:
-        steps.setdefault(at, []).append((label, text))
-
-    def loaded(at: int, names: Sequence[str]) -> None:
-        found = ", ".join(tool_ids.get(name, name) for name in names)
-        add(at, "loaded", found or "nothing (no tool matched)")
-
-    openai = message.metadata.get(OPENAI_METADATA_KEY)
-    for record in openai["records"] if openai else []:
-        at, item = record["at"], record["item"]
-        if item["type"] == "tool_search_call":
-            add(at, "search", json.dumps(item["arguments"]["query"], ensure_ascii=False))
-        elif item["type"] == "tool_search_output":
-            loaded(at, [tool["name"] for tool in item["tools"]])
-    anthropic = message.metadata.get(ANTHROPIC_METADATA_KEY)
-    for record in anthropic["records"] if anthropic else []:
-        at, block = record["at"], record["block"]
-        if block["type"] == "server_tool_use":
-            query = block["input"].get("pattern", block["input"].get("query", ""))
-            add(at, "search", f"{json.dumps(query, ensure_ascii=False)} ({block['name']})")
-        elif block["type"] == "tool_search_tool_result":
-            content = block["content"]
-            if content.get("type") == "tool_search_tool_result_error":
-                add(at, "loaded", f"nothing: the search failed ({content.get('error_code')})")
-            else:
-                loaded(at, [ref["tool_name"] for ref in content.get("tool_references", [])])
-    return steps
+        if self.tools is None:
+            self.tools = tuple(request.tools)
+        return await self.inner.complete(request)
 
 
 # --- offline: recorded provider replies ------------------------------------------------------
@@ -385,11 +286,14 @@ class QuickstartResult:
 async def run_quickstart(
     client: ModelClient, *, provider: Provider, model: str, out: TextIO, prompt: str = PROMPT
 ) -> QuickstartResult:
-    """Wire the runtime, the generated agent and the executors, run one turn, print the trace."""
-    tracing = TracingModel(client, provider, out)
+    """Wire the runtime, the generated agent and the executors, run one turn, print the trace
+    (``agentgen.runtime.trace``: everything it shows comes from the run's transcript, the
+    search records the adapter keeps in message metadata and the usage the planner records,
+    so it reads the same for offline and real runs)."""
+    first = FirstRequest(client)
     weather = Weather()
     rt = Runtime()
-    rt.register_model(provider, tracing)
+    rt.register_model(provider, first)
     chat.register_chat_agent(
         rt,
         chat.ChatAgentConfig(
@@ -400,16 +304,10 @@ async def run_quickstart(
         ),
     )
     outcome = await chat.new_client(rt).run(prompt)
-    usage = tracing.usage
-    each = ", ".join(f"{u.input_tokens:,} + {u.output_tokens:,}" for u in tracing.responses)
-    print(
-        f"usage    {usage.input_tokens:,} input + {usage.output_tokens:,} output tokens, "
-        f"the sum of {len(tracing.responses)} model responses ({each})",
-        file=out,
-    )
-    return QuickstartResult(
-        outcome.final_text, usage, len(tracing.responses), tuple(weather.cities)
-    )
+    print_trace(outcome, file=out, tools=first.tools)
+    responses = [u for event in events(outcome) if event.kind == "usage" for u in event.usage]
+    usage = Usage(sum(u.input_tokens for u in responses), sum(u.output_tokens for u in responses))
+    return QuickstartResult(outcome.final_text, usage, len(responses), tuple(weather.cities))
 
 
 def _parser() -> argparse.ArgumentParser:

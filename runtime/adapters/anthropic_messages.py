@@ -52,6 +52,7 @@ from agentgen.runtime.model_client import (
     ToolSearchUnsupportedError,
     Usage,
 )
+from agentgen.runtime.telemetry.spans import model_response, searched
 
 __all__ = ["TOOL_CHANGE_MODELS", "AnthropicMessagesModel"]
 
@@ -98,6 +99,8 @@ class AnthropicMessagesModel:
         self.tool_change_models = (*TOOL_CHANGE_MODELS, *tool_change_models)
         self.cache_tools = cache_tools
         self._provider = "anthropic on bedrock" if self.platform == "bedrock" else "anthropic"
+        #: The GenAI conventions' name of the provider (``gen_ai.provider.name``).
+        self.provider_name = "aws.bedrock" if self.platform == "bedrock" else "anthropic"
 
     def supports_tool_changes(self, model: str) -> bool:
         """Whether ``model`` is declared to accept mid-conversation tool changes."""
@@ -207,6 +210,9 @@ class AnthropicMessagesModel:
                 f"{self._provider}: the request for model {model!r} failed: {exc}"
             ) from exc
         raw: dict[str, Any] = response.to_dict(mode="json", warnings=False)
+        model_response(
+            self.provider_name, response_id=raw.get("id"), response_model=raw.get("model")
+        )
         return raw
 
     def _decode(
@@ -245,6 +251,7 @@ class AnthropicMessagesModel:
                 f"{what} paused its turn (stop_reason {stop_reason!r}) with hosted tool search "
                 "work in progress; continuing such pauses is not supported: retry the request"
             )
+        _report_searches(records, names)
         sent = {**current, **{definition.name: definition for definition in replay.resent}}
         definitions = []
         for name in referenced:
@@ -292,3 +299,24 @@ class AnthropicMessagesModel:
         return ToolCallPart(
             call_id, tool_id, json.dumps(arguments if arguments is not None else {})
         )
+
+
+def _report_searches(records: list[Anchored], names: NameMap) -> None:
+    """Claude's hosted searches of one reply, as search rounds of the model call (already
+    validated: each result answers a search of the same reply)."""
+    queries: dict[str, str] = {}
+    for _, block in records:
+        if block.get("type") == "server_tool_use":
+            given = block.get("input") or {}
+            queries[str(block.get("id"))] = str(given.get("pattern", given.get("query", "")))
+            continue
+        content = block.get("content") or {}
+        error = None
+        if content.get("type") == "tool_search_tool_result_error":
+            error = str(content.get("error_code") or "error")
+        loaded = [
+            names.tool_id(str(ref.get("tool_name"))) or str(ref.get("tool_name"))
+            for ref in content.get("tool_references") or ()
+        ]
+        query = queries.get(str(block.get("tool_use_id")), "")
+        searched(query, loaded, executed_by="provider", error=error)

@@ -38,6 +38,7 @@ from agentgen.runtime.model_client import (
     ToolSearchUnsupportedError,
     Usage,
 )
+from agentgen.runtime.telemetry.spans import model_response
 
 __all__ = ["BedrockConverseModel"]
 
@@ -111,6 +112,9 @@ class BedrockConverseModel:
             raise ModelError(
                 f"{_PROVIDER}: the request for model {request.model!r} failed: {exc}"
             ) from exc
+        metadata = raw.get("ResponseMetadata") if isinstance(raw, dict) else None
+        request_id = metadata.get("RequestId") if isinstance(metadata, dict) else None
+        model_response("aws.bedrock", response_id=request_id)
         callable_ids = (
             set() if selection.choice.mode == "none" else {tool.id for tool in advertised}
         )

@@ -52,6 +52,7 @@ from agentgen.runtime.search.index import (
     SearchEntry,
     SearchIndex,
 )
+from agentgen.runtime.telemetry.spans import SearchRound, model_response
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -92,6 +93,8 @@ class OpenAIResponsesModel:
         )
         self.search_limit = search_limit
         self._provider = "openai on bedrock" if self.platform == "bedrock" else "openai"
+        #: The GenAI conventions' name of the provider (``gen_ai.provider.name``).
+        self.provider_name = "aws.bedrock" if self.platform == "bedrock" else "openai"
 
     @classmethod
     def bedrock(
@@ -125,6 +128,9 @@ class OpenAIResponsesModel:
                 f"{self._provider}: the request for model {model!r} failed: {exc}"
             ) from exc
         raw: dict[str, Any] = cast(Any, response).to_dict(mode="json", warnings=False)
+        model_response(
+            self.provider_name, response_id=raw.get("id"), response_model=raw.get("model")
+        )
         return raw
 
 
@@ -342,7 +348,10 @@ class _Invocation:
                 ],
                 self.adapter.search_ranking,
             )
-        hits = self._index.search(search.query, self.adapter.search_limit)
+        ranking = self.adapter.search_ranking
+        with SearchRound(search.query, executed_by="client", ranking=ranking) as span:
+            hits = self._index.search(search.query, self.adapter.search_limit)
+            span.found([hit.tool_id for hit in hits], [(hit.tool_id, hit.score) for hit in hits])
         return search_output(
             search.call_id, [self.current[self.names.name(hit.tool_id)] for hit in hits]
         )

@@ -5,6 +5,10 @@ advertised tool definitions (deferred ones flagged) to the model client register
 ``model_id``; the adapter does any tool search and returns ordinary tool calls. When the run
 answers a parent's agent-as-tool call with a structured result contract, the model is asked to
 answer with JSON matching it, and that JSON becomes the run's ``final_value``.
+
+Each model call is a ``chat {model}`` span (tokens, provider, finish reason), and each reply
+records its usage in its metadata (:data:`~agentgen.runtime.model_client.USAGE_METADATA_KEY`),
+so that a stored transcript still says what every reply cost.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import re
 
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.contracts.codecs import decode_exact
-from agentgen.runtime.model_client import ModelRequest, ToolChoice
+from agentgen.runtime.model_client import USAGE_METADATA_KEY, ModelRequest, ToolChoice
+from agentgen.runtime.telemetry.spans import ChatCall
 
 __all__ = ["ModelPlanner"]
 
@@ -53,17 +58,30 @@ class ModelPlanner:
 
     async def _plan(self, input: PlanInput, *, finalize: bool) -> PlanResult:
         client = input.agent.model(self.model_id)
-        response = await client.complete(
-            ModelRequest(
-                model=self.model,
-                messages=tuple(input.messages),
-                tools=input.agent.advertised_tools(),
-                tool_choice=ToolChoice("none" if finalize else "auto"),
-                max_tokens=self.max_tokens,
-                system=self._system(input),
+        run = input.run
+        with ChatCall(
+            self.model, agent_id=run.agent_id, run_id=run.run_id, max_tokens=self.max_tokens
+        ) as call:
+            response = await client.complete(
+                ModelRequest(
+                    model=self.model,
+                    messages=tuple(input.messages),
+                    tools=input.agent.advertised_tools(),
+                    tool_choice=ToolChoice("none" if finalize else "auto"),
+                    max_tokens=self.max_tokens,
+                    system=self._system(input),
+                )
             )
+            usage = response.usage
+            call.finished(usage.input_tokens, usage.output_tokens, response.stop_reason)
+        message = response.message.with_metadata(
+            USAGE_METADATA_KEY,
+            {
+                "model": self.model,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+            },
         )
-        message = response.message
         if message.tool_calls() or _structured_schema(input.run.result_schema_json) is None:
             return PlanResult(message)
         try:

@@ -42,6 +42,7 @@ from agentgen.runtime.registry.client import (
     ResolvedToolset,
     ToolCallMeta,
 )
+from agentgen.runtime.telemetry.spans import registry_retry
 
 if TYPE_CHECKING:
     import httpx2
@@ -240,7 +241,9 @@ class HttpRegistryClient:
                     f"registry {self.name!r} at {self.url}: {path} failed after "
                     f"{attempt + 1} attempt(s): {problem}",
                 )
-            await asyncio.sleep(self.retry.delay(attempt))
+            delay = self.retry.delay(attempt)
+            registry_retry(self.name, path, attempt + 1, problem, delay)
+            await asyncio.sleep(delay)
             attempt += 1
 
     async def _send(self, path: str, content: bytes, timeout: float) -> httpx2.Response:

@@ -181,7 +181,9 @@ class PlanningCatalog:
         registration = self._registration_of(registry)
         what = f"resolve registry {registry!r} toolset {name!r}"
         try:
-            resolved = await bounded(registration, registration.client.resolve_toolset(name))
+            resolved = await bounded(
+                registration, registration.client.resolve_toolset(name), "resolve", toolset=name
+            )
         except RegistryError as exc:
             if exc.code == "not_found":
                 raise SourceNotFoundError(
@@ -249,7 +251,9 @@ class PlanningCatalog:
             # One read lists the registry and resolves every toolset in it (answering
             # "unchanged" for the answers the client already holds).
             try:
-                found = checked_batch(await bounded(registration, client.resolve_toolsets()))
+                found = checked_batch(
+                    await bounded(registration, client.resolve_toolsets(), "resolve_toolsets")
+                )
             except Exception as exc:  # the client's failure, whatever it is: the read failed
                 raise RegistryReadError(
                     f"read registry {registry!r}: {describe(exc)}", transient=_transient(exc)
@@ -268,7 +272,7 @@ class PlanningCatalog:
                 await self._include(registry, name, "", deferred, resolved)
             return
         try:
-            names = checked_listing(await bounded(registration, client.list_toolsets()))
+            names = checked_listing(await bounded(registration, client.list_toolsets(), "list"))
         except Exception as exc:  # the client's failure, whatever it is: the read failed
             raise RegistryReadError(
                 f"list registry {registry!r}: {describe(exc)}", transient=_transient(exc)

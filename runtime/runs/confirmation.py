@@ -19,13 +19,14 @@ from typing import Any
 
 from agentgen.runtime.contracts.specs import ConfirmationSpec
 from agentgen.runtime.contracts.templates import TemplateLimitError, render_template
-from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
+from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer, Verdict
 
 __all__ = [
     "ConfirmationBudgetError",
     "ConfirmationError",
     "ConfirmationRequest",
     "Confirmer",
+    "Verdict",
     "denied_result",
     "prompt",
     "render",

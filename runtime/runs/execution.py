@@ -44,15 +44,17 @@ from agentgen.runtime.runs.host import AgentRegistration, RunHost
 from agentgen.runtime.runs.loop import run_call
 from agentgen.runtime.runs.registry_calls import bounded, describe, unavailable
 from agentgen.runtime.runs.requests import RunRequest
-from agentgen.runtime.runs.results import tool_error
+from agentgen.runtime.runs.results import outcome_of, tool_error
 from agentgen.runtime.runs.steps import (
     Admission,
     ChildOutcome,
     ConfirmationDecision,
     ConfirmationRequest,
+    Confirmer,
     Prepared,
     Route,
 )
+from agentgen.runtime.telemetry.spans import Confirmation, ToolExecution
 
 __all__ = [
     "MAX_OVERLOAD_RETRIES",
@@ -62,6 +64,7 @@ __all__ = [
     "agent_result",
     "await_outcome",
     "call_executor",
+    "decide",
     "deny",
     "execute",
     "prepare",
@@ -94,11 +97,7 @@ class LocalCallSteps:
     async def confirm(self, request: ConfirmationRequest) -> ConfirmationDecision:
         confirmer = self.context.host.confirmer
         assert confirmer is not None  # prepare ends calls nobody can confirm
-        try:
-            approved = await confirmer(request)
-        except Exception as exc:  # the application's confirmer failed: the call did not run
-            return ConfirmationDecision(error=f"{type(exc).__name__}: {exc}")
-        return ConfirmationDecision(approved=bool(approved))
+        return await decide(confirmer, request)
 
     async def deny(self, accepted: AcceptedCall, arguments: Any) -> ToolResultPart:
         return deny(accepted, arguments)
@@ -118,6 +117,27 @@ class LocalCallSteps:
 
     async def agent_result(self, accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:
         return agent_result(accepted, child)
+
+
+async def decide(confirmer: Confirmer, request: ConfirmationRequest) -> ConfirmationDecision:
+    """Ask ``confirmer`` about ``request``, as a confirmation span where the decision is made
+    (a run's process in memory; the process that waits for a durable run on Temporal)."""
+    with Confirmation(
+        request.tool_id,
+        request.tool_call_id,
+        agent_id=request.agent_id,
+        run_id=request.run_id,
+        prompt=request.prompt,
+    ) as span:
+        try:
+            answer = await confirmer(request)
+        except Exception as exc:  # the application's confirmer failed: the call did not run
+            error = f"{type(exc).__name__}: {exc}"
+            span.decided("failed", error=error)
+            return ConfirmationDecision(error=error)
+        decision, by = ConfirmationDecision.of(answer)
+        span.decided("approved" if decision.approved else "denied", by)
+        return decision
 
 
 async def execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
@@ -248,9 +268,29 @@ def _encode_result(accepted: AcceptedCall, value: Any) -> ToolResultPart:
     return ToolResultPart(call.call_id, call.tool_id, content)
 
 
+def _execution(context: ExecutionContext, accepted: AcceptedCall, route: Route) -> ToolExecution:
+    call, spec = accepted.call, accepted.spec
+    return ToolExecution(
+        spec.id,
+        call.call_id,
+        agent_id=context.run.agent_id,
+        run_id=context.run.run_id,
+        route=route,
+        toolset=spec.toolset,
+        arguments=call.arguments,
+    )
+
+
 async def call_executor(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
-    """Run a compiled tool through its toolset's executor; the result is validated against
-    the saved result contract."""
+    """Run a compiled tool through its toolset's executor (an ``execute_tool`` span); the
+    result is validated against the saved result contract."""
+    with _execution(context, accepted, "executor") as span:
+        part = await _call_executor(context, accepted)
+        span.finished(outcome_of(part), part.content)
+        return part
+
+
+async def _call_executor(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
     call, spec = accepted.call, accepted.spec
     payload = _payload(accepted)
     executor = context.registration.executors.get(spec.toolset)
@@ -300,6 +340,10 @@ async def admit(context: ExecutionContext, accepted: AcceptedCall) -> Admission:
                 meta=meta,
                 expected_registration_token=token,
             ),
+            "call",
+            toolset=binding.toolset,
+            tool=spec.id,
+            token=token,
         )
     except RegistryError as exc:
         return Admission(result=_registry_failure(call, spec.id, exc))
@@ -325,11 +369,21 @@ async def await_outcome(
     context: ExecutionContext, accepted: AcceptedCall, ref: CallRef
 ) -> ToolResultPart:
     """Wait for an admitted call's outcome on the result stream (retrying, with the same
-    admission, while the provider is overloaded), validated against the saved result contract.
+    admission, while the provider is overloaded), validated against the saved result contract:
+    the ``execute_tool`` span of a registry tool, which its provider runs meanwhile.
 
     Waiting can be repeated: the stream answers for the admitted call, however often it is
     asked, so a durable engine may wait again on another worker after losing one.
     """
+    with _execution(context, accepted, "registry") as span:
+        part = await _await_outcome(context, accepted, ref)
+        span.finished(outcome_of(part), part.content)
+        return part
+
+
+async def _await_outcome(
+    context: ExecutionContext, accepted: AcceptedCall, ref: CallRef
+) -> ToolResultPart:
     call, spec, binding = accepted.call, accepted.spec, accepted.binding
     assert binding is not None
     registration = context.host.registry(binding.registry)
@@ -350,7 +404,12 @@ async def await_outcome(
                     "call did not run",
                 )
             retried = await bounded(
-                registration, client.retry_tool(ref, expected_registration_token=token)
+                registration,
+                client.retry_tool(ref, expected_registration_token=token),
+                "retry",
+                toolset=binding.toolset,
+                tool=spec.id,
+                token=token,
             )
             if retried != ref:
                 return tool_error(

@@ -20,6 +20,7 @@ from agentgen.runtime.model_client import ModelClient
 from agentgen.runtime.registry.client import RegistryClient, ResultStream
 from agentgen.runtime.runs.confirmation import Confirmer
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+from agentgen.runtime.telemetry.config import Telemetry
 
 __all__ = ["AgentRegistration", "RegistryRegistration", "RegistrySettings", "RunHost"]
 
@@ -60,6 +61,11 @@ class RunHost(Protocol):
 
     @property
     def confirmer(self) -> Confirmer | None: ...
+
+    @property
+    def telemetry(self) -> Telemetry:
+        """What the application decided about spans, metrics and payloads."""
+        ...
 
     def agent(self, agent_id: str) -> AgentRegistration: ...
 

@@ -15,6 +15,8 @@ from agentgen.runtime.runs.loop import RunState, drive, outcome
 from agentgen.runtime.runs.plan_step import plan
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
 from agentgen.runtime.runs.steps import Planned, PlanTask
+from agentgen.runtime.telemetry.config import activated
+from agentgen.runtime.telemetry.spans import Run
 
 __all__ = ["LocalSteps", "run_agent"]
 
@@ -30,8 +32,21 @@ class LocalSteps(LocalCallSteps):
 
 
 async def run_agent(host: RunHost, request: RunRequest) -> RunOutcome:
+    """Run an agent to completion in process, as an ``invoke_agent`` span under the host's
+    telemetry."""
     registration = host.agent(request.agent_id)
     state: RunState[AcceptedCall] = RunState.start(request, request.run_id or uuid.uuid4().hex)
     steps = LocalSteps(ExecutionContext(host, registration, state.run))
-    result = await drive(state, steps)
+    with (
+        activated(host.telemetry),
+        Run(
+            request.agent_id,
+            state.run.run_id,
+            engine="memory",
+            parent_run_id=request.parent_run_id,
+            parent_tool_call_id=request.parent_tool_call_id,
+        ) as span,
+    ):
+        result = await drive(state, steps)
+        span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
     return outcome(result, result.accepted)

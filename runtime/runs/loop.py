@@ -126,6 +126,8 @@ class RunState(Generic[A]):
     accepted_ids: list[str] = field(default_factory=list)
     #: Child runs started for agent tools, by tool call ID.
     children: dict[str, str] = field(default_factory=dict)
+    #: Planning activities started so far.
+    activities: int = 0
 
     @classmethod
     def start(cls, request: RunRequest, run_id: str) -> RunState[A]:
@@ -177,7 +179,9 @@ async def drive(state: RunState[A], steps: Steps[A]) -> RunResult[A]:
     agent = state.run.agent_id
     if not state.started:
         # The step checks the labels, the policies and the conversation's call IDs first.
-        planned = await steps.plan(PlanTask(state.run, state.policy, tuple(state.transcript)))
+        state.activities += 1
+        task = PlanTask(state.run, state.policy, tuple(state.transcript), activity=state.activities)
+        planned = await steps.plan(task)
         for index, message in enumerate(state.transcript):
             where = f"message {index} of the conversation"
             claim_call_ids(state.call_ids, agent, message.tool_calls(), where)
@@ -217,6 +221,7 @@ async def drive(state: RunState[A], steps: Steps[A]) -> RunResult[A]:
 
 
 def _resume(state: RunState[Any]) -> PlanTask:
+    state.activities += 1
     return PlanTask(
         state.run,
         state.policy,
@@ -225,6 +230,7 @@ def _resume(state: RunState[Any]) -> PlanTask:
         finalize=state.finalize,
         tool_results=state.tool_results,
         calls_made=state.calls,
+        activity=state.activities,
     )
 
 

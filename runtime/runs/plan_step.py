@@ -13,6 +13,7 @@ as a durable engine's activity (a worker's host is the application's own ``Runti
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
@@ -23,13 +24,27 @@ from agentgen.runtime.runs.catalog import PlanningCatalog, Refusal
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
 from agentgen.runtime.runs.policy import EffectivePolicy, merge, missing_labels
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError
-from agentgen.runtime.runs.results import tool_error
+from agentgen.runtime.runs.results import outcome_of, tool_error
 from agentgen.runtime.runs.steps import Decision, Limits, Planned, PlanTask
+from agentgen.runtime.telemetry.spans import Planning
+from agentgen.runtime.trace.events import loaded_tools
 
 __all__ = ["plan"]
 
 
 async def plan(host: RunHost, task: PlanTask) -> Planned[AcceptedCall]:
+    kind = "start" if task.start else "final" if task.finalize else "resume"
+    with Planning(task.run.agent_id, task.run.run_id, task.activity, kind) as span:
+        span.results([(r.tool_id, r.call_id, outcome_of(r)) for r in task.tool_results])
+        planned = await _plan(host, task, span)
+        calls = planned.message.tool_calls()
+        span.decided(len(calls), sum(1 for d in planned.decisions if d.accepted is not None))
+        if not calls:
+            span.answered(lambda: len(loaded_tools((*task.messages, planned.message))))
+        return planned
+
+
+async def _plan(host: RunHost, task: PlanTask, span: Planning) -> Planned[AcceptedCall]:
     registration = host.agent(task.run.agent_id)
     definition = registration.definition
     if task.start:
@@ -47,7 +62,9 @@ async def plan(host: RunHost, task: PlanTask) -> Planned[AcceptedCall]:
         for index, message in enumerate(task.messages):
             where = f"message {index} of the conversation"
             claim_call_ids(seen, definition.id, message.tool_calls(), where)
+    started = time.perf_counter()
     catalog = await _catalog(host, registration, task, policy)
+    span.catalog(time.perf_counter() - started, lambda: _counts(catalog))
     planner = registration.planner
     result: PlanResult
     if task.start:
@@ -82,6 +99,12 @@ async def _catalog(
     if tools is not None and not task.finalize:
         await tools.resolve(catalog)
     return catalog
+
+
+def _counts(catalog: PlanningCatalog) -> tuple[int, int]:
+    """The activity's advertised tools, and how many of them are deferred."""
+    tools = catalog.advertised_tools()
+    return len(tools), sum(1 for tool in tools if tool.deferred)
 
 
 def _accept(

@@ -23,6 +23,7 @@ from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclarati
 from agentgen.runtime.contracts.fingerprint import HEX64
 from agentgen.runtime.registry.client import RegistryError, ResolvedToolset
 from agentgen.runtime.runs.host import RegistryRegistration
+from agentgen.runtime.telemetry.spans import RegistryRequest
 
 __all__ = [
     "MalformedReplyError",
@@ -60,8 +61,28 @@ def unavailable(exc: BaseException) -> bool:
     return isinstance(exc, OSError | RegistryTimeoutError | TimeoutError)
 
 
-async def bounded(registration: RegistryRegistration, request: Awaitable[T]) -> T:
-    """Await one registry request within the registry's timeout."""
+async def bounded(
+    registration: RegistryRegistration,
+    request: Awaitable[T],
+    operation: str = "request",
+    *,
+    toolset: str | None = None,
+    tool: str | None = None,
+    token: str | None = None,
+) -> T:
+    """Await one registry request within the registry's timeout, as a ``agentgen.registry.
+    {operation}`` span (a resolve records the version and token the registry answered)."""
+    with RegistryRequest(
+        registration.name, operation, toolset=toolset, tool=tool, token=token
+    ) as span:
+        result = await _bounded(registration, request)
+        if isinstance(result, ResolvedToolset) and isinstance(result.registration_token, str):
+            version = getattr(result.toolset, "version", None)
+            span.resolved(version if isinstance(version, str) else None, result.registration_token)
+        return result
+
+
+async def _bounded(registration: RegistryRegistration, request: Awaitable[T]) -> T:
     timeout = registration.timeout
     try:
         async with asyncio.timeout(timeout) as deadline:

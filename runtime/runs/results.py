@@ -15,7 +15,7 @@ from typing import Any
 from agentgen.runtime.contracts.codecs import FieldIssue
 from agentgen.runtime.messages import ToolCallPart, ToolResultPart
 
-__all__ = ["tool_error"]
+__all__ = ["outcome_of", "tool_error"]
 
 
 def tool_error(
@@ -27,3 +27,22 @@ def tool_error(
     return ToolResultPart(
         call.call_id, call.tool_id, json.dumps({"error": error}, ensure_ascii=False), True
     )
+
+
+def outcome_of(part: ToolResultPart) -> str:
+    """How a call ended, as telemetry and logs name it: ``ok``, ``denied`` (a confirmation
+    said no), or the kind of the tool error the model was told (``tool_failed``,
+    ``not_permitted``, ...)."""
+    if not part.is_error:
+        return "ok"
+    try:
+        value = json.loads(part.content)
+    except ValueError:
+        return "error"
+    if isinstance(value, dict):
+        error = value.get("error")
+        if isinstance(error, dict) and isinstance(error.get("kind"), str):
+            return str(error["kind"])
+        if "denied" in value:
+            return "denied"
+    return "error"

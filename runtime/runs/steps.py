@@ -40,6 +40,7 @@ __all__ = [
     "Planned",
     "Prepared",
     "Route",
+    "Verdict",
 ]
 
 A = TypeVar("A")
@@ -70,6 +71,8 @@ class PlanTask:
     finalize: bool = False
     tool_results: tuple[ToolResultPart, ...] = ()
     calls_made: int = 0
+    #: Which planning activity of the run this is (1 for the first; telemetry reports it).
+    activity: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,18 @@ class ConfirmationRequest:
     arguments: Mapping[str, Any]
 
 
-#: Decides a confirmation: True runs the tool, False answers with the denied-result template.
-Confirmer = Callable[[ConfirmationRequest], Awaitable[bool]]
+@dataclass(frozen=True)
+class Verdict:
+    """A confirmer's decision that also says who made it (``by``: a person, a policy...),
+    recorded on the confirmation's span and log line. A confirmer may return a plain bool."""
+
+    approved: bool
+    by: str | None = None
+
+
+#: Decides a confirmation: True runs the tool, False answers with the denied-result template
+#: (or a :class:`Verdict`, which also names who decided).
+Confirmer = Callable[[ConfirmationRequest], Awaitable[bool | Verdict]]
 
 
 @dataclass(frozen=True)
@@ -136,6 +149,13 @@ class ConfirmationDecision:
 
     approved: bool = False
     error: str = ""
+
+    @classmethod
+    def of(cls, answer: bool | Verdict) -> tuple[ConfirmationDecision, str | None]:
+        """The decision a confirmer's answer makes, and who made it (if it says)."""
+        if isinstance(answer, Verdict):
+            return cls(approved=bool(answer.approved)), answer.by
+        return cls(approved=bool(answer)), None
 
 
 @dataclass(frozen=True)

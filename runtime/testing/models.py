@@ -18,7 +18,9 @@ from typing import Any
 
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse, ToolDefinition, Usage
-from agentgen.runtime.search.index import SearchEntry, SearchIndex
+from agentgen.runtime.search.index import DEFAULT_RANKING, SearchEntry, SearchIndex
+from agentgen.runtime.telemetry.spans import SearchRound
+from agentgen.runtime.trace.events import TESTING_SEARCH_KEY
 
 __all__ = [
     "METADATA_KEY",
@@ -34,7 +36,7 @@ __all__ = [
 
 #: Where a response's searches are recorded in the assistant message's metadata: a list of
 #: ``{"query": ..., "loaded": [tool IDs]}``.
-METADATA_KEY = "agentgen.testing.search"
+METADATA_KEY = TESTING_SEARCH_KEY
 
 
 class ScriptError(AssertionError):
@@ -161,8 +163,11 @@ class _SearchingModel:
 
     def _search(self, request: ModelRequest, search: Search) -> dict[str, Any]:
         deferred = [t for t in request.tools if t.deferred]
-        index = SearchIndex([SearchEntry(t.id, t.search) for t in deferred])
-        hits = [hit.tool_id for hit in index.search(search.query, search.limit)]
+        with SearchRound(search.query, executed_by="client", ranking=DEFAULT_RANKING) as span:
+            index = SearchIndex([SearchEntry(t.id, t.search) for t in deferred])
+            ranked = index.search(search.query, search.limit)
+            hits = [hit.tool_id for hit in ranked]
+            span.found(hits, [(hit.tool_id, hit.score) for hit in ranked])
         self.loaded.update(hits)
         self.searches.append((search.query, hits))
         return {"query": search.query, "loaded": hits}

@@ -36,6 +36,7 @@ from agentgen.runtime.runs.execution import ExecutionContext
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.plan_step import plan
 from agentgen.runtime.runs.steps import Admission, Decision, Planned, PlanTask, Prepared
+from agentgen.runtime.telemetry.config import activated
 
 __all__ = ["RunActivities"]
 
@@ -59,9 +60,13 @@ async def _heartbeating(work: Awaitable[T]) -> T:
         beating.cancel()
 
 
-async def _step(work: Callable[[], Awaitable[T]]) -> T:
+async def _step(host: RunHost, work: Callable[[], Awaitable[T]]) -> T:
+    """Run a step under the host's telemetry (its spans hang under the SDK's ``RunActivity``
+    span, which links them to the workflow); a retried attempt does not count again what the
+    first one counted."""
     try:
-        return await _heartbeating(work())
+        with activated(host.telemetry, attempt=activity.info().attempt):
+            return await _heartbeating(work())
     except asyncio.CancelledError:
         raise
     except Exception as exc:
@@ -102,7 +107,7 @@ class RunActivities:
             )
             return Planned(planned.message, planned.final_value, decisions, planned.limits)
 
-        return await _step(work)
+        return await _step(self.host, work)
 
     @activity.defn(name=ACTIVITY_NAMES["prepare"])
     async def prepare(self, task: CallTask) -> Prepared:
@@ -110,7 +115,7 @@ class RunActivities:
             context, accepted = self._restore(task)
             return execution.prepare(context, accepted, confirmable=task.confirmable)
 
-        return await _step(work)
+        return await _step(self.host, work)
 
     @activity.defn(name=ACTIVITY_NAMES["deny"])
     async def deny(self, task: DenyTask) -> ToolResultPart:
@@ -118,7 +123,7 @@ class RunActivities:
             _, accepted = self._restore(task.task)
             return execution.deny(accepted, task.arguments)
 
-        return await _step(work)
+        return await _step(self.host, work)
 
     @activity.defn(name=ACTIVITY_NAMES["execute"])
     async def execute(self, task: CallTask) -> ToolResultPart:
@@ -126,7 +131,7 @@ class RunActivities:
             context, accepted = self._restore(task)
             return await execution.call_executor(context, accepted)
 
-        return await _step(work)
+        return await _step(self.host, work)
 
     @activity.defn(name=ACTIVITY_NAMES["admit"])
     async def admit(self, task: CallTask) -> Admission:
@@ -134,7 +139,7 @@ class RunActivities:
             context, accepted = self._restore(task)
             return await execution.admit(context, accepted)
 
-        return await _step(work)
+        return await _step(self.host, work)
 
     @activity.defn(name=ACTIVITY_NAMES["await_outcome"])
     async def await_outcome(self, task: AwaitTask) -> ToolResultPart:
@@ -142,7 +147,7 @@ class RunActivities:
             context, accepted = self._restore(task.task)
             return await execution.await_outcome(context, accepted, task.ref)
 
-        return await _step(work)
+        return await _step(self.host, work)
 
     @activity.defn(name=ACTIVITY_NAMES["agent_result"])
     async def agent_result(self, task: ResultTask) -> ToolResultPart:
@@ -150,4 +155,4 @@ class RunActivities:
             _, accepted = self._restore(task.task)
             return execution.agent_result(accepted, task.child)
 
-        return await _step(work)
+        return await _step(self.host, work)

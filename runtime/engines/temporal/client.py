@@ -5,6 +5,12 @@ starts the run as a workflow on the task queue, decides its confirmations with t
 own confirmer, and returns the same ``RunOutcome`` (or raises the same error) the in-memory
 engine would. Workers (``agentgen worker``) run the workflow and its activities.
 
+Spans link across the client, the workflow and its activities through the SDK's
+``TracingInterceptor``, which the engine adds to its client (and workers to theirs) unless
+the client already traces: ``run`` is the run's ``invoke_agent`` span, the steps' spans (planning,
+model calls, tool executions, registry requests) hang under the activities that ran them, and
+a confirmation's span is where it was decided.
+
 For runs that outlive the process that started them, the engine also starts a run without
 waiting (:meth:`TemporalEngine.start`), waits for one (:meth:`~TemporalEngine.result`), lists
 and decides its pending confirmations (:meth:`~TemporalEngine.pending_confirmations`,
@@ -27,6 +33,11 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
+from temporalio.contrib.opentelemetry import (
+    OpenTelemetryInterceptor,
+    OpenTelemetryPlugin,
+    TracingInterceptor,
+)
 from temporalio.exceptions import ApplicationError, CancelledError, TemporalError
 
 from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, data_converter
@@ -35,10 +46,13 @@ from agentgen.runtime.engines.temporal.settings import TemporalSettings
 from agentgen.runtime.engines.temporal.wire import Decide, RunInput, RunStatus, WorkflowResult
 from agentgen.runtime.engines.temporal.workflow import DECIDE_UPDATE, STATUS_QUERY, WORKFLOW_NAME
 from agentgen.runtime.runs.accepted import AcceptedCall
+from agentgen.runtime.runs.execution import decide
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.loop import outcome
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
 from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
+from agentgen.runtime.telemetry.config import activated
+from agentgen.runtime.telemetry.spans import Confirmation, Run
 
 __all__ = ["DEFAULT_ADDRESS", "RunCancelledError", "TemporalEngine", "agentgen_client"]
 
@@ -47,13 +61,36 @@ DEFAULT_ADDRESS = "127.0.0.1:7233"
 _QUERY_TIMEOUT = timedelta(seconds=5)
 
 
+def _traces(interceptor: object) -> bool:
+    return isinstance(interceptor, TracingInterceptor | OpenTelemetryInterceptor)
+
+
 def agentgen_client(client: Client) -> Client:
-    """``client`` with agentgen's data converter (the same connection, namespace, plugins
-    and interceptors)."""
-    if client.data_converter.payload_converter_class is AgentgenPayloadConverter:
-        return client
+    """``client`` with agentgen's data converter and OpenTelemetry context propagation (the
+    SDK's ``TracingInterceptor``, unless the client already traces), on the same connection,
+    namespace, plugins and interceptors."""
     config = client.config()
-    config["data_converter"] = data_converter()
+    changed = False
+    if client.data_converter.payload_converter_class is not AgentgenPayloadConverter:
+        config["data_converter"] = data_converter()
+        changed = True
+    interceptors = list(config.get("interceptors") or ())
+    plugins = config.get("plugins") or ()
+    traced = any(_traces(i) for i in interceptors) or any(
+        isinstance(p, OpenTelemetryPlugin) for p in plugins
+    )
+    if not traced:
+        config["interceptors"] = [*interceptors, TracingInterceptor()]
+        changed = True
+    return Client(**config) if changed else client
+
+
+def _untraced(client: Client) -> Client:
+    """The same client without tracing: for the status polls that wait for confirmations,
+    which would otherwise add a span to the run's trace every poll interval."""
+    config = client.config()
+    interceptors = list(config.get("interceptors") or ())
+    config["interceptors"] = [i for i in interceptors if not isinstance(i, TracingInterceptor)]
     return Client(**config)
 
 
@@ -86,6 +123,7 @@ class TemporalEngine:
         self.settings = settings or TemporalSettings()
         self.poll_interval = poll_interval
         self._client = agentgen_client(client) if client is not None else None
+        self._quiet: Client | None = None
         self._connecting: asyncio.Lock | None = None
 
     async def client(self) -> Client:
@@ -96,21 +134,48 @@ class TemporalEngine:
             async with self._connecting:
                 if self._client is None:
                     self._client = await Client.connect(
-                        self.address, namespace=self.namespace, data_converter=data_converter()
+                        self.address,
+                        namespace=self.namespace,
+                        data_converter=data_converter(),
+                        interceptors=[TracingInterceptor()],
                     )
         return self._client
+
+    async def _polling_client(self) -> Client:
+        if self._quiet is None:
+            self._quiet = _untraced(await self.client())
+        return self._quiet
 
     # ------------------------------------------------------------------ the Engine seam
 
     async def run(self, host: RunHost, request: RunRequest) -> RunOutcome:
-        return await self._wait(host, await self._start(host, request), decide=True)
+        request = replace(request, run_id=request.run_id or uuid.uuid4().hex)
+        with (
+            activated(host.telemetry),
+            Run(
+                request.agent_id,
+                request.run_id,
+                engine="temporal",
+                parent_run_id=request.parent_run_id,
+                parent_tool_call_id=request.parent_tool_call_id,
+            ) as span,
+        ):
+            result = await self._wait(host, await self._start(host, request), decide=True)
+            span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
+        return result
 
     # ------------------------------------------------------------------ durable runs
 
     async def start(self, host: RunHost, request: RunRequest) -> str:
         """Start a run without waiting for it; returns its run ID (``request.run_id``, or a
-        new one). The agent must be registered on the host (and on the workers)."""
-        handle = await self._start(host, request)
+        new one). The agent must be registered on the host (and on the workers). The run's
+        ``invoke_agent`` span ends once the run started; the workflow's spans hang under it."""
+        request = replace(request, run_id=request.run_id or uuid.uuid4().hex)
+        with (
+            activated(host.telemetry),
+            Run(request.agent_id, request.run_id, engine="temporal"),
+        ):
+            handle = await self._start(host, request)
         return handle.id
 
     async def _start(
@@ -137,7 +202,8 @@ class TemporalEngine:
         without, they wait for :meth:`confirm` (from this process or any other)."""
         client = await self.client()
         handle = client.get_workflow_handle(run_id, result_type=WorkflowResult)
-        return await self._wait(host, handle, decide=decide)
+        with activated(host.telemetry):
+            return await self._wait(host, handle, decide=decide)
 
     async def _wait(
         self, host: RunHost, handle: WorkflowHandle[Any, WorkflowResult], *, decide: bool
@@ -162,11 +228,22 @@ class TemporalEngine:
         """The confirmations a run and its running child runs wait for."""
         return [request for _, request in await self._pending(run_id)]
 
-    async def confirm(self, run_id: str, tool_call_id: str, approved: bool) -> None:
-        """Decide a pending confirmation of a run (or of one of its child runs)."""
+    async def confirm(
+        self, run_id: str, tool_call_id: str, approved: bool, *, by: str | None = None
+    ) -> None:
+        """Decide a pending confirmation of a run (or of one of its child runs); ``by`` (who
+        decided) is recorded on the confirmation's span."""
         for workflow_id, request in await self._pending(run_id):
             if request.tool_call_id == tool_call_id:
-                await self._decide(workflow_id, Decide(tool_call_id, approved))
+                with Confirmation(
+                    request.tool_id,
+                    tool_call_id,
+                    agent_id=request.agent_id,
+                    run_id=request.run_id,
+                    prompt=request.prompt,
+                ) as span:
+                    await self._decide(workflow_id, Decide(tool_call_id, approved))
+                    span.decided("approved" if approved else "denied", by)
                 return
         raise LookupError(f"run {run_id!r} has no confirmation pending for {tool_call_id!r}")
 
@@ -178,7 +255,7 @@ class TemporalEngine:
     # ------------------------------------------------------------------ confirmations
 
     async def _status(self, workflow_id: str) -> RunStatus | None:
-        client = await self.client()
+        client = await self._polling_client()
         handle: WorkflowHandle[object, object] = client.get_workflow_handle(workflow_id)
         try:
             status: RunStatus = await handle.query(
@@ -209,13 +286,9 @@ class TemporalEngine:
         seen: set[tuple[str, str]] = set()
         deciding: set[asyncio.Task[None]] = set()
 
-        async def decide(workflow_id: str, request: ConfirmationRequest) -> None:
-            try:
-                approved = await confirmer(request)
-            except Exception as exc:  # the application's confirmer failed: the call won't run
-                decision = Decide(request.tool_call_id, error=f"{type(exc).__name__}: {exc}")
-            else:
-                decision = Decide(request.tool_call_id, approved=bool(approved))
+        async def deliver(workflow_id: str, request: ConfirmationRequest) -> None:
+            decided = await decide(confirmer, request)  # the confirmation's span
+            decision = Decide(request.tool_call_id, decided.approved, decided.error)
             while True:  # the same decision until it is delivered (the confirmer decided once)
                 try:
                     await self._decide(workflow_id, decision)
@@ -232,7 +305,7 @@ class TemporalEngine:
                     key = (workflow_id, request.tool_call_id)
                     if key not in seen:
                         seen.add(key)
-                        task = asyncio.create_task(decide(workflow_id, request))
+                        task = asyncio.create_task(deliver(workflow_id, request))
                         deciding.add(task)
                         task.add_done_callback(deciding.discard)
                 await asyncio.sleep(self.poll_interval)

@@ -1,0 +1,49 @@
+"""``agentgen trace``: a stored transcript's run, step by step, for people.
+
+Reads a transcript stored with ``agentgen.runtime.transcript.dumps`` (a JSON list of messages,
+search records and usage included) and prints the trace ``agentgen.runtime.trace`` renders:
+the searches and what they loaded, each call with its arguments and result, the answer and
+what each model response cost.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+import click
+
+__all__ = ["trace"]
+
+
+@click.command("trace")
+@click.argument("transcript", type=click.File("r", encoding="utf-8"))
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Style the trace (default: on a terminal only).",
+)
+def trace(transcript: TextIO, color: bool | None) -> None:
+    """Print the run stored in TRANSCRIPT (a JSON transcript; - reads standard input).
+
+    \b
+    Example:
+      agentgen trace transcript.json
+    """
+    from agentgen.runtime.trace import TraceError, print_trace
+    from agentgen.runtime.transcript import loads
+
+    name = transcript.name
+    try:
+        messages = loads(transcript.read())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise click.ClickException(
+            f"{name}: not a stored transcript ({exc}); write one with "
+            "agentgen.runtime.transcript.dumps(outcome.transcript)"
+        ) from None
+    try:
+        print_trace(messages, file=sys.stdout, color=color)
+    except TraceError as exc:
+        raise click.ClickException(f"{name}: {exc}") from None
+    except ImportError as exc:  # rich, the optional renderer
+        raise click.ClickException(str(exc)) from None

@@ -1,0 +1,747 @@
+"""What the runtime reports as a run goes: one small handle per kind of operation.
+
+Each handle is a context manager around one operation (a run, a planning activity, a model
+call, a tool search round, a tool execution, a confirmation, a registry request): it opens the
+span, records the metrics when the operation ends, and logs through ``logging`` under
+``agentgen.*``. Call sites stay one ``with`` and one call that says how the operation ended.
+
+With telemetry disabled (``Telemetry(enabled=False)``) a handle does nothing at all; with no
+OpenTelemetry SDK installed the spans are the API's non-recording spans, and attributes that
+take work to compute (search hits, payloads) are computed only for a recording span.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import Any
+
+import opentelemetry.metrics._internal as _metrics_api
+import opentelemetry.trace as _trace_api
+from opentelemetry.environment_variables import (
+    OTEL_PYTHON_METER_PROVIDER,
+    OTEL_PYTHON_TRACER_PROVIDER,
+)
+from opentelemetry.metrics import NoOpMeterProvider, get_meter_provider
+from opentelemetry.trace import (
+    NoOpTracerProvider,
+    ProxyTracerProvider,
+    Span,
+    SpanKind,
+    Status,
+    StatusCode,
+    get_tracer_provider,
+)
+from opentelemetry.util.types import AttributeValue
+
+from agentgen.runtime.telemetry import instruments, names
+from agentgen.runtime.telemetry.config import active, first_attempt
+
+__all__ = [
+    "ChatCall",
+    "Confirmation",
+    "Planning",
+    "RegistryRequest",
+    "Run",
+    "SearchRound",
+    "ToolExecution",
+    "model_response",
+    "registry_retry",
+    "searched",
+]
+
+RUN_LOG = logging.getLogger("agentgen.run")
+PLAN_LOG = logging.getLogger("agentgen.plan")
+MODEL_LOG = logging.getLogger("agentgen.model")
+SEARCH_LOG = logging.getLogger("agentgen.search")
+TOOL_LOG = logging.getLogger("agentgen.tool")
+CONFIRM_LOG = logging.getLogger("agentgen.confirm")
+REGISTRY_LOG = logging.getLogger("agentgen.registry")
+
+Attributes = dict[str, AttributeValue]
+
+
+def _error_type(exc: BaseException) -> str:
+    """A low-cardinality name for a failure: a registry's error code, else the type name."""
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) and code else type(exc).__name__
+
+
+#: Providers that record nothing: the API's defaults before an SDK is installed.
+_SILENT_TRACERS = (ProxyTracerProvider, NoOpTracerProvider)
+#: A provider named by the environment is loaded on first use (read once: start-up config).
+_FROM_ENVIRONMENT = {
+    name: name in os.environ for name in (OTEL_PYTHON_TRACER_PROVIDER, OTEL_PYTHON_METER_PROVIDER)
+}
+
+
+class _Seen:
+    """Whether a recording provider was seen: the API takes one once per process, for good."""
+
+    tracing = False
+    metering = False
+
+
+def _unset(module: object, attribute: str, variable: str) -> bool:
+    """Whether the API's global provider is certainly not set yet. The public getters consult
+    the environment on every call (a microsecond each, a dozen times per run); the API's own
+    module attribute says the same for nothing. Should that private attribute go, the public
+    getter decides."""
+    return getattr(module, attribute, False) is None and not _FROM_ENVIRONMENT[variable]
+
+
+def _tracing() -> bool:
+    """Whether spans can be recorded: an SDK (or another implementation) is the global tracer
+    provider. Without one, no span is started at all: a non-recording span would cost
+    microseconds for nothing (the current context, and any trace context propagated from
+    upstream with it, stays as it is)."""
+    if _Seen.tracing:
+        return True
+    if _unset(_trace_api, "_TRACER_PROVIDER", OTEL_PYTHON_TRACER_PROVIDER):
+        return False
+    _Seen.tracing = not isinstance(get_tracer_provider(), _SILENT_TRACERS)
+    return _Seen.tracing
+
+
+def _metering() -> bool:
+    """Whether metrics can be recorded: a meter provider other than the API's defaults (the
+    proxy handed out before one is set, whose class is private to the API, and the no-op
+    one)."""
+    if _Seen.metering:
+        return True
+    if _unset(_metrics_api, "_METER_PROVIDER", OTEL_PYTHON_METER_PROVIDER):
+        return False
+    provider = get_meter_provider()
+    _Seen.metering = not (
+        isinstance(provider, NoOpMeterProvider) or type(provider).__name__ == "_ProxyMeterProvider"
+    )
+    return _Seen.metering
+
+
+class _Operation:
+    """One span, made current while the operation runs."""
+
+    __slots__ = ("_cm", "_started", "metering", "on", "recording", "span", "tracing")
+
+    name: str
+    kind: SpanKind = SpanKind.INTERNAL
+
+    def __init__(self) -> None:
+        on = self.on = active().enabled
+        self.tracing = on and (_Seen.tracing or _tracing())
+        self.metering = on and (_Seen.metering or _metering())
+        self.recording = False
+        self.span: Span | None = None
+
+    def attributes(self) -> Attributes:
+        return {}
+
+    def __enter__(self) -> Any:
+        if self.on:
+            self._started = time.perf_counter()
+        if self.tracing:
+            self._cm = instruments.TRACER.start_as_current_span(
+                self.span_name(),
+                kind=self.kind,
+                attributes=self.attributes(),
+                record_exception=False,
+                set_status_on_exception=False,
+            )
+            self.span = self._cm.__enter__()
+            self.recording = self.span.is_recording()
+        return self
+
+    def span_name(self) -> str:
+        return self.name
+
+    def set(self, key: str, value: AttributeValue | None) -> None:
+        if self.recording and value is not None:
+            assert self.span is not None
+            self.span.set_attribute(key, value)
+
+    def fail(self, error_type: str, description: str) -> None:
+        """Mark the operation as failed (an outcome, not an exception)."""
+        if self.recording:
+            assert self.span is not None
+            self.span.set_attribute(names.ERROR_TYPE, error_type)
+            self.span.set_status(Status(StatusCode.ERROR, description))
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._started
+
+    def closing(self, exc: BaseException | None) -> None:
+        """Called when the operation ends (before its span does)."""
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self.on:
+            return
+        try:
+            if exc is not None and self.recording:
+                assert self.span is not None
+                self.span.record_exception(exc)
+                self.fail(_error_type(exc), f"{type(exc).__name__}: {exc}")
+            self.closing(exc)
+        finally:
+            if self.tracing:
+                self._cm.__exit__(exc_type, exc, tb)
+
+
+# --- runs ------------------------------------------------------------------------------------
+
+
+class Run(_Operation):
+    """A run of one agent (``invoke_agent {agent}``), child runs included."""
+
+    __slots__ = ("agent_id", "engine", "parent_run_id", "parent_tool_call_id", "run_id")
+
+    def __init__(
+        self,
+        agent_id: str,
+        run_id: str,
+        *,
+        engine: str,
+        parent_run_id: str | None = None,
+        parent_tool_call_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.engine = engine
+        self.parent_run_id = parent_run_id
+        self.parent_tool_call_id = parent_tool_call_id
+
+    def span_name(self) -> str:
+        return f"invoke_agent {self.agent_id}"
+
+    def attributes(self) -> Attributes:
+        found: Attributes = {
+            names.OPERATION: "invoke_agent",
+            names.AGENT_ID: self.agent_id,
+            names.AGENT_NAME: self.agent_id,
+            names.CONVERSATION_ID: self.run_id,
+            names.RUN_ID: self.run_id,
+            names.ENGINE: self.engine,
+        }
+        if self.parent_run_id:
+            found[names.PARENT_RUN_ID] = self.parent_run_id
+        if self.parent_tool_call_id:
+            found[names.PARENT_TOOL_CALL_ID] = self.parent_tool_call_id
+        return found
+
+    def __enter__(self) -> Run:
+        super().__enter__()
+        if self.on:
+            RUN_LOG.info(
+                "run %s: agent %s started%s",
+                self.run_id,
+                self.agent_id,
+                f" (child of run {self.parent_run_id})" if self.parent_run_id else "",
+            )
+        return self
+
+    def finished(self, *, tool_calls: int, child_runs: int) -> None:
+        if not self.on:
+            return
+        self.set(names.RUN_TOOL_CALLS, tool_calls)
+        self.set(names.RUN_CHILD_RUNS, child_runs)
+        RUN_LOG.info(
+            "run %s: agent %s answered after %d tool call(s) in %.3f s",
+            self.run_id,
+            self.agent_id,
+            tool_calls,
+            self.elapsed(),
+        )
+
+    def closing(self, exc: BaseException | None) -> None:
+        if exc is not None and not isinstance(exc, GeneratorExit):
+            RUN_LOG.warning(
+                "run %s: agent %s failed: %s: %s",
+                self.run_id,
+                self.agent_id,
+                type(exc).__name__,
+                exc,
+            )
+
+
+# --- planning --------------------------------------------------------------------------------
+
+_PLANNING: ContextVar[Planning | None] = ContextVar("agentgen_planning", default=None)
+
+
+class Planning(_Operation):
+    """One planning activity (``plan {agent}``): its catalog, its model calls and their search
+    rounds, and what it decided."""
+
+    __slots__ = ("_token", "activity", "agent_id", "kind_", "run_id", "search_rounds")
+
+    def __init__(self, agent_id: str, run_id: str, activity: int, kind: str) -> None:
+        super().__init__()
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.activity = activity
+        self.kind_ = kind
+        self.search_rounds = 0
+
+    def span_name(self) -> str:
+        return f"plan {self.agent_id}"
+
+    def attributes(self) -> Attributes:
+        return {
+            names.OPERATION: "plan",
+            names.AGENT_ID: self.agent_id,
+            names.AGENT_NAME: self.agent_id,
+            names.RUN_ID: self.run_id,
+            names.PLAN_ACTIVITY: self.activity,
+            names.PLAN_KIND: self.kind_,
+        }
+
+    def __enter__(self) -> Planning:
+        super().__enter__()
+        if self.on:
+            self._token: Token[Planning | None] = _PLANNING.set(self)
+        return self
+
+    def results(self, results: Sequence[tuple[str, str, str]]) -> None:
+        """The previous round's results the planner reads now, as (tool ID, call ID, outcome):
+        one event each, and the tool-call counter (once, on a step's first attempt)."""
+        if not self.on or not results:
+            return
+        if self.recording:
+            assert self.span is not None
+            for tool_id, call_id, outcome in results:
+                self.span.add_event(
+                    "agentgen.tool.result",
+                    {
+                        names.TOOL_NAME: tool_id,
+                        names.TOOL_CALL_ID: call_id,
+                        names.TOOL_OUTCOME: outcome,
+                    },
+                )
+        if self.metering and first_attempt():
+            for tool_id, _, outcome in results:
+                instruments.TOOL_CALLS.add(
+                    1,
+                    {
+                        names.AGENT_ID: self.agent_id,
+                        names.TOOL_NAME: tool_id,
+                        names.TOOL_OUTCOME: outcome,
+                    },
+                )
+
+    def catalog(self, seconds: float, tools: Callable[[], tuple[int, int]]) -> None:
+        """The activity's catalog was built in ``seconds``; ``tools()`` counts its advertised
+        tools and the deferred ones (asked only for a recording span)."""
+        if self.metering:
+            instruments.CATALOG_BUILD.record(seconds, {names.AGENT_ID: self.agent_id})
+        if self.recording:
+            advertised, deferred = tools()
+            self.set(names.PLAN_TOOLS, advertised)
+            self.set(names.PLAN_DEFERRED_TOOLS, deferred)
+
+    def decided(self, calls: int, accepted: int) -> None:
+        self.set(names.PLAN_CALLS, calls)
+        self.set(names.PLAN_ACCEPTED, accepted)
+        if self.on:
+            PLAN_LOG.debug(
+                "run %s: planning activity %d of agent %s: %d call(s), %d accepted",
+                self.run_id,
+                self.activity,
+                self.agent_id,
+                calls,
+                accepted,
+            )
+
+    def answered(self, tools_loaded: Callable[[], int]) -> None:
+        """The planner answered without calls: the run ends with this activity."""
+        if self.metering:
+            instruments.TOOLS_LOADED.record(tools_loaded(), {names.AGENT_ID: self.agent_id})
+
+    def closing(self, exc: BaseException | None) -> None:
+        _PLANNING.reset(self._token)
+        self.set(names.PLAN_SEARCH_ROUNDS, self.search_rounds)
+        if exc is None and self.metering:
+            instruments.SEARCH_ROUNDS.record(self.search_rounds, {names.AGENT_ID: self.agent_id})
+
+
+# --- model calls -----------------------------------------------------------------------------
+
+_CHAT: ContextVar[ChatCall | None] = ContextVar("agentgen_chat", default=None)
+
+
+class ChatCall(_Operation):
+    """One model call (``chat {model}``). The model client says which provider answered
+    (:func:`model_response`); an adapter's search rounds are its children."""
+
+    __slots__ = ("_token", "agent_id", "max_tokens", "model", "provider", "run_id")
+
+    kind = SpanKind.CLIENT
+
+    def __init__(
+        self, model: str, *, agent_id: str | None, run_id: str | None, max_tokens: int | None
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.max_tokens = max_tokens
+        self.provider: str | None = None
+
+    def span_name(self) -> str:
+        return f"chat {self.model}"
+
+    def attributes(self) -> Attributes:
+        found: Attributes = {names.OPERATION: "chat", names.REQUEST_MODEL: self.model}
+        if self.max_tokens is not None:
+            found[names.REQUEST_MAX_TOKENS] = self.max_tokens
+        if self.agent_id:
+            found[names.AGENT_ID] = self.agent_id
+        if self.run_id:
+            found[names.CONVERSATION_ID] = self.run_id
+            found[names.RUN_ID] = self.run_id
+        return found
+
+    def __enter__(self) -> ChatCall:
+        super().__enter__()
+        if self.on:
+            self._token: Token[ChatCall | None] = _CHAT.set(self)
+        return self
+
+    def _metric_attributes(self) -> Attributes:
+        found: Attributes = {names.OPERATION: "chat", names.REQUEST_MODEL: self.model}
+        if self.provider:
+            found[names.PROVIDER] = self.provider
+        if self.agent_id:
+            found[names.AGENT_ID] = self.agent_id
+        return found
+
+    def finished(self, input_tokens: int, output_tokens: int, finish_reason: str | None) -> None:
+        if not self.on:
+            return
+        self.set(names.INPUT_TOKENS, input_tokens)
+        self.set(names.OUTPUT_TOKENS, output_tokens)
+        if finish_reason:
+            self.set(names.FINISH_REASONS, [finish_reason])
+        if self.metering:
+            attributes = self._metric_attributes()
+            instruments.TOKEN_USAGE.record(input_tokens, {**attributes, names.TOKEN_TYPE: "input"})
+            instruments.TOKEN_USAGE.record(
+                output_tokens, {**attributes, names.TOKEN_TYPE: "output"}
+            )
+        MODEL_LOG.debug(
+            "run %s: model %s (%s) used %d input + %d output tokens",
+            self.run_id,
+            self.model,
+            self.provider or "provider not reported",
+            input_tokens,
+            output_tokens,
+        )
+
+    def closing(self, exc: BaseException | None) -> None:
+        _CHAT.reset(self._token)
+        if self.metering:
+            attributes = self._metric_attributes()
+            if exc is not None:
+                attributes[names.ERROR_TYPE] = _error_type(exc)
+            instruments.OPERATION_DURATION.record(self.elapsed(), attributes)
+
+
+def model_response(
+    provider: str, *, response_id: str | None = None, response_model: str | None = None
+) -> None:
+    """Called by a model client (an adapter) for each provider response it reads: which
+    provider answered (a GenAI ``gen_ai.provider.name`` value) and the response's ID and model,
+    recorded on the model call under way, if any."""
+    call = _CHAT.get()
+    if call is None or not call.on:
+        return
+    call.provider = provider
+    call.set(names.PROVIDER, provider)
+    call.set(names.RESPONSE_ID, response_id or None)
+    call.set(names.RESPONSE_MODEL, response_model or None)
+
+
+# --- tool search -----------------------------------------------------------------------------
+
+
+class SearchRound(_Operation):
+    """One round of tool search (``agentgen.tool_search``): the query, the tools it ranked
+    (with their scores, when the client ranked them) and the tools it loaded."""
+
+    __slots__ = ("executed_by", "query", "ranking")
+
+    name = "agentgen.tool_search"
+
+    def __init__(self, query: str, *, executed_by: str, ranking: str | None = None) -> None:
+        super().__init__()
+        self.query = query
+        self.executed_by = executed_by
+        self.ranking = ranking
+
+    def attributes(self) -> Attributes:
+        found: Attributes = {
+            names.SEARCH_QUERY: self.query,
+            names.SEARCH_EXECUTED_BY: self.executed_by,
+        }
+        if self.ranking:
+            found[names.SEARCH_RANKING] = self.ranking
+        return found
+
+    def __enter__(self) -> SearchRound:
+        super().__enter__()
+        planning = _PLANNING.get()
+        if planning is not None:
+            planning.search_rounds += 1
+        return self
+
+    def found(self, loaded: Sequence[str], hits: Sequence[tuple[str, float]] | None = None) -> None:
+        if not self.on:
+            return
+        if self.recording:
+            if hits is not None:
+                self.set(names.SEARCH_HITS, [tool for tool, _ in hits])
+                self.set(names.SEARCH_SCORES, [round(score, 6) for _, score in hits])
+            self.set(names.SEARCH_LOADED, list(loaded))
+        SEARCH_LOG.debug("search %r loaded %s", self.query, ", ".join(loaded) or "nothing")
+
+
+def searched(
+    query: str, loaded: Sequence[str], *, executed_by: str, error: str | None = None
+) -> None:
+    """A search round that already happened (on the provider's side): reported as a span of
+    its own under the model call that returned it."""
+    with SearchRound(query, executed_by=executed_by) as search:
+        search.found(loaded)
+        if error:
+            search.fail(error, f"the search failed: {error}")
+
+
+# --- tool execution --------------------------------------------------------------------------
+
+
+class ToolExecution(_Operation):
+    """One tool's execution (``execute_tool {tool}``): a compiled executor, or a registry
+    provider's answer to an admitted call."""
+
+    __slots__ = ("agent_id", "arguments", "call_id", "route", "run_id", "tool_id", "toolset")
+
+    def __init__(
+        self,
+        tool_id: str,
+        call_id: str,
+        *,
+        agent_id: str,
+        run_id: str,
+        route: str,
+        toolset: str,
+        arguments: str,
+    ) -> None:
+        super().__init__()
+        self.tool_id = tool_id
+        self.call_id = call_id
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.route = route
+        self.toolset = toolset
+        self.arguments = arguments
+
+    def span_name(self) -> str:
+        return f"execute_tool {self.tool_id}"
+
+    def attributes(self) -> Attributes:
+        found: Attributes = {
+            names.OPERATION: "execute_tool",
+            names.TOOL_NAME: self.tool_id,
+            names.TOOL_CALL_ID: self.call_id,
+            names.TOOL_TYPE: "function",
+            names.AGENT_ID: self.agent_id,
+            names.RUN_ID: self.run_id,
+            names.TOOL_ROUTE: self.route,
+            names.TOOL_TOOLSET: self.toolset,
+        }
+        if active().capture_payloads:
+            found[names.CALL_ARGUMENTS] = self.arguments
+        return found
+
+    def __enter__(self) -> ToolExecution:
+        super().__enter__()
+        return self
+
+    def finished(self, outcome: str, result: str) -> None:
+        if not self.on:
+            return
+        self.set(names.TOOL_OUTCOME, outcome)
+        capture = active().capture_payloads
+        if capture:
+            self.set(names.CALL_RESULT, result)
+        if outcome != "ok":
+            self.fail(outcome, f"{self.tool_id}: {outcome}")
+        TOOL_LOG.info(
+            "run %s: tool %s (call %s) %s in %.1f ms",
+            self.run_id,
+            self.tool_id,
+            self.call_id,
+            outcome,
+            self.elapsed() * 1000,
+        )
+        if capture:
+            TOOL_LOG.debug(
+                "run %s: tool %s (call %s) arguments %s result %s",
+                self.run_id,
+                self.tool_id,
+                self.call_id,
+                self.arguments,
+                result,
+            )
+
+
+# --- confirmations ---------------------------------------------------------------------------
+
+
+class Confirmation(_Operation):
+    """A person's (or policy's) decision on a call that asks for confirmation
+    (``agentgen.confirm {tool}``), made where the decision is made."""
+
+    __slots__ = ("agent_id", "call_id", "prompt", "run_id", "tool_id")
+
+    def __init__(
+        self, tool_id: str, call_id: str, *, agent_id: str, run_id: str, prompt: str | None = None
+    ) -> None:
+        super().__init__()
+        self.tool_id = tool_id
+        self.call_id = call_id
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.prompt = prompt
+
+    def span_name(self) -> str:
+        return f"agentgen.confirm {self.tool_id}"
+
+    def attributes(self) -> Attributes:
+        found: Attributes = {
+            names.TOOL_NAME: self.tool_id,
+            names.TOOL_CALL_ID: self.call_id,
+            names.AGENT_ID: self.agent_id,
+            names.RUN_ID: self.run_id,
+        }
+        if self.prompt is not None and active().capture_payloads:
+            found[names.CONFIRMATION_PROMPT] = self.prompt
+        return found
+
+    def __enter__(self) -> Confirmation:
+        super().__enter__()
+        return self
+
+    def decided(self, outcome: str, by: str | None = None, error: str | None = None) -> None:
+        """``outcome``: approved, denied, or failed (no decision: ``error`` says why)."""
+        if not self.on:
+            return
+        self.set(names.CONFIRMATION_OUTCOME, outcome)
+        self.set(names.CONFIRMATION_DECIDED_BY, by or None)
+        if error is not None:
+            self.fail("confirmation_failed", error)
+        CONFIRM_LOG.info(
+            "run %s: %s (call %s) %s%s",
+            self.run_id,
+            self.tool_id,
+            self.call_id,
+            outcome,
+            f" by {by}" if by else "",
+        )
+
+
+# --- registries ------------------------------------------------------------------------------
+
+_REGISTRY: ContextVar[RegistryRequest | None] = ContextVar("agentgen_registry", default=None)
+
+
+class RegistryRequest(_Operation):
+    """One request to a registry (``agentgen.registry.{operation} {registry}``): resolve, list,
+    call, retry. A refusal (``call_not_admitted``, ``admission_conflict``, ...) is its status."""
+
+    __slots__ = ("_token", "attempts", "operation", "registry", "token_", "tool", "toolset")
+
+    kind = SpanKind.CLIENT
+
+    def __init__(
+        self,
+        registry: str,
+        operation: str,
+        *,
+        toolset: str | None = None,
+        tool: str | None = None,
+        token: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.registry = registry
+        self.operation = operation
+        self.toolset = toolset
+        self.tool = tool
+        self.token_ = token
+        self.attempts = 1
+
+    def span_name(self) -> str:
+        return f"agentgen.registry.{self.operation} {self.registry}"
+
+    def attributes(self) -> Attributes:
+        found: Attributes = {
+            names.REGISTRY: self.registry,
+            names.REGISTRY_OPERATION: self.operation,
+        }
+        if self.toolset:
+            found[names.REGISTRY_TOOLSET] = self.toolset
+        if self.tool:
+            found[names.REGISTRY_TOOL] = self.tool
+        if self.token_:
+            found[names.REGISTRY_TOKEN] = self.token_
+        return found
+
+    def __enter__(self) -> RegistryRequest:
+        super().__enter__()
+        if self.on:
+            self._token: Token[RegistryRequest | None] = _REGISTRY.set(self)
+        return self
+
+    def resolved(self, version: str | None, token: str) -> None:
+        self.set(names.REGISTRY_VERSION, version or "")
+        self.set(names.REGISTRY_TOKEN, token)
+
+    def closing(self, exc: BaseException | None) -> None:
+        _REGISTRY.reset(self._token)
+        if self.attempts > 1:
+            self.set(names.REGISTRY_ATTEMPTS, self.attempts)
+        if self.metering:
+            attributes: Attributes = {
+                names.REGISTRY: self.registry,
+                names.REGISTRY_OPERATION: self.operation,
+            }
+            if exc is not None:
+                attributes[names.ERROR_TYPE] = _error_type(exc)
+            instruments.REGISTRY_REQUEST.record(self.elapsed(), attributes)
+
+
+def registry_retry(registry: str, path: str, retry: int, problem: str, delay: float) -> None:
+    """A registry client retries a request that failed in transit (or was answered 5xx):
+    ``retry`` is 1 for the first retry. An event on the registry request under way, and a
+    warning."""
+    request = _REGISTRY.get()
+    if request is not None and request.on:
+        request.attempts = retry + 1
+        if request.recording:
+            assert request.span is not None
+            request.span.add_event(
+                "agentgen.registry.retry",
+                {"agentgen.registry.retry": retry, "agentgen.registry.problem": problem},
+            )
+    if active().enabled:
+        REGISTRY_LOG.warning(
+            "registry %r: %s failed (%s); retry %d in %.2f s", registry, path, problem, retry, delay
+        )

@@ -1,0 +1,100 @@
+"""A run's trace for people: one line per step, a label column, styled with ``rich``.
+
+``rich`` is needed only here (``pip install 'agentgen[trace]'``): importing the runtime never
+imports it. The text is the same with or without a terminal (``Text.plain``), so it can be
+logged, compared in tests or pasted in an issue::
+
+    user     What's the weather in Tokyo today?
+    search   "weather forecast"
+    loaded   weather.forecast
+    call     weather.forecast {"city":"Tokyo"}
+    result   weather.forecast → {"city":"Tokyo","conditions":"sunny",...}
+    answer   It's sunny in Tokyo today.
+    usage    1,234 input + 56 output tokens, the sum of 2 model responses (...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from agentgen.runtime.messages import Message
+from agentgen.runtime.model_client import ToolDefinition
+from agentgen.runtime.trace.events import HasTranscript, TraceEvent, events
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+__all__ = ["LABEL_WIDTH", "print_trace", "render"]
+
+#: The label column's width; continuation lines are indented past it.
+LABEL_WIDTH = 8
+
+_STYLES = {
+    "system": "dim",
+    "user": "bold",
+    "tools": "magenta",
+    "search": "cyan",
+    "loaded": "green",
+    "call": "yellow",
+    "result": "",
+    "model": "italic",
+    "answer": "bold green",
+    "usage": "dim",
+}
+
+
+def _rich() -> type[Text]:
+    try:
+        from rich.text import Text
+    except ImportError:
+        raise ImportError(
+            "rendering a run's trace needs rich: pip install 'agentgen[trace]' (or read the "
+            "steps without styling from agentgen.runtime.trace.events)"
+        ) from None
+    return Text
+
+
+def render(
+    source: HasTranscript | Sequence[Message], *, tools: Sequence[ToolDefinition] | None = None
+) -> Text:
+    """The trace of a run's outcome or of a transcript, as styled text (``.plain`` for the
+    text alone). ``tools``: the first request's advertised definitions, to show the catalog."""
+    text_type = _rich()
+    text = text_type()
+    for event in events(source, tools=tools):
+        _line(text, event)
+    return text
+
+
+def _line(text: Text, event: TraceEvent) -> None:
+    style = _STYLES[event.kind]
+    if event.kind == "result" and event.is_error:
+        style = "red"
+    lines = event.text.split("\n")
+    text.append(f"{event.kind:<{LABEL_WIDTH}} ", style=f"bold {style}".strip())
+    text.append(lines[0], style=style)
+    text.append("\n")
+    for line in lines[1:]:
+        text.append(" " * (LABEL_WIDTH + 1))
+        text.append(line, style=style)
+        text.append("\n")
+
+
+def print_trace(
+    source: HasTranscript | Sequence[Message],
+    *,
+    file: TextIO | None = None,
+    tools: Sequence[ToolDefinition] | None = None,
+    color: bool | None = None,
+) -> None:
+    """Print the trace to ``file`` (standard output by default). Lines are never wrapped;
+    colors are used on a terminal unless ``color`` says otherwise."""
+    _rich()
+    from rich.console import Console
+
+    options: dict[str, Any] = {"force_terminal": True} if color else {}
+    if color is False:
+        options["color_system"] = None  # no escape codes at all, bold included
+    console = Console(file=file, soft_wrap=True, highlight=False, **options)
+    console.print(render(source, tools=tools), end="")

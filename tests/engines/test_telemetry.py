@@ -1,0 +1,376 @@
+"""SPEC L3: what a run reports through OpenTelemetry, on both engines.
+
+The records example's assistant (its generated definition and executor) searches for a
+deferred tool, runs it, has a confirmation denied and asks an agent exposed as a tool (a child
+run), then answers. The spans go to the OpenTelemetry SDK's in-memory exporter, the metrics to
+its in-memory reader (``tests/otel.py``). In memory the tree is agentgen's alone; on Temporal
+agentgen's spans hang under the SDK's ``TracingInterceptor`` spans (the workflow, its
+activities, the child workflow) in one trace, and tree of agentgen's spans is the same except
+that a child run is its child workflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+from temporalio.client import Client
+from temporalio.contrib.opentelemetry import TracingInterceptor
+
+from agentgen.runtime.agents.executors import ToolContext
+from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.app import Runtime
+from agentgen.runtime.contracts.specs import ConfirmationSpec
+from agentgen.runtime.engines.temporal.client import agentgen_client
+from agentgen.runtime.messages import Message
+from agentgen.runtime.runs.confirmation import ConfirmationRequest, Verdict
+from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+from agentgen.runtime.telemetry import Telemetry
+from agentgen.runtime.testing import Call, ScriptedModel, Search
+from examples.records.gen.assistant.agents import assistant
+from examples.records.gen.assistant.toolsets.records import executor as records_executor
+from examples.records.gen.assistant.toolsets.records import specs as records_specs
+from examples.records.gen.assistant.toolsets.records import types
+from tests.engines.conftest import Harness
+from tests.otel import Recorder, ancestors, delta, named, recorder, tree
+from tests.runtime import sink_agents
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+#: Found only in tool arguments (a search query, the records to analyze, a question).
+ARGUMENT = "weather-7f3a"
+#: Found only in a tool result.
+RESULT = "sunny-9c1e"
+
+
+class Records:
+    async def lookup(self, args: types.LookupArgs, context: ToolContext) -> types.Record:
+        return types.Record(id=args.id, title="Tokyo", body="Sunny")
+
+    async def search(self, args: types.SearchArgs, context: ToolContext) -> types.SearchResult:
+        return types.SearchResult(ids=["r1", RESULT])
+
+    async def analyze(self, args: types.AnalyzeArgs, context: ToolContext) -> types.Analysis:
+        raise AssertionError("the analysis is denied: it never runs")
+
+
+def scenario(harness: Harness, telemetry: Telemetry | None = None) -> Runtime:
+    asked: list[ConfirmationRequest] = []
+
+    async def confirm(request: ConfirmationRequest) -> Verdict:
+        asked.append(request)
+        return Verdict(False, by="ops@example.com")
+
+    rt = harness.runtime(confirm=confirm, telemetry=telemetry)
+    rt.register_model(
+        "scripted",
+        ScriptedModel(
+            [
+                Search("search records"),
+                Call("records.search", {"query": ARGUMENT, "limit": 2}, call_id="c1"),
+                Search("analyze records"),
+                [
+                    Call("records.analyze", {"ids": [ARGUMENT]}, call_id="c2"),
+                    Call("ask_expert.ask", {"question": ARGUMENT}, call_id="c3"),
+                ],
+                "Two records; the analysis was denied; the expert says 42.",
+            ]
+        ),
+    )
+    rt.register_model("expert", ScriptedModel(['{"answer": "42"}']))
+    confirmed = ConfirmationSpec("Analyze {{ ids | join(', ') }}?", "Analysis was denied.")
+    specs = tuple(
+        replace(s, confirmation=confirmed) if s.id == "records.analyze" else s
+        for s in assistant.definition().specs
+    )
+    definition = replace(
+        assistant.definition(),
+        specs=(*specs, sink_agents.ASK),
+        agent_executors=("helpdesk.expert",),
+    )
+    rt.register_agent(
+        definition,
+        planner=ModelPlanner("scripted"),
+        executors={records_specs.TOOLSET: records_executor.bind(Records())},
+    )
+    rt.register_agent(sink_agents.expert_definition(), planner=ModelPlanner("expert"), executors={})
+    return rt
+
+
+async def run(harness: Harness, telemetry: Telemetry | None = None) -> RunOutcome:
+    rt = scenario(harness, telemetry)
+    async with harness.serving(rt):
+        outcome = await assistant.new_client(rt).run(
+            "What do the weather records say?", run_id=f"telemetry-{harness.kind}-{id(rt)}"
+        )
+    assert outcome.final_text == "Two records; the analysis was denied; the expert says 42."
+    return outcome
+
+
+def attributes(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def only(spans: list[ReadableSpan], name: str) -> ReadableSpan:
+    (found,) = named(spans, name)
+    return found
+
+
+def is_agentgen(span: ReadableSpan) -> bool:
+    return span.instrumentation_scope is not None and span.instrumentation_scope.name == "agentgen"
+
+
+PLANS = [
+    ("plan assistant.assistant #1", [("chat scripted", [("agentgen.tool_search", [])])]),
+    ("plan assistant.assistant #2", [("chat scripted", [("agentgen.tool_search", [])])]),
+    ("plan assistant.assistant #3", [("chat scripted", [])]),
+]
+EXPERT = ("plan helpdesk.expert #1", [("chat expert", [])])
+CALLS = [("agentgen.confirm records.analyze", []), ("execute_tool records.search", [])]
+
+
+async def test_a_run_is_one_trace_of_its_activities_model_calls_searches_and_tools(
+    harness: Harness,
+) -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    outcome = await run(harness)
+    spans = otel.spans()
+    ours = [s for s in spans if is_agentgen(s)]
+
+    if harness.durable:
+        # A child run is a child workflow: its spans hang under the SDK's spans of it.
+        expected = [("invoke_agent assistant.assistant", sorted([*CALLS, *PLANS, EXPERT]))]
+    else:
+        child = ("invoke_agent helpdesk.expert", [EXPERT])
+        expected = [("invoke_agent assistant.assistant", sorted([*CALLS, child, *PLANS]))]
+    assert tree(spans, keep=is_agentgen) == expected
+    assert len({s.context.trace_id for s in spans if s.context}) == 1  # one trace
+
+    run_span = only(ours, "invoke_agent assistant.assistant")
+    assert attributes(run_span) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.id": "assistant.assistant",
+        "gen_ai.agent.name": "assistant.assistant",
+        "gen_ai.conversation.id": outcome.run_id,
+        "agentgen.run.id": outcome.run_id,
+        "agentgen.engine": harness.kind,
+        "agentgen.run.tool_calls": 3,
+        "agentgen.run.child_runs": 1,
+    }
+    plans = sorted(named(ours, "plan assistant.assistant"), key=lambda s: s.start_time or 0)
+    assert [attributes(p)["agentgen.plan.kind"] for p in plans] == ["start", "resume", "resume"]
+    assert [attributes(p)["agentgen.plan.search_rounds"] for p in plans] == [1, 1, 0]
+    assert [attributes(p)["agentgen.plan.accepted"] for p in plans] == [1, 2, 0]
+    assert attributes(plans[0])["agentgen.plan.tools"] == 4
+    assert attributes(plans[0])["agentgen.plan.deferred_tools"] == 2
+    assert [(e.name, dict(e.attributes or {})) for e in plans[2].events] == [
+        (
+            "agentgen.tool.result",
+            {
+                "gen_ai.tool.name": tool,
+                "gen_ai.tool.call.id": call,
+                "agentgen.tool.outcome": outcome_,
+            },
+        )
+        for tool, call, outcome_ in (
+            ("records.analyze", "c2", "denied"),
+            ("ask_expert.ask", "c3", "ok"),
+        )
+    ]
+
+    chats = sorted(named(ours, "chat scripted"), key=lambda s: s.start_time or 0)
+    assert {k: v for k, v in attributes(chats[0]).items() if k.startswith("gen_ai")} == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "scripted",
+        "gen_ai.request.max_tokens": 4096,
+        "gen_ai.agent.id": "assistant.assistant",
+        "gen_ai.conversation.id": outcome.run_id,
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 5,
+        "gen_ai.response.finish_reasons": ("tool_use",),
+    }
+
+    searches = sorted(named(ours, "agentgen.tool_search"), key=lambda s: s.start_time or 0)
+    first = attributes(searches[0])
+    assert first["agentgen.search.query"] == "search records"
+    assert first["agentgen.search.executed_by"] == "client"
+    assert set(first["agentgen.search.loaded"]) == {"records.search", "records.analyze"}
+    assert list(first["agentgen.search.hits"]) == list(first["agentgen.search.loaded"])
+    assert all(score > 0 for score in first["agentgen.search.scores"])
+    assert first["agentgen.search.scores"][0] >= first["agentgen.search.scores"][-1]
+
+    executed = attributes(only(ours, "execute_tool records.search"))
+    assert executed == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "records.search",
+        "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.type": "function",
+        "gen_ai.agent.id": "assistant.assistant",
+        "agentgen.run.id": outcome.run_id,
+        "agentgen.tool.route": "executor",
+        "agentgen.tool.toolset": "assistant.records",
+        "agentgen.tool.outcome": "ok",
+    }
+    confirmation = only(ours, "agentgen.confirm records.analyze")
+    assert attributes(confirmation)["agentgen.confirmation.outcome"] == "denied"
+    assert attributes(confirmation)["agentgen.confirmation.decided_by"] == "ops@example.com"
+    assert confirmation.status.status_code is StatusCode.UNSET  # a denial is not an error
+
+    (expert_plan,) = named(ours, "plan helpdesk.expert")
+    (child_run,) = outcome.child_runs
+    assert attributes(expert_plan)["agentgen.run.id"] == child_run
+    if harness.durable:
+        names_above = [a.name for a in ancestors(expert_plan, spans)]
+        assert "RunActivity:agentgen.plan" in names_above
+        assert "StartChildWorkflow:agentgen.run" in names_above
+        assert names_above[-1] == "invoke_agent assistant.assistant"
+        above_tool = [a.name for a in ancestors(only(ours, "execute_tool records.search"), spans)]
+        assert above_tool[:2] == ["RunActivity:agentgen.execute", "StartActivity:agentgen.execute"]
+        # Status polls (every poll interval while a confirmation may come) are not traced.
+        assert not [s for s in spans if "agentgen.status" in s.name]
+    else:
+        child_span = attributes(only(ours, "invoke_agent helpdesk.expert"))
+        assert child_span["agentgen.parent_run.id"] == outcome.run_id
+        assert child_span["agentgen.parent_tool_call.id"] == "c3"
+        assert child_span["agentgen.run.id"] == child_run
+
+    check_metrics(otel, before)
+
+
+def check_metrics(otel: Recorder, before: Any) -> None:
+    after = otel.points()
+    agent = ("gen_ai.agent.id", "assistant.assistant")
+    expert = ("gen_ai.agent.id", "helpdesk.expert")
+    calls = delta(before, after, "agentgen.tool.calls")
+    assert {
+        dict(k[1])["gen_ai.tool.name"]: (dict(k[1])["agentgen.tool.outcome"], p.count)
+        for k, p in calls.items()
+    } == {
+        "records.search": ("ok", 1),
+        "records.analyze": ("denied", 1),
+        "ask_expert.ask": ("ok", 1),
+    }
+    rounds = delta(before, after, "agentgen.plan.search_rounds")
+    assert {k[1]: (p.count, p.total) for k, p in rounds.items()} == {
+        (agent,): (3, 2),
+        (expert,): (1, 0),
+    }
+    loaded = delta(before, after, "agentgen.run.tools_loaded")
+    assert {k[1]: (p.count, p.total) for k, p in loaded.items()} == {
+        (agent,): (1, 2),
+        (expert,): (1, 0),
+    }
+    builds = delta(before, after, "agentgen.catalog.build.duration")
+    assert {k[1]: p.count for k, p in builds.items()} == {(agent,): 3, (expert,): 1}
+    tokens = delta(before, after, "gen_ai.client.token.usage")
+    by_agent = {
+        (dict(k[1])["gen_ai.agent.id"], dict(k[1])["gen_ai.token.type"]): (p.count, p.total)
+        for k, p in tokens.items()
+    }
+    assert by_agent == {
+        ("assistant.assistant", "input"): (3, 30),
+        ("assistant.assistant", "output"): (3, 15),
+        ("helpdesk.expert", "input"): (1, 10),
+        ("helpdesk.expert", "output"): (1, 5),
+    }
+
+
+def texts(otel: Recorder, records: list[logging.LogRecord]) -> tuple[str, str, str]:
+    """Every span's attributes and events, the INFO+ log lines and the DEBUG ones, as text."""
+    spans = json.dumps(
+        [
+            [
+                s.name,
+                dict(s.attributes or {}),
+                [[e.name, dict(e.attributes or {})] for e in s.events],
+            ]
+            for s in otel.spans()
+        ],
+        default=str,
+    )
+    info = "\n".join(r.getMessage() for r in records if r.levelno >= logging.INFO)
+    debug = "\n".join(r.getMessage() for r in records if r.levelno < logging.INFO)
+    return spans, info, debug
+
+
+async def test_tool_arguments_and_results_appear_nowhere_unless_the_application_opts_in(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    otel = recorder()
+    caplog.set_level(logging.DEBUG, logger="agentgen")
+
+    otel.exporter.clear()
+    caplog.clear()
+    await run(harness)
+    spans, info, debug = texts(otel, caplog.records)
+    assert "execute_tool records.search" in spans and "records.search" in info
+    for text in (spans, info, debug):
+        assert ARGUMENT not in text and RESULT not in text
+
+    otel.exporter.clear()
+    caplog.clear()
+    await run(harness, Telemetry(capture_payloads=True))
+    spans, info, debug = texts(otel, caplog.records)
+    executed = attributes(only(otel.agentgen_spans(), "execute_tool records.search"))
+    assert json.loads(executed["gen_ai.tool.call.arguments"]) == {"query": ARGUMENT, "limit": 2}
+    assert json.loads(executed["gen_ai.tool.call.result"]) == {"ids": ["r1", RESULT]}
+    confirmation = attributes(only(otel.agentgen_spans(), "agentgen.confirm records.analyze"))
+    assert confirmation["agentgen.confirmation.prompt"] == f"Analyze {ARGUMENT}?"
+    assert ARGUMENT in debug and RESULT in debug
+    assert ARGUMENT not in info and RESULT not in info  # never at INFO, even opted in
+
+
+async def test_telemetry_off_reports_nothing(harness: Harness) -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    await run(harness, Telemetry(enabled=False))
+    assert otel.agentgen_spans() == []
+    after = otel.points()
+    assert [
+        k for k in after if k[0].startswith(("agentgen.", "gen_ai.")) and after[k] != before.get(k)
+    ] == []
+
+
+async def test_a_decision_made_elsewhere_names_who_decided(durable: Harness) -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    rt = scenario(durable)
+    engine = durable.engine(rt)
+    request = RunRequest("assistant.assistant", (Message.user("Weather?"),))
+    async with durable.serving(rt):
+        run_id = await engine.start(rt, request)
+        waiting = asyncio.create_task(engine.result(rt, run_id, decide=False))
+        pending = await engine.pending_confirmations(run_id)
+        while not pending:
+            await asyncio.sleep(0.02)
+            pending = await engine.pending_confirmations(run_id)
+        await engine.confirm(run_id, pending[0].tool_call_id, False, by="alice")
+        await waiting
+    ours = otel.agentgen_spans()
+    confirmation = attributes(only(ours, "agentgen.confirm records.analyze"))
+    assert confirmation["agentgen.confirmation.outcome"] == "denied"
+    assert confirmation["agentgen.confirmation.decided_by"] == "alice"
+    started = only(ours, "invoke_agent assistant.assistant")  # start(): ends once started
+    plans = named(ours, "plan assistant.assistant")
+    assert len(plans) == 3
+    assert all(started in list(ancestors(plan, otel.spans())) for plan in plans)
+
+
+async def test_the_engine_and_workers_trace_through_one_interceptor(temporal: Any) -> None:
+    plain = temporal.client
+    traced = agentgen_client(plain)
+    interceptors = traced.config()["interceptors"]
+    assert [type(i) for i in interceptors].count(TracingInterceptor) == 1
+    assert agentgen_client(traced) is traced
+    own = Client(**{**plain.config(), "interceptors": [TracingInterceptor()]})
+    kept = agentgen_client(own).config()["interceptors"]
+    assert [type(i) for i in kept] == [TracingInterceptor]  # the application's own, not two

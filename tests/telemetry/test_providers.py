@@ -1,0 +1,55 @@
+"""With only the OpenTelemetry API (no SDK), agentgen starts no span and records no metric;
+an SDK installed later, at any point of the process's life, gets everything from then on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = """
+import asyncio
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from agentgen.runtime import ModelPlanner, Runtime
+from agentgen.runtime.telemetry import spans
+from agentgen.runtime.testing import Call, ScriptedModel, Search
+from examples.records.gen.assistant.agents import assistant
+from tests.e2e.test_records_e2e import Records
+
+
+async def once():
+    rt = Runtime()
+    script = [Search("search"), Call("records.search", {"query": "q"}), "done"]
+    rt.register_model("m", ScriptedModel(script))
+    assistant.register_assistant_agent(
+        rt, assistant.AssistantAgentConfig(planner=ModelPlanner("m"), records_executor=Records())
+    )
+    assert (await assistant.new_client(rt).run("q")).final_text == "done"
+
+
+asyncio.run(once())
+print("api only:", spans._tracing(), spans._metering())
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+print("recorded before:", len(exporter.get_finished_spans()))
+asyncio.run(once())
+print("sdk:", spans._tracing(), sorted({s.name.split()[0] for s in exporter.get_finished_spans()}))
+"""
+
+
+def test_spans_start_only_once_an_sdk_is_installed_even_late() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.splitlines() == [
+        "api only: False False",
+        "recorded before: 0",
+        "sdk: True ['agentgen.tool_search', 'chat', 'execute_tool', 'invoke_agent', 'plan']",
+    ]

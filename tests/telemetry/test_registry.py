@@ -1,0 +1,129 @@
+"""SPEC L3: registry operations as spans (resolve with its version and token, call, retry;
+refusals as the span's status), their latency as a metric, and the HTTP client's retries."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+import httpx2
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream, RetryPolicy
+from agentgen.runtime.runs.host import RegistryRegistration
+from agentgen.runtime.runs.registry_calls import bounded
+from tests.engines.conftest import Harness
+from tests.engines.test_scenarios import payer, payer_runtime
+from tests.otel import delta, named, recorder
+from tests.runtime.agents import ScriptedPlanner, answer, calls, echo_handler
+from tests.runtime.fake_registry import FakeRegistry
+from tests.runtime.test_saved_contracts import payments
+
+
+def attributes(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+async def test_a_call_refused_at_admission_is_the_registry_spans_status() -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    registry = FakeRegistry()
+    token = registry.publish(payments(), echo_handler)
+    registry.replace_after_resolve["payments"] = payments("NEW PROMPT {{ region }}")
+    rt, _ = payer_runtime(Harness("memory"), registry)
+    payer(rt, ScriptedPlanner([calls(("payments.pay", {"amount": 5})), answer()]))
+    outcome = await rt.client("test.payer").run("pay", labels={"tenant": "t"})
+    spans = otel.agentgen_spans()
+
+    resolves = named(spans, "agentgen.registry.resolve company")
+    assert len(resolves) == 2  # one per planning activity
+    first = attributes(sorted(resolves, key=lambda s: s.start_time or 0)[0])
+    assert first == {
+        "agentgen.registry.name": "company",
+        "agentgen.registry.operation": "resolve",
+        "agentgen.registry.toolset": "payments",
+        "agentgen.registry.version": "1",
+        "agentgen.registry.token": token,
+    }
+    (call,) = named(spans, "agentgen.registry.call company")
+    assert attributes(call)["agentgen.registry.tool"] == "payments.pay"
+    assert attributes(call)["agentgen.registry.token"] == token  # the saved, now replaced one
+    assert attributes(call)["error.type"] == "call_not_admitted"
+    assert call.status.status_code is StatusCode.ERROR
+    assert "the admission was replaced" in (call.status.description or "")
+    # The call never ran: no tool execution, and the model read why.
+    assert named(spans, "execute_tool payments.pay") == []
+    (plan,) = [s for s in spans if attributes(s).get("agentgen.plan.activity") == 2]
+    assert [dict(e.attributes or {})["agentgen.tool.outcome"] for e in plan.events] == [
+        "call_not_admitted"
+    ]
+    assert json.loads(outcome.transcript[2].parts[0].content)["error"]["kind"] == (  # type: ignore[union-attr]
+        "call_not_admitted"
+    )
+    latency = delta(before, otel.points(), "agentgen.registry.request.duration")
+    assert {
+        (dict(k[1])["agentgen.registry.operation"], dict(k[1]).get("error.type")): p.count
+        for k, p in latency.items()
+    } == {("resolve", None): 2, ("call", "call_not_admitted"): 1}
+
+
+async def test_a_registry_tool_runs_as_the_wait_for_its_outcome_with_overload_retries() -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    run_id = "registry-run"
+    registry.overload.add(hashlib.sha256(f"{run_id}\0c0_payments.pay".encode()).hexdigest())
+    rt, decided = payer_runtime(Harness("memory"), registry)
+    payer(rt, ScriptedPlanner([calls(("payments.pay", {"amount": 5})), answer()]))
+    await rt.client("test.payer").run("pay", labels={"tenant": "t"}, run_id=run_id)
+    spans = otel.agentgen_spans()
+    assert decided == ["Pay 5?"]
+    (executed,) = named(spans, "execute_tool payments.pay")
+    assert attributes(executed)["agentgen.tool.route"] == "registry"
+    assert attributes(executed)["agentgen.tool.outcome"] == "ok"
+    (retry,) = named(spans, "agentgen.registry.retry company")
+    assert retry.parent is not None and retry.parent.span_id == executed.context.span_id
+    assert retry.status.status_code is StatusCode.UNSET
+
+
+async def test_the_http_clients_retries_are_events_of_the_request_and_warnings(
+    caplog: Any,
+) -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    answers = [
+        httpx2.Response(503, text="store down"),
+        httpx2.Response(200, json={"toolsets": ["a"]}),
+    ]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return answers.pop(0)
+
+    client = HttpRegistryClient(
+        "http://127.0.0.1:9",
+        name="company",
+        retry=RetryPolicy(max_retries=2, backoff_base=0.001, backoff_max=0.001),
+        transport=httpx2.MockTransport(handler),
+    )
+    registration = RegistryRegistration("company", client, HttpResultStream(client))
+    caplog.set_level(logging.WARNING, logger="agentgen")
+    assert await bounded(registration, client.list_toolsets(), "list") == ["a"]
+    (span,) = named(otel.agentgen_spans(), "agentgen.registry.list company")
+    assert attributes(span)["agentgen.registry.attempts"] == 2
+    assert [(e.name, dict(e.attributes or {})) for e in span.events] == [
+        (
+            "agentgen.registry.retry",
+            {"agentgen.registry.retry": 1, "agentgen.registry.problem": "HTTP 503: store down"},
+        )
+    ]
+    (warning,) = caplog.records
+    assert warning.name == "agentgen.registry"
+    assert warning.getMessage().startswith(
+        "registry 'company': /toolsets/list failed (HTTP 503: store down); retry 1 in "
+    )
+    await client.aclose()

@@ -1,0 +1,253 @@
+"""The run trace for people (``agentgen.runtime.trace``) and ``agentgen trace``, on stored
+transcripts: the quickstart's runs through the real OpenAI and Anthropic adapters (their native
+search records), and a scripted run (the test models' records)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentgen.codegen.cli import main
+from agentgen.runtime import (
+    Message,
+    ModelPlanner,
+    Runtime,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+)
+from agentgen.runtime.adapters import OPENAI_METADATA_KEY
+from agentgen.runtime.search.document import search_document
+from agentgen.runtime.testing import Call, ScriptedModel, Search
+from agentgen.runtime.trace import TraceError, events, loaded_tools, print_trace, render
+from agentgen.runtime.transcript import dumps, loads
+from examples.records.gen.assistant.agents import assistant
+from tests.e2e.test_records_e2e import Records
+from tests.telemetry.runs import quickstart
+
+RESULT = (
+    'weather.forecast → {"city":"Tokyo","conditions":"sunny","temperature_c":24,'
+    '"wind":"light breeze","summary":"Tokyo: sunny, 24°C, light breeze"}'
+)
+ANSWER = "It's sunny in Tokyo today: 24°C with a light breeze."
+
+OPENAI = [
+    "user     What's the weather in Tokyo today?",
+    'search   "weather forecast"',
+    "loaded   weather.forecast",
+    'call     weather.forecast {"city":"Tokyo"}',
+    f"result   {RESULT}",
+    f"answer   {ANSWER}",
+    "usage    1,298 input + 57 output tokens, the sum of 2 model responses (737 + 40, 561 + 17)",
+]
+ANTHROPIC = [
+    "user     What's the weather in Tokyo today?",
+    "model    I'll look for a weather tool.",
+    'search   "weather|forecast" (tool_search_tool_regex)',
+    "loaded   weather.forecast",
+    'call     weather.forecast {"city": "Tokyo"}',
+    f"result   {RESULT}",
+    f"answer   {ANSWER}",
+    "usage    3,067 input + 137 output tokens, the sum of 2 model responses "
+    "(1,412 + 118, 1,655 + 19)",
+]
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The quickstart's transcripts on both providers, stored as an application would."""
+    import asyncio
+
+    folder = tmp_path_factory.mktemp("transcripts")
+    paths = {}
+    for provider in ("openai", "anthropic"):
+        outcome = asyncio.run(quickstart(provider))  # type: ignore[arg-type]
+        path = folder / f"{provider}.json"
+        path.write_text(dumps(outcome.transcript), encoding="utf-8")
+        paths[provider] = path
+    return paths
+
+
+@pytest.mark.parametrize(("provider", "expected"), [("openai", OPENAI), ("anthropic", ANTHROPIC)])
+def test_a_stored_transcript_renders_search_load_call_result_answer_usage(
+    stored: dict[str, Path], provider: str, expected: list[str]
+) -> None:
+    messages = loads(stored[provider].read_text(encoding="utf-8"))
+    assert render(messages).plain.splitlines() == expected
+    assert loaded_tools(messages) == {"weather.forecast"}
+
+
+def test_the_catalog_shows_after_the_question_when_the_tools_are_given(
+    stored: dict[str, Path],
+) -> None:
+    tools = [
+        ToolDefinition(
+            tool_id, tool_id, "", "{}", search_document(tool_id, tool_id, "", {}), deferred
+        )
+        for tool_id, deferred in (("calendar.list_events", False), ("weather.forecast", True))
+    ]
+    lines = render(loads(stored["openai"].read_text()), tools=tools).plain.splitlines()
+    assert lines[:4] == [
+        "user     What's the weather in Tokyo today?",
+        "tools    immediate: calendar.list_events",
+        "         deferred (1): weather.forecast",
+        'search   "weather forecast"',
+    ]
+
+
+async def test_a_scripted_runs_outcome_renders_its_searches_and_parallel_calls() -> None:
+    model = ScriptedModel(
+        [
+            Search("search records"),
+            [Call("records.search", {"query": "weather"}), Call("records.lookup", {"id": "r1"})],
+            "Found them.",
+        ]
+    )
+    rt = Runtime()
+    rt.register_model("scripted", model)
+    assistant.register_assistant_agent(
+        rt,
+        assistant.AssistantAgentConfig(
+            planner=ModelPlanner("scripted"), records_executor=Records()
+        ),
+    )
+    outcome = await assistant.new_client(rt).run("Weather?")
+    lines = render(outcome).plain.splitlines()
+    assert lines == [
+        "user     Weather?",
+        'search   "search records"',
+        "loaded   records.search, records.analyze",
+        'call     records.search {"query": "weather"}',
+        'call     records.lookup {"id": "r1"}',
+        'result   records.search → {"ids":["r1","r2"]}',
+        'result   records.lookup → {"id":"r1","title":"Tokyo","body":"Sunny"}',
+        "answer   Found them.",
+        "usage    20 input + 10 output tokens, the sum of 2 model responses (10 + 5, 10 + 5)",
+    ]
+    kinds = [e.kind for e in events(outcome)]
+    assert kinds == [
+        "user",
+        "search",
+        "loaded",
+        "call",
+        "call",
+        "result",
+        "result",
+        "answer",
+        "usage",
+    ]
+    out = io.StringIO()
+    print_trace(outcome, file=out)
+    assert out.getvalue().splitlines() == lines  # no escape codes in a file
+
+
+def test_an_error_result_and_text_beside_calls_are_marked() -> None:
+    messages = [
+        Message.user("go"),
+        Message("assistant", (TextPart("Let me check."), ToolCallPart("c1", "a.b", "{}"))),
+        Message.from_json(
+            {
+                "role": "tool",
+                "parts": [
+                    {
+                        "kind": "tool_result",
+                        "call_id": "c1",
+                        "tool_id": "a.b",
+                        "content": '{"denied": "no"}',
+                        "is_error": True,
+                    }
+                ],
+            }
+        ),
+        Message("assistant", (TextPart("Denied."),)),
+    ]
+    assert render(messages).plain.splitlines() == [
+        "user     go",
+        "model    Let me check.",
+        "call     a.b {}",
+        'result   a.b → {"denied": "no"} (error)',
+        "answer   Denied.",
+    ]
+    styled = render(messages)
+    error_line = [span for span in styled.spans if span.style == "red"]
+    assert error_line, "an error result is styled"
+
+
+def test_records_changed_after_storing_are_named_not_guessed(stored: dict[str, Path]) -> None:
+    data = json.loads(stored["openai"].read_text())
+    records = data[1]["metadata"][OPENAI_METADATA_KEY]["records"]
+    records[0]["at"] = 99
+    with pytest.raises(TraceError, match=r"message 1 \(assistant\).*anchored at 99"):
+        events(loads(json.dumps(data)))
+
+
+def test_agentgen_trace_prints_a_stored_transcript(stored: dict[str, Path]) -> None:
+    runner = CliRunner()
+    for provider, expected in (("openai", OPENAI), ("anthropic", ANTHROPIC)):
+        result = runner.invoke(main, ["trace", str(stored[provider])])
+        assert result.exit_code == 0, result.output
+        assert result.output.splitlines() == expected
+    colored = runner.invoke(main, ["trace", "--color", str(stored["openai"])])
+    assert "\x1b[" in colored.output
+    piped = runner.invoke(main, ["trace", "-"], input=stored["anthropic"].read_text())
+    assert piped.output.splitlines() == ANTHROPIC
+
+
+def test_agentgen_trace_names_a_file_that_is_not_a_transcript(
+    tmp_path: Path, stored: dict[str, Path]
+) -> None:
+    runner = CliRunner()
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"role": "user"}')
+    result = runner.invoke(main, ["trace", str(bad)])
+    assert result.exit_code == 1
+    assert f"{bad}: not a stored transcript (a stored transcript is a JSON list" in result.output
+    data = json.loads(stored["openai"].read_text())
+    data[1]["metadata"][OPENAI_METADATA_KEY]["records"] = "gone"
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(data))
+    result = runner.invoke(main, ["trace", str(broken)])
+    assert result.exit_code == 1
+    assert f"{broken}: message 1 (assistant) metadata 'openai.tool_search'" in result.output
+
+
+def test_rendering_without_rich_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['rich'] = None; sys.modules['rich.text'] = None\n"
+        "from agentgen.runtime import Message\n"
+        "from agentgen.runtime.trace import render, events\n"
+        "assert [e.kind for e in events([Message.user('hi')])] == ['user']\n"
+        "try:\n    render([Message.user('hi')])\n"
+        "except ImportError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'agentgen[trace]'" in done.stdout
+
+
+def test_importing_and_running_loads_neither_rich_nor_the_opentelemetry_sdk() -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from agentgen.runtime import Runtime, ModelPlanner\n"
+        "from agentgen.runtime.testing import ScriptedModel, Search, Call\n"
+        "from examples.records.gen.assistant.agents import assistant\n"
+        "from tests.e2e.test_records_e2e import Records\n"
+        "rt = Runtime()\n"
+        "rt.register_model('m', ScriptedModel([Search('search'), Call('records.search', "
+        "{'query': 'q'}), 'done']))\n"
+        "assistant.register_assistant_agent(rt, assistant.AssistantAgentConfig("
+        "planner=ModelPlanner('m'), records_executor=Records()))\n"
+        "outcome = asyncio.run(assistant.new_client(rt).run('q'))\n"
+        "assert outcome.final_text == 'done'\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('rich', 'opentelemetry.sdk'))))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    assert done.stdout.strip() == "[]"
