@@ -1,9 +1,9 @@
 """The OpenTelemetry SDK, installed once for the test session, recording in memory.
 
 The API takes a global tracer and meter provider once per process, so the first test that
-needs them installs an SDK tracer provider (an in-memory span exporter behind a simple,
-synchronous processor) and an SDK meter provider (an in-memory metric reader); each test
-clears the spans and compares metric points before and after what it runs. Temporal's
+needs them installs them (``agentgen.runtime.testing.record_telemetry``: an in-memory span
+exporter behind a synchronous processor, an in-memory metric reader); each test clears the
+spans and compares metric points before and after what it runs. Temporal's
 ``TracingInterceptor`` and agentgen's instruments both report to these providers, in the
 test process (workers run there too).
 """
@@ -15,16 +15,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import metrics, trace
-from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     HistogramDataPoint,
     InMemoryMetricReader,
     NumberDataPoint,
 )
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agentgen.runtime.testing import record_telemetry
 
 #: A metric point: (metric name, its attributes as sorted pairs).
 Key = tuple[str, tuple[tuple[str, Any], ...]]
@@ -80,21 +79,11 @@ def delta(before: Mapping[Key, Point], after: Mapping[Key, Point], name: str) ->
     return out
 
 
-_RECORDER: Recorder | None = None
-
-
 def recorder() -> Recorder:
-    """The session's in-memory SDK (installed on first use)."""
-    global _RECORDER
-    if _RECORDER is None:
-        exporter = InMemorySpanExporter()
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-        trace.set_tracer_provider(provider)
-        reader = InMemoryMetricReader()
-        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
-        _RECORDER = Recorder(exporter, reader)
-    return _RECORDER
+    """The session's in-memory SDK (installed on first use, by whichever test or docs snippet
+    asks first: ``agentgen.runtime.testing.record_telemetry``)."""
+    installed = record_telemetry()
+    return Recorder(installed.exporter, installed.reader)
 
 
 # --- span trees ------------------------------------------------------------------------------

@@ -47,9 +47,10 @@ from agentgen.runtime import (
     Runtime,
 )
 from agentgen.runtime.testing import RecordedProvider, Recording, RecordingError
+from agentgen.runtime.trace import print_trace
 from examples.company.gen.assistant.agents import generalist
 from examples.company.gen.assistant.agents.generalist import registry_tools
-from examples.quickstart.tool_search import TracingModel
+from examples.quickstart.tool_search import FirstRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDING = Path(__file__).resolve().parent / "recordings" / "openai.json"
@@ -160,13 +161,6 @@ def _stderr(process: subprocess.Popen[bytes]) -> str:
     return err.strip()[-2000:] or f"exit status {process.returncode}"
 
 
-class TurnTracing(TracingModel):
-    """The quickstart's trace, printing the catalog again at the start of every turn."""
-
-    def new_turn(self) -> None:
-        self.responses.clear()
-
-
 def _short(token: str) -> str:
     return token[:12]
 
@@ -194,9 +188,10 @@ async def converse(
 ) -> tuple[list[RunOutcome], RecordedProvider]:
     recording = Recording.load(RECORDING, "openai")
     recorded = recording.player()
-    tracing = TurnTracing(recorded.model(), "openai", out)
+    # Keeps each turn's first request: its catalog, which the registry changes between turns.
+    first = FirstRequest(recorded.model())
     rt = Runtime()
-    rt.register_model("openai", tracing)
+    rt.register_model("openai", first)
     # The generated one-liner: the design's Registry settings, here at the demo's address.
     registry_tools.connect(rt, urls={"company": url})
     generalist.register_generalist_agent(
@@ -209,9 +204,11 @@ async def converse(
     outcomes: list[RunOutcome] = []
     history: list[Message] = []
     for number, question in enumerate(QUESTIONS):
-        tracing.new_turn()
+        first.tools = None
         outcome = await client.run([*history, Message.user(question)], run_id=f"demo-{number}")
         outcomes.append(outcome)
+        # The turn's own messages, as the quickstart prints a run (agentgen.runtime.trace).
+        print_trace(outcome.transcript[len(history) :], file=out, tools=first.tools)
         history = list(outcome.transcript)
         await on_turn_done(number, outcome)  # type: ignore[operator]
     registration = rt.registry("company")

@@ -5,9 +5,10 @@ call, a tool search round, a tool execution, a confirmation, a registry request)
 span, records the metrics when the operation ends, and logs through ``logging`` under
 ``agentgen.*``. Call sites stay one ``with`` and one call that says how the operation ended.
 
-With telemetry disabled (``Telemetry(enabled=False)``) a handle does nothing at all; with no
-OpenTelemetry SDK installed the spans are the API's non-recording spans, and attributes that
-take work to compute (search hits, payloads) are computed only for a recording span.
+With telemetry disabled (``Telemetry(enabled=False)``) a handle does nothing at all. Without
+a recording provider (no OpenTelemetry SDK installed: the API's defaults) it starts no span
+and records no metric, only logs; attributes that take work to compute (search hits, catalog
+counts, payloads) are computed only for a recording span.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ __all__ = [
     "searched",
 ]
 
+# A library's loggers stay silent until the application configures logging (Python's advice:
+# a NullHandler on the library's top logger keeps the last-resort handler from printing).
+logging.getLogger("agentgen").addHandler(logging.NullHandler())
 RUN_LOG = logging.getLogger("agentgen.run")
 PLAN_LOG = logging.getLogger("agentgen.plan")
 MODEL_LOG = logging.getLogger("agentgen.model")
@@ -262,7 +266,7 @@ class Run(_Operation):
         )
 
     def closing(self, exc: BaseException | None) -> None:
-        if exc is not None and not isinstance(exc, GeneratorExit):
+        if isinstance(exc, Exception):  # a cancelled task is not a failure of the run
             RUN_LOG.warning(
                 "run %s: agent %s failed: %s: %s",
                 self.run_id,

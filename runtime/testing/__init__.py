@@ -9,6 +9,8 @@
   the real SDK client and the real adapter, in process: every request is built and every reply
   parsed as in production, each reply validated with the SDK's public response type, and each
   request compared with the summary the recording keeps of it.
+* :func:`record_telemetry` installs the OpenTelemetry SDK recording in memory (once per
+  process), to test the spans and metrics runs report; :func:`span_tree` reads spans as text.
 * :class:`LocalRegistry` runs the real registry service in process (an in-memory store on a
   free 127.0.0.1 port), for agents that consume registries; it needs the ``registry`` extra and
   is imported only when used.
@@ -45,6 +47,12 @@ from agentgen.runtime.testing.summaries import (
     summarize_anthropic,
     summarize_openai,
 )
+from agentgen.runtime.testing.telemetry import (
+    MetricPoint,
+    TelemetryRecorder,
+    record_telemetry,
+    span_tree,
+)
 
 if TYPE_CHECKING:
     from agentgen.runtime.registry.local import LocalRegistry as LocalRegistry
@@ -56,6 +64,7 @@ __all__ = [
     "Exchange",
     "FunctionModel",
     "LocalRegistry",
+    "MetricPoint",
     "Provider",
     "RecordedProvider",
     "Recording",
@@ -64,7 +73,10 @@ __all__ = [
     "ScriptedModel",
     "Search",
     "Step",
+    "TelemetryRecorder",
     "Turn",
+    "record_telemetry",
+    "span_tree",
     "summarize",
     "summarize_anthropic",
     "summarize_openai",

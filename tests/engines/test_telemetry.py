@@ -301,8 +301,19 @@ def texts(otel: Recorder, records: list[logging.LogRecord]) -> tuple[str, str, s
     return spans, info, debug
 
 
+LOGGERS = {
+    "agentgen.run",
+    "agentgen.plan",
+    "agentgen.model",
+    "agentgen.search",
+    "agentgen.tool",
+    "agentgen.confirm",
+    "agentgen.registry",
+}
+
+
 async def test_tool_arguments_and_results_appear_nowhere_unless_the_application_opts_in(
-    harness: Harness, caplog: pytest.LogCaptureFixture
+    harness: Harness, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     otel = recorder()
     caplog.set_level(logging.DEBUG, logger="agentgen")
@@ -314,6 +325,9 @@ async def test_tool_arguments_and_results_appear_nowhere_unless_the_application_
     assert "execute_tool records.search" in spans and "records.search" in info
     for text in (spans, info, debug):
         assert ARGUMENT not in text and RESULT not in text
+    ours = {r.name for r in caplog.records if r.name.startswith("agentgen")}
+    assert {"agentgen.run", "agentgen.tool", "agentgen.confirm"} <= ours <= LOGGERS
+    assert capsys.readouterr().out == ""  # the library never prints
 
     otel.exporter.clear()
     caplog.clear()

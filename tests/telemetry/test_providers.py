@@ -53,3 +53,36 @@ def test_spans_start_only_once_an_sdk_is_installed_even_late() -> None:
         "recorded before: 0",
         "sdk: True ['agentgen.tool_search', 'chat', 'execute_tool', 'invoke_agent', 'plan']",
     ]
+
+
+QUIET = """
+import asyncio, logging
+from agentgen.runtime import ModelPlanner, Runtime
+from agentgen.runtime.testing import ScriptedModel, ScriptError
+from examples.records.gen.assistant.agents import assistant
+from tests.e2e.test_records_e2e import Records
+
+rt = Runtime()
+rt.register_model("m", ScriptedModel([]))  # no turn: the run fails
+assistant.register_assistant_agent(
+    rt, assistant.AssistantAgentConfig(planner=ModelPlanner("m"), records_executor=Records())
+)
+try:
+    asyncio.run(assistant.new_client(rt).run("q"))
+except ScriptError:
+    pass
+logging.basicConfig(format="%(name)s %(levelname)s %(message)s")  # the application's choice
+try:
+    asyncio.run(assistant.new_client(rt).run("q", run_id="r2"))
+except ScriptError:
+    pass
+"""
+
+
+def test_the_library_prints_nothing_until_the_application_configures_logging() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", QUIET], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()  # only the run after logging was configured
+    assert line.startswith("agentgen.run WARNING run r2: agent assistant.assistant failed: ")
