@@ -36,25 +36,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agentgen.runtime import ModelPlanner, Runtime, Telemetry, ToolContext  # noqa: E402
+from agentgen.runtime import ModelPlanner, Runtime, Telemetry  # noqa: E402
 from agentgen.runtime.model_client import ModelRequest  # noqa: E402
 from agentgen.runtime.testing import Answer, Call, FunctionModel, Turn  # noqa: E402
+from bench.engines import Records  # noqa: E402  (the same executor as the engines' benchmark)
 from examples.records.gen.assistant.agents import assistant  # noqa: E402
-from examples.records.gen.assistant.toolsets.records import types  # noqa: E402
 
 CONFIGS = ("off", "api", "sdk")
 LABELS = {"off": "off (baseline)", "api": "API, no SDK", "sdk": "SDK, in-memory exporter"}
-
-
-class Records:
-    async def lookup(self, args: types.LookupArgs, context: ToolContext) -> types.Record:
-        return types.Record(id=args.id, title="Tokyo", body="Sunny")
-
-    async def search(self, args: types.SearchArgs, context: ToolContext) -> types.SearchResult:
-        return types.SearchResult(ids=["r1"])
-
-    async def analyze(self, args: types.AnalyzeArgs, context: ToolContext) -> types.Analysis:
-        return types.Analysis(summary="sunny")
 
 
 def three_turns(request: ModelRequest) -> Turn | Answer:

@@ -17,9 +17,11 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
+from dataclasses import KW_ONLY, dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 import opentelemetry.metrics._internal as _metrics_api
 import opentelemetry.trace as _trace_api
@@ -127,14 +129,15 @@ def _metering() -> bool:
 
 
 class _Operation:
-    """One span, made current while the operation runs."""
+    """One span, made current while the operation runs (subclasses are dataclasses of what
+    the operation is about)."""
 
-    __slots__ = ("_cm", "_started", "metering", "on", "recording", "span", "tracing")
+    name: ClassVar[str]
+    kind: ClassVar[SpanKind] = SpanKind.INTERNAL
+    _cm: AbstractContextManager[Span]
+    _started: float
 
-    name: str
-    kind: SpanKind = SpanKind.INTERNAL
-
-    def __init__(self) -> None:
+    def __post_init__(self) -> None:
         on = self.on = active().enabled
         self.tracing = on and (_Seen.tracing or _tracing())
         self.metering = on and (_Seen.metering or _metering())
@@ -202,26 +205,16 @@ class _Operation:
 # --- runs ------------------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class Run(_Operation):
     """A run of one agent (``invoke_agent {agent}``), child runs included."""
 
-    __slots__ = ("agent_id", "engine", "parent_run_id", "parent_tool_call_id", "run_id")
-
-    def __init__(
-        self,
-        agent_id: str,
-        run_id: str,
-        *,
-        engine: str,
-        parent_run_id: str | None = None,
-        parent_tool_call_id: str | None = None,
-    ) -> None:
-        super().__init__()
-        self.agent_id = agent_id
-        self.run_id = run_id
-        self.engine = engine
-        self.parent_run_id = parent_run_id
-        self.parent_tool_call_id = parent_tool_call_id
+    agent_id: str
+    run_id: str
+    _: KW_ONLY
+    engine: str
+    parent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
 
     def span_name(self) -> str:
         return f"invoke_agent {self.agent_id}"
@@ -281,19 +274,17 @@ class Run(_Operation):
 _PLANNING: ContextVar[Planning | None] = ContextVar("agentgen_planning", default=None)
 
 
+@dataclass(eq=False)
 class Planning(_Operation):
     """One planning activity (``plan {agent}``): its catalog, its model calls and their search
     rounds, and what it decided."""
 
-    __slots__ = ("_token", "activity", "agent_id", "kind_", "run_id", "search_rounds")
-
-    def __init__(self, agent_id: str, run_id: str, activity: int, kind: str) -> None:
-        super().__init__()
-        self.agent_id = agent_id
-        self.run_id = run_id
-        self.activity = activity
-        self.kind_ = kind
-        self.search_rounds = 0
+    agent_id: str
+    run_id: str
+    activity: int
+    #: start, resume or final.
+    plan_kind: str
+    search_rounds: int = field(default=0, init=False)
 
     def span_name(self) -> str:
         return f"plan {self.agent_id}"
@@ -305,13 +296,13 @@ class Planning(_Operation):
             names.AGENT_NAME: self.agent_id,
             names.RUN_ID: self.run_id,
             names.PLAN_ACTIVITY: self.activity,
-            names.PLAN_KIND: self.kind_,
+            names.PLAN_KIND: self.plan_kind,
         }
 
     def __enter__(self) -> Planning:
         super().__enter__()
         if self.on:
-            self._token: Token[Planning | None] = _PLANNING.set(self)
+            self._reset: Token[Planning | None] = _PLANNING.set(self)
         return self
 
     def results(self, results: Sequence[tuple[str, str, str]]) -> None:
@@ -370,7 +361,7 @@ class Planning(_Operation):
             instruments.TOOLS_LOADED.record(tools_loaded(), {names.AGENT_ID: self.agent_id})
 
     def closing(self, exc: BaseException | None) -> None:
-        _PLANNING.reset(self._token)
+        _PLANNING.reset(self._reset)
         self.set(names.PLAN_SEARCH_ROUNDS, self.search_rounds)
         if exc is None and self.metering:
             instruments.SEARCH_ROUNDS.record(self.search_rounds, {names.AGENT_ID: self.agent_id})
@@ -381,23 +372,20 @@ class Planning(_Operation):
 _CHAT: ContextVar[ChatCall | None] = ContextVar("agentgen_chat", default=None)
 
 
+@dataclass(eq=False)
 class ChatCall(_Operation):
     """One model call (``chat {model}``). The model client says which provider answered
     (:func:`model_response`); an adapter's search rounds are its children."""
 
-    __slots__ = ("_token", "agent_id", "max_tokens", "model", "provider", "run_id")
-
     kind = SpanKind.CLIENT
 
-    def __init__(
-        self, model: str, *, agent_id: str | None, run_id: str | None, max_tokens: int | None
-    ) -> None:
-        super().__init__()
-        self.model = model
-        self.agent_id = agent_id
-        self.run_id = run_id
-        self.max_tokens = max_tokens
-        self.provider: str | None = None
+    model: str
+    _: KW_ONLY
+    agent_id: str | None
+    run_id: str | None
+    max_tokens: int | None
+    #: Said by the model client (:func:`model_response`).
+    provider: str | None = field(default=None, init=False)
 
     def span_name(self) -> str:
         return f"chat {self.model}"
@@ -416,7 +404,7 @@ class ChatCall(_Operation):
     def __enter__(self) -> ChatCall:
         super().__enter__()
         if self.on:
-            self._token: Token[ChatCall | None] = _CHAT.set(self)
+            self._reset: Token[ChatCall | None] = _CHAT.set(self)
         return self
 
     def _metric_attributes(self) -> Attributes:
@@ -450,7 +438,7 @@ class ChatCall(_Operation):
         )
 
     def closing(self, exc: BaseException | None) -> None:
-        _CHAT.reset(self._token)
+        _CHAT.reset(self._reset)
         if self.metering:
             attributes = self._metric_attributes()
             if exc is not None:
@@ -476,19 +464,18 @@ def model_response(
 # --- tool search -----------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class SearchRound(_Operation):
     """One round of tool search (``agentgen.tool_search``): the query, the tools it ranked
     (with their scores, when the client ranked them) and the tools it loaded."""
 
-    __slots__ = ("executed_by", "query", "ranking")
-
     name = "agentgen.tool_search"
 
-    def __init__(self, query: str, *, executed_by: str, ranking: str | None = None) -> None:
-        super().__init__()
-        self.query = query
-        self.executed_by = executed_by
-        self.ranking = ranking
+    query: str
+    _: KW_ONLY
+    #: client (the adapter ranked the tools) or provider (the provider searched).
+    executed_by: str
+    ranking: str | None = None
 
     def attributes(self) -> Attributes:
         found: Attributes = {
@@ -531,31 +518,20 @@ def searched(
 # --- tool execution --------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class ToolExecution(_Operation):
     """One tool's execution (``execute_tool {tool}``): a compiled executor, or a registry
     provider's answer to an admitted call."""
 
-    __slots__ = ("agent_id", "arguments", "call_id", "route", "run_id", "tool_id", "toolset")
-
-    def __init__(
-        self,
-        tool_id: str,
-        call_id: str,
-        *,
-        agent_id: str,
-        run_id: str,
-        route: str,
-        toolset: str,
-        arguments: str,
-    ) -> None:
-        super().__init__()
-        self.tool_id = tool_id
-        self.call_id = call_id
-        self.agent_id = agent_id
-        self.run_id = run_id
-        self.route = route
-        self.toolset = toolset
-        self.arguments = arguments
+    tool_id: str
+    call_id: str
+    _: KW_ONLY
+    agent_id: str
+    run_id: str
+    route: str
+    toolset: str
+    #: The model's arguments (JSON text): recorded only with ``capture_payloads``.
+    arguments: str
 
     def span_name(self) -> str:
         return f"execute_tool {self.tool_id}"
@@ -610,21 +586,18 @@ class ToolExecution(_Operation):
 # --- confirmations ---------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class Confirmation(_Operation):
     """A person's (or policy's) decision on a call that asks for confirmation
     (``agentgen.confirm {tool}``), made where the decision is made."""
 
-    __slots__ = ("agent_id", "call_id", "prompt", "run_id", "tool_id")
-
-    def __init__(
-        self, tool_id: str, call_id: str, *, agent_id: str, run_id: str, prompt: str | None = None
-    ) -> None:
-        super().__init__()
-        self.tool_id = tool_id
-        self.call_id = call_id
-        self.agent_id = agent_id
-        self.run_id = run_id
-        self.prompt = prompt
+    tool_id: str
+    call_id: str
+    _: KW_ONLY
+    agent_id: str
+    run_id: str
+    #: Rendered from the call's arguments: recorded only with ``capture_payloads``.
+    prompt: str | None = None
 
     def span_name(self) -> str:
         return f"agentgen.confirm {self.tool_id}"
@@ -667,30 +640,21 @@ class Confirmation(_Operation):
 _REGISTRY: ContextVar[RegistryRequest | None] = ContextVar("agentgen_registry", default=None)
 
 
+@dataclass(eq=False)
 class RegistryRequest(_Operation):
     """One request to a registry (``agentgen.registry.{operation} {registry}``): resolve, list,
     call, retry. A refusal (``call_not_admitted``, ``admission_conflict``, ...) is its status."""
 
-    __slots__ = ("_token", "attempts", "operation", "registry", "token_", "tool", "toolset")
-
     kind = SpanKind.CLIENT
 
-    def __init__(
-        self,
-        registry: str,
-        operation: str,
-        *,
-        toolset: str | None = None,
-        tool: str | None = None,
-        token: str | None = None,
-    ) -> None:
-        super().__init__()
-        self.registry = registry
-        self.operation = operation
-        self.toolset = toolset
-        self.tool = tool
-        self.token_ = token
-        self.attempts = 1
+    registry: str
+    operation: str
+    _: KW_ONLY
+    toolset: str | None = None
+    tool: str | None = None
+    #: The registration token a call is admitted under (resolve: the one answered).
+    token: str | None = None
+    attempts: int = field(default=1, init=False)
 
     def span_name(self) -> str:
         return f"agentgen.registry.{self.operation} {self.registry}"
@@ -704,14 +668,14 @@ class RegistryRequest(_Operation):
             found[names.REGISTRY_TOOLSET] = self.toolset
         if self.tool:
             found[names.REGISTRY_TOOL] = self.tool
-        if self.token_:
-            found[names.REGISTRY_TOKEN] = self.token_
+        if self.token:
+            found[names.REGISTRY_TOKEN] = self.token
         return found
 
     def __enter__(self) -> RegistryRequest:
         super().__enter__()
         if self.on:
-            self._token: Token[RegistryRequest | None] = _REGISTRY.set(self)
+            self._reset: Token[RegistryRequest | None] = _REGISTRY.set(self)
         return self
 
     def resolved(self, version: str | None, token: str) -> None:
@@ -719,7 +683,7 @@ class RegistryRequest(_Operation):
         self.set(names.REGISTRY_TOKEN, token)
 
     def closing(self, exc: BaseException | None) -> None:
-        _REGISTRY.reset(self._token)
+        _REGISTRY.reset(self._reset)
         if self.attempts > 1:
             self.set(names.REGISTRY_ATTEMPTS, self.attempts)
         if self.metering:
