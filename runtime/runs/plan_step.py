@@ -13,11 +13,12 @@ as a durable engine's activity (a worker's host is the application's own ``Runti
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
-from agentgen.runtime.messages import ToolCallPart
+from agentgen.runtime.messages import Message, ToolCallPart
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.call_ids import claim_call_ids
 from agentgen.runtime.runs.catalog import PlanningCatalog, Refusal
@@ -27,9 +28,11 @@ from agentgen.runtime.runs.requests import MissingLabelsError, RunError
 from agentgen.runtime.runs.results import outcome_of, tool_error
 from agentgen.runtime.runs.steps import Decision, Limits, Planned, PlanTask
 from agentgen.runtime.telemetry.spans import Planning
-from agentgen.runtime.trace.events import loaded_tools
+from agentgen.runtime.trace.events import TraceError, loaded_tools
 
 __all__ = ["plan"]
+
+_LOG = logging.getLogger("agentgen.plan")
 
 
 async def plan(host: RunHost, task: PlanTask) -> Planned[AcceptedCall]:
@@ -40,8 +43,18 @@ async def plan(host: RunHost, task: PlanTask) -> Planned[AcceptedCall]:
         calls = planned.message.tool_calls()
         span.decided(len(calls), sum(1 for d in planned.decisions if d.accepted is not None))
         if not calls:
-            span.answered(lambda: len(loaded_tools((*task.messages, planned.message))))
+            span.answered(lambda: _loaded((*task.messages, planned.message)))
         return planned
+
+
+def _loaded(messages: Sequence[Message]) -> int | None:
+    """How many tools the run's searches loaded, for the metric; a transcript whose search
+    records cannot be read is not counted (its next replay names the message)."""
+    try:
+        return len(loaded_tools(messages))
+    except TraceError as exc:
+        _LOG.warning("tools loaded not counted: %s", exc)
+        return None
 
 
 async def _plan(host: RunHost, task: PlanTask, span: Planning) -> Planned[AcceptedCall]:

@@ -355,10 +355,13 @@ class Planning(_Operation):
                 accepted,
             )
 
-    def answered(self, tools_loaded: Callable[[], int]) -> None:
-        """The planner answered without calls: the run ends with this activity."""
+    def answered(self, tools_loaded: Callable[[], int | None]) -> None:
+        """The planner answered without calls: the run ends with this activity.
+        ``tools_loaded()`` counts the tools the run's searches loaded (None: it cannot tell)."""
         if self.metering:
-            instruments.TOOLS_LOADED.record(tools_loaded(), {names.AGENT_ID: self.agent_id})
+            loaded = tools_loaded()
+            if loaded is not None:
+                instruments.TOOLS_LOADED.record(loaded, {names.AGENT_ID: self.agent_id})
 
     def closing(self, exc: BaseException | None) -> None:
         _PLANNING.reset(self._reset)

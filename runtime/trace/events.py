@@ -175,7 +175,9 @@ def _searches(message: Message, index: int, names: Mapping[str, str]) -> list[_S
             records = OpenAIRecords.from_json(openai, message.parts, what).records
             for at, item in records:
                 if item.get("type") == "tool_search_call":
-                    query = _text(item.get("arguments", {}).get("query"), what)
+                    arguments = item.get("arguments")
+                    given = arguments.get("query") if isinstance(arguments, Mapping) else None
+                    query = _text(given, what)
                     steps.append((at, "search", query, ()))
                 elif item.get("type") == "tool_search_output":
                     loaded = tuple(names.get(n, n) for n in _loaded_names(item, what))
