@@ -7,7 +7,7 @@ checks the reported line as well as the text.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ import pytest
 from agentgen.codegen.pipeline import check_file
 from agentgen.dsl.errors import DesignError, DesignErrors
 from agentgen.dsl.expr import RootExpr
+from agentgen.runtime.testing import record_telemetry
 
 HEADER = "from agentgen.dsl import *\n"
 MARK = "# <-"
@@ -96,3 +97,14 @@ def _private_generation_cache(
 ) -> None:
     """Tests never read or write the user's agentgen cache."""
     monkeypatch.setenv("AGENTGEN_CACHE_DIR", str(tmp_path_factory.mktemp("agentgen-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _forget_recorded_spans() -> Iterator[None]:
+    """Once a test (or a docs snippet) installs the in-memory OpenTelemetry SDK, it records
+    every later test's runs too: the spans a test did not read are dropped after it, so that
+    the session does not keep them all (a growing heap slows the collector, and timing tests
+    with it)."""
+    yield
+    if record_telemetry.cache_info().currsize:
+        record_telemetry().clear()
