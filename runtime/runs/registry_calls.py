@@ -77,9 +77,19 @@ async def bounded(
     ) as span:
         result = await _bounded(registration, request)
         if isinstance(result, ResolvedToolset) and isinstance(result.registration_token, str):
-            version = getattr(result.toolset, "version", None)
-            span.resolved(version if isinstance(version, str) else None, result.registration_token)
+            span.resolved(_version(result), result.registration_token)
+        elif span.recording and isinstance(result, list):  # a batch resolve's pairs
+            for pair in result:
+                if isinstance(pair, tuple) and len(pair) == 2:
+                    name, one = pair
+                    if isinstance(one, ResolvedToolset) and isinstance(one.registration_token, str):
+                        span.resolved_one(str(name), _version(one), one.registration_token)
         return result
+
+
+def _version(resolved: ResolvedToolset) -> str | None:
+    version = getattr(resolved.toolset, "version", None)
+    return version if isinstance(version, str) else None
 
 
 async def _bounded(registration: RegistryRegistration, request: Awaitable[T]) -> T:

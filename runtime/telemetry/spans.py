@@ -685,6 +685,20 @@ class RegistryRequest(_Operation):
         self.set(names.REGISTRY_VERSION, version or "")
         self.set(names.REGISTRY_TOKEN, token)
 
+    def resolved_one(self, toolset: str, version: str | None, token: str) -> None:
+        """One toolset of a batch resolve: an ``agentgen.registry.resolved`` event with the
+        toolset, version and token the registry answered."""
+        if self.recording:
+            assert self.span is not None
+            self.span.add_event(
+                RESOLVED_EVENT,
+                {
+                    names.REGISTRY_TOOLSET: toolset,
+                    names.REGISTRY_VERSION: version or "",
+                    names.REGISTRY_TOKEN: token,
+                },
+            )
+
     def closing(self, exc: BaseException | None) -> None:
         _REGISTRY.reset(self._reset)
         if self.attempts > 1:
@@ -697,6 +711,10 @@ class RegistryRequest(_Operation):
             if exc is not None:
                 attributes[names.ERROR_TYPE] = _error_type(exc)
             instruments.REGISTRY_REQUEST.record(self.elapsed(), attributes)
+
+
+#: The event a batch resolve adds per toolset it resolved.
+RESOLVED_EVENT = "agentgen.registry.resolved"
 
 
 def registry_retry(registry: str, path: str, retry: int, problem: str, delay: float) -> None:

@@ -20,6 +20,7 @@ from tests.engines.test_scenarios import payer, payer_runtime
 from tests.otel import delta, named, recorder
 from tests.runtime.agents import ScriptedPlanner, answer, calls, echo_handler
 from tests.runtime.fake_registry import FakeRegistry
+from tests.runtime.test_batch_resolution import Batching, published, run
 from tests.runtime.test_saved_contracts import payments
 
 
@@ -127,3 +128,22 @@ async def test_the_http_clients_retries_are_events_of_the_request_and_warnings(
         "registry 'company': /toolsets/list failed (HTTP 503: store down); retry 1 in "
     )
     await client.aclose()
+
+
+async def test_a_batch_resolve_says_which_toolsets_it_resolved_with_their_tokens() -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    registry = published(Batching())
+    await run(registry)
+    (batch,) = named(otel.agentgen_spans(), "agentgen.registry.resolve_toolsets company")
+    assert attributes(batch)["agentgen.registry.operation"] == "resolve_toolsets"
+    assert [
+        (e.name, dict(e.attributes or {})["agentgen.registry.toolset"]) for e in batch.events
+    ] == [("agentgen.registry.resolved", "billing"), ("agentgen.registry.resolved", "records")]
+    tokens = {
+        dict(e.attributes or {})["agentgen.registry.toolset"]: dict(e.attributes or {})[
+            "agentgen.registry.token"
+        ]
+        for e in batch.events
+    }
+    assert tokens == {name: registry.admissions[name].token for name in ("billing", "records")}
