@@ -284,6 +284,15 @@ class HttpRegistryClient:
         )
         return answer.toolsets
 
+    async def search_toolsets(self, query: str, tags: Sequence[str] = ()) -> list[str]:
+        """Names of the active toolsets whose name, description or a tag contains ``query``
+        (ignoring case), having every tag of ``tags``: for people and tools that browse a
+        registry (planning activities read it by name or whole)."""
+        answer = await self._post(
+            "/toolsets/search", api.SearchRequest(query=query, tags=list(tags)), api.ListResponse
+        )
+        return answer.toolsets
+
     async def resolve_toolset(self, name: str) -> ResolvedToolset:
         """The toolset and its admission token, with the digest of the answer it was parsed
         from (planning catalogs recognise an unchanged toolset by it)."""

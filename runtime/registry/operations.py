@@ -248,6 +248,21 @@ class RegistryOperations:
             if wanted <= set(entry.toolset.tags)
         ]
 
+    async def search_toolsets(self, query: str, tags: Sequence[str] = ()) -> list[str]:
+        """Names of the active toolsets whose name, description or one of whose tags contains
+        ``query``, ignoring case (and having every tag of ``tags``), by name."""
+        if not query:
+            raise RegistryError(
+                "validation_error", "a search needs a query of one character or more"
+            )
+        wanted = set(tags)
+        needle = query.casefold()
+        return [
+            entry.toolset.name
+            for entry in await self._active_entries()
+            if wanted <= set(entry.toolset.tags) and _mentions(entry.toolset, needle)
+        ]
+
     async def _active_entries(self) -> list[CatalogEntry]:
         """Every active entry, by name, from one scan."""
         entries = [_parse_entry(raw) for _, raw in await self.store.scan("toolset:")]
@@ -622,3 +637,9 @@ def _validation_summary(exc: ValidationError) -> str:
         parts.append(f"{where}: {error['msg']}")
     more = len(exc.errors()) - 5
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _mentions(toolset: ToolsetDeclaration, needle: str) -> bool:
+    """Whether a casefolded ``needle`` occurs in the toolset's name, description or a tag."""
+    texts = (toolset.name, toolset.description or "", *toolset.tags)
+    return any(needle in text.casefold() for text in texts)

@@ -348,6 +348,15 @@ def create_app(
         return api.ListResponse(toolsets=await operations.list_toolsets(body.tags))
 
     @post(
+        "/toolsets/search",
+        "names of the active toolsets whose name, description or a tag contains the query "
+        "(ignoring case), having every given tag",
+    )
+    async def search_toolsets(body: api.SearchRequest, who: Principal = Who) -> api.ListResponse:
+        who.require_consumer()
+        return api.ListResponse(toolsets=await operations.search_toolsets(body.query, body.tags))
+
+    @post(
         "/toolsets/resolve",
         "a toolset's declaration and admission token, from one read",
         response_model=api.ResolveResponse,

@@ -162,6 +162,28 @@ async def test_list_requires_every_tag_and_check_admission_answers_false(
     assert error.message == 'toolset "missing" not found'
 
 
+async def test_search_finds_text_in_names_descriptions_and_tags_of_active_toolsets(
+    ops: RegistryOperations,
+) -> None:
+    """goa-ai's catalog search: a case-insensitive substring of name, description or a tag."""
+    payments = echo_toolset("payments", tags=("Finance", "eu"))
+    payments.description = "Move MONEY between accounts."
+    await ops.register(registration(payments))
+    people = echo_toolset("people", tags=("hr",))
+    people.description = "Employees and their managers."
+    await ops.register(registration(people))
+    gone = await ops.register(registration(echo_toolset("payroll", tags=("finance",))))
+    assert await ops.search_toolsets("PAY") == ["payments", "payroll"]  # names
+    assert await ops.search_toolsets("money") == ["payments"]  # descriptions
+    assert await ops.search_toolsets("financ") == ["payments", "payroll"]  # tags
+    assert await ops.search_toolsets("finance", ["eu"]) == ["payments"]  # and every tag
+    assert await ops.search_toolsets("manager") == ["people"]
+    assert await ops.search_toolsets("nothing like it") == []
+    await ops.unregister("payroll", gone.registration_token)
+    assert await ops.search_toolsets("pay") == ["payments"]  # withdrawn toolsets are not found
+    await refused("validation_error", ops.search_toolsets(""))
+
+
 async def test_corrupt_persisted_entries_are_reported_by_key(
     ops: RegistryOperations, store: Store
 ) -> None:

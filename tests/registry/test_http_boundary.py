@@ -129,6 +129,14 @@ async def test_body_limit_is_enforced_without_a_content_length(secured: Running)
     assert (response.status_code, code_of(response)) == (413, "body_too_large")
 
 
+@pytest.mark.parametrize(
+    "body", [{"query": ""}, {"query": "x" * 257}, {}, {"query": 5}, {"query": "a", "tag": []}]
+)
+async def test_a_search_needs_a_short_text_query(secured: Running, body: Any) -> None:
+    response = await post(secured, "/v1/toolsets/search", body, CONSUMER)
+    assert (response.status_code, code_of(response)) == (422, "validation_error")
+
+
 async def test_unknown_toolsets_and_calls_are_not_found(secured: Running) -> None:
     response = await post(secured, "/v1/toolsets/resolve", {"toolset": "nope"}, CONSUMER)
     assert (response.status_code, code_of(response)) == (404, "not_found")
@@ -181,6 +189,7 @@ async def test_each_role_stays_within_its_operations(secured: Running) -> None:
 
     # Providers do not read the catalog or call tools.
     assert await code(provider.list_toolsets()) == "forbidden"
+    assert await code(provider.search_toolsets("echo")) == "forbidden"
     assert await code(provider.resolve_toolset("echo")) == "forbidden"
     # Consumers do not claim, complete, renew or unregister.
     common = ("echo", token, "p1", "i1")
@@ -204,6 +213,8 @@ async def test_each_role_stays_within_its_operations(secured: Running) -> None:
     # What each may do works, and the admin may do everything.
     assert await consumer.list_toolsets() == ["echo"]
     assert await admin.list_toolsets() == ["echo"]
+    assert await consumer.search_toolsets("ECH") == ["echo"]
+    assert await consumer.search_toolsets("echo", ["missing-tag"]) == []
     assert await consumer.check_admission("echo", token)
     assert await provider.claim(*common, max_calls=1, wait_ms=0, operation_id="o") == []
     await admin.unregister("echo", token)
