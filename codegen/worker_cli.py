@@ -42,12 +42,22 @@ __all__ = ["worker"]
     help="Seconds a run cached by this worker waits for it before any worker takes it (after "
     "this worker is lost, each of its runs waits this long).",
 )
+@click.option(
+    "--max-payload-bytes",
+    type=click.IntRange(min=1),
+    default=2 * 1024 * 1024,
+    show_default=True,
+    help="The largest answer an activity may give (the server's limit.blobSize.error); a "
+    "larger one fails the run with PayloadTooLargeError. Raise it with the server's limit and "
+    "TemporalSettings.max_payload_bytes.",
+)
 def worker(
     task_queue: str,
     app: str,
     address: str | None,
     namespace: str | None,
     sticky_timeout: float,
+    max_payload_bytes: int,
 ) -> None:
     """Run a Temporal worker for an application's durable runs.
 
@@ -81,6 +91,7 @@ def worker(
                 namespace=namespace,
                 ready=ready,
                 sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
+                max_payload_bytes=max_payload_bytes,
             )
         )
     except AppLoadError as exc:

@@ -166,6 +166,9 @@ if TYPE_CHECKING:
     from agentgen.runtime.engines.temporal.client import (
         TemporalEngine as TemporalEngine,
     )
+    from agentgen.runtime.engines.temporal.payload_limits import (
+        PayloadTooLargeError as PayloadTooLargeError,
+    )
     from agentgen.runtime.engines.temporal.settings import (
         TemporalSettings as TemporalSettings,
     )
@@ -369,6 +372,7 @@ __all__ = [
     "PagingSpec",
     "Part",
     "PayloadError",
+    "PayloadTooLargeError",
     "PlanInput",
     "PlanResult",
     "PlanResumeInput",
@@ -488,6 +492,7 @@ _HOMES: dict[str, str] = {
     "Engine": "agentgen.runtime.engines.base",
     "InMemoryEngine": "agentgen.runtime.engines.memory",
     "RunCancelledError": "agentgen.runtime.engines.temporal.client",
+    "PayloadTooLargeError": "agentgen.runtime.engines.temporal.payload_limits",
     "TemporalEngine": "agentgen.runtime.engines.temporal.client",
     "TemporalSettings": "agentgen.runtime.engines.temporal.settings",
     "Message": "agentgen.runtime.messages",

@@ -4,6 +4,7 @@ cannot be used (the crash test in tests/engines runs real workers with it)."""
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -32,7 +33,13 @@ def worker(*args: str) -> tuple[int, str, str]:
 def test_help_names_every_option() -> None:
     result = CliRunner().invoke(main, ["worker", "--help"])
     assert result.exit_code == 0
-    for option in ("--task-queue", "--app MODULE:FACTORY", "--address", "--namespace"):
+    for option in (
+        "--task-queue",
+        "--app MODULE:FACTORY",
+        "--address",
+        "--namespace",
+        "--max-payload-bytes",
+    ):
         assert option in result.stdout
     assert "worker" in CliRunner().invoke(main, ["--help"]).stdout
 
@@ -68,3 +75,18 @@ def test_an_unreachable_server_is_named() -> None:
     )
     assert code == 1
     assert "cannot reach Temporal" in err and f"127.0.0.1:{port}" in err
+
+
+def test_the_payload_limit_reaches_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentgen.runtime.engines.temporal import worker as worker_module
+
+    given: dict[str, Any] = {}
+
+    async def serve(reference: str, **options: Any) -> None:
+        given.update(options, reference=reference)
+
+    monkeypatch.setattr(worker_module, "serve", serve)
+    code, _, _ = worker("--app", "m:f", "--max-payload-bytes", "4194304")
+    assert code == 0 and given["max_payload_bytes"] == 4 * 1024 * 1024
+    code, _, err = worker("--app", "m:f", "--max-payload-bytes", "0")
+    assert code == 2 and "--max-payload-bytes" in err

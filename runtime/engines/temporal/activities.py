@@ -9,7 +9,9 @@ declaration, never from the current catalog.
 
 Failures leave as ``ApplicationError`` with their type name and message, marked non-retryable
 for the SPEC's typed errors (:mod:`.errors`). Every activity heartbeats while it runs, so that
-a lost worker is noticed within the heartbeat timeout rather than the activity's.
+a lost worker is noticed within the heartbeat timeout rather than the activity's. An answer too
+large for Temporal fails the activity for good (:mod:`.payload_limits`): the SDK would not
+upload it, and repeating a planning activity asks the model again.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from typing import Any, TypeVar
 
 from temporalio import activity
 
+from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.engines.temporal.errors import application_error
+from agentgen.runtime.engines.temporal.payload_limits import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    check_payload,
+)
 from agentgen.runtime.engines.temporal.wire import (
     ACTIVITY_NAMES,
     AwaitTask,
@@ -60,24 +67,48 @@ async def _heartbeating(work: Awaitable[T]) -> T:
         beating.cancel()
 
 
-async def _step(host: RunHost, work: Callable[[], Awaitable[T]]) -> T:
+async def _step(host: RunHost, work: Callable[[], Awaitable[T]], limit: int, run: RunContext) -> T:
     """Run a step under the host's telemetry (its spans hang under the SDK's ``RunActivity``
     span, which links them to the workflow); a retried attempt does not count again what the
-    first one counted."""
+    first one counted. Its answer must fit in ``limit`` bytes."""
     try:
         with activated(host.telemetry, attempt=activity.info().attempt):
-            return await _heartbeating(work())
+            result = await _heartbeating(work())
+        what = f"the answer of the {_WHAT.get(activity.info().activity_type, 'activity')}"
+        check_payload(
+            activity.payload_converter(),
+            result,
+            limit,
+            f"{what} of agent {run.agent_id!r} (run {run.run_id!r})",
+        )
+        return result
     except asyncio.CancelledError:
         raise
     except Exception as exc:
         raise application_error(exc) from exc
 
 
-class RunActivities:
-    """The activities, bound to the worker's host."""
+#: What each activity is, for messages.
+_WHAT = {
+    ACTIVITY_NAMES["plan"]: "planning activity",
+    ACTIVITY_NAMES["prepare"]: "step preparing a call",
+    ACTIVITY_NAMES["deny"]: "step denying a call",
+    ACTIVITY_NAMES["execute"]: "tool execution",
+    ACTIVITY_NAMES["admit"]: "registry admission",
+    ACTIVITY_NAMES["await_outcome"]: "wait for a registry call's outcome",
+    ACTIVITY_NAMES["agent_result"]: "step checking an agent tool's answer",
+}
 
-    def __init__(self, host: RunHost) -> None:
+
+class RunActivities:
+    """The activities, bound to the worker's host. ``max_payload_bytes`` bounds what each
+    answers (the server's blob size limit)."""
+
+    def __init__(self, host: RunHost, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
+        if max_payload_bytes < 1:
+            raise ValueError("max_payload_bytes must be at least 1")
         self.host = host
+        self.limit = max_payload_bytes
 
     def all(self) -> list[Callable[..., Any]]:
         return [
@@ -107,7 +138,7 @@ class RunActivities:
             )
             return Planned(planned.message, planned.final_value, decisions, planned.limits)
 
-        return await _step(self.host, work)
+        return await _step(self.host, work, self.limit, task.run)
 
     @activity.defn(name=ACTIVITY_NAMES["prepare"])
     async def prepare(self, task: CallTask) -> Prepared:
@@ -115,7 +146,7 @@ class RunActivities:
             context, accepted = self._restore(task)
             return execution.prepare(context, accepted, confirmable=task.confirmable)
 
-        return await _step(self.host, work)
+        return await _step(self.host, work, self.limit, task.run)
 
     @activity.defn(name=ACTIVITY_NAMES["deny"])
     async def deny(self, task: DenyTask) -> ToolResultPart:
@@ -123,7 +154,7 @@ class RunActivities:
             _, accepted = self._restore(task.task)
             return execution.deny(accepted, task.arguments)
 
-        return await _step(self.host, work)
+        return await _step(self.host, work, self.limit, task.task.run)
 
     @activity.defn(name=ACTIVITY_NAMES["execute"])
     async def execute(self, task: CallTask) -> ToolResultPart:
@@ -131,7 +162,7 @@ class RunActivities:
             context, accepted = self._restore(task)
             return await execution.call_executor(context, accepted)
 
-        return await _step(self.host, work)
+        return await _step(self.host, work, self.limit, task.run)
 
     @activity.defn(name=ACTIVITY_NAMES["admit"])
     async def admit(self, task: CallTask) -> Admission:
@@ -139,7 +170,7 @@ class RunActivities:
             context, accepted = self._restore(task)
             return await execution.admit(context, accepted)
 
-        return await _step(self.host, work)
+        return await _step(self.host, work, self.limit, task.run)
 
     @activity.defn(name=ACTIVITY_NAMES["await_outcome"])
     async def await_outcome(self, task: AwaitTask) -> ToolResultPart:
@@ -147,7 +178,7 @@ class RunActivities:
             context, accepted = self._restore(task.task)
             return await execution.await_outcome(context, accepted, task.ref)
 
-        return await _step(self.host, work)
+        return await _step(self.host, work, self.limit, task.task.run)
 
     @activity.defn(name=ACTIVITY_NAMES["agent_result"])
     async def agent_result(self, task: ResultTask) -> ToolResultPart:
@@ -155,4 +186,4 @@ class RunActivities:
             _, accepted = self._restore(task.task)
             return execution.agent_result(accepted, task.child)
 
-        return await _step(self.host, work)
+        return await _step(self.host, work, self.limit, task.task.run)

@@ -31,6 +31,7 @@ from agentgen.runtime.adapters.errors import (
 from agentgen.runtime.agents.definition import DefinitionError
 from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ContractError
+from agentgen.runtime.engines.temporal.payload_limits import PayloadTooLargeError
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 from agentgen.runtime.runs.catalog import (
     CatalogError,
@@ -75,6 +76,7 @@ _BY_NAME: dict[str, type[Exception]] = {
         MissingLabelsError,
         ToolCallIdError,
         RunCancelledError,
+        PayloadTooLargeError,
         CatalogError,
         RegistryNotRegisteredError,
         SourceNotFoundError,

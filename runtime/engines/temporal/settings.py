@@ -39,6 +39,10 @@ class TemporalSettings:
     #: A run continues as a new execution (keeping its transcript and saved contracts) once
     #: its history holds this many events, or earlier when Temporal suggests it.
     continue_as_new_after_events: int = 10_000
+    #: The largest value a run sends to Temporal as one payload (a planning activity's input,
+    #: a child run's, a continuation's): the server's blob size limit, 2 MiB by default. A
+    #: larger one fails the run with ``PayloadTooLargeError`` (see :mod:`.payload_limits`).
+    max_payload_bytes: int = 2 * 1024 * 1024
 
     def __post_init__(self) -> None:
         for name in (
@@ -57,3 +61,5 @@ class TemporalSettings:
             raise ValueError("TemporalSettings.retry_maximum_attempts must be at least 1")
         if self.continue_as_new_after_events < 1:
             raise ValueError("TemporalSettings.continue_as_new_after_events must be at least 1")
+        if self.max_payload_bytes < 1:
+            raise ValueError("TemporalSettings.max_payload_bytes must be at least 1")

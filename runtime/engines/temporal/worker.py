@@ -28,6 +28,7 @@ from agentgen.runtime.engines.temporal.client import (
     agentgen_client,
 )
 from agentgen.runtime.engines.temporal.converter import data_converter
+from agentgen.runtime.engines.temporal.payload_limits import DEFAULT_MAX_PAYLOAD_BYTES
 from agentgen.runtime.engines.temporal.workflow import AgentRunWorkflow
 from agentgen.runtime.runs.host import RunHost
 
@@ -58,9 +59,17 @@ def sandbox_runner() -> SandboxedWorkflowRunner:
     )
 
 
-def build_worker(client: Client, host: RunHost, task_queue: str, **options: Any) -> Worker:
+def build_worker(
+    client: Client,
+    host: RunHost,
+    task_queue: str,
+    *,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    **options: Any,
+) -> Worker:
     """A worker for ``task_queue`` whose activities run against ``host`` (the application's
-    sealed ``Runtime``). ``options`` go to ``temporalio.worker.Worker``."""
+    sealed ``Runtime``); an activity's answer over ``max_payload_bytes`` (the server's blob
+    size limit) fails it for good. ``options`` go to ``temporalio.worker.Worker``."""
     seal: Callable[[], None] | None = getattr(host, "seal", None)
     if seal is not None:
         seal()  # what the runtime checks before its first run, checked before any activity
@@ -68,7 +77,7 @@ def build_worker(client: Client, host: RunHost, task_queue: str, **options: Any)
         agentgen_client(client),
         task_queue=task_queue,
         workflows=[AgentRunWorkflow],
-        activities=RunActivities(host).all(),
+        activities=RunActivities(host, max_payload_bytes).all(),
         workflow_runner=sandbox_runner(),
         **options,
     )

@@ -33,6 +33,7 @@ from temporalio.exceptions import (
 
 with workflow.unsafe.imports_passed_through():
     from agentgen.runtime.agents.planning import RunContext
+    from agentgen.runtime.engines.temporal.payload_limits import check_payload
     from agentgen.runtime.engines.temporal.settings import TemporalSettings
     from agentgen.runtime.engines.temporal.wire import (
         ACTIVITY_NAMES,
@@ -69,6 +70,17 @@ STATUS_QUERY = "agentgen.status"
 DECIDE_UPDATE = "agentgen.decide"
 
 T = TypeVar("T")
+
+#: What each activity is, for messages.
+_STEPS = {
+    "plan": "planning activity",
+    "prepare": "step preparing a call",
+    "deny": "step denying a call",
+    "execute": "tool execution",
+    "admit": "registry admission",
+    "await_outcome": "wait for a registry call's outcome",
+    "agent_result": "step checking an agent tool's answer",
+}
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -158,7 +170,8 @@ class _WorkflowSteps:
     ) -> T:
         """Run one activity. Its failure is raised as the loop's :class:`StepFailure` (the
         original type and message), or :class:`_Lost` when the worker running a step that is
-        never repeated (``once``) was lost."""
+        never repeated (``once``) was lost. An input too large for Temporal fails the run."""
+        self._check(arg, f"the input of the {_STEPS[name]}")
         try:
             result: T = await workflow.execute_activity(
                 ACTIVITY_NAMES[name],
@@ -175,6 +188,15 @@ class _WorkflowSteps:
                 raise _Lost() from None
             raise _failure(exc) from None
         return result
+
+    def _check(self, value: Any, what: str) -> None:
+        run = self.run
+        check_payload(
+            workflow.payload_converter(),
+            value,
+            self.settings.max_payload_bytes,
+            f"{what} of agent {run.agent_id!r} (run {run.run_id!r})",
+        )
 
     def _task(self, accepted: Checkpoint) -> CallTask:
         return CallTask(self.run, accepted, self.input.confirmable)
@@ -196,9 +218,11 @@ class _WorkflowSteps:
         limit = self.settings.continue_as_new_after_events
         if info.is_continue_as_new_suggested() or info.get_current_history_length() >= limit:
             await workflow.wait_condition(workflow.all_handlers_finished)
-            workflow.continue_as_new(
-                RunInput(state=state, settings=self.settings, confirmable=self.input.confirmable)
+            carried = RunInput(
+                state=state, settings=self.settings, confirmable=self.input.confirmable
             )
+            self._check(carried, "the state a long run continues as new with")
+            workflow.continue_as_new(carried)
 
     async def prepare(self, accepted: Checkpoint) -> Prepared:
         task = self._task(accepted)
@@ -255,6 +279,7 @@ class _WorkflowSteps:
             settings=self.settings,
             confirmable=self.input.confirmable,
         )
+        self._check(child_input, f"the input of the child run of agent {request.agent_id!r}")
         self.owner.children.append(run_id)
         try:
             result = await workflow.execute_child_workflow(

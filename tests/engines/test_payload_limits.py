@@ -1,0 +1,114 @@
+"""Temporal refuses payloads over its blob size limit (2 MiB by default). A durable run never
+meets that limit blind: a value over it fails the run at once with ``PayloadTooLargeError``,
+naming what was too large and what to do, instead of asking the model again (a planning
+activity's answer the SDK could not upload used to be retried) or hanging (a transcript too
+large to schedule the next planning activity failed the workflow task again and again)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from agentgen.runtime.agents.executors import ToolContext
+from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.engines.temporal import PayloadTooLargeError, TemporalSettings
+from agentgen.runtime.messages import ToolResultPart
+from agentgen.runtime.testing import Answer, Call, ScriptedModel
+from examples.records.gen.assistant.agents import assistant as assistant_agent
+from examples.records.gen.assistant.toolsets.records import types
+from tests.e2e.test_records_e2e import Records
+from tests.engines.conftest import FAST, Harness
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+MIB = 1024 * 1024
+
+
+class BigRecords(Records):
+    """Records whose bodies are ``size`` characters long."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    async def lookup(self, args: types.LookupArgs, context: ToolContext) -> types.Record:
+        self.calls.append(("lookup", args))
+        return types.Record(id=args.id, title="Tokyo", body="s" * self.size)
+
+
+async def run(harness: Harness, model: ScriptedModel, records: Records) -> object:
+    rt = harness.runtime()
+    rt.register_model("scripted", model)
+    assistant_agent.register_assistant_agent(
+        rt,
+        assistant_agent.AssistantAgentConfig(
+            planner=ModelPlanner("scripted"), records_executor=records
+        ),
+    )
+    async with harness.serving(rt):
+        return await asyncio.wait_for(assistant_agent.new_client(rt).run("Tokyo?"), 60)
+
+
+async def test_an_answer_over_the_limit_fails_the_run_without_asking_the_model_again(
+    durable: Harness,
+) -> None:
+    model = ScriptedModel([Answer("x" * (3 * MIB)), Answer("a second, smaller answer")])
+    with pytest.raises(PayloadTooLargeError) as failed:
+        await run(durable, model, Records())
+    message = str(failed.value)
+    assert "planning activity" in message and "assistant.assistant" in message
+    assert f"{2 * MIB} bytes" in message and "max_payload_bytes" in message
+    assert len(model.requests) == 1  # the model was not asked again
+
+
+async def test_a_transcript_outgrowing_the_limit_fails_the_run_instead_of_hanging(
+    durable: Harness,
+) -> None:
+    records = BigRecords(900 * 1024)  # a lookup's result is about 1.4 MB in the transcript
+    model = ScriptedModel(
+        [Call("records.lookup", {"id": str(n)}) for n in range(3)] + [Answer("done")]
+    )
+    with pytest.raises(PayloadTooLargeError) as failed:
+        await run(durable, model, records)
+    assert "the input of the planning activity" in str(failed.value)
+    # Two lookups ran once each; the third planning activity was never started.
+    assert len(records.calls) == 2 and len(model.requests) == 2
+
+
+async def test_a_tool_result_over_the_limit_answers_the_call_and_the_run_goes_on(
+    durable: Harness,
+) -> None:
+    records = BigRecords(3 * MIB)
+    model = ScriptedModel([Call("records.lookup", {"id": "1"}), Answer("It was too large.")])
+    outcome = await run(durable, model, records)
+    assert outcome.final_text == "It was too large."  # type: ignore[attr-defined]
+    assert len(records.calls) == 1  # the tool ran once, and was not run again
+    (result,) = model.requests[1].messages[-1].parts
+    assert isinstance(result, ToolResultPart) and result.is_error
+    error = json.loads(result.content)["error"]
+    assert error["kind"] == "internal_error"
+    assert "PayloadTooLargeError" in error["message"] and "tool execution" in error["message"]
+
+
+async def test_the_limit_is_a_setting(temporal: object) -> None:
+    """A run with a smaller limit (say, a server configured lower) fails at that limit; the
+    same run fits under the default one."""
+    small = Harness("temporal", temporal, TemporalSettings(  # type: ignore[arg-type]
+        retry_initial_interval=FAST.retry_initial_interval,
+        retry_maximum_interval=FAST.retry_maximum_interval,
+        max_payload_bytes=64 * 1024,
+    ))  # fmt: skip
+    script = [Call("records.lookup", {"id": "1"}), Answer("done")]
+    with pytest.raises(PayloadTooLargeError, match=f"{64 * 1024} bytes"):
+        await run(small, ScriptedModel(script), BigRecords(100 * 1024))
+    outcome = await run(
+        Harness("temporal", temporal), ScriptedModel(script), BigRecords(100 * 1024)
+    )  # type: ignore[arg-type]
+    assert outcome.final_text == "done"  # type: ignore[attr-defined]
+
+
+async def test_the_limit_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_payload_bytes"):
+        TemporalSettings(max_payload_bytes=0)
