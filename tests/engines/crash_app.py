@@ -2,11 +2,13 @@
 
 ``agentgen worker --app tests.engines.crash_app:build`` runs it in worker processes; the test
 calls :func:`build` itself to start runs and wait for them. Where things are comes from the
-environment (the registry server's URL, the Temporal address, the task queue).
+environment (the registry service's URL, the provider endpoint's, the Temporal address, the
+task queue).
 
-The agent pays through a registry tool (``ledger.pay``, from the test's registry server) or
-charges through a compiled tool (``till.charge``, whose executor calls the test's provider);
-its model calls the tool the user names, then answers with the result.
+The agent pays through a registry tool (``ledger.pay``, which the test's provider serves
+through the registry service, reached with the registry's HTTP client) or charges through a
+compiled tool (``till.charge``, whose executor calls the test's provider endpoint); its model
+calls the tool the user names, then answers with the result.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from agentgen.runtime.contracts.specs import ToolSpec, schema_type
 from agentgen.runtime.contracts.wire import tool_schema
 from agentgen.runtime.engines.temporal import TemporalEngine, TemporalSettings
 from agentgen.runtime.model_client import ModelRequest
+from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream
 from agentgen.runtime.search.document import search_document
 from agentgen.runtime.testing import Answer, Call, FunctionModel
-from tests.engines.http_registry import HttpRegistry
+from tests.engines.held_provider import charge
 from tests.runtime.agents import Sources
 
 AMOUNT = {
@@ -50,6 +53,16 @@ RECEIPT = {
 
 #: A lost worker is noticed after 2 s without a heartbeat.
 SETTINGS = TemporalSettings(heartbeat_timeout=2.0, retry_initial_interval=0.2)
+
+
+def charged(amount: int) -> dict[str, Any]:
+    """The first revision's answer (:data:`CHARGED`)."""
+    return {"charged": amount}
+
+
+def receipt(amount: int) -> dict[str, Any]:
+    """The replacement revision's answer (:data:`RECEIPT`)."""
+    return {"receipt": f"paid {amount}"}
 
 
 def ledger(result: dict[str, Any], revision: str = "v1") -> ToolsetDeclaration:
@@ -86,11 +99,11 @@ CHARGE = ToolSpec(
 
 
 class Till:
-    def __init__(self, provider: HttpRegistry) -> None:
-        self.provider = provider
+    def __init__(self, provider_url: str) -> None:
+        self.provider_url = provider_url
 
     async def execute(self, tool_id: str, payload: Any, context: ToolContext) -> Any:
-        return await self.provider.charge(payload["amount"])
+        return await charge(self.provider_url, payload["amount"])
 
 
 def plan(request: ModelRequest) -> Call | Answer:
@@ -102,14 +115,14 @@ def plan(request: ModelRequest) -> Call | Answer:
 
 
 def build() -> Runtime:
-    registry = HttpRegistry(os.environ["AGENTGEN_CRASH_REGISTRY"])
+    registry = HttpRegistryClient(os.environ["AGENTGEN_CRASH_REGISTRY"])
     engine = TemporalEngine(
         address=os.environ["AGENTGEN_CRASH_TEMPORAL"],
         task_queue=os.environ["AGENTGEN_CRASH_QUEUE"],
         settings=SETTINGS,
     )
     rt = Runtime(engine=engine)
-    rt.register_registry("company", registry, registry)
+    rt.register_registry("company", registry, HttpResultStream(registry, poll_ms=2_000))
     rt.register_model("scripted", FunctionModel(plan))
     definition = AgentDefinition(
         id="crash.payer",
@@ -117,9 +130,8 @@ def build() -> Runtime:
         specs=(CHARGE,),
         registries=("company",),
     ).with_registry_tools(Sources(toolsets=[("company", "ledger", "", False)]))
-    rt.register_agent(
-        definition, planner=ModelPlanner("scripted"), executors={"crash.till": Till(registry)}
-    )
+    till = Till(os.environ["AGENTGEN_CRASH_PROVIDER"])
+    rt.register_agent(definition, planner=ModelPlanner("scripted"), executors={"crash.till": till})
     return rt
 
 

@@ -1,13 +1,17 @@
 """A worker process killed with SIGKILL mid-run, replaced by a new one: the run completes.
 
 Workers run as ``agentgen worker`` processes built from the application's factory
-(``tests/engines/crash_app.py``); the registry and the provider run in the test process, over
-HTTP on 127.0.0.1, and count what they execute. Each kill lands at a known point: after the
+(``tests/engines/crash_app.py``). The registry service (uvicorn on 127.0.0.1, SQLite) and the
+providers run in the test process and count what they execute: the ledger toolset is served
+to the registry with the provider SDK, and workers reach it with the registry's HTTP client;
+the compiled tool calls a plain provider endpoint. Each kill lands at a known point: after the
 tool call was accepted and while its provider holds it (the provider waits for the test).
 
-* A registry call: admitted, then waited for when the worker dies. The new worker waits again
-  (the registry keeps the result), the provider ran it once, the saved contract (its token and
-  result contract, not the provider's replacement published meanwhile) decided the result.
+* A registry call: admitted, then waited for when the worker dies. Meanwhile the provider is
+  replaced by a revision with another result contract (it drains: the call it holds finishes,
+  then the new revision takes the admission). The new worker waits again (the registry keeps
+  the result), the provider ran the call once, and the saved contract (its token and result
+  contract, not the replacement's) decided the result.
 * A compiled tool: running when the worker dies. A tool execution is never repeated: the call
   is answered with ``outcome_unknown``, and the provider ran it once.
 """
@@ -22,6 +26,8 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +39,20 @@ from temporalio.testing import WorkflowEnvironment
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.engines.temporal import TemporalEngine
 from agentgen.runtime.messages import Message
+from agentgen.runtime.registry.admission import CallRecord, Limits, record_key, tool_use_id
+from agentgen.runtime.registry.http_client import HttpRegistryClient
+from agentgen.runtime.registry.sqlite_store import SQLiteStore
 from agentgen.runtime.runs.requests import RunRequest
 from tests.engines import crash_app
-from tests.engines.http_registry import RegistryServer
+from tests.engines.held_provider import ChargeEndpoint, Provider, Serving, serving_ledger
+from tests.registry.conftest import Running, running_registry
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTGEN = Path(sys.executable).with_name("agentgen")
+#: Leases short enough to expire within a test; a call may be held for a minute.
+LIMITS = Limits(min_lease_ms=200, max_lease_ms=60_000, call_timeout_ms=60_000)
 
 
 class Workers:
@@ -52,29 +64,30 @@ class Workers:
         self.processes: list[subprocess.Popen[str]] = []
 
     async def start(self) -> subprocess.Popen[str]:
-        log = (self.logs / f"worker-{len(self.processes)}.log").open("w")
-        process = subprocess.Popen(
-            [
-                str(AGENTGEN),
-                "worker",
-                "--task-queue",
-                self.queue,
-                "--app",
-                crash_app.APP,
-                # The replacement gets the dead worker's run after 1 s (10 s by default).
-                "--sticky-timeout",
-                "1",
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
+        log = self.logs / f"worker-{len(self.processes)}.log"
+        with log.open("w") as stderr:  # the worker writes to its own copy
+            process = subprocess.Popen(
+                [
+                    str(AGENTGEN),
+                    "worker",
+                    "--task-queue",
+                    self.queue,
+                    "--app",
+                    crash_app.APP,
+                    # The replacement gets the dead worker's run after 1 s (10 s by default).
+                    "--sticky-timeout",
+                    "1",
+                ],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
         self.processes.append(process)
         assert process.stdout is not None
         line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 60)
         assert line.startswith("agentgen worker: polling task queue"), (
-            f"the worker did not start: {line!r}; see {log.name}"
+            f"the worker did not start: {line!r}; see {log}"
         )
         return process
 
@@ -84,56 +97,93 @@ class Workers:
                 process.terminate()
         for process in self.processes:
             process.wait(timeout=30)
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+@dataclass
+class Crash:
+    """What a crash test runs against."""
+
+    registry: Running
+    provider: Provider
+    #: The ledger's first revision (``CHARGED`` results), served from the start.
+    ledger: Serving
+    workers: Workers
+    rt: Runtime
+    exits: AsyncExitStack
+
+    async def serve_ledger(self, result: dict[str, Any], revision: str) -> Serving:
+        """Serve another revision of the ledger (until the test ends)."""
+        answer = crash_app.charged if result is crash_app.CHARGED else crash_app.receipt
+        declaration = crash_app.ledger(result, revision)
+        return await self.exits.enter_async_context(
+            serving_ledger(self.registry.url, self.provider, declaration, revision, answer)
+        )
+
+    async def record(self, run_id: str, call_id: str) -> CallRecord:
+        """The registry's record of a call (from its store)."""
+        raw = await self.registry.store.get(record_key(tool_use_id(run_id, call_id)))
+        assert raw is not None, f"the registry has no call {call_id!r} of run {run_id!r}"
+        return CallRecord.model_validate_json(raw)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def crash(
     temporal: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[RegistryServer, Workers, Runtime]]:
-    with RegistryServer() as server:
+) -> AsyncIterator[Crash]:
+    provider = Provider()
+    async with AsyncExitStack() as exits:
+        store = SQLiteStore(str(tmp_path / "registry.db"))
+        registry = await exits.enter_async_context(running_registry(store, limits=LIMITS))
+        endpoint = exits.enter_context(ChargeEndpoint(provider))
         queue = f"crash-{uuid.uuid4().hex}"
-        monkeypatch.setenv("AGENTGEN_CRASH_REGISTRY", server.url)
+        monkeypatch.setenv("AGENTGEN_CRASH_REGISTRY", registry.url)
+        monkeypatch.setenv("AGENTGEN_CRASH_PROVIDER", endpoint.url)
         monkeypatch.setenv(
             "AGENTGEN_CRASH_TEMPORAL", temporal.client.service_client.config.target_host
         )
         monkeypatch.setenv("AGENTGEN_CRASH_QUEUE", queue)
         monkeypatch.setenv("PYTHONPATH", str(ROOT))
         workers = Workers(queue, tmp_path)
-        try:
-            yield server, workers, crash_app.build()
-        finally:
-            workers.stop()
+        exits.callback(workers.stop)  # before the registry stops
+        first = await exits.enter_async_context(
+            serving_ledger(
+                registry.url, provider, crash_app.ledger(crash_app.CHARGED), "r1",
+                crash_app.charged,
+            )
+        )  # fmt: skip
+        await first.token(10)
+        yield Crash(registry, provider, first, workers, crash_app.build(), exits)
 
 
 async def killed_mid_call(
     temporal: WorkflowEnvironment,
-    server: RegistryServer,
-    workers: Workers,
-    rt: Runtime,
+    crash: Crash,
     text: str,
     *,
     activity: str,
     meanwhile: Callable[[], Awaitable[Any]] | None = None,
+    released: Callable[[], Awaitable[Any]] | None = None,
 ) -> tuple[str, Any]:
     """Start a run on a first worker, SIGKILL it while the provider holds the call and the
-    worker runs ``activity``, replace it, release the provider, and wait for the run."""
-    engine = rt.engine
+    worker runs ``activity``, run ``meanwhile``, release the provider, wait for ``released``,
+    start a new worker and wait for the run."""
+    engine = crash.rt.engine
     assert isinstance(engine, TemporalEngine)
-    first = await workers.start()
-    run_id = await engine.start(rt, RunRequest("crash.payer", (Message.user(text),)))
-    assert await asyncio.to_thread(server.provider.started.wait, 60), "the call never ran"
+    first = await crash.workers.start()
+    run_id = await engine.start(crash.rt, RunRequest("crash.payer", (Message.user(text),)))
+    assert await asyncio.to_thread(crash.provider.started.wait, 60), "the call never ran"
     await running(temporal, run_id, activity)
     os.kill(first.pid, signal.SIGKILL)
     assert await asyncio.to_thread(first.wait, 30) == -signal.SIGKILL
     if meanwhile is not None:
         await meanwhile()
-    await workers.start()
-    server.provider.release.set()
-    import time
-
-    t = time.perf_counter()
-    outcome = await asyncio.wait_for(engine.result(rt, run_id), 120)
-    print("RESULT AFTER", time.perf_counter() - t)
+    crash.provider.release.set()
+    if released is not None:
+        await released()
+    await crash.workers.start()
+    outcome = await asyncio.wait_for(engine.result(crash.rt, run_id), 120)
     return run_id, outcome
 
 
@@ -168,32 +218,53 @@ async def activity_attempts(temporal: WorkflowEnvironment, run_id: str) -> dict[
 
 
 async def test_a_registry_call_survives_its_worker(
-    temporal: WorkflowEnvironment, crash: tuple[RegistryServer, Workers, Runtime]
+    temporal: WorkflowEnvironment, crash: Crash
 ) -> None:
-    server, workers, rt = crash
-    token = server.publish(crash_app.ledger(crash_app.CHARGED), "r1")
-    replaced: list[str] = []
+    token = crash.ledger.registered.result()
+    replacing: list[Serving] = []
 
-    async def republish() -> None:
-        # The provider is replaced, with another result contract, while the call is held.
-        replaced.append(server.publish(crash_app.ledger(crash_app.RECEIPT, "v2"), "r2"))
+    async def replace_provider() -> None:
+        # While the call is held, the provider is replaced with another result contract: the
+        # new revision is published (the registry makes it wait while the old revision's lease
+        # lives) and the old one drains (it finishes the call it holds, then lets go).
+        replacement = await crash.serve_ledger(crash_app.RECEIPT, "r2")
+        replacing.append(replacement)
+        for _ in range(200):
+            if replacement.refusals:
+                break
+            await asyncio.sleep(0.05)
+        assert replacement.refusals[:1] == ["admission_blocked"]
+        crash.ledger.stop.set()
+
+    async def replaced() -> None:
+        # Before the new worker waits again, the replacement holds the admission.
+        replacement = await replacing[0].token(30)
+        async with HttpRegistryClient(crash.registry.url) as client:
+            current = await client.resolve_toolset("ledger")
+        assert current.registration_token == replacement != token
+        assert current.toolset.tools[0].result_schema["required"] == ["receipt"]
 
     run_id, outcome = await killed_mid_call(
         temporal,
-        server,
-        workers,
-        rt,
+        crash,
         "pay 5",
         activity="agentgen.await_outcome",
-        meanwhile=republish,
+        meanwhile=replace_provider,
+        released=replaced,
     )
 
     assert outcome.final_text == 'result: {"charged":5}'
-    assert [e["tool"] for e in server.provider.executions] == ["ledger.pay"]  # ran once
-    assert [(tool, t) for tool, t, _ in server.calls] == [("ledger.pay", token)]
+    ran = [(e["tool"], e["run_id"], e["call_id"]) for e in crash.provider.executions]
+    assert ran == [("ledger.pay", run_id, "call-1")]  # ran once, by either revision
+    record = await crash.record(run_id, "call-1")  # the registry admitted it under r1
+    assert (record.tool, record.registration_token, record.state) == (
+        "ledger.pay",
+        token,
+        "completed",
+    )
     (accepted,) = outcome.accepted_calls
     assert accepted.binding is not None
-    assert accepted.binding.registration_token == token != replaced[0]
+    assert accepted.binding.registration_token == token
     result_schema = accepted.binding.declaration["result_schema"]
     assert result_schema["required"] == ["charged"]  # the saved contract, not the receipt one
     attempts = await activity_attempts(temporal, run_id)
@@ -201,15 +272,15 @@ async def test_a_registry_call_survives_its_worker(
     ((waited, waiter),) = attempts["agentgen.await_outcome"]  # the attempt that completed
     assert admitted == 1  # never repeated
     assert waited == 2 and waiter != admitter  # waited again, on the new worker
+    report = await asyncio.wait_for(asyncio.shield(crash.ledger.task), 10)  # r1 drained
+    assert (report.reason, report.completed, report.lost) == ("stopped", 1, 0)
 
 
 async def test_a_tool_running_on_a_lost_worker_is_never_run_again(
-    temporal: WorkflowEnvironment, crash: tuple[RegistryServer, Workers, Runtime]
+    temporal: WorkflowEnvironment, crash: Crash
 ) -> None:
-    server, workers, rt = crash
-    server.publish(crash_app.ledger(crash_app.CHARGED), "r1")
     run_id, outcome = await killed_mid_call(
-        temporal, server, workers, rt, "charge 5", activity="agentgen.execute"
+        temporal, crash, "charge 5", activity="agentgen.execute"
     )
 
     result = outcome.transcript[2].parts[0]
@@ -218,6 +289,6 @@ async def test_a_tool_running_on_a_lost_worker_is_never_run_again(
     assert error["kind"] == "outcome_unknown"
     assert "the worker running it was lost" in error["message"]
     assert outcome.final_text.startswith("result: ")
-    assert [e["tool"] for e in server.provider.executions] == ["charge"]  # never repeated
+    assert [e["tool"] for e in crash.provider.executions] == ["charge"]  # never repeated
     attempts = await activity_attempts(temporal, run_id)
     assert [a for a, _ in attempts["agentgen.execute"]] == [1]
