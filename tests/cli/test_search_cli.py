@@ -27,10 +27,11 @@ def test_ranking_with_scores_and_term_contributions() -> None:
     assert lines[1].split()[:2] == ["1.", "records.analyze"]
     # Each word's contribution, split by the fields of the tool it came from.
     assert (
-        "analyz 1.243 = name 0.704, title 0.235, description 0.235, parameter_text 0.070"
+        "analyz 1.338 = name 0.757, title 0.252, description 0.252, parameter_text 0.076"
         in (lines[1])
     )
-    assert "(tf 4, idf 0.693)" in lines[1]
+    # The idf, ln 2 for a word one of two tools uses, raised to IDF_EXPONENT (0.8).
+    assert "(tf 4, idf 0.746)" in lines[1]
     assert lines[2].split()[:2] == ["2.", "records.search"]
     assert len(lines) == 3
 

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentgen.runtime.search import index as index_module
 from agentgen.runtime.search.analysis import (
     FIELD_B,
     FIELD_WEIGHTS,
@@ -23,39 +24,51 @@ from agentgen.runtime.search.analysis import (
     synonyms,
 )
 from agentgen.runtime.search.document import SearchDocument, search_document, search_text
-from agentgen.runtime.search.index import SearchEntry, SearchIndex
+from agentgen.runtime.search.index import IDF_EXPONENT, SearchEntry, SearchIndex
 
 Catalog = list[tuple[str, SearchDocument]]
 
 
 def reference(catalog: Catalog, index: SearchIndex, query: str, limit: int = 5) -> list[str]:
-    """BM25F as written: per field weight over length normalisation, summed, saturated."""
+    """BM25F as written: per field weight over length normalisation, summed; a query word's
+    synonyms add to its frequency at their weight; idf of the word itself (of the tools its
+    synonyms find when no tool uses it) raised to IDF_EXPONENT; saturated."""
     if not catalog:
         return []
     count = len(catalog)
     width = len(FIELD_WEIGHTS)
     averages = [sum(d.lengths[f] for _, d in catalog) / count for f in range(width)]
-    terms = index.query_terms(query)
+    groups: dict[str, list[tuple[str, float]]] = {}
+    for word, weight, origin in index.query_terms(query):
+        groups.setdefault(word if origin is None else origin, []).append((word, weight))
+
+    def frequency(document: SearchDocument, word: str) -> float:
+        counts = document.terms.get(word)
+        if counts is None:
+            return 0.0
+        return sum(
+            FIELD_WEIGHTS[f]
+            * counts[f]
+            / (
+                (1 - FIELD_B[f] + FIELD_B[f] * document.lengths[f] / averages[f])
+                if averages[f]
+                else 1.0
+            )
+            for f in range(width)
+        )
+
     scored = []
     for tool_id, document in catalog:
         score = 0.0
-        for word, weight, _ in terms:
-            counts = document.terms.get(word)
-            if counts is None:
+        for own, members in sorted(groups.items()):
+            tf = sum(weight * frequency(document, word) for word, weight in members)
+            if not tf:
                 continue
-            df = sum(word in d.terms for _, d in catalog)
-            idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
-            tf = sum(
-                FIELD_WEIGHTS[f]
-                * counts[f]
-                / (
-                    (1 - FIELD_B[f] + FIELD_B[f] * document.lengths[f] / averages[f])
-                    if averages[f]
-                    else 1.0
-                )
-                for f in range(width)
+            df = sum(own in d.terms for _, d in catalog) or sum(
+                any(word in d.terms for word, _ in members) for _, d in catalog
             )
-            score += weight * idf * tf * (K1 + 1) / (tf + K1)
+            idf = math.log(1 + (count - df + 0.5) / (df + 0.5)) ** IDF_EXPONENT
+            score += idf * tf * (K1 + 1) / (tf + K1)
         if score > 0:
             scored.append((-score, tool_id))
     return [tool_id for _, tool_id in sorted(scored)[:limit]]
@@ -172,6 +185,68 @@ def test_explained_contributions_add_up_by_word_and_by_field(catalog: Catalog, q
             assert sum(f.contribution for f in part.fields) == pytest.approx(part.contribution)
             assert {f.field for f in part.fields} <= set(document.fields)
             assert part.weight == (1.0 if part.synonym_of is None else SYNONYM_WEIGHT)
+
+
+def test_a_rare_word_in_argument_text_does_not_outrank_the_tool_named_for_the_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "now" occurs once in the catalog, in an argument's example value; "time" names the clock
+    # tool but is common. With plain idf the rare word decides; raised to IDF_EXPONENT it no
+    # longer outweighs the tool whose name, title and description match.
+    catalog = [
+        entry("clock.current_time", "Current Time", "Get the current time.", zone="Time zone"),
+        entry("metrics.query", "Query Metrics", "Query metrics.",
+              start="Start of the window, such as now-1h"),
+        *(entry(f"t.tool{i}", f"Tool {i}", f"Do thing {i} at a given time.",
+                when=f"When to do thing {i}") for i in range(4)),
+    ]  # fmt: skip
+    assert IDF_EXPONENT < 1.0
+    assert ids(SearchIndex(catalog).search("time now", 2)) == [
+        "clock.current_time",
+        "metrics.query",
+    ]
+    monkeypatch.setattr(index_module, "IDF_EXPONENT", 1.0)
+    assert ids(SearchIndex(catalog).search("time now", 2)) == [
+        "metrics.query",
+        "clock.current_time",
+    ]
+
+
+def test_synonyms_add_to_their_word_instead_of_counting_as_words_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "MR" and "review" are synonyms of "merge": they add a fifth of their frequency to the
+    # tool's frequency of "merge", saturated with it, and so cannot lift the tool that merely
+    # mentions them above the one the request names (summed as words of their own, they did).
+    monkeypatch.setattr(index_module, "IDF_EXPONENT", 1.0)
+    catalog = [
+        entry("gl.merge_merge_request", "Merge Merge Request", "Merge a merge request."),
+        entry("gl.create_merge_request", "Create Merge Request",
+              "Create a merge request (MR) and ask for a review.", reviewers="Who reviews the MR"),
+        entry("gl.list_pipelines", "List Pipelines", "List the pipelines of a project."),
+        entry("gh.list_pull_requests", "List Pull Requests", "List the pull requests of a repo."),
+        entry("gl.get_issue", "Get Issue", "Get an issue of a project."),
+    ]  # fmt: skip
+    index = SearchIndex(catalog)
+    assert ids(index.search("merge request", 2)) == [
+        "gl.merge_merge_request",
+        "gl.create_merge_request",
+    ]
+    create = next(hit for hit in index.explain("merge request") if hit.tool_id.startswith("gl.c"))
+    parts = {part.term: part for part in create.terms}
+    assert {parts["mr"].synonym_of, parts["review"].synonym_of} == {"merg"}
+    # A synonym is weighed with its word's idf: it stands in for that word.
+    assert parts["mr"].idf == parts["review"].idf == parts["merg"].idf
+
+
+def test_a_word_no_tool_uses_is_weighed_by_the_tools_its_synonyms_find() -> None:
+    (hit,) = SearchIndex(CATALOG).explain("erase", 1)
+    assert hit.tool_id == "gitlab.delete_branch"
+    (part,) = hit.terms
+    assert (part.term, part.synonym_of) == ("delet", "eras")
+    # One of the six tools has "delete": the idf of a word that one tool in six uses.
+    assert part.idf == pytest.approx(math.log(1 + 5.5 / 1.5) ** IDF_EXPONENT)
+    assert hit.score == part.contribution > 0
 
 
 def test_exact_names_come_first_whatever_the_words() -> None:
