@@ -52,7 +52,8 @@ FIELD_WEIGHTS = (3.0, 1.0, 1.0, 0.5, 0.3)
 FIELD_B = (0.3, 0.3, 0.75, 0.5, 0.75)
 #: BM25 term-frequency saturation.
 K1 = 1.2
-#: The weight of a synonym added to a query, relative to the query's own words.
+#: The weight of a synonym added to a query: the share of its frequency in a tool that counts
+#: towards the frequency of the query word it stands in for.
 SYNONYM_WEIGHT = 0.2
 
 # Runs of letters and digits (``\w`` without ``_``); the classic tokenizer's rule.
