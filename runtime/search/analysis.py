@@ -2,9 +2,12 @@
 
 The analysis is versioned (:data:`SEARCH_VERSION`): the generator counts words with it when it
 writes search documents, consumers compile registry declarations with it, and queries go
-through it at run time, so the three always agree. Any change to what a word is (the stop
-words, the stemmer, the synonyms, the field weights) is a new version: generated packages carry
-the version in their documents, so ``agentgen gen --check`` flags packages written by another.
+through it at run time, so the three always agree. Any change to what a document counts (the
+stop words, the stemmer, how text splits into words, which fields there are) is a new version:
+generated packages carry the version in their documents, so ``agentgen gen --check`` flags
+packages written by another and the runtime recounts them. Choices made only when a query is
+ranked (the synonyms, the field weights, how idf is weighed) change rankings, not documents,
+and need no new version.
 
 Every choice here was kept because it moved held-out recall on ``bench/search_eval`` (see its
 README): identifiers split at ``_``, ``.``, ``-`` and camelCase (free text is not split at case
