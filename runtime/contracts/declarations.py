@@ -51,11 +51,14 @@ TOOL_ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,255}")
 MAX_NAME_LENGTH = 256
 
 _LINE_BREAKS = frozenset("\t\n\r")
+_WITHOUT_LINE_BREAKS = str.maketrans("", "", "\t\n\r")
 
 
 def _one_line(value: str) -> str:
     """Titles, tags, labels and kinds are single lines of visible text: control and format
     characters (newlines, escapes, zero-width and bidi marks) could disguise them."""
+    if value.isprintable():  # no character of category C* or Z* (but space): none to look for
+        return value
     for char in value:
         if unicodedata.category(char) in ("Cc", "Cf"):
             raise ValueError(f"must not contain control or format character {char!r}")
@@ -64,6 +67,8 @@ def _one_line(value: str) -> str:
 
 def _prose(value: str) -> str:
     """Descriptions may span lines, but carry no other control or format characters."""
+    if value.isprintable() or value.translate(_WITHOUT_LINE_BREAKS).isprintable():
+        return value  # the usual case, checked in C: see _one_line
     for char in value:
         if char not in _LINE_BREAKS and unicodedata.category(char) in ("Cc", "Cf"):
             raise ValueError(f"must not contain control or format character {char!r}")

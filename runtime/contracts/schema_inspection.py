@@ -60,30 +60,59 @@ def check_bounds(value: Any, *, max_bytes: int, max_depth: int, what: str = "sch
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, BaseModel):
-            node = dict(node.__dict__)
-        if isinstance(node, Mapping | list | tuple) and depth > max_depth:
-            raise SchemaProblem(f"the {what} is nested deeper than {max_depth} levels")
-        if isinstance(node, Mapping):
-            size += 1 + len(node)
-            for key, item in node.items():
-                size += len(key) + 3 if isinstance(key, str) else 8
-                stack.append((item, depth + 1))
-        elif isinstance(node, list | tuple):
-            size += 1 + len(node)
-            stack.extend((item, depth + 1) for item in node)
-        elif isinstance(node, str):
+        kind = type(node)
+        # JSON's own types first, by exact type: a registry's declarations are made of them,
+        # and the general checks below (abstract Mapping, models) cost several times more.
+        if kind is str:
             size += len(node) + 2
-        elif isinstance(node, bool) or node is None:
-            size += 4
-        elif isinstance(node, int):
+        elif kind is dict or kind is list:
+            if depth > max_depth:
+                raise SchemaProblem(f"the {what} is nested deeper than {max_depth} levels")
+            size += 1 + len(node)
+            if kind is dict:
+                for key, item in node.items():
+                    size += len(key) + 3 if isinstance(key, str) else 8
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in node)
+        elif kind is int:
             size += node.bit_length() // 4 + 1  # no str(): huge integers convert slowly
+        elif kind is bool or node is None:
+            size += 4
         else:
-            size += 1
+            size += _other_size(node, depth, stack, max_depth, what)
         if size > max_bytes:
             raise SchemaProblem(
                 f"the {what} is larger than {max_bytes} bytes of compact JSON (the limit)"
             )
+
+
+def _other_size(
+    node: Any, depth: int, stack: list[tuple[Any, int]], max_depth: int, what: str
+) -> int:
+    """:func:`check_bounds` for anything but an exact ``str``, ``dict``, ``list``, ``int``,
+    ``bool`` or None: models (read through their fields), other mappings and sequences,
+    subclasses of the JSON types, floats and whatever else a model may hold."""
+    if isinstance(node, BaseModel):
+        node = dict(node.__dict__)
+    if isinstance(node, Mapping | list | tuple) and depth > max_depth:
+        raise SchemaProblem(f"the {what} is nested deeper than {max_depth} levels")
+    if isinstance(node, Mapping):
+        size = 1 + len(node)
+        for key, item in node.items():
+            size += len(key) + 3 if isinstance(key, str) else 8
+            stack.append((item, depth + 1))
+        return size
+    if isinstance(node, list | tuple):
+        stack.extend((item, depth + 1) for item in node)
+        return 1 + len(node)
+    if isinstance(node, str):
+        return len(node) + 2
+    if isinstance(node, bool) or node is None:
+        return 4
+    if isinstance(node, int):
+        return node.bit_length() // 4 + 1
+    return 1
 
 
 # --------------------------------------------------------------------------- the walk

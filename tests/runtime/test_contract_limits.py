@@ -352,3 +352,41 @@ def test_a_given_registration_token_must_be_a_token(token: str) -> None:
 
 def test_a_valid_registration_token_is_accepted() -> None:
     assert compile(declaration(), toolset=TOOLSET, registration_token="ab" * 32).id == TOOL
+
+
+@pytest.mark.parametrize("hidden", ["\u200b", "\u202e", "\x1b", "\x00"])
+def test_descriptions_may_span_lines_but_hide_nothing(hidden: str) -> None:
+    model = declaration()
+    model.description = "Refunds a payment.\n\tThen reports it.\r\n"
+    assert compile(model, toolset=TOOLSET).description == model.description
+    model.description = f"Refunds a payment.\nThen{hidden} reports it."
+    assert "description" in refused(model)
+
+
+def test_bounds_count_any_mapping_sequence_or_text_subclass_as_its_json_form() -> None:
+    """Plain JSON values are counted on a fast path; anything else a model may hold is counted
+    as the JSON it stands for, with the same verdicts at the limits."""
+    from collections import OrderedDict
+
+    from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds
+
+    class Text(str):
+        pass
+
+    def verdict(value: Any, max_bytes: int, max_depth: int = 10) -> str:
+        try:
+            check_bounds(value, max_bytes=max_bytes, max_depth=max_depth)
+        except SchemaProblem as exc:
+            return "deep" if "deeper" in str(exc) else "large"
+        return "ok"
+
+    plain: Any = {"a": ["xyz", 12345, True, None, {"b": "c"}]}
+    other: Any = OrderedDict(a=("xyz", 12345, True, None, OrderedDict(b=Text("c"))))
+    size = next(n for n in range(1, 200) if verdict(plain, n) == "ok")
+    for limit, depth in ((size, 10), (size - 1, 10), (size, 3), (size, 2)):
+        assert verdict(other, limit, depth) == verdict(plain, limit, depth)
+    assert [verdict(plain, size, 3), verdict(plain, size - 1), verdict(plain, size, 2)] == [
+        "ok",
+        "large",
+        "deep",
+    ]
