@@ -68,7 +68,9 @@ from agentgen.runtime.contracts.ids import humanize_title  # noqa: E402
 from agentgen.runtime.contracts.wire import tool_schema_json  # noqa: E402
 from agentgen.runtime.messages import Message  # noqa: E402
 from agentgen.runtime.model_client import ModelClient, ModelRequest, ToolDefinition  # noqa: E402
+from agentgen.runtime.registry.api import ResolveResponse  # noqa: E402
 from agentgen.runtime.registry.client import ResolvedToolset, ToolCallMeta  # noqa: E402
+from agentgen.runtime.runs import catalog as catalog_module  # noqa: E402
 from agentgen.runtime.runs.accepted import AcceptedCall  # noqa: E402
 from agentgen.runtime.runs.catalog import PlanningCatalog  # noqa: E402
 from agentgen.runtime.runs.execution import ExecutionContext, execute  # noqa: E402
@@ -84,6 +86,11 @@ from tests.adapters.fakes import (  # noqa: E402
     text,
 )
 from tests.runtime.fake_registry import FakeRegistry  # noqa: E402
+
+try:  # answers kept as text (absent before: the client kept them parsed)
+    from agentgen.runtime.registry.answers import kept_answer as _kept_answer
+except ImportError:  # pragma: no cover - measuring the code before answers were kept as text
+    _kept_answer = None  # type: ignore[assignment]
 
 try:  # the compiled-contract cache (absent before issue 10: every build is then cold)
     from agentgen.runtime.contracts import cache as _contract_cache
@@ -219,29 +226,43 @@ class TimedRegistry:
 
 @dataclass
 class WireRegistry(TimedRegistry):
-    """A client as one reading a registry over HTTP with a response cache would be: it parses
-    each admission's answer once (per registration token), reports the SHA-256 of the bytes
-    it parsed as the toolset's digest, and hands the parsed answer out again while the token
-    is unchanged."""
+    """A client as one reading a registry over HTTP would be: it receives each admission's
+    answer once (per registration token) as the registry service encodes it, and keeps it as
+    :class:`~agentgen.runtime.registry.http_client.HttpRegistryClient` does (its token and
+    toolset fields read, its tools left as text, the SHA-256 of the bytes as its digest),
+    handing the kept answer out again while the token is unchanged."""
 
-    parsed: dict[tuple[str, str], ResolvedToolset] = field(default_factory=dict)
-    payloads: dict[str, bytes] = field(default_factory=dict)
+    #: Each toolset's resolve answer, encoded as the registry service encodes it.
+    answers: dict[str, bytes] = field(default_factory=dict)
+    kept: dict[tuple[str, str], ResolvedToolset] = field(default_factory=dict)
 
     async def resolve_toolset(self, name: str) -> Any:
         start = time.perf_counter()
         try:
             admission = self.inner.admissions[name]
             key = (name, admission.token)
-            found = self.parsed.get(key)
+            found = self.kept.get(key)
             if found is None:
-                body = self.payloads[name]
-                digest = {"digest": hashlib.sha256(body).hexdigest()} if _DIGESTS else {}
-                found = self.parsed[key] = ResolvedToolset(
-                    ToolsetDeclaration.model_validate_json(body), admission.token, **digest
-                )
+                found = self.kept[key] = _keep(self.answers[name])
             return found
         finally:
             self.seconds += time.perf_counter() - start
+
+
+def _answer(declaration: ToolsetDeclaration, token: str) -> bytes:
+    """The registry service's resolve answer for an admission (see ``service._resolved``)."""
+    answer = ResolveResponse(toolset=declaration, registration_token=token)
+    return answer.model_dump_json().encode()
+
+
+def _keep(body: bytes) -> ResolvedToolset:
+    """A resolve answer as the client keeps it."""
+    if _kept_answer is not None:
+        return _kept_answer(body)
+    # Before answers were kept as text (the code issue 10 measured first): parsed whole.
+    parsed = ResolveResponse.model_validate_json(body)
+    digest = {"digest": hashlib.sha256(body).hexdigest()} if _DIGESTS else {}
+    return ResolvedToolset(parsed.toolset, parsed.registration_token, **digest)
 
 
 class WholeRegistry:
@@ -280,8 +301,8 @@ def setup(size: int, client: str = "wire") -> Setup:
     ]
     registry: TimedRegistry
     if client == "wire":
-        bodies = {d.name: body for d, body in zip(declarations, payload, strict=True)}
-        registry = WireRegistry(fake, payloads=bodies)
+        answers = {n: _answer(a.declaration, a.token) for n, a in fake.admissions.items()}
+        registry = WireRegistry(fake, answers=answers)
     else:
         registry = TimedRegistry(fake)
     rt = Runtime()
@@ -319,11 +340,16 @@ async def build_activity(s: Setup) -> tuple[PlanningCatalog, Sequence[ToolDefini
 
 
 def clear_cache(s: Setup | None = None) -> None:
-    """Forget every compiled contract (and the parsed answers of a :class:`WireRegistry`)."""
+    """Forget every compiled contract (and the answers a :class:`WireRegistry` kept), and the
+    advertised definitions recent activities made from them: a cold build starts as in a fresh
+    process, not beside the compiled tools of the builds before it."""
     if _contract_cache is not None:
         _contract_cache.default_cache().clear()
+    advertised = getattr(catalog_module, "_ADVERTISED", None)
+    if advertised is not None:
+        advertised.entries.clear()
     if s is not None and isinstance(s.registry, WireRegistry):
-        s.registry.parsed.clear()
+        s.registry.kept.clear()
 
 
 # ---------------------------------------------------------------------------- measuring

@@ -157,6 +157,7 @@ if TYPE_CHECKING:
     from agentgen.runtime.contracts.specs import (
         schema_type as schema_type,
     )
+    from agentgen.runtime.contracts.toolset_text import ToolsetText as ToolsetText
     from agentgen.runtime.contracts.wire import ToolsetDeclarations as ToolsetDeclarations
     from agentgen.runtime.engines.base import Engine as Engine
     from agentgen.runtime.engines.memory import InMemoryEngine as InMemoryEngine
@@ -426,6 +427,7 @@ __all__ = [
     "ToolsetDeclaration",
     "ToolsetDeclarations",
     "ToolsetExecutor",
+    "ToolsetText",
     "TypeSpec",
     "UnconfiguredAgentExecutorError",
     "UnknownToolError",
@@ -541,6 +543,7 @@ _HOMES: dict[str, str] = {
     "null_result": "agentgen.runtime.contracts.specs",
     "schema_type": "agentgen.runtime.contracts.specs",
     "ToolsetDeclarations": "agentgen.runtime.contracts.wire",
+    "ToolsetText": "agentgen.runtime.contracts.toolset_text",
     "SearchDocument": "agentgen.runtime.search.document",
     "MCPCaller": "agentgen.runtime.mcp",
     "MCPToolsetExecutor": "agentgen.runtime.mcp",

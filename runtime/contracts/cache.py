@@ -40,6 +40,7 @@ from pydantic_core import PydanticSerializationError, SchemaSerializer
 from agentgen.runtime.contracts import compiler
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema, ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.contracts.toolset_text import ToolsetText
 from agentgen.runtime.lru import LRU
 from agentgen.runtime.pacing import Pacer
 
@@ -205,7 +206,7 @@ class ContractCache:
 
     async def toolset(
         self,
-        declaration: ToolsetDeclaration,
+        declaration: ToolsetDeclaration | ToolsetText,
         *,
         name: str,
         digest: str | None = None,
@@ -215,8 +216,9 @@ class ContractCache:
 
         ``digest`` identifies the registry answer ``declaration`` was parsed from (see
         :attr:`ResolvedToolset.digest`); with it an unchanged toolset is found in one lookup.
-        ``pacer`` gives the event loop a turn between tools. Reading the same declarations
-        again gives the same object.
+        A declaration kept as text is parsed only when it is not found so, and the parsed form
+        is dropped once its tools are compiled. ``pacer`` gives the event loop a turn between
+        tools. Reading the same declarations again gives the same object.
         """
         key = (name, digest) if digest else None
         if key is not None:
@@ -224,6 +226,8 @@ class ContractCache:
                 found = self._toolsets.get(key)
             if found is not None:
                 return found
+        if isinstance(declaration, ToolsetText):
+            declaration = declaration.declaration()
         tools = []
         for tool in declaration.tools:
             tools.append(self.tool(tool, toolset=name))

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
+from agentgen.runtime.contracts.toolset_text import ToolsetText
 
 __all__ = [
     "BatchResolver",
@@ -45,9 +46,17 @@ class RegistryError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ResolvedToolset:
     """One active catalog read: the declaration and the token of the admission it came from.
+
+    ``ResolvedToolset(toolset, registration_token, digest=None)`` takes the declaration parsed,
+    or kept as the text it came in (a :class:`ToolsetText`; :attr:`declared` is what was
+    given). A client
+    that keeps the answers it read should keep them as text: parsed, every tool of every answer
+    is dozens of objects the consumer's garbage collector walks at each full collection.
+    Planning catalogs parse such a toolset when they compile it, and :attr:`toolset` parses a
+    fresh copy each time it is read.
 
     ``digest`` is optional: a client that parsed ``toolset`` from a registry's answer may set
     it to the SHA-256 (hex) of exactly the bytes it parsed. Planning catalogs then recognise an
@@ -56,9 +65,27 @@ class ResolvedToolset:
     when it hands out objects that callers may have changed).
     """
 
-    toolset: ToolsetDeclaration
     registration_token: str
-    digest: str | None = None
+    digest: str | None
+    #: The declaration, parsed or as text, as the client gave it.
+    declared: ToolsetDeclaration | ToolsetText = field(repr=False)
+
+    def __init__(
+        self,
+        toolset: ToolsetDeclaration | ToolsetText,
+        registration_token: str,
+        digest: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "registration_token", registration_token)
+        object.__setattr__(self, "digest", digest)
+        object.__setattr__(self, "declared", toolset)
+
+    @property
+    def toolset(self) -> ToolsetDeclaration:
+        """The declaration (parsed afresh at each read when it was kept as text; one that does
+        not parse then raises ``ContractError`` naming its tool)."""
+        declared = self.declared
+        return declared.declaration() if isinstance(declared, ToolsetText) else declared
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,11 @@ is raised as :class:`RegistryError` with the registry's machine-readable code.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import random
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -35,6 +34,7 @@ from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import WIRE_PROTOCOL_VERSION
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.admission import CallMeta
+from agentgen.runtime.registry.answers import kept_answer
 from agentgen.runtime.registry.client import (
     CallOutcome,
     CallRef,
@@ -61,6 +61,7 @@ DEFAULT_TIMEOUT = 10.0
 #: Resolve answers a client keeps (by toolset) to be told they are unchanged.
 KEPT_ANSWERS = 4096
 B = TypeVar("B", bound=BaseModel)
+T = TypeVar("T")
 
 
 class _RetrySettings(Protocol):
@@ -150,7 +151,8 @@ class HttpRegistryClient:
         #: Outcomes that came back with their call, until the result stream asks for them.
         self._early: dict[str, api.ResultResponse] = {}
         #: The last resolve answer of each toolset (least recently resolved first), so that a
-        #: batch resolve can name what it holds and be answered ``unchanged``.
+        #: batch resolve can name what it holds and be answered ``unchanged``; kept as text
+        #: (see :mod:`~agentgen.runtime.registry.answers`).
         self._answers: dict[str, ResolvedToolset] = {}
         token = token if token is not None else os.environ.get(ENV_TOKEN) or None
         headers = {"content-type": "application/json"}
@@ -203,13 +205,13 @@ class HttpRegistryClient:
     # ------------------------------------------------------------------ transport
 
     async def _post(self, path: str, body: BaseModel, answer: type[B], *, wait_ms: int = 0) -> B:
-        parsed, _ = await self._exchange(path, body, answer, wait_ms=wait_ms)
-        return parsed
+        return await self._exchange(path, body, answer.model_validate_json, wait_ms=wait_ms)
 
     async def _exchange(
-        self, path: str, body: BaseModel, answer: type[B], *, wait_ms: int = 0
-    ) -> tuple[B, bytes]:
-        """The parsed answer and the exact bytes it was parsed from."""
+        self, path: str, body: BaseModel, read: Callable[[bytes], T], *, wait_ms: int = 0
+    ) -> T:
+        """The answer, as ``read`` reads its bytes (a pydantic ``ValidationError`` it raises
+        is the registry's ``protocol_error``)."""
         import httpx2
 
         content = body.model_dump_json(exclude_unset=False).encode()
@@ -228,7 +230,7 @@ class HttpRegistryClient:
                     raise self._refusal(response)
                 else:
                     try:
-                        return answer.model_validate_json(response.content), response.content
+                        return read(response.content)
                     except ValidationError as exc:
                         raise RegistryError(
                             "protocol_error",
@@ -294,16 +296,16 @@ class HttpRegistryClient:
         return answer.toolsets
 
     async def resolve_toolset(self, name: str) -> ResolvedToolset:
-        """The toolset and its admission token, with the digest of the answer it was parsed
-        from (planning catalogs recognise an unchanged toolset by it)."""
-        answer, content = await self._exchange(
-            "/toolsets/resolve", api.ResolveRequest(toolset=name), api.ResolveResponse
+        """The toolset and its admission token, with the digest of the answer it was read
+        from (planning catalogs recognise an unchanged toolset by it). The answer is kept as
+        text (:class:`~agentgen.runtime.contracts.toolset_text.ToolsetText`): its token and
+        the toolset's own fields are read now, its tools when they are compiled."""
+        resolved = await self._exchange(
+            "/toolsets/resolve", api.ResolveRequest(toolset=name), kept_answer
         )
-        return self._keep(name, answer, content)
+        return self._keep(name, resolved)
 
-    def _keep(self, name: str, answer: api.ResolveResponse, content: bytes) -> ResolvedToolset:
-        digest = hashlib.sha256(content).hexdigest()
-        resolved = ResolvedToolset(answer.toolset, answer.registration_token, digest)
+    def _keep(self, name: str, resolved: ResolvedToolset) -> ResolvedToolset:
         self._answers.pop(name, None)
         self._answers[name] = resolved
         if len(self._answers) > KEPT_ANSWERS:
@@ -316,7 +318,9 @@ class HttpRegistryClient:
         """Resolve ``names`` (every active toolset when None) in one request, which names the
         digest of every answer this client holds: the registry answers ``unchanged`` for
         those whose answer would be byte for byte the same, and the held answer is handed out
-        again (the runtime never changes a resolved toolset)."""
+        again (the runtime never changes a resolved toolset). Answers are handed out as text
+        (:class:`~agentgen.runtime.contracts.toolset_text.ToolsetText`): their tools are
+        parsed and checked when a planning catalog compiles them."""
         held = self._answers
         known = (
             {n: r.digest for n, r in held.items() if r.digest}
@@ -351,14 +355,14 @@ class HttpRegistryClient:
             else:
                 content = (entry.answer or "").encode()
                 try:
-                    parsed = api.ResolveResponse.model_validate_json(content)
+                    resolved = kept_answer(content)
                 except ValidationError as exc:
                     raise RegistryError(
                         "protocol_error",
                         f"registry {self.name!r} answered toolset {name!r} with an unexpected "
                         f"body: {exc.errors()[0]['msg']}",
                     ) from None
-                out.append((name, self._keep(name, parsed, content)))
+                out.append((name, self._keep(name, resolved)))
         return out
 
     async def check_admission(self, name: str, expected_registration_token: str) -> bool:

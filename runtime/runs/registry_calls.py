@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import HEX64
+from agentgen.runtime.contracts.toolset_text import ToolsetText
 from agentgen.runtime.registry.client import RegistryError, ResolvedToolset
 from agentgen.runtime.runs.host import RegistryRegistration
 from agentgen.runtime.telemetry.spans import RegistryRequest
@@ -88,7 +89,7 @@ async def bounded(
 
 
 def _version(resolved: ResolvedToolset) -> str | None:
-    version = getattr(resolved.toolset, "version", None)
+    version = getattr(resolved.declared, "version", None)  # not parsed when kept as text
     return version if isinstance(version, str) else None
 
 
@@ -131,25 +132,34 @@ def checked_batch(found: Any) -> list[tuple[str, Any]]:
     return sorted(found, key=lambda pair: pair[0])
 
 
-def checked_resolution(resolved: Any) -> tuple[ToolsetDeclaration, str, str | None]:
+def checked_resolution(
+    resolved: Any,
+) -> tuple[ToolsetDeclaration | ToolsetText, str, str | None]:
     """The toolset, registration token and digest of a resolve reply, checked to be what the
-    protocol promises (the tools themselves are checked when each is compiled)."""
+    protocol promises (the tools themselves are checked when each is compiled; a toolset kept
+    as text is parsed then too)."""
     if not isinstance(resolved, ResolvedToolset):
         raise MalformedReplyError(
             f"the registry client returned {type(resolved).__name__} instead of a ResolvedToolset"
         )
-    toolset = resolved.toolset
-    if not isinstance(toolset, ToolsetDeclaration):
+    toolset: Any = resolved.declared
+    if isinstance(toolset, ToolsetText):
+        if not isinstance(toolset.text, bytes):
+            raise MalformedReplyError(
+                f"the resolved toolset's text is {type(toolset.text).__name__}, not bytes"
+            )
+    elif not isinstance(toolset, ToolsetDeclaration):
         raise MalformedReplyError(
             f"the resolved toolset is {type(toolset).__name__}, not a ToolsetDeclaration"
         )
-    tools: Any = toolset.tools  # a model may have been built without validation
-    if not isinstance(tools, list):
-        raise MalformedReplyError(f"the toolset's tools are {type(tools).__name__}, not a list")
-    for index, tool in enumerate(tools):
-        if not isinstance(tool, ToolSchema):
-            kind = "None" if tool is None else f"a {type(tool).__name__}, not a ToolSchema"
-            raise MalformedReplyError(f"tool {index} is {kind}")
+    else:
+        tools: Any = toolset.tools  # a model may have been built without validation
+        if not isinstance(tools, list):
+            raise MalformedReplyError(f"the toolset's tools are {type(tools).__name__}, not a list")
+        for index, tool in enumerate(tools):
+            if not isinstance(tool, ToolSchema):
+                kind = "None" if tool is None else f"a {type(tool).__name__}, not a ToolSchema"
+                raise MalformedReplyError(f"tool {index} is {kind}")
     try:
         # The toolset's own fields, whatever happened to the object since it was built.
         ToolsetDeclaration.model_validate(

@@ -18,6 +18,7 @@ import httpx2
 import pytest
 
 from agentgen.runtime.contracts.fingerprint import registration_token, schema_fingerprint
+from agentgen.runtime.contracts.toolset_text import ToolsetText
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.http_client import HttpRegistryClient
@@ -229,6 +230,24 @@ async def test_batch_resolve_answers_exactly_the_resolve_answers(registry: Runni
         assert not isinstance(after, RegistryError) and not isinstance(before, RegistryError)
         assert after is single[name]  # unchanged: the answer held, not a new one
         assert after.digest == before.digest == digests[name]
+    await client.aclose()
+
+
+async def test_the_client_keeps_answers_as_the_text_the_registry_sent(registry: Running) -> None:
+    """What the client holds is the answer's bytes (its tools are parsed when compiled), for a
+    single resolve and a batch alike; reading ``toolset`` parses the declaration afresh."""
+    client = HttpRegistryClient(registry.url)
+    declaration = echo_toolset("a")
+    await publish(client, declaration)
+    single = await client.resolve_toolset("a")
+    ((_, batch),) = await client.resolve_toolsets()
+    sent = await post(registry.url, "/v1/toolsets/resolve", {"toolset": "a"})
+    for resolved in (single, batch):
+        assert not isinstance(resolved, RegistryError)
+        assert isinstance(resolved.declared, ToolsetText)
+        assert resolved.declared.text == sent.content
+        assert resolved.digest == hashlib.sha256(sent.content).hexdigest()
+        assert resolved.toolset == declaration and resolved.toolset is not resolved.toolset
     await client.aclose()
 
 

@@ -1,0 +1,109 @@
+"""Toolset declarations kept as the JSON text a registry answered, parsed when compiled.
+
+A registry client keeps the last answer of every toolset it read, to be told later that it is
+unchanged. Kept parsed, a whole registry's answers are dozens of objects per tool that the
+garbage collector tracks: every full collection of the consumer's process walks them, and at
+10,000 tools those walks cost more than building the catalog itself (each one a long stall of
+the event loop). Kept as text, an answer is one ``bytes`` object the collector never looks at;
+a planning catalog parses one toolset when it compiles it and keeps only what it compiled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentgen.runtime.contracts.declarations import ContractError, ToolsetDeclaration
+
+__all__ = ["ToolsetText"]
+
+
+class ToolsetText:
+    """A toolset declaration as JSON text, with the toolset's own fields already read.
+
+    ``parse`` turns ``text`` into the declaration (the text may wrap it: a resolve answer holds
+    the declaration and its registration token); it runs each time :meth:`declaration` is
+    called, and what it returns is not kept. ``name``, ``version``, ``description`` and
+    ``tags`` are the toolset's own fields as the client read them from the same text: the
+    parsed declaration must have exactly these.
+    """
+
+    __slots__ = ("_parse", "description", "name", "tags", "text", "version")
+
+    def __init__(
+        self,
+        text: bytes,
+        parse: Callable[[bytes], ToolsetDeclaration],
+        *,
+        name: str,
+        version: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> None:
+        self.text = text
+        self._parse = parse
+        self.name = name
+        self.version = version
+        self.description = description
+        self.tags = tuple(tags)
+
+    def __repr__(self) -> str:
+        return f"ToolsetText(name={self.name!r}, version={self.version!r}, {len(self.text)} bytes)"
+
+    def declaration(self) -> ToolsetDeclaration:
+        """A freshly parsed declaration (callers may change it freely).
+
+        Raises :class:`ContractError`, naming the tool at fault or else the toolset, when the
+        text is not a valid declaration of the toolset its own fields name.
+        """
+        try:
+            parsed = self._parse(self.text)
+        except ValidationError as exc:
+            raise ContractError(self._refusal(exc)) from None
+        if not isinstance(parsed, ToolsetDeclaration):
+            raise ContractError(
+                f"toolset {self.name!r} text parsed into {type(parsed).__name__}, not a "
+                "ToolsetDeclaration"
+            )
+        read = (self.name, self.version, self.description, self.tags)
+        if (parsed.name, parsed.version, parsed.description, tuple(parsed.tags)) != read:
+            raise ContractError(
+                f"toolset {self.name!r}: its text declares toolset {parsed.name!r} (version "
+                f"{parsed.version!r}) with other fields than the registry client read from it"
+            )
+        return parsed
+
+    def _refusal(self, exc: ValidationError) -> str:
+        error = exc.errors()[0]
+        loc = list(error["loc"])
+        found = _tool_at(self.text, loc)
+        if found is None:
+            where = ".".join(str(part) for part in loc)
+            return f"toolset {self.name!r} declaration: {where}: {error['msg']}"
+        tool, rest = found
+        where = ".".join(str(part) for part in rest)
+        detail = f"{where}: {error['msg']}" if where else error["msg"]
+        return f"tool {tool!r} declaration: {detail}"
+
+
+def _tool_at(text: bytes, loc: list[int | str]) -> tuple[str, list[int | str]] | None:
+    """The name of the tool a validation error's location points into, and the location
+    within that tool (only read when a declaration is refused)."""
+    try:
+        node: Any = json.loads(text)
+    except ValueError:
+        return None
+    for index, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            if index > 0 and loc[index - 1] == "tools" and isinstance(node, dict):
+                name = node.get("name")
+                return (name, loc[index + 1 :]) if isinstance(name, str) else None
+        else:
+            return None
+    return None
