@@ -164,8 +164,9 @@ class ContractCache:
             self._toolsets.entries.clear()
             self._again.entries.clear()
 
-    def tool(self, declaration: ToolSchema, *, toolset: str) -> CompiledTool:
-        """The compiled tool for ``declaration`` resolved under toolset ``toolset``.
+    def tool(self, declaration: ToolSchema, *, toolset: str, fresh: bool = False) -> CompiledTool:
+        """The compiled tool for ``declaration`` resolved under toolset ``toolset`` (``fresh``:
+        see :func:`~agentgen.runtime.contracts.compiler.compile`).
 
         Raises :class:`~agentgen.runtime.contracts.declarations.ContractError` when the
         declaration does not compile (then, or when it was refused before).
@@ -189,7 +190,11 @@ class ContractCache:
         if refusal is not None:
             raise ContractError(refusal)
         try:
-            spec = compiler.compile(declaration, toolset=toolset)
+            spec = (
+                compiler.compile(declaration, toolset=toolset, fresh=True)
+                if fresh
+                else compiler.compile(declaration, toolset=toolset)
+            )
         except ContractError as exc:
             with self._lock:
                 self.compiles += 1
@@ -226,11 +231,13 @@ class ContractCache:
                 found = self._toolsets.get(key)
             if found is not None:
                 return found
+        # A declaration kept as text is parsed here, into models no one else holds.
+        fresh = isinstance(declaration, ToolsetText)
         if isinstance(declaration, ToolsetText):
             declaration = declaration.declaration()
         tools = []
         for tool in declaration.tools:
-            tools.append(self.tool(tool, toolset=name))
+            tools.append(self.tool(tool, toolset=name, fresh=fresh))
             if pacer is not None:
                 await pacer.pause()
         # The same tools as an earlier read give the same toolset object, so that what is

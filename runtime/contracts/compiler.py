@@ -37,6 +37,7 @@ def compile(
     *,
     toolset: str,
     registration_token: str | None = None,
+    fresh: bool = False,
 ) -> ToolSpec:
     """An independent spec for a dynamic (registry) tool, whose codecs validate payloads and
     results with its JSON Schemas (2020-12), keep numbers exact and never fetch ``$ref``s.
@@ -47,10 +48,11 @@ def compile(
     admission it was read from. Whatever object the declaration is (JSON, a model, a model
     changed after validation or built without it), everything in it is checked, within the
     stated limits of :mod:`~agentgen.runtime.contracts.limits`
-    (:func:`~agentgen.runtime.contracts.validation.checked_declaration`).
+    (:func:`~agentgen.runtime.contracts.validation.checked_declaration`; ``fresh`` is its
+    promise that the declaration is a model just validated from JSON and shared with no one).
     """
     declaration = checked_declaration(
-        declaration, toolset=toolset, registration_token=registration_token
+        declaration, toolset=toolset, registration_token=registration_token, fresh=fresh
     )
     name = declaration.name
     contract = declaration.consumer_contract
@@ -75,13 +77,18 @@ def compile(
         if data.kind in kinds:
             raise ContractError(f"tool {name!r} repeats server data kind {data.kind!r}")
         kinds.add(data.kind)
-    payload = _schema_type(name, "payload", declaration.payload_schema, contract.payload.name)
-    if declaration.execution_payload_schema != declaration.payload_schema:  # usually the same
-        _schema_type(name, "execution payload", declaration.execution_payload_schema, None)
-    check_payload(declaration)
-    result = _schema_type(
-        name, "result", declaration.result_schema, contract.result.name if contract.result else None
+    # checked_declaration bounded these three schemas already (the same limits, the same
+    # content); server data schemas are bounded here.
+    payload = _schema_type(
+        name, "payload", declaration.payload_schema, contract.payload.name, bounded=True
     )
+    if declaration.execution_payload_schema != declaration.payload_schema:  # usually the same
+        _schema_type(
+            name, "execution payload", declaration.execution_payload_schema, None, bounded=True
+        )
+    check_payload(declaration)
+    result_name = contract.result.name if contract.result else None
+    result = _schema_type(name, "result", declaration.result_schema, result_name, bounded=True)
     for data in contract.server_data:
         _schema_type(name, f"server data {data.kind!r}", data.schema_, None)
     paging = contract.bounds.paging if contract.bounds else None
@@ -123,11 +130,15 @@ def compile(
     )
 
 
-def _schema_type(name: str, role: str, schema: dict[str, Any], type_name: str | None) -> TypeSpec:
+def _schema_type(
+    name: str, role: str, schema: dict[str, Any], type_name: str | None, *, bounded: bool = False
+) -> TypeSpec:
     """The schema is checked now, so that an invalid one is refused when the catalog is
-    built; its validator is made when a value first goes through it."""
+    built; its validator is made when a value first goes through it. ``bounded``: its size
+    and nesting were checked already."""
     try:
-        check_bounds(schema, max_bytes=MAX_SCHEMA_BYTES, max_depth=MAX_SCHEMA_DEPTH)
+        if not bounded:
+            check_bounds(schema, max_bytes=MAX_SCHEMA_BYTES, max_depth=MAX_SCHEMA_DEPTH)
         text = compact_json(schema)
         if len(text.encode("utf-8")) > MAX_SCHEMA_BYTES:
             raise SchemaProblem(

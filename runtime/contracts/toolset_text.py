@@ -10,11 +10,12 @@ a planning catalog parses one toolset when it compiles it and keeps only what it
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agentgen.runtime.contracts.declarations import ContractError, ToolsetDeclaration
 
@@ -24,27 +25,27 @@ __all__ = ["ToolsetText"]
 class ToolsetText:
     """A toolset declaration as JSON text, with the toolset's own fields already read.
 
-    ``parse`` turns ``text`` into the declaration (the text may wrap it: a resolve answer holds
-    the declaration and its registration token); it runs each time :meth:`declaration` is
-    called, and what it returns is not kept. ``name``, ``version``, ``description`` and
-    ``tags`` are the toolset's own fields as the client read them from the same text: the
-    parsed declaration must have exactly these.
+    ``text`` is the declaration's JSON, or a JSON object holding it under the key ``within``
+    (a resolve answer holds it under ``toolset``, beside its registration token). ``name``,
+    ``version``, ``description`` and ``tags`` are the toolset's own fields as the client read
+    them from the same text: the parsed declaration must have exactly these. Each call of
+    :meth:`declaration` validates a new declaration from the text, and nothing keeps it.
     """
 
-    __slots__ = ("_parse", "description", "name", "tags", "text", "version")
+    __slots__ = ("description", "name", "tags", "text", "version", "within")
 
     def __init__(
         self,
         text: bytes,
-        parse: Callable[[bytes], ToolsetDeclaration],
         *,
         name: str,
         version: str | None = None,
         description: str | None = None,
         tags: Sequence[str] = (),
+        within: str | None = None,
     ) -> None:
         self.text = text
-        self._parse = parse
+        self.within = within
         self.name = name
         self.version = version
         self.description = description
@@ -60,14 +61,12 @@ class ToolsetText:
         text is not a valid declaration of the toolset its own fields name.
         """
         try:
-            parsed = self._parse(self.text)
+            if self.within is None:
+                parsed = ToolsetDeclaration.model_validate_json(self.text)
+            else:
+                parsed = _envelope(self.within).model_validate_json(self.text).declaration
         except ValidationError as exc:
             raise ContractError(self._refusal(exc)) from None
-        if not isinstance(parsed, ToolsetDeclaration):
-            raise ContractError(
-                f"toolset {self.name!r} text parsed into {type(parsed).__name__}, not a "
-                "ToolsetDeclaration"
-            )
         read = (self.name, self.version, self.description, self.tags)
         if (parsed.name, parsed.version, parsed.description, tuple(parsed.tags)) != read:
             raise ContractError(
@@ -87,6 +86,18 @@ class ToolsetText:
         where = ".".join(str(part) for part in rest)
         detail = f"{where}: {error['msg']}" if where else error["msg"]
         return f"tool {tool!r} declaration: {detail}"
+
+
+@functools.cache
+def _envelope(key: str) -> Any:
+    """A model of a JSON object holding a declaration under ``key`` (its other members are
+    the client's to check: a resolve answer's token, say)."""
+    model: type[BaseModel] = create_model(
+        "ToolsetEnvelope",
+        __config__=ConfigDict(extra="ignore"),
+        declaration=(ToolsetDeclaration, Field(alias=key)),
+    )
+    return model
 
 
 def _tool_at(text: bytes, loc: list[int | str]) -> tuple[str, list[int | str]] | None:

@@ -75,9 +75,18 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def checked_declaration(
-    declaration: object, *, toolset: str, registration_token: str | None = None
+    declaration: object,
+    *,
+    toolset: str,
+    registration_token: str | None = None,
+    fresh: bool = False,
 ) -> ToolSchema:
-    """A validated, independent copy of ``declaration`` that passed every check above."""
+    """A validated, independent copy of ``declaration`` that passed every check above.
+
+    ``fresh`` says that ``declaration`` is a ``ToolSchema`` the caller has just validated from
+    JSON and handed to no one else (the contract cache parsing a registry answer kept as text):
+    it is then read as it is, since dumping and validating it again would give the same model.
+    """
     if declaration is None:
         raise ContractError("tool declaration is required")
     if not isinstance(declaration, ToolSchema | Mapping):
@@ -102,7 +111,9 @@ def checked_declaration(
         )
     except SchemaProblem as exc:
         raise ContractError(f"tool {name}: {exc}") from None
-    checked = _validated(declaration, name)
+    fresh = fresh and type(declaration) is ToolSchema
+    checked = declaration if fresh else _validated(declaration, name)
+    assert isinstance(checked, ToolSchema)
     name = repr(checked.name)
     if registration_token is not None and not (
         isinstance(registration_token, str) and HEX64.fullmatch(registration_token)

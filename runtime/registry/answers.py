@@ -13,12 +13,11 @@ import hashlib
 
 from pydantic import BaseModel, ConfigDict
 
-from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.toolset_text import ToolsetText
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.client import ResolvedToolset
 
-__all__ = ["kept_answer", "parsed_answer"]
+__all__ = ["kept_answer"]
 
 
 class _Toolset(BaseModel):
@@ -43,11 +42,6 @@ class _Answer(BaseModel):
     registration_token: api.Token
 
 
-def parsed_answer(content: bytes) -> ToolsetDeclaration:
-    """The declaration of a ``/toolsets/resolve`` answer, parsed and validated whole."""
-    return api.ResolveResponse.model_validate_json(content).toolset
-
-
 def kept_answer(content: bytes) -> ResolvedToolset:
     """A ``/toolsets/resolve`` answer, kept as text, with the SHA-256 of ``content`` as its
     digest. Raises pydantic's ``ValidationError`` when the answer's token or toolset fields
@@ -56,7 +50,7 @@ def kept_answer(content: bytes) -> ResolvedToolset:
     toolset = answer.toolset
     text = ToolsetText(
         content,
-        parsed_answer,
+        within="toolset",
         name=toolset.name,
         version=toolset.version,
         description=toolset.description,
