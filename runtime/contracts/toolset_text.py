@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agentgen.runtime.contracts.declarations import ContractError, ToolsetDeclaration
+from agentgen.runtime.contracts.validation import shown
 
 __all__ = ["ToolsetText"]
 
@@ -70,7 +71,7 @@ class ToolsetText:
         read = (self.name, self.version, self.description, self.tags)
         if (parsed.name, parsed.version, parsed.description, tuple(parsed.tags)) != read:
             raise ContractError(
-                f"toolset {self.name!r}: its text declares toolset {parsed.name!r} (version "
+                f"toolset {shown(self.name)}: its text declares toolset {parsed.name!r} (version "
                 f"{parsed.version!r}) with other fields than the registry client read from it"
             )
         return parsed
@@ -81,14 +82,14 @@ class ToolsetText:
         found = _tool_at(self.text, loc)
         if found is None:
             where = ".".join(str(part) for part in loc)
-            return f"toolset {self.name!r} declaration: {where}: {error['msg']}"
+            return f"toolset {shown(self.name)} declaration: {where}: {error['msg']}"
         tool, rest = found
         where = ".".join(str(part) for part in rest)
         detail = f"{where}: {error['msg']}" if where else error["msg"]
-        return f"tool {tool!r} declaration: {detail}"
+        return f"tool {shown(tool)} declaration: {detail}"
 
 
-@functools.cache
+@functools.lru_cache(maxsize=16)
 def _envelope(key: str) -> Any:
     """A model of a JSON object holding a declaration under ``key`` (its other members are
     the client's to check: a resolve answer's token, say)."""

@@ -52,11 +52,10 @@ class ResolvedToolset:
 
     ``ResolvedToolset(toolset, registration_token, digest=None)`` takes the declaration parsed,
     or kept as the text it came in (a :class:`ToolsetText`; :attr:`declared` is what was
-    given). A client
-    that keeps the answers it read should keep them as text: parsed, every tool of every answer
-    is dozens of objects the consumer's garbage collector walks at each full collection.
-    Planning catalogs parse such a toolset when they compile it, and :attr:`toolset` parses a
-    fresh copy each time it is read.
+    given). A client that keeps the answers it read should keep them as text: parsed, every
+    tool of every answer is dozens of objects the consumer's garbage collector walks at each
+    full collection. Planning catalogs parse such a toolset when they compile it, and
+    :attr:`toolset` parses a fresh copy each time it is read.
 
     ``digest`` is optional: a client that parsed ``toolset`` from a registry's answer may set
     it to the SHA-256 (hex) of exactly the bytes it parsed. Planning catalogs then recognise an

@@ -118,6 +118,10 @@ async def test_a_text_whose_own_fields_are_not_its_declarations_is_refused() -> 
         text = ToolsetText(body, within="toolset", **fields)
         with pytest.raises(ContractError, match="toolset '.*': its text declares toolset"):
             text.declaration()
+    flood = ToolsetText(body, within="toolset", name="x\n" * 5_000, version="1.0.0")
+    with pytest.raises(ContractError) as caught:  # names from a client are shown cut short
+        flood.declaration()
+    assert len(str(caught.value)) < 300 and "\n" not in str(caught.value)
     with pytest.raises(ContractError, match="^toolset 'records' declaration: toolset: "):
         ToolsetText(b'{"toolset": 1}', within="toolset", name="records").declaration()
 
