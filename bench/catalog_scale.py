@@ -75,7 +75,13 @@ from agentgen.runtime.runs.accepted import AcceptedCall  # noqa: E402
 from agentgen.runtime.runs.catalog import PlanningCatalog  # noqa: E402
 from agentgen.runtime.runs.execution import ExecutionContext, execute  # noqa: E402
 from agentgen.runtime.runs.policy import merge  # noqa: E402
-from agentgen.runtime.search.document import SearchDocument, search_text  # noqa: E402
+from agentgen.runtime.search.analysis import SEARCH_VERSION  # noqa: E402
+from agentgen.runtime.search.document import (  # noqa: E402
+    CLASSIC_VERSION,
+    SearchDocument,
+    search_document,
+    search_text,
+)
 from agentgen.runtime.search.index import SearchEntry, SearchIndex  # noqa: E402
 from tests.adapters.fakes import (  # noqa: E402
     claude_text,
@@ -92,6 +98,11 @@ try:  # answers kept as text (absent before: the client kept them parsed)
 except ImportError:  # pragma: no cover - measuring the code before answers were kept as text
     _kept_answer = None  # type: ignore[assignment]
 
+try:  # verdicts on schemas by their text (absent before issue 10's second CPU pass)
+    from agentgen.runtime.contracts import schema_verdicts as _schema_verdicts
+except ImportError:  # pragma: no cover - measuring the code before verdicts were kept
+    _schema_verdicts = None  # type: ignore[assignment]
+
 try:  # the compiled-contract cache (absent before issue 10: every build is then cold)
     from agentgen.runtime.contracts import cache as _contract_cache
 except ImportError:  # pragma: no cover - measuring the code before the cache existed
@@ -101,6 +112,11 @@ except ImportError:  # pragma: no cover - measuring the code before the cache ex
 _DIGESTS = "digest" in {f.name for f in dataclasses.fields(ResolvedToolset)}
 
 SIZES = (100, 1000, 10_000)
+#: The version of the search documents the synthetic tools publish: the generator's (current)
+#: by default; ``--search-version 1`` publishes classic documents, as a registry serving
+#: declarations from an older generator would, which the consumer then counts again.
+DOCUMENT_VERSIONS = (SEARCH_VERSION, CLASSIC_VERSION)
+_DOCUMENT_VERSION = [SEARCH_VERSION]
 REGISTRY = "company"
 AGENT_ID = "bench.agent"
 #: Tools per toolset on average: 10,000 tools come in 1,008 toolsets, as in the issue.
@@ -155,7 +171,10 @@ def tool_declaration(rng: random.Random, toolset: str, verb: str, noun: str) -> 
         },
         ["items"],
     )
-    document = SearchDocument.from_text(search_text(tool_id, title, text))
+    if _DOCUMENT_VERSION[0] == SEARCH_VERSION:  # as generated providers publish them
+        document = search_document(tool_id, title, text, payload)
+    else:
+        document = SearchDocument.from_text(search_text(tool_id, title, text))
     return tool_schema_json(
         tool_id=tool_id,
         title=title,
@@ -340,11 +359,14 @@ async def build_activity(s: Setup) -> tuple[PlanningCatalog, Sequence[ToolDefini
 
 
 def clear_cache(s: Setup | None = None) -> None:
-    """Forget every compiled contract (and the answers a :class:`WireRegistry` kept), and the
-    advertised definitions recent activities made from them: a cold build starts as in a fresh
-    process, not beside the compiled tools of the builds before it."""
+    """Forget every compiled contract and schema verdict (and the answers a
+    :class:`WireRegistry` kept), and the advertised definitions recent activities made from
+    them: a cold build starts as in a fresh process, not beside the compiled tools of the
+    builds before it."""
     if _contract_cache is not None:
         _contract_cache.default_cache().clear()
+    if _schema_verdicts is not None:
+        _schema_verdicts.default_verdicts().clear()
     advertised = getattr(catalog_module, "_ADVERTISED", None)
     if advertised is not None:
         advertised.entries.clear()
@@ -728,7 +750,14 @@ async def _memory_child(size: int) -> dict[str, float]:
 def measure_memory(size: int) -> dict[str, float]:
     """In a fresh process, so that memory freed by earlier sizes does not hide growth."""
     out = subprocess.run(
-        [sys.executable, __file__, "--memory-child", str(size)],
+        [
+            sys.executable,
+            __file__,
+            "--memory-child",
+            str(size),
+            "--search-version",
+            str(_DOCUMENT_VERSION[0]),
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -849,8 +878,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", type=int, metavar="SIZE", help="cProfile one size instead")
     parser.add_argument("--sort", default="tottime", help="pstats order for --profile")
+    parser.add_argument(
+        "--search-version",
+        type=int,
+        choices=DOCUMENT_VERSIONS,
+        default=SEARCH_VERSION,
+        help="version of the search documents the synthetic tools publish (default: the "
+        f"generator's, {SEARCH_VERSION}; {CLASSIC_VERSION}: an older generator's, recounted "
+        "by the consumer)",
+    )
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    _DOCUMENT_VERSION[0] = args.search_version
     if args.profile:
         asyncio.run(profile(args.profile, args.sort, 30))
         return

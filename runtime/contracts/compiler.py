@@ -16,7 +16,13 @@ from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
 from agentgen.runtime.contracts.lazy_codec import LazySchemaCodec
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from agentgen.runtime.contracts.schema_check import check_schema
-from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds, inspect
+from agentgen.runtime.contracts.schema_inspection import (
+    Bounds,
+    SchemaProblem,
+    check_bounds,
+    inspect,
+)
+from agentgen.runtime.contracts.schema_verdicts import default_verdicts
 from agentgen.runtime.contracts.specs import (
     BoundsSpec,
     ConfirmationSpec,
@@ -51,8 +57,13 @@ def compile(
     (:func:`~agentgen.runtime.contracts.validation.checked_declaration`; ``fresh`` is its
     promise that the declaration is a model just validated from JSON and shared with no one).
     """
+    bounds: dict[str, Bounds] = {}
     declaration = checked_declaration(
-        declaration, toolset=toolset, registration_token=registration_token, fresh=fresh
+        declaration,
+        toolset=toolset,
+        registration_token=registration_token,
+        fresh=fresh,
+        bounds=bounds,
     )
     name = declaration.name
     contract = declaration.consumer_contract
@@ -79,16 +90,21 @@ def compile(
         kinds.add(data.kind)
     # checked_declaration bounded these three schemas already (the same limits, the same
     # content); server data schemas are bounded here.
+    payload_bounds = bounds["payload_schema"]
     payload = _schema_type(
-        name, "payload", declaration.payload_schema, contract.payload.name, bounded=True
+        name, "payload", declaration.payload_schema, contract.payload.name, payload_bounds
     )
+    execution_bounds = bounds["execution_payload_schema"]
     if declaration.execution_payload_schema != declaration.payload_schema:  # usually the same
         _schema_type(
-            name, "execution payload", declaration.execution_payload_schema, None, bounded=True
+            name, "execution payload", declaration.execution_payload_schema, None, execution_bounds
         )
-    check_payload(declaration)
+    plain = payload_bounds.plain and execution_bounds.plain
+    check_payload(declaration, payload.schema_json if plain else None)
     result_name = contract.result.name if contract.result else None
-    result = _schema_type(name, "result", declaration.result_schema, result_name, bounded=True)
+    result = _schema_type(
+        name, "result", declaration.result_schema, result_name, bounds["result_schema"]
+    )
     for data in contract.server_data:
         _schema_type(name, f"server data {data.kind!r}", data.schema_, None)
     paging = contract.bounds.paging if contract.bounds else None
@@ -131,27 +147,48 @@ def compile(
 
 
 def _schema_type(
-    name: str, role: str, schema: dict[str, Any], type_name: str | None, *, bounded: bool = False
+    name: str,
+    role: str,
+    schema: dict[str, Any],
+    type_name: str | None,
+    bounds: Bounds | None = None,
 ) -> TypeSpec:
     """The schema is checked now, so that an invalid one is refused when the catalog is
-    built; its validator is made when a value first goes through it. ``bounded``: its size
-    and nesting were checked already."""
+    built; its validator is made when a value first goes through it. ``bounds``: what checking
+    its size and nesting measured, when that was done already."""
     try:
-        if not bounded:
-            check_bounds(schema, max_bytes=MAX_SCHEMA_BYTES, max_depth=MAX_SCHEMA_DEPTH)
+        if bounds is None:
+            bounds = check_bounds(schema, max_bytes=MAX_SCHEMA_BYTES, max_depth=MAX_SCHEMA_DEPTH)
         text = compact_json(schema)
-        if len(text.encode("utf-8")) > MAX_SCHEMA_BYTES:
+        data = text.encode("utf-8")
+        if len(data) > MAX_SCHEMA_BYTES:
             raise SchemaProblem(
                 f"the schema is larger than {MAX_SCHEMA_BYTES} bytes of compact JSON (the limit)"
             )
+    except Exception as exc:
+        raise ContractError(f"tool {name!r} {role}: {_refusal(exc)}") from None
+    problem = default_verdicts().verdict(schema, data, _problem, plain=bounds.plain)
+    if problem:
+        raise ContractError(f"tool {name!r} {role}: {problem}")
+    return TypeSpec(type_name, text, LazySchemaCodec(text, name, role))
+
+
+def _problem(schema: dict[str, Any]) -> str:
+    """Why ``schema`` (within the size limits) cannot be a registry tool's schema, or ``""``."""
+    try:
         check_schema(schema)
         inspect(schema)  # references, reference cycles, RE2 patterns
-    except SchemaProblem as exc:
-        raise ContractError(f"tool {name!r} {role}: {exc}") from None
-    except Exception as exc:  # jsonschema's SchemaError, values that are not JSON
-        message = str(exc).splitlines()[0]
-        raise ContractError(f"tool {name!r} {role}: invalid JSON Schema: {message}") from None
-    return TypeSpec(type_name, text, LazySchemaCodec(text, name, role))
+    except Exception as exc:
+        return _refusal(exc)
+    return ""
+
+
+def _refusal(exc: Exception) -> str:
+    if isinstance(exc, SchemaProblem):
+        return str(exc)
+    # jsonschema's SchemaError, values that are not JSON
+    message = str(exc).splitlines()[0]
+    return f"invalid JSON Schema: {message}"
 
 
 def _search_document(declaration: ToolSchema) -> SearchDocument:

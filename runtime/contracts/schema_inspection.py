@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -31,7 +32,7 @@ from agentgen.runtime.contracts.regex import PatternError, compile_pattern
 if TYPE_CHECKING:
     from referencing._core import Resolver
 
-__all__ = ["SchemaProblem", "check_bounds", "closed_copy", "inspect", "no_remote"]
+__all__ = ["Bounds", "SchemaProblem", "check_bounds", "closed_copy", "inspect", "no_remote"]
 
 
 class SchemaProblem(ValueError):
@@ -48,15 +49,165 @@ def no_remote(uri: str) -> Any:
 # --------------------------------------------------------------------------- size and nesting
 
 
-def check_bounds(value: Any, *, max_bytes: int, max_depth: int, what: str = "schema") -> None:
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """What :func:`check_bounds` measured of a value it accepted."""
+
+    #: The running count: a lower bound of the value's compact JSON size.
+    size: int
+    #: How deep its objects and arrays nest (1: the value is one; 0: it is a scalar).
+    depth: int
+    #: Whether it is made of JSON's own types only (exact ``dict`` with ``str`` keys, ``list``,
+    #: ``str``, ``int``, ``float``, ``bool``, None): its compact JSON text then stands for it
+    #: exactly, so whatever is decided about that text holds for the value.
+    plain: bool
+
+
+def check_bounds(
+    value: Any,
+    *,
+    max_bytes: int,
+    max_depth: int,
+    what: str = "schema",
+    measured: Mapping[int, Bounds] | None = None,
+) -> Bounds:
     """Refuse ``value`` when its compact JSON would exceed ``max_bytes`` or its nesting
     ``max_depth``, reading at most about ``max_bytes`` of it.
 
     The running count is a lower bound of the compact JSON size (escapes are not counted), so
     the walk stops as soon as the value is known to be too large. Pydantic models (even ones
-    built with ``model_construct``) are read through their fields.
+    built with ``model_construct``) are read through their fields. ``measured`` holds what
+    earlier calls returned for parts of ``value`` (by ``id``): a part found there is counted
+    as measured instead of walked again, wherever its nesting stays within ``max_depth``.
     """
+    found = _measure(value, max_bytes, max_depth, measured or {})
+    if found is not None:
+        return found
+    # Over a limit, or holding other types than JSON's and models: the exact walk below says
+    # which limit in the order it has always said it (the first one reached).
+    return _walk_bounds(value, max_bytes=max_bytes, max_depth=max_depth, what=what)
+
+
+def _measure(
+    value: Any, max_bytes: int, max_depth: int, measured: Mapping[int, Bounds]
+) -> Bounds | None:
+    """:func:`check_bounds`' count and nesting of JSON's own types and models, each scalar
+    counted where its container is read; None when a limit is exceeded or something else is
+    found (the caller then walks the value the exact way)."""
+    size = _scalar_size(value)
+    if size is not None:
+        return None if size > max_bytes else Bounds(size, 0, True)
     size = 0
+    deepest = 0
+    plain = True
+    #: Objects and arrays still to read (and whatever is neither they nor a JSON scalar).
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    push = stack.append
+    while stack:
+        node, depth = stack.pop()
+        kind = type(node)
+        if kind is list:
+            items: Any = node
+            keys = None
+        elif kind is dict:
+            if len(node) > 4 and type(next(iter(node.values()))) is list:
+                counted = _word_counts(node, depth, max_bytes, max_depth)
+                if counted is not None:  # a search document's terms, counted at C speed
+                    size += counted
+                    if size > max_bytes:
+                        return None
+                    deepest = max(deepest, depth + 1)
+                    continue
+            items = node.values()
+            keys = node
+        elif isinstance(node, BaseModel):
+            keys = node.__dict__
+            items = keys.values()
+            plain = False
+        else:
+            return None  # subclasses, tuples, other mappings: the exact walk reads them
+        if depth > max_depth:
+            return None
+        deepest = max(deepest, depth)
+        size += 1 + len(items)
+        if keys is not None:
+            for key in keys:
+                if type(key) is str:
+                    size += len(key) + 3
+                else:
+                    plain = False
+                    size += len(key) + 3 if isinstance(key, str) else 8
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                size += len(item) + 2
+            elif kind is int:
+                size += item.bit_length() // 4 + 1
+            elif kind is bool or item is None:
+                size += 4
+            elif kind is float:
+                size += 1
+            else:
+                part = measured.get(id(item)) if measured else None
+                if part is not None and depth + part.depth <= max_depth:
+                    size += part.size  # measured before, and within the nesting limit here
+                    deepest = max(deepest, depth + part.depth)
+                else:
+                    push((item, depth + 1))
+            if size > max_bytes:
+                return None
+        if size > max_bytes:
+            return None
+    return Bounds(size, deepest, plain)
+
+
+def _scalar_size(value: Any) -> int | None:
+    """The count of a JSON scalar of an exact type; None for anything else."""
+    kind = type(value)
+    if kind is str:
+        return len(value) + 2
+    if kind is int:
+        return int(value.bit_length() // 4 + 1)
+    if kind is bool or value is None:
+        return 4
+    if kind is float:
+        return 1
+    return None
+
+
+_STR = frozenset({str})
+_LIST = frozenset({list})
+_INT = frozenset({int})
+
+
+def _word_counts(node: dict[Any, Any], depth: int, max_bytes: int, max_depth: int) -> int | None:
+    """:func:`_measure`'s count of an object mapping text to arrays of small integers (a
+    search document's terms: the largest part of a registry declaration but its schemas),
+    counted in a few passes at C speed; None when it is anything else or too large or deep.
+    Its arrays nest one level below it."""
+    if depth + 1 > max_depth:
+        return None
+    arrays = node.values()
+    if not (set(map(type, node)) <= _STR and set(map(type, arrays)) <= _LIST):
+        return None
+    entries = len(node)
+    # The object, its keys and arrays, each integer counted at least once: known before the
+    # integers are read, so that an oversized one is refused after bounded work.
+    integers = sum(map(len, arrays))
+    size = 1 + entries + sum(map(len, node)) + 3 * entries + entries + 2 * integers
+    if size > max_bytes:
+        return None
+    flat = list(chain.from_iterable(arrays))
+    if not set(map(type, flat)) <= _INT or (flat and (min(flat) < -7 or max(flat) > 7)):
+        return None  # integers of more than one counted digit: read one by one
+    return size
+
+
+def _walk_bounds(value: Any, *, max_bytes: int, max_depth: int, what: str) -> Bounds:
+    """:func:`check_bounds` node by node, for anything a model may hold: the exact walk, which
+    raises at the first limit it reaches."""
+    size = 0
+    deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
@@ -68,6 +219,7 @@ def check_bounds(value: Any, *, max_bytes: int, max_depth: int, what: str = "sch
         elif kind is dict or kind is list:
             if depth > max_depth:
                 raise SchemaProblem(f"the {what} is nested deeper than {max_depth} levels")
+            deepest = max(deepest, depth)
             size += 1 + len(node)
             if kind is dict:
                 for key, item in node.items():
@@ -80,11 +232,16 @@ def check_bounds(value: Any, *, max_bytes: int, max_depth: int, what: str = "sch
         elif kind is bool or node is None:
             size += 4
         else:
-            size += _other_size(node, depth, stack, max_depth, what)
+            counted = _other_size(node, depth, stack, max_depth, what)
+            if counted < 0:
+                deepest = max(deepest, depth)
+                counted = -counted
+            size += counted
         if size > max_bytes:
             raise SchemaProblem(
                 f"the {what} is larger than {max_bytes} bytes of compact JSON (the limit)"
             )
+    return Bounds(size, deepest, plain=False)
 
 
 def _other_size(
@@ -92,7 +249,8 @@ def _other_size(
 ) -> int:
     """:func:`check_bounds` for anything but an exact ``str``, ``dict``, ``list``, ``int``,
     ``bool`` or None: models (read through their fields), other mappings and sequences,
-    subclasses of the JSON types, floats and whatever else a model may hold."""
+    subclasses of the JSON types, floats and whatever else a model may hold. The count is
+    negative for an object or array (whose nesting counts), positive for a scalar."""
     if isinstance(node, BaseModel):
         node = dict(node.__dict__)
     if isinstance(node, Mapping | list | tuple) and depth > max_depth:
@@ -102,10 +260,10 @@ def _other_size(
         for key, item in node.items():
             size += len(key) + 3 if isinstance(key, str) else 8
             stack.append((item, depth + 1))
-        return size
+        return -size
     if isinstance(node, list | tuple):
         stack.extend((item, depth + 1) for item in node)
-        return 1 + len(node)
+        return -(1 + len(node))
     if isinstance(node, str):
         return len(node) + 2
     if isinstance(node, bool) or node is None:
@@ -135,6 +293,22 @@ _DATA_LIST = ("prefixItems",)
 _DATA_MAP = ("properties", "patternProperties")
 _DEFINITIONS = ("$defs", "definitions")
 _REFERENCES = ("$ref", "$dynamicRef")
+#: Every keyword the walk reads in a schema: one holding none of them is a leaf.
+_KEYWORDS = frozenset(
+    {
+        *_IN_PLACE_ONE,
+        *_IN_PLACE_LIST,
+        *_IN_PLACE_MAP,
+        *_DATA_ONE,
+        *_DATA_LIST,
+        *_DATA_MAP,
+        *_DEFINITIONS,
+        *_REFERENCES,
+        "$id",
+        "pattern",
+        "patternProperties",
+    }
+)
 #: Keywords that declare which keys an object may have.
 _DECLARING = (
     "properties",
@@ -189,20 +363,36 @@ class Inspection:
 
 class _Walk:
     def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self.root: Resolver[Any] | None = None
+        # A schema object without "$id" is its own resource at base URI "": its resolver is
+        # built when a reference or a nested "$id" first needs it (most schemas have neither).
+        if type(schema) is not dict or "$id" in schema:
+            self.root = self._root()
+        #: Subschemas to visit: schema, pointer, resolver (None: the root's), closable.
+        self.queue: list[tuple[Any, str, Resolver[Any] | None, bool]] = [
+            (schema, "", self.root, True)
+        ]
+        self.result = Inspection()
+
+    def _root(self) -> Resolver[Any]:
         # Imported here: only schema-typed tools need them.
         from referencing import Registry
         from referencing.jsonschema import DRAFT202012
 
-        self.dialect = DRAFT202012
-        resource = DRAFT202012.create_resource(schema)
+        resource = DRAFT202012.create_resource(self.schema)
         base = resource.id() or ""
         registry: Registry[Any] = Registry(retrieve=no_remote).with_resource(  # type: ignore[call-arg]
             base, resource
         )
-        self.queue: list[tuple[Any, str, Resolver[Any], bool]] = [
-            (schema, "", registry.resolver(base_uri=base), True)
-        ]
-        self.result = Inspection()
+        return registry.resolver(base_uri=base)
+
+    def _resolver(self, resolver: Resolver[Any] | None) -> Resolver[Any]:
+        if resolver is not None:
+            return resolver
+        if self.root is None:
+            self.root = self._root()
+        return self.root
 
     def run(self) -> Inspection:
         while self.queue:
@@ -211,10 +401,14 @@ class _Walk:
         _refuse_cycles(self.result)
         return self.result
 
-    def _push(self, schema: Any, pointer: str, resolver: Resolver[Any], closable: bool) -> None:
+    def _push(
+        self, schema: Any, pointer: str, resolver: Resolver[Any] | None, closable: bool
+    ) -> None:
         self.queue.append((schema, pointer, resolver, closable))
 
-    def _visit(self, schema: Any, pointer: str, resolver: Resolver[Any], closable: bool) -> None:
+    def _visit(
+        self, schema: Any, pointer: str, resolver: Resolver[Any] | None, closable: bool
+    ) -> None:
         if isinstance(schema, bool):
             return
         if not isinstance(schema, dict):
@@ -224,8 +418,12 @@ class _Walk:
         if key in self.result.nodes:
             return
         node = self.result.nodes[key] = _Node(schema, pointer)
+        if schema.keys().isdisjoint(_KEYWORDS):
+            return  # a leaf (most subschemas): nothing below to visit, nothing to check
         if pointer and isinstance(schema.get("$id"), str):
-            resolver = resolver.in_subresource(self.dialect.create_resource(schema))
+            from referencing.jsonschema import DRAFT202012
+
+            resolver = self._resolver(resolver).in_subresource(DRAFT202012.create_resource(schema))
         self._patterns(schema, pointer)
         # Branches describe the whole value (and may be closed) only when the schema holding
         # them declares no keys of its own.
@@ -264,7 +462,7 @@ class _Walk:
             from referencing.exceptions import Unresolvable
 
             try:
-                resolved = resolver.lookup(ref)
+                resolved = self._resolver(resolver).lookup(ref)
             except Unresolvable:
                 raise SchemaProblem(
                     f"{keyword} {ref!r} at {where} does not resolve inside the schema "
@@ -278,7 +476,7 @@ class _Walk:
             self._in_place(node, resolved.contents, where, resolved.resolver, target_closable)
 
     def _in_place(
-        self, node: _Node, sub: Any, pointer: str, resolver: Resolver[Any], closable: bool
+        self, node: _Node, sub: Any, pointer: str, resolver: Resolver[Any] | None, closable: bool
     ) -> None:
         if isinstance(sub, dict):
             node.in_place.append(id(sub))

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentgen.runtime.contracts.canonical import canonical_json
+from agentgen.runtime.contracts.canonical import canonical_json, compact_json
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
 from agentgen.runtime.contracts.fingerprint import HEX64
 from agentgen.runtime.contracts.limits import (
@@ -26,7 +26,7 @@ from agentgen.runtime.contracts.limits import (
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
 )
-from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds
+from agentgen.runtime.contracts.schema_inspection import Bounds, SchemaProblem, check_bounds
 from agentgen.runtime.contracts.templates import check_template
 
 __all__ = ["check_payload", "checked_declaration", "shown"]
@@ -80,12 +80,18 @@ def checked_declaration(
     toolset: str,
     registration_token: str | None = None,
     fresh: bool = False,
+    bounds: dict[str, Bounds] | None = None,
 ) -> ToolSchema:
     """A validated, independent copy of ``declaration`` that passed every check above.
 
     ``fresh`` says that ``declaration`` is a ``ToolSchema`` the caller has just validated from
     JSON and handed to no one else (the contract cache parsing a registry answer kept as text):
     it is then read as it is, since dumping and validating it again would give the same model.
+    ``bounds``, when given, receives what the size checks measured of its payload, execution
+    payload and result schemas (by field name). The copy's schemas hold the same JSON as the
+    ones measured; a schema measured as :attr:`~.schema_inspection.Bounds.plain` is copied
+    into JSON's own types again (pydantic dumps and validates a ``dict[str, Any]`` type by
+    type), so the copy is plain as well.
     """
     if declaration is None:
         raise ContractError("tool declaration is required")
@@ -95,19 +101,24 @@ def checked_declaration(
             f"{type(declaration).__name__}"
         )
     name = shown(_raw(declaration, "name"))
+    measured: dict[int, Bounds] = {}
     for key, role in _SCHEMAS:
+        schema = _raw(declaration, key)
         try:
-            check_bounds(
-                _raw(declaration, key), max_bytes=MAX_SCHEMA_BYTES, max_depth=MAX_SCHEMA_DEPTH
-            )
+            found = check_bounds(schema, max_bytes=MAX_SCHEMA_BYTES, max_depth=MAX_SCHEMA_DEPTH)
         except SchemaProblem as exc:
             raise ContractError(f"tool {name} {role}: {exc}") from None
+        measured[id(schema)] = found
+        if bounds is not None:
+            bounds[key] = found
     try:
+        # The schemas just measured are counted as such, not walked again.
         check_bounds(
             declaration,
             max_bytes=MAX_DECLARATION_BYTES,
             max_depth=MAX_SCHEMA_DEPTH + _ENVELOPE_DEPTH,
             what="declaration",
+            measured=measured,
         )
     except SchemaProblem as exc:
         raise ContractError(f"tool {name}: {exc}") from None
@@ -138,9 +149,13 @@ def checked_declaration(
     return checked
 
 
-def check_payload(declaration: ToolSchema) -> None:
+def check_payload(declaration: ToolSchema, payload_text: str | None = None) -> None:
     """The payload is a JSON object, and the schema that executes is the one that is validated
-    and confirmed (called once both schemas are known to be valid JSON Schemas)."""
+    and confirmed (called once both schemas are known to be valid JSON Schemas).
+
+    ``payload_text``: the payload schema's compact JSON, when both schemas are made of JSON's
+    own types only; an execution schema with the same text is then the same schema.
+    """
     name = repr(declaration.name)
     payload = declaration.payload_schema
     if payload.get("type") != "object":
@@ -149,7 +164,10 @@ def check_payload(declaration: ToolSchema) -> None:
             f'tool {name} payload: the schema must describe a JSON object ("type": "object"), '
             f"got type {found}"
         )
-    if canonical_json(declaration.execution_payload_schema) != canonical_json(payload):
+    execution = declaration.execution_payload_schema
+    if payload_text is not None and compact_json(execution) == payload_text:
+        return
+    if canonical_json(execution) != canonical_json(payload):
         raise ContractError(
             f"tool {name} execution payload: the schema differs from the payload schema; the "
             "payload a consumer validates and confirms must be the payload that executes"

@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
@@ -47,6 +48,8 @@ _ALNUM_RUN = re.compile(r"[^\W_]+")
 _INVALID_COUNT = "tool search document has an invalid word count"
 _WORD_TYPES = frozenset({str})
 _COUNT_TYPES = frozenset({int})
+_ROW_TYPES = frozenset({tuple})
+_LIST_TYPES = frozenset({list})
 
 
 def tokenize(text: str) -> list[str]:
@@ -131,8 +134,19 @@ class SearchDocument:
                 f"with ({known}); regenerate the package or upgrade agentgen"
             )
         width = len(fields)
+        rows = self.terms.values()
+        # Exact tuples of exact ints, checked and summed at C speed (a catalog reads thousands
+        # of documents); anything else is looked at count by count below.
+        if (
+            set(map(type, rows)) <= _ROW_TYPES
+            and set(map(len, rows)) <= {width}
+            and set(map(type, chain.from_iterable(rows))) <= _COUNT_TYPES
+        ):
+            sums = tuple(map(sum, zip(*rows, strict=True)))
+            object.__setattr__(self, "lengths", sums or (0,) * width)
+            return
         lengths = [0] * width
-        for counts in self.terms.values():
+        for counts in rows:
             if type(counts) is not tuple or len(counts) != width:
                 raise ValueError(_INVALID_COUNT)
             for index, count in enumerate(counts):
@@ -174,7 +188,7 @@ class SearchDocument:
     def validate(self) -> None:
         """Reject counts that BM25 cannot use, such as documents read from a registry."""
         terms = self.terms
-        counts = [c for counts in terms.values() for c in counts]
+        counts = list(chain.from_iterable(terms.values()))
         # A registry catalog validates thousands of documents: plain words and counts pass in a
         # few C-speed passes; anything else goes through the checks below.
         if (
@@ -212,9 +226,30 @@ class SearchDocument:
         version, terms = obj["version"], obj["terms"]
         if not isinstance(terms, dict):
             raise ValueError("tool search document terms must be a JSON object")
+        words = sorted(terms)
+        rows = list(map(terms.__getitem__, words))
+        fields = VERSION_FIELDS.get(version) if type(version) is int else None
+        if (
+            fields is not None
+            and set(map(type, words)) <= _WORD_TYPES
+            and set(map(type, rows)) <= _LIST_TYPES
+            and set(map(len, rows)) <= {len(fields)}
+        ):
+            # Exact words and lists of counts, the usual case: checked and converted at C speed,
+            # with the same verdicts as the constructor and validate() below.
+            counts = list(chain.from_iterable(rows))
+            if (
+                set(map(type, counts)) <= _COUNT_TYPES
+                and min(counts, default=0) >= 0
+                and "" not in terms
+                and all(map(any, rows))
+            ):
+                tuples = list(map(tuple, rows))
+                shared = map(_COUNTS.setdefault, tuples, tuples)
+                counted = dict(zip(map(sys.intern, words), shared, strict=True))
+                return cls._counted(counted, version, len(fields))
         converted: dict[str, tuple[int, ...]] = {}
-        for term in sorted(terms):
-            counts = terms[term]
+        for term, counts in zip(words, rows, strict=True):
             if (
                 not isinstance(term, str)
                 or not isinstance(counts, list)
@@ -225,6 +260,19 @@ class SearchDocument:
             converted[sys.intern(term)] = _shared(tuple(counts))
         document = cls(converted, version)
         document.validate()
+        return document
+
+    @classmethod
+    def _counted(
+        cls, terms: dict[str, tuple[int, ...]], version: int, width: int
+    ) -> SearchDocument:
+        """A document whose counts were checked already (exact non-negative ints, ``width``
+        per word, none all zero, of a known version): built without checking them again."""
+        document = object.__new__(cls)
+        object.__setattr__(document, "terms", terms)
+        object.__setattr__(document, "version", version)
+        sums = tuple(map(sum, zip(*terms.values(), strict=True)))
+        object.__setattr__(document, "lengths", sums or (0,) * width)
         return document
 
     def __hash__(self) -> int:
