@@ -33,6 +33,27 @@ class Pacer:
     async def pause(self) -> None:
         now = time.perf_counter()
         if now - self._since >= self.slice:
-            await asyncio.sleep(0)
+            await _turn()
             self.yields += 1
             self._since = time.perf_counter()
+
+
+async def _turn() -> None:
+    """Give the loop a turn behind everything that became ready or due during the slice.
+
+    ``asyncio.sleep(0)`` would resume this coroutine ahead of timers that fell due meanwhile
+    (and of the tasks those timers wake): they would wait for another whole slice. Resuming
+    from a timer due at once queues it behind them instead.
+    """
+    loop = asyncio.get_running_loop()
+    resumed = loop.create_future()
+    handle = loop.call_later(0, _resume, resumed)
+    try:
+        await resumed
+    finally:
+        handle.cancel()
+
+
+def _resume(resumed: asyncio.Future[None]) -> None:
+    if not resumed.done():  # cancelled meanwhile
+        resumed.set_result(None)

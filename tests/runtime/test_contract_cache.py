@@ -437,3 +437,27 @@ def test_a_declaration_holding_values_that_are_not_json_is_a_contract_error() ->
     tool.payload_schema["default"] = object()
     with pytest.raises(ContractError, match="'records.search' declaration is not JSON"):
         ContractCache().tool(tool, toolset="records")
+
+
+async def test_definitions_are_made_while_toolsets_are_read_not_all_at_once_after() -> None:
+    rt, registry = consuming_runtime()
+    registry.publish(provider_toolset(), echo_handler)
+    catalog = await activity(rt, ContractCache())
+    entries = [entry for entry, _ in catalog._dynamic.values()]
+    assert entries and all(entry.advertised is not None for entry in entries)
+    listed = catalog.advertised_tools()
+    assert len(listed) >= len(entries)
+    assert all(any(made is entry.advertised for made in listed) for entry in entries)
+
+
+async def test_an_activity_restricted_to_one_tool_makes_only_its_definition() -> None:
+    rt, registry = consuming_runtime()
+    registry.publish(provider_toolset(), echo_handler)
+    registration = rt.agent(AGENT)
+    first = provider_toolset().tools[0].name
+    policy = merge(RunPolicy(restrict_to_tool=first)).tools
+    catalog = PlanningCatalog(rt, registration, {}, policy, cache=ContractCache())
+    await registration.definition.registry_tools.resolve(catalog)
+    made = {entry.spec.id for entry, _ in catalog._dynamic.values() if entry.advertised}
+    assert made == {first}
+    assert [tool.id for tool in catalog.advertised_tools() if tool.id in made] == [first]
