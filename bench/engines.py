@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,12 @@ def build(engine: Any = None) -> Runtime:
             address=os.environ["AGENTGEN_BENCH_TEMPORAL"],
             task_queue=os.environ["AGENTGEN_BENCH_QUEUE"],
         )
-    rt = Runtime(engine=engine)
-    rt.register_model("scripted", FunctionModel(three_turns))
+    return wire(Runtime(engine=engine), three_turns)
+
+
+def wire(rt: Runtime, script: Callable[[ModelRequest], Any]) -> Runtime:
+    """``rt`` with the records agent, planned by a function model running ``script``."""
+    rt.register_model("scripted", FunctionModel(script))
     assistant.register_assistant_agent(
         rt,
         assistant.AssistantAgentConfig(

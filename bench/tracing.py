@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agentgen.runtime import ModelPlanner, Runtime, Telemetry  # noqa: E402
+from agentgen.runtime import Runtime, Telemetry  # noqa: E402
 from agentgen.runtime.model_client import ModelRequest  # noqa: E402
-from agentgen.runtime.testing import Answer, Call, FunctionModel, Turn  # noqa: E402
-from bench.engines import Records  # noqa: E402  (the same executor as the engines' benchmark)
+from agentgen.runtime.testing import Answer, Call, Turn  # noqa: E402
+from bench.engines import wire  # noqa: E402  (the engines' benchmark's agent and executor)
 from examples.records.gen.assistant.agents import assistant  # noqa: E402
 
 CONFIGS = ("off", "api", "sdk")
@@ -56,15 +56,7 @@ def three_turns(request: ModelRequest) -> Turn | Answer:
 
 
 def runtime(telemetry: Telemetry) -> Runtime:
-    rt = Runtime(telemetry=telemetry)
-    rt.register_model("scripted", FunctionModel(three_turns))
-    assistant.register_assistant_agent(
-        rt,
-        assistant.AssistantAgentConfig(
-            planner=ModelPlanner("scripted"), records_executor=Records()
-        ),
-    )
-    return rt
+    return wire(Runtime(telemetry=telemetry), three_turns)
 
 
 def install_sdk() -> object:
