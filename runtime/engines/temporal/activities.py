@@ -31,6 +31,7 @@ from agentgen.runtime.engines.temporal.payload_limits import (
 )
 from agentgen.runtime.engines.temporal.wire import (
     ACTIVITY_NAMES,
+    ACTIVITY_WHAT,
     AwaitTask,
     CallTask,
     DenyTask,
@@ -75,12 +76,7 @@ async def _step(host: RunHost, work: Callable[[], Awaitable[T]], limit: int, run
         with activated(host.telemetry, attempt=activity.info().attempt):
             result = await _heartbeating(work())
         what = f"the answer of the {_WHAT.get(activity.info().activity_type, 'activity')}"
-        check_payload(
-            activity.payload_converter(),
-            result,
-            limit,
-            f"{what} of agent {run.agent_id!r} (run {run.run_id!r})",
-        )
+        check_payload(activity.payload_converter(), result, limit, what, run)
         return result
     except asyncio.CancelledError:
         raise
@@ -88,16 +84,8 @@ async def _step(host: RunHost, work: Callable[[], Awaitable[T]], limit: int, run
         raise application_error(exc) from exc
 
 
-#: What each activity is, for messages.
-_WHAT = {
-    ACTIVITY_NAMES["plan"]: "planning activity",
-    ACTIVITY_NAMES["prepare"]: "step preparing a call",
-    ACTIVITY_NAMES["deny"]: "step denying a call",
-    ACTIVITY_NAMES["execute"]: "tool execution",
-    ACTIVITY_NAMES["admit"]: "registry admission",
-    ACTIVITY_NAMES["await_outcome"]: "wait for a registry call's outcome",
-    ACTIVITY_NAMES["agent_result"]: "step checking an agent tool's answer",
-}
+#: What each activity is, in words, by its registered name.
+_WHAT = {ACTIVITY_NAMES[step]: what for step, what in ACTIVITY_WHAT.items()}
 
 
 class RunActivities:

@@ -16,6 +16,7 @@ from typing import Any
 
 from temporalio.converter import PayloadConverter
 
+from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.runs.requests import RunError
 
 __all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "PayloadTooLargeError", "check_payload"]
@@ -28,13 +29,16 @@ class PayloadTooLargeError(RunError):
     """A durable run's value is larger than Temporal accepts as one payload."""
 
 
-def check_payload(converter: PayloadConverter, value: Any, limit: int, what: str) -> None:
+def check_payload(
+    converter: PayloadConverter, value: Any, limit: int, what: str, run: RunContext
+) -> None:
     """Raise :class:`PayloadTooLargeError` when ``value``, converted as Temporal will send it,
-    is larger than ``limit`` bytes; ``what`` names it for the message."""
+    is larger than ``limit`` bytes; ``what`` names it for the message, in run ``run``."""
     size = converter.to_payloads([value])[0].ByteSize()
     if size > limit:
         raise PayloadTooLargeError(
-            f"{what} is {size} bytes as a Temporal payload, over the limit of {limit} bytes "
+            f"{what} of agent {run.agent_id!r} (run {run.run_id!r}) is {size} bytes as a "
+            f"Temporal payload, over the limit of {limit} bytes "
             "(TemporalSettings.max_payload_bytes; Temporal's default limit.blobSize.error is "
             "2 MiB): keep tool results and answers smaller, compact long transcripts "
             "(agentgen.runtime.transcript.compact), or raise the server's limit and this "

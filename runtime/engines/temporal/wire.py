@@ -21,6 +21,7 @@ from agentgen.runtime.runs.steps import ChildOutcome, ConfirmationRequest
 
 __all__ = [
     "ACTIVITY_NAMES",
+    "ACTIVITY_WHAT",
     "AwaitTask",
     "CallTask",
     "Checkpoint",
@@ -42,6 +43,17 @@ ACTIVITY_NAMES = {
     "admit": "agentgen.admit",
     "await_outcome": "agentgen.await_outcome",
     "agent_result": "agentgen.agent_result",
+}
+
+#: What each activity is, in words (for messages), by the names of :data:`ACTIVITY_NAMES`.
+ACTIVITY_WHAT = {
+    "plan": "planning activity",
+    "prepare": "step preparing a call",
+    "deny": "step denying a call",
+    "execute": "tool execution",
+    "admit": "registry admission",
+    "await_outcome": "wait for a registry call's outcome",
+    "agent_result": "step checking an agent tool's answer",
 }
 
 #: An accepted call's checkpoint (``AcceptedCall.to_json()``).

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from agentgen.runtime.engines.temporal.settings import TemporalSettings
     from agentgen.runtime.engines.temporal.wire import (
         ACTIVITY_NAMES,
+        ACTIVITY_WHAT,
         AwaitTask,
         CallTask,
         Checkpoint,
@@ -70,17 +71,6 @@ STATUS_QUERY = "agentgen.status"
 DECIDE_UPDATE = "agentgen.decide"
 
 T = TypeVar("T")
-
-#: What each activity is, for messages.
-_STEPS = {
-    "plan": "planning activity",
-    "prepare": "step preparing a call",
-    "deny": "step denying a call",
-    "execute": "tool execution",
-    "admit": "registry admission",
-    "await_outcome": "wait for a registry call's outcome",
-    "agent_result": "step checking an agent tool's answer",
-}
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -171,7 +161,7 @@ class _WorkflowSteps:
         """Run one activity. Its failure is raised as the loop's :class:`StepFailure` (the
         original type and message), or :class:`_Lost` when the worker running a step that is
         never repeated (``once``) was lost. An input too large for Temporal fails the run."""
-        self._check(arg, f"the input of the {_STEPS[name]}")
+        self._check(arg, f"the input of the {ACTIVITY_WHAT[name]}")
         try:
             result: T = await workflow.execute_activity(
                 ACTIVITY_NAMES[name],
@@ -190,12 +180,8 @@ class _WorkflowSteps:
         return result
 
     def _check(self, value: Any, what: str) -> None:
-        run = self.run
         check_payload(
-            workflow.payload_converter(),
-            value,
-            self.settings.max_payload_bytes,
-            f"{what} of agent {run.agent_id!r} (run {run.run_id!r})",
+            workflow.payload_converter(), value, self.settings.max_payload_bytes, what, self.run
         )
 
     def _task(self, accepted: Checkpoint) -> CallTask:
