@@ -241,12 +241,7 @@ class RegistryOperations:
     # ------------------------------------------------------------------ catalog reads
 
     async def list_toolsets(self, tags: Sequence[str] = ()) -> list[str]:
-        wanted = set(tags)
-        return [
-            entry.toolset.name
-            for entry in await self._active_entries()
-            if wanted <= set(entry.toolset.tags)
-        ]
+        return await self._names(tags, lambda toolset: True)
 
     async def search_toolsets(self, query: str, tags: Sequence[str] = ()) -> list[str]:
         """Names of the active toolsets whose name, description or one of whose tags contains
@@ -255,12 +250,18 @@ class RegistryOperations:
             raise RegistryError(
                 "validation_error", "a search needs a query of one character or more"
             )
-        wanted = set(tags)
         needle = query.casefold()
+        return await self._names(tags, lambda toolset: _mentions(toolset, needle))
+
+    async def _names(
+        self, tags: Sequence[str], keep: Callable[[ToolsetDeclaration], bool]
+    ) -> list[str]:
+        """Names of the active toolsets having every tag of ``tags`` that ``keep`` keeps."""
+        wanted = set(tags)
         return [
             entry.toolset.name
             for entry in await self._active_entries()
-            if wanted <= set(entry.toolset.tags) and _mentions(entry.toolset, needle)
+            if wanted <= set(entry.toolset.tags) and keep(entry.toolset)
         ]
 
     async def _active_entries(self) -> list[CatalogEntry]:
