@@ -41,7 +41,8 @@ from agentgen.runtime.adapters.anthropic_search import (
     SearchMetadata,
     change_message,
 )
-from agentgen.runtime.adapters.errors import DuplicateCallIdError, ToolIdentityError
+from agentgen.runtime.adapters.errors import ToolIdentityError
+from agentgen.runtime.adapters.history import claim_call_id
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
@@ -284,13 +285,7 @@ class AnthropicMessagesModel:
         name, call_id, arguments = block.get("name"), block.get("id"), block.get("input")
         if not isinstance(name, str) or not isinstance(call_id, str):
             raise ModelError(f"{what} holds a tool_use block without name or id")
-        if not call_id or call_id in seen:
-            raise DuplicateCallIdError(
-                f"{what} calls {name!r} with tool_use ID {call_id!r}, which "
-                + ("is empty" if not call_id else "an earlier call already has")
-                + "; call IDs must be unique within a conversation, so the reply is refused"
-            )
-        seen.add(call_id)
+        seen.add(claim_call_id(what, name, call_id, "tool_use ID", seen))
         tool_id = names.tool_id(name)
         if tool_id is None or tool_id not in permitted:
             raise ToolIdentityError(

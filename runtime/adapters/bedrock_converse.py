@@ -21,12 +21,11 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 
 from agentgen.runtime.adapters.anchors import describe
 from agentgen.runtime.adapters.errors import (
-    DuplicateCallIdError,
     HistoryReplayError,
     ToolIdentityError,
     call_arguments,
 )
-from agentgen.runtime.adapters.history import check_history
+from agentgen.runtime.adapters.history import check_history, claim_call_id
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import select_tools
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
@@ -191,13 +190,7 @@ def _decode(
                 raise ToolIdentityError(
                     f"{what} called {use.get('name')!r}, which this request does not let it call"
                 )
-            call_id = use.get("toolUseId")
-            if not isinstance(call_id, str) or not call_id or call_id in seen:
-                raise DuplicateCallIdError(
-                    f"{what} calls {use.get('name')!r} with toolUseId {call_id!r}, which is "
-                    "empty or already used by an earlier call; call IDs must be unique within "
-                    "a conversation, so the reply is refused"
-                )
+            call_id = claim_call_id(what, use.get("name"), use.get("toolUseId"), "toolUseId", seen)
             seen.add(call_id)
             parts.append(ToolCallPart(call_id, tool_id, json.dumps(use.get("input"))))
         else:

@@ -26,6 +26,7 @@ from typing import Any
 from agentgen.runtime.adapters.anchors import describe, require_mapping
 from agentgen.runtime.adapters.errors import (
     BrokenHistoryError,
+    DuplicateCallIdError,
     HistoryReplayError,
     MissingSearchRecordsError,
     TamperedHistoryError,
@@ -37,6 +38,7 @@ __all__ = [
     "FINGERPRINT_KEY",
     "REMEDY",
     "check_history",
+    "claim_call_id",
     "read_sealed",
     "require_records",
     "seal",
@@ -89,6 +91,20 @@ def check_history(provider: str, messages: Sequence[Message]) -> frozenset[str]:
             f"answered: add the results, or {REMEDY}"
         )
     return frozenset(calls)
+
+
+def claim_call_id(
+    what: str, name: object, call_id: object, field: str, *taken: Collection[str]
+) -> str:
+    """The call ID of one call in a new reply, refused when it is empty or one an earlier call
+    has (any of ``taken``: the transcript's IDs, and those of the reply so far)."""
+    if not isinstance(call_id, str) or not call_id or any(call_id in ids for ids in taken):
+        problem = "is empty" if not call_id else "an earlier call already has"
+        raise DuplicateCallIdError(
+            f"{what} calls {name!r} with {field} {call_id!r}, which {problem}; call IDs must "
+            "be unique within a conversation, so the reply is refused"
+        )
+    return call_id
 
 
 def _call(

@@ -51,10 +51,6 @@ class Replay:
     call_ids: frozenset[str] = frozenset()
 
 
-def _remedy() -> str:
-    return REMEDY
-
-
 def _retained(loaded: LoadedTool, current: Mapping[str, dict[str, Any]]) -> bool:
     """Whether a historical definition is still permitted and unchanged."""
     now = current.get(loaded.name)
@@ -185,7 +181,7 @@ class _Encoder:
                 raise HistoryReplayError(
                     f"{what}: call {part.call_id!r} to {part.tool_id!r} carries namespace "
                     f"{namespace!r}, but loaded tools live in a namespace named after them "
-                    f"({name!r}); {_remedy()}"
+                    f"({name!r}); {REMEDY}"
                 )
             item["namespace"] = namespace
         else:
@@ -194,7 +190,7 @@ class _Encoder:
                 where = "Bedrock rejects" if self.platform == "bedrock" else "the API rejects"
                 raise MissingNamespaceHistoryError(
                     f"{what}: call {part.call_id!r} to dynamically loaded tool {part.tool_id!r} "
-                    f"has no namespace, which {where} on replay; {_remedy()}"
+                    f"has no namespace, which {where} on replay; {REMEDY}"
                 )
         self.replay.input.append(item)
 
@@ -203,7 +199,7 @@ class _Encoder:
             call_id, what = next(iter(self.unresolved.items()))
             raise HistoryReplayError(
                 f"{what}: tool_search_call {call_id!r} has no tool_search_output; the "
-                f"transcript lost part of an exchange: {_remedy()}"
+                f"transcript lost part of an exchange: {REMEDY}"
             )
         return self.replay
 

@@ -24,10 +24,10 @@ from openai import AsyncOpenAI
 
 from agentgen.runtime.adapters.anchors import Anchored
 from agentgen.runtime.adapters.errors import (
-    DuplicateCallIdError,
     OutputBudgetError,
     ToolIdentityError,
 )
+from agentgen.runtime.adapters.history import claim_call_id
 from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap, shared_table
 from agentgen.runtime.adapters.openai_replay import Platform, Replay, encode_history
 from agentgen.runtime.adapters.openai_search import (
@@ -307,13 +307,8 @@ class _Invocation:
         if not all(isinstance(value, str) for value in (name, call_id, arguments)):
             raise ModelError(f"{what} holds a function_call without name, call_id or arguments")
         assert isinstance(name, str) and isinstance(call_id, str) and isinstance(arguments, str)
-        if not call_id or call_id in self.replay.call_ids or call_id in self.call_ids:
-            raise DuplicateCallIdError(
-                f"{what} calls {name!r} with call ID {call_id!r}, which "
-                + ("is empty" if not call_id else "an earlier call already has")
-                + "; call IDs must be unique within a conversation, so the reply is refused"
-            )
-        self.call_ids.add(call_id)
+        taken = (self.replay.call_ids, self.call_ids)
+        self.call_ids.add(claim_call_id(what, name, call_id, "call ID", *taken))
         tool_id = self.names.tool_id(name)
         if tool_id is None or tool_id not in self.permitted_ids:
             raise ToolIdentityError(
