@@ -267,8 +267,9 @@ def compile_toolset(toolset: ToolsetDeclaration) -> dict[str, ToolSpec]:
     return specs
 
 
-def check_registration(request: Registration, limits: Limits) -> str:
-    """Everything checked before any side effect; returns the registration token."""
+def check_registration(request: Registration, limits: Limits) -> tuple[str, dict[str, ToolSpec]]:
+    """Everything checked before any side effect; returns the registration token and the
+    toolset's compiled specs (compiling is one of the checks)."""
     _check_wire(request.wire_protocol_version)
     for what, value in (
         ("provider_id", request.provider_id),
@@ -282,7 +283,7 @@ def check_registration(request: Registration, limits: Limits) -> str:
             "digits and ._:/@+-, at most 256 characters)"
         )
     _check_lease(request.lease_ms, limits)
-    compile_toolset(request.toolset)
+    specs = compile_toolset(request.toolset)
     derived = schema_fingerprint(request.toolset)
     if request.schema_fingerprint != derived:
         raise _invalid(
@@ -290,7 +291,7 @@ def check_registration(request: Registration, limits: Limits) -> str:
             f"declaration: the provider sent {request.schema_fingerprint!r}, the registry "
             f"derived {derived!r}; publish the fingerprint of exactly what you register"
         )
-    return registration_token(derived, request.revision, request.wire_protocol_version)
+    return registration_token(derived, request.revision, request.wire_protocol_version), specs
 
 
 def _check_lease(lease_ms: int, limits: Limits) -> None:

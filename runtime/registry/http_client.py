@@ -224,7 +224,7 @@ class HttpRegistryClient:
             except httpx2.TransportError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             else:
-                if response.status_code == 503 or response.status_code >= 500:
+                if response.status_code >= 500:
                     problem = f"HTTP {response.status_code}: {response.text[:200]}"
                 elif response.status_code >= 400:
                     raise self._refusal(response)

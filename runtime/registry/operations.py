@@ -12,7 +12,6 @@ import asyncio
 import functools
 import hashlib
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from pydantic import ValidationError
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.lru import LRU
 from agentgen.runtime.registry import admission
 from agentgen.runtime.registry.admission import (
     DELIVERABLE,
@@ -146,7 +146,7 @@ class RegistryOperations:
     def __init__(self, store: Store, limits: Limits | None = None) -> None:
         self.store = store
         self.limits = limits or Limits()
-        self._compiled: OrderedDict[str, dict[str, ToolSpec]] = OrderedDict()
+        self._compiled: LRU[str, dict[str, ToolSpec]] = LRU(_COMPILED_CACHE)
 
     # ------------------------------------------------------------------ start-up
 
@@ -169,22 +169,17 @@ class RegistryOperations:
     def _specs(self, entry: CatalogEntry) -> dict[str, ToolSpec]:
         specs = self._compiled.get(entry.schema_fingerprint)
         if specs is None:
-            specs = admission.compile_toolset(entry.toolset)
-            self._compiled[entry.schema_fingerprint] = specs
-            if len(self._compiled) > _COMPILED_CACHE:
-                self._compiled.popitem(last=False)
-        else:
-            self._compiled.move_to_end(entry.schema_fingerprint)
+            specs = self._compiled.put(
+                entry.schema_fingerprint, admission.compile_toolset(entry.toolset)
+            )
         return specs
 
     # ------------------------------------------------------------------ providers
 
     async def register(self, request: Registration) -> Registered:
-        token = admission.check_registration(request, self.limits)
-        # Compiled once here, so the first call does not pay for it.
-        self._compiled.setdefault(
-            request.schema_fingerprint, admission.compile_toolset(request.toolset)
-        )
+        token, specs = admission.check_registration(request, self.limits)
+        # Compiled by the checks, kept so that the first call does not pay for it.
+        self._compiled.put(request.schema_fingerprint, specs)
         key = catalog_key(request.toolset.name)
         lease = lease_key(request.provider_id, request.incarnation_id)
 
