@@ -17,6 +17,7 @@ workflows change).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -252,16 +253,7 @@ class _WorkflowSteps:
     async def child(self, request: RunRequest) -> ChildOutcome:
         run_id = workflow.uuid4().hex
         child_input = RunInput(
-            request=RunRequest(
-                agent_id=request.agent_id,
-                messages=request.messages,
-                labels=request.labels,
-                policy=request.policy,
-                run_id=run_id,
-                parent_run_id=request.parent_run_id,
-                parent_tool_call_id=request.parent_tool_call_id,
-                result_schema_json=request.result_schema_json,
-            ),
+            request=dataclasses.replace(request, run_id=run_id),
             settings=self.settings,
             confirmable=self.input.confirmable,
         )
