@@ -7,6 +7,7 @@ what it finds by search, with the same search documents the generated packages c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from agentgen.codegen.generation_model import (
@@ -16,7 +17,7 @@ from agentgen.codegen.generation_model import (
     ToolModel,
     ToolsetModel,
 )
-from agentgen.runtime.agents.definition import TagClause
+from agentgen.codegen.policy_rules import tool_policy
 from agentgen.runtime.runs.policy import ToolPolicy
 
 Source = Literal["local", "agent", "mcp", "registry"]
@@ -47,15 +48,11 @@ class AgentView:
     def immediate(self) -> tuple[ToolView, ...]:
         return tuple(t for t in self.tools if not t.deferred)
 
-    @property
+    @cached_property
     def policy(self) -> ToolPolicy:
         """The agent's own run policy, as the runtime's predicate (a runtime or run policy may
         hide more)."""
-        return ToolPolicy(
-            tag_clauses=tuple(
-                TagClause(c.allowed_any, c.denied_any) for c in self.agent.policy.tag_clauses
-            )
-        )
+        return tool_policy(self.agent.policy.tag_clauses)
 
     def hidden(self, tool: ToolModel) -> bool:
         """True when the agent's run policy keeps ``tool`` from the model (and refuses calls)."""

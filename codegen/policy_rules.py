@@ -9,7 +9,8 @@ are exempt: their registry tools arrive at run time with tags of their own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from agentgen.dsl.errors import DesignError
 from agentgen.dsl.expr import AgentExpr, RegistryExpr, RootExpr, ToolsetExpr
@@ -22,6 +23,19 @@ __all__ = ["policy_errors"]
 
 #: How many hidden tools an error lists before it only counts the rest.
 SHOWN_TOOLS = 5
+
+
+class _Clause(Protocol):
+    @property
+    def allowed_any(self) -> tuple[str, ...]: ...
+
+    @property
+    def denied_any(self) -> tuple[str, ...]: ...
+
+
+def tool_policy(clauses: Sequence[_Clause]) -> ToolPolicy:
+    """A design's tag clauses as the runtime's policy predicate."""
+    return ToolPolicy(tag_clauses=tuple(TagClause(c.allowed_any, c.denied_any) for c in clauses))
 
 
 def policy_errors(root: RootExpr) -> Iterable[DesignError]:
@@ -73,9 +87,7 @@ def _agent_policy(agent: AgentExpr) -> Iterable[DesignError]:
             )
     if unknown or not tools:
         return  # a misspelt tag explains the rest
-    predicate = ToolPolicy(
-        tag_clauses=tuple(TagClause(c.allowed_any, c.denied_any) for c in policy.tag_clauses)
-    )
+    predicate = tool_policy(policy.tag_clauses)
     if any(predicate.allows(tid, tags) for tid, tags in tools):
         return
     shown = [f"{tid} (tags: {', '.join(tags) or 'none'})" for tid, tags in tools[:SHOWN_TOOLS]]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgen.runtime.contracts.ids import humanize_title
-from agentgen.runtime.search.document import search_document
+from agentgen.runtime.search.document import search_document, search_text
 from agentgen.runtime.search.index import RANKINGS, SearchEntry, SearchIndex
 
 __all__ = [
@@ -162,7 +162,7 @@ def _entries(tools: Sequence[EvalTool]) -> list[SearchEntry]:
         title = humanize_title(tool.name)
         document = search_document(tool.name, title, tool.description, tool.parameters)
         entries.append(
-            SearchEntry(tool.name, document, text=f"{tool.name} {title} {tool.description}")
+            SearchEntry(tool.name, document, text=search_text(tool.name, title, tool.description))
         )
     return entries
 

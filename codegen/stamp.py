@@ -56,7 +56,7 @@ def _head(text: str) -> str | None:
 
 def stamp(text: str) -> str:
     """``text`` (rendered with :data:`PLACEHOLDER` in its header) with its hash filled in."""
-    if _head(text) is None or PLACEHOLDER not in (_head(text) or ""):
+    if PLACEHOLDER not in (_head(text) or ""):
         raise ValueError("a generated file's header must hold the hash placeholder")
     return text.replace(PLACEHOLDER, f"(hash {_digest(text)})", 1)
 

@@ -26,6 +26,7 @@ from typing import Literal, NoReturn
 from agentgen.runtime.search.analysis import (
     FIELD_B,
     FIELD_WEIGHTS,
+    K1,
     SEARCH_VERSION,
     SYNONYM_WEIGHT,
     query_words,
@@ -49,7 +50,6 @@ __all__ = [
     "TermContribution",
 ]
 
-K1 = 1.2
 #: The classic ranking's length normalisation.
 B = 0.75
 #: The ``fields`` ranking raises each word's idf to this power. A word few tools use otherwise
