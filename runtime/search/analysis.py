@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from types import MappingProxyType
-
-import snowballstemmer  # type: ignore[import-untyped]
+from typing import Any
 
 __all__ = [
     "FIELDS",
@@ -116,14 +115,22 @@ click press tap
 coordinates latitude longitude geocode lat lng
 """
 
-_STEMMER = snowballstemmer.stemmer("english")
+
+@cache
+def _stemmer() -> Any:
+    """The English stemmer, made on first use: importing snowballstemmer loads every language
+    it has (tens of milliseconds), which a process that only reads generated packages' counted
+    documents never needs."""
+    import snowballstemmer  # type: ignore[import-untyped]
+
+    return snowballstemmer.stemmer("english")
 
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Snowball (Porter 2) stem of a lower-case word; digits and non-Latin words are
     returned as they are by the stemmer."""
-    result: str = _STEMMER.stemWord(word)
+    result: str = _stemmer().stemWord(word)
     return result
 
 
@@ -173,7 +180,9 @@ def query_words(query: str) -> list[str]:
     return list(dict.fromkeys(words))
 
 
+@cache
 def _synonym_table() -> Mapping[str, tuple[str, ...]]:
+    """The synonym groups by stemmed word (stemmed on first use, see :func:`_stemmer`)."""
     table: dict[str, set[str]] = {}
     for line in _SYNONYM_GROUPS.strip().splitlines():
         group = [stem(word) for word in line.split()]
@@ -182,9 +191,6 @@ def _synonym_table() -> Mapping[str, tuple[str, ...]]:
     return MappingProxyType({word: tuple(sorted(others)) for word, others in table.items()})
 
 
-_SYNONYMS = _synonym_table()
-
-
 def synonyms(word: str) -> tuple[str, ...]:
     """The (stemmed) synonyms of a stemmed query word, sorted."""
-    return _SYNONYMS.get(word, ())
+    return _synonym_table().get(word, ())
