@@ -38,7 +38,8 @@ _LOG = logging.getLogger("agentgen.plan")
 async def plan(host: RunHost, task: PlanTask) -> Planned[AcceptedCall]:
     kind = "start" if task.start else "final" if task.finalize else "resume"
     with Planning(task.run.agent_id, task.run.run_id, task.activity, kind) as span:
-        span.results([(r.tool_id, r.call_id, outcome_of(r)) for r in task.tool_results])
+        if span.on:
+            span.results([(r.tool_id, r.call_id, outcome_of(r)) for r in task.tool_results])
         planned = await _plan(host, task, span)
         calls = planned.message.tool_calls()
         span.decided(len(calls), sum(1 for d in planned.decisions if d.accepted is not None))
