@@ -42,6 +42,7 @@ __all__ = [
     "ToolSchema",
     "ToolsetDeclaration",
     "TypeContract",
+    "shown",
 ]
 
 #: Tool IDs and toolset names are ASCII: one script by construction, so no confusable or
@@ -80,6 +81,13 @@ Prose = Annotated[str, Field(max_length=MAX_DESCRIPTION_CHARS), AfterValidator(_
 
 ToolKind = Literal["service", "agent", "control"]
 Audience = Literal["timeline", "internal", "evidence"]
+
+
+def shown(value: object) -> str:
+    """A name for messages: ``repr`` of text, cut short (a 10,000-character name, or one with
+    control characters, must not flood or forge the message that refuses it)."""
+    text = value if isinstance(value, str) else "?"
+    return repr(text if len(text) <= 80 else text[:80] + "...")
 
 
 class ContractError(ValueError):
@@ -192,10 +200,9 @@ class ToolSchema(_Strict):
             or value.endswith(".")
             or ".." in value
         ):
-            shown = value if len(value) <= 80 else value[:80] + "..."
             raise ValueError(
-                f"tool name {shown!r} must be a tool ID such as 'toolset.tool' (ASCII letters, "
-                f"digits, '_', '-' and '.', at most {MAX_NAME_LENGTH} characters)"
+                f"tool name {shown(value)} must be a tool ID such as 'toolset.tool' (ASCII "
+                f"letters, digits, '_', '-' and '.', at most {MAX_NAME_LENGTH} characters)"
             )
         return value
 
@@ -211,9 +218,8 @@ class ToolsetDeclaration(_Strict):
     @classmethod
     def _toolset_name(cls, value: str) -> str:
         if not TOOL_ID_PATTERN.fullmatch(value) or value.endswith(".") or ".." in value:
-            shown = value if len(value) <= 80 else value[:80] + "..."
             raise ValueError(
-                f"toolset name {shown!r} must be ASCII letters, digits, '_', '-' and '.' "
+                f"toolset name {shown(value)} must be ASCII letters, digits, '_', '-' and '.' "
                 f"(at most {MAX_NAME_LENGTH} characters)"
             )
         return value

@@ -17,8 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from agentgen.runtime.contracts.declarations import ContractError, ToolsetDeclaration
-from agentgen.runtime.contracts.validation import shown
+from agentgen.runtime.contracts.declarations import ContractError, ToolsetDeclaration, shown
 
 __all__ = ["ToolsetText"]
 

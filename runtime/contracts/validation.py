@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentgen.runtime.contracts.canonical import canonical_json, compact_json
-from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
+from agentgen.runtime.contracts.declarations import ContractError, ToolSchema, shown
 from agentgen.runtime.contracts.fingerprint import HEX64
 from agentgen.runtime.contracts.limits import (
     MAX_DECLARATION_BYTES,
@@ -38,13 +38,6 @@ _SCHEMAS = (
 )
 #: Room the declaration's own envelope (tool, contract, server data) adds around its schemas.
 _ENVELOPE_DEPTH = 8
-
-
-def shown(value: object) -> str:
-    """A name for messages: ``repr`` of text, cut short (a 10,000-character name, or one with
-    control characters, must not flood or forge the message that refuses it)."""
-    text = value if isinstance(value, str) else "?"
-    return repr(text if len(text) <= 80 else text[:80] + "...")
 
 
 def _raw(declaration: object, key: str) -> Any:
