@@ -8,8 +8,9 @@ first use, so the run loop importing the protocols pays nothing for the service'
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentgen.runtime.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from agentgen.runtime.registry.admission import Limits as Limits
@@ -73,14 +74,9 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {name: f"{__name__}.{home}" for name, home in _HOMES.items()},
+    __all__,
+    namespace=globals(),
+)
