@@ -340,7 +340,8 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
     Shows the ranking the OpenAI Responses adapter's client-side tool search uses over the
     agent's deferred compiled tools, with each tool's score, every query word's contribution
     and, for the fields ranking, how much of it each field of the tool gave (name, title,
-    description, parameters, parameter_text), so a team can check that its tools are findable
+    description, parameters, parameter_text) and how much of the tool's name the query used
+    (the best tools' scores are raised by it), so a team can check that its tools are findable
     before shipping and see why. Claude (the Anthropic Messages adapter) uses Anthropic's hosted
     regex search instead, which this ranking does not predict. Registry tools are resolved at
     run time and are not listed. Tools the agent's run policy hides are never searched at run
@@ -354,7 +355,7 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
     """
     from agentgen.runtime.adapters.names import provider_name
     from agentgen.runtime.search.document import search_text
-    from agentgen.runtime.search.index import Ranking, SearchEntry, SearchIndex
+    from agentgen.runtime.search.index import NAME_COVERAGE, Ranking, SearchEntry, SearchIndex
 
     views = views_or_exit(design, agent_id)
     if not views:
@@ -416,6 +417,9 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
     width = max(len(tool) for tool in [*(h.tool_id for h in hits), *hidden])
     for rank, hit in enumerate(hits, start=1):
         exact = "exact name; " if hit.exact_name else ""
+        if hit.name_coverage:
+            raised = 1.0 + NAME_COVERAGE * hit.name_coverage
+            exact += f"{hit.name_coverage:.0%} of its name used, ×{raised:.3f}; "
         parts = "; ".join(_contribution(t, chosen) for t in hit.terms)
         click.echo(f"  {rank}. {hit.tool_id:<{width}}  score {hit.score:.3f}  [{exact}{parts}]")
     for tool_id in hidden:

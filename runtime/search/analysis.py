@@ -6,8 +6,8 @@ through it at run time, so the three always agree. Any change to what a document
 stop words, the stemmer, how text splits into words, which fields there are) is a new version:
 generated packages carry the version in their documents, so ``agentgen gen --check`` flags
 packages written by another and the runtime recounts them. Choices made only when a query is
-ranked (the synonyms, the field weights, how idf is weighed) change rankings, not documents,
-and need no new version.
+ranked (the synonyms, the field weights, how idf is weighed, the name coverage) change
+rankings, not documents, and need no new version.
 
 Every choice here was kept because it moved held-out recall on ``bench/search_eval`` (see its
 README): identifiers split at ``_``, ``.``, ``-`` and camelCase (free text is not split at case

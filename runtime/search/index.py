@@ -7,8 +7,9 @@ Building therefore has to be cheap, and most of the work is put off until a quer
 Two rankings. ``fields`` (the default): BM25F over the fields of version-2 documents (tool ID,
 title, description, argument names, argument text), each with its own weight and length
 normalisation (:mod:`agentgen.runtime.search.analysis`), queries analysed the same way and
-widened with a few synonyms, and idf raised to :data:`IDF_EXPONENT` so that one rare word does
-not decide a ranking alone. ``classic``: the spec's plain Lucene BM25 (k1 = 1.2, b = 0.75,
+widened with a few synonyms, idf raised to :data:`IDF_EXPONENT` so that one rare word does
+not decide a ranking alone, and the best tools reordered by how much of their names the query
+spells out (:data:`NAME_COVERAGE`). ``classic``: the spec's plain Lucene BM25 (k1 = 1.2, b = 0.75,
 idf = ln(1 + (N - n + 0.5) / (n + 0.5))) over "<tool ID> <title> <description>", which matches
 the Go original and other BM25 engines; its counts are made from each entry's ``text`` when the
 index is built. In both, each distinct query word counts once, and a tool the query names
@@ -29,6 +30,7 @@ from agentgen.runtime.search.analysis import (
     K1,
     SEARCH_VERSION,
     SYNONYM_WEIGHT,
+    identifier_words,
     query_words,
     synonyms,
 )
@@ -39,6 +41,8 @@ __all__ = [
     "DEFAULT_RANKING",
     "IDF_EXPONENT",
     "K1",
+    "NAME_COVERAGE",
+    "RAISED_DEPTH",
     "RANKINGS",
     "B",
     "ExplainedHit",
@@ -59,6 +63,20 @@ B = 0.75
 #: value from 0.65 to 0.9 did better than 1); ranking only, so documents and their version are
 #: unchanged. ``classic`` keeps the spec's plain idf.
 IDF_EXPONENT = 0.8
+#: The ``fields`` ranking multiplies the scores of its :data:`RAISED_DEPTH` best tools by
+#: ``1 + NAME_COVERAGE * share``, where share is the part of the words of the tool's own name
+#: (its ID after the last dot) that the query or its synonyms use, and reorders them. Of tools
+#: the same words match, the one whose name the request spells out is what was asked for:
+#: "create a Jira issue" means ``jira_create_issue``, not ``jira_get_create_fields``, though
+#: both match its words and the longer one describes them more often. Tuned on the tuning half
+#: of the eval set (0.1 to 0.2 did equally well: recall@5 +0.007 there; +0.010 on the held-out
+#: half); ranking only, so documents and their version are unchanged.
+NAME_COVERAGE = 0.15
+#: How many of the best tools by BM25F the name coverage reorders. Tools further down keep
+#: their BM25F score and order, so asking for more hits never changes the first ones, and the
+#: pruned search stays as cheap as before. On the eval set every depth from 8 to 60 ranked the
+#: same.
+RAISED_DEPTH = 8
 DEFAULT_LIMIT = 5
 
 Ranking = Literal["fields", "classic"]
@@ -133,6 +151,10 @@ class ExplainedHit:
     score: float
     exact_name: bool
     terms: tuple[TermContribution, ...] = ()
+    #: The share of the words of the tool's name the query uses, when the ranking raised the
+    #: tool's score by it (``fields``, the best RAISED_DEPTH tools; otherwise 0.0): the terms'
+    #: contributions add up to ``score / (1 + NAME_COVERAGE * name_coverage)``.
+    name_coverage: float = 0.0
 
 
 class _Term:
@@ -195,6 +217,9 @@ class SearchIndex:
             for d in documents
         ]
         self._idf_exponent = IDF_EXPONENT if ranking == "fields" else 1.0
+        self._coverage = NAME_COVERAGE if ranking == "fields" else 0.0
+        # Each tool's name words, analysed when a query first ranks the tool near the top.
+        self._name_words: list[frozenset[str] | None] = [None] * len(self._ids)
         self._terms: dict[tuple[tuple[str, float], ...], _Term | None] = {}
         self._scans = 0
         self._postings: dict[str, list[int]] | None = None
@@ -232,11 +257,37 @@ class SearchIndex:
             return []
         exact = self._names.get(query.strip().casefold())
         words = self._words(query)
-        top = self._top(words, limit)
+        # (tool, the score it is ranked by, its name coverage when that score was raised by it)
+        ranked: list[tuple[int, float, float | None]]
+        if self._coverage:
+            top = self._top(words, max(limit, RAISED_DEPTH))
+            terms = frozenset(member for word in words for member, _ in word.members)
+            ids = self._ids
+            head: list[tuple[float, str, int, float]] = []
+            for doc, score in top[:RAISED_DEPTH]:
+                share = self._name_share(doc, terms)
+                head.append((-score * (1.0 + self._coverage * share), ids[doc], doc, share))
+            head.sort()
+            ranked = [(doc, -score, share) for score, _, doc, share in head]
+            ranked += [(doc, score, None) for doc, score in top[RAISED_DEPTH:limit]]
+        else:
+            ranked = [(doc, score, None) for doc, score in self._top(words, limit)]
         if exact is not None:
-            rest = [doc for doc in top if doc != exact]
-            top = [exact, *rest[: limit - 1]]
-        return [self._hit(doc, words, explain, doc == exact) for doc in top]
+            named = next((hit for hit in ranked if hit[0] == exact), None)
+            rest = [hit for hit in ranked if hit[0] != exact]
+            ranked = [named or (exact, self._score(exact, words), None), *rest[: limit - 1]]
+        return [
+            self._hit(doc, words, score, share, explain, doc == exact)
+            for doc, score, share in ranked[:limit]
+        ]
+
+    def _name_share(self, doc: int, terms: frozenset[str]) -> float:
+        """The share of the words of a tool's own name that are among a query's terms."""
+        name = self._name_words[doc]
+        if name is None:
+            own = self._ids[doc].rsplit(".", 1)[-1]
+            name = self._name_words[doc] = frozenset(identifier_words(own))
+        return len(name & terms) / len(name) if name else 0.0
 
     def _words(self, query: str) -> list[_Word]:
         """The query's known words, each with the synonyms that stand in for it, sorted by
@@ -299,8 +350,9 @@ class SearchIndex:
                 score += found
         return score
 
-    def _top(self, words: list[_Word], k: int) -> list[int]:
-        """Return the k best documents by (score desc, tool ID asc); all have score > 0."""
+    def _top(self, words: list[_Word], k: int) -> list[tuple[int, float]]:
+        """Return the k best documents with their scores, by (score desc, tool ID asc); all
+        have score > 0."""
         if not words:
             return []
         ordered = sorted(words, key=lambda word: -word.top)
@@ -355,7 +407,7 @@ class SearchIndex:
             candidates = list(acc)
         ids = self._ids
         ranked = sorted((-self._score(doc, words), ids[doc], doc) for doc in candidates)
-        return [doc for _, _, doc in ranked[:k]]
+        return [(doc, -score) for score, _, doc in ranked[:k]]
 
     def _best(self, term: _Term, k: int) -> list[int]:
         # A term's best tools are found once; a few spare ones serve later, larger limits.
@@ -364,10 +416,22 @@ class SearchIndex:
             term.best = heapq.nlargest(max(k, 8), weights, key=weights.__getitem__)
         return term.best[:k]
 
-    def _hit(self, doc: int, words: list[_Word], explain: bool, exact: bool) -> ExplainedHit:
+    def _hit(
+        self,
+        doc: int,
+        words: list[_Word],
+        score: float,
+        share: float | None,
+        explain: bool,
+        exact: bool,
+    ) -> ExplainedHit:
+        """`score`: what the tool was ranked by, reported as it is; `share`: its name coverage
+        when that score was raised by it, else None. Explained contributions add up to the
+        score before the raise, give or take rounding (synonyms split their word's share)."""
         tool_id = self._ids[doc]
+        coverage = share or 0.0
         if not explain:
-            return ExplainedHit(tool_id, self._score(doc, words), exact)
+            return ExplainedHit(tool_id, score, exact, (), coverage)
         counts = self._doc_terms[doc]
         factors = self._factors[doc]
         parts = []
@@ -382,22 +446,19 @@ class SearchIndex:
                 if found is None:
                     continue
                 frequency = _frequency(found, factors)
-                share = contribution * (weight * frequency / tf)
+                portion = contribution * (weight * frequency / tf)
                 fields = tuple(
-                    FieldContribution(name, count, share * count * factor / frequency)
+                    FieldContribution(name, count, portion * count * factor / frequency)
                     for name, count, factor in zip(self._fields, found, factors, strict=True)
                     if count
                 )
                 origin = None if member == word.word else word.word
                 parts.append(
                     TermContribution(
-                        member, word.term.idf, sum(found), share, weight, origin, fields
+                        member, word.term.idf, sum(found), portion, weight, origin, fields
                     )
                 )
-        score = 0.0
-        for part in parts:
-            score += part.contribution
-        return ExplainedHit(tool_id, score, exact, tuple(parts))
+        return ExplainedHit(tool_id, score, exact, tuple(parts), coverage)
 
 
 class _Word:

@@ -32,6 +32,9 @@ def test_ranking_with_scores_and_term_contributions() -> None:
     )
     # The idf, ln 2 for a word one of two tools uses, raised to IDF_EXPONENT (0.8).
     assert "(tf 4, idf 0.746)" in lines[1]
+    # The query spells out the whole of analyze's name: its score is raised by NAME_COVERAGE.
+    assert "[100% of its name used, ×1.150; analyz" in lines[1]
+    assert "records.search" in lines[2] and "of its name used" not in lines[2]
     assert lines[2].split()[:2] == ["2.", "records.search"]
     assert len(lines) == 3
 

@@ -1,4 +1,5 @@
-"""The default ``fields`` ranking: BM25F over document fields, with synonyms, exact names first.
+"""The default ``fields`` ranking: BM25F over document fields, with synonyms, raised by how much
+of a tool's name the query uses, exact names first.
 
 The index prunes and reorders its additions for speed, so rankings are compared with a literal
 reading of BM25F that scores every tool and sorts by (score desc, tool ID asc).
@@ -9,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -21,10 +23,17 @@ from agentgen.runtime.search.analysis import (
     K1,
     SEARCH_VERSION,
     SYNONYM_WEIGHT,
+    identifier_words,
     synonyms,
 )
 from agentgen.runtime.search.document import SearchDocument, search_document, search_text
-from agentgen.runtime.search.index import IDF_EXPONENT, SearchEntry, SearchIndex
+from agentgen.runtime.search.index import (
+    IDF_EXPONENT,
+    NAME_COVERAGE,
+    RAISED_DEPTH,
+    SearchEntry,
+    SearchIndex,
+)
 
 Catalog = list[tuple[str, SearchDocument]]
 
@@ -32,7 +41,9 @@ Catalog = list[tuple[str, SearchDocument]]
 def reference(catalog: Catalog, index: SearchIndex, query: str, limit: int = 5) -> list[str]:
     """BM25F as written: per field weight over length normalisation, summed; a query word's
     synonyms add to its frequency at their weight; idf of the word itself (of the tools its
-    synonyms find when no tool uses it) raised to IDF_EXPONENT; saturated."""
+    synonyms find when no tool uses it) raised to IDF_EXPONENT; saturated; then the best
+    RAISED_DEPTH tools' sums raised by NAME_COVERAGE times the share of the words of the tool's
+    name (after its last dot) that are among the query's words and synonyms, and reordered."""
     if not catalog:
         return []
     count = len(catalog)
@@ -41,6 +52,7 @@ def reference(catalog: Catalog, index: SearchIndex, query: str, limit: int = 5) 
     groups: dict[str, list[tuple[str, float]]] = {}
     for word, weight, origin in index.query_terms(query):
         groups.setdefault(word if origin is None else origin, []).append((word, weight))
+    terms = {word for word, _, _ in index.query_terms(query)}
 
     def frequency(document: SearchDocument, word: str) -> float:
         counts = document.terms.get(word)
@@ -57,6 +69,13 @@ def reference(catalog: Catalog, index: SearchIndex, query: str, limit: int = 5) 
             for f in range(width)
         )
 
+    idfs = {}
+    for own, members in groups.items():
+        df = sum(own in d.terms for _, d in catalog) or sum(
+            any(word in d.terms for word, _ in members) for _, d in catalog
+        )
+        idfs[own] = math.log(1 + (count - df + 0.5) / (df + 0.5)) ** IDF_EXPONENT
+
     scored = []
     for tool_id, document in catalog:
         score = 0.0
@@ -64,14 +83,18 @@ def reference(catalog: Catalog, index: SearchIndex, query: str, limit: int = 5) 
             tf = sum(weight * frequency(document, word) for word, weight in members)
             if not tf:
                 continue
-            df = sum(own in d.terms for _, d in catalog) or sum(
-                any(word in d.terms for word, _ in members) for _, d in catalog
-            )
-            idf = math.log(1 + (count - df + 0.5) / (df + 0.5)) ** IDF_EXPONENT
-            score += idf * tf * (K1 + 1) / (tf + K1)
+            score += idfs[own] * tf * (K1 + 1) / (tf + K1)
         if score > 0:
             scored.append((-score, tool_id))
-    return [tool_id for _, tool_id in sorted(scored)[:limit]]
+    ranked = sorted(scored)
+
+    def raised(score: float, tool_id: str) -> tuple[float, str]:
+        name = set(identifier_words(tool_id.rsplit(".", 1)[-1]))
+        share = len(name & terms) / len(name) if name else 0.0
+        return score * (1 + index_module.NAME_COVERAGE * share), tool_id
+
+    head = sorted(raised(score, tool_id) for score, tool_id in ranked[:RAISED_DEPTH])
+    return [tool_id for _, tool_id in [*head, *ranked[RAISED_DEPTH:]][:limit]]
 
 
 def entry(tool_id: str, title: str, description: str, **arguments: str) -> SearchEntry:
@@ -150,8 +173,14 @@ def test_a_query_word_is_never_also_its_own_synonym() -> None:
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "create", "delete", "issue"]
 fields = st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join)
+# Tool names are made of the same words as queries, or of none of them, so that how much of
+# a name a query uses varies.
+names = st.one_of(
+    st.text(alphabet="abcdef", min_size=1, max_size=5),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map("_".join),
+)
 catalogs = st.lists(
-    st.tuples(st.text(alphabet="abcdef", min_size=1, max_size=5), fields, fields, fields),
+    st.tuples(names, fields, fields, fields),
     max_size=20,
     unique_by=lambda item: item[0],
 ).map(
@@ -178,13 +207,18 @@ def test_rankings_equal_the_bm25f_reference(catalog: Catalog, query: str, limit:
 def test_explained_contributions_add_up_by_word_and_by_field(catalog: Catalog, query: str) -> None:
     index = SearchIndex([SearchEntry(tool_id, document) for tool_id, document in catalog])
     for hit in index.explain(query):
-        assert hit.score == functools.reduce(operator.add, [p.contribution for p in hit.terms], 0.0)
+        words = functools.reduce(operator.add, [p.contribution for p in hit.terms], 0.0)
+        assert hit.score == pytest.approx(words * (1.0 + NAME_COVERAGE * hit.name_coverage))
+        assert 0.0 <= hit.name_coverage <= 1.0
         document = dict(catalog)[hit.tool_id]
         for part in hit.terms:
             assert part.tf == sum(document.terms[part.term]) > 0
             assert sum(f.contribution for f in part.fields) == pytest.approx(part.contribution)
             assert {f.field for f in part.fields} <= set(document.fields)
             assert part.weight == (1.0 if part.synonym_of is None else SYNONYM_WEIGHT)
+    assert [(hit.tool_id, hit.score) for hit in index.explain(query)] == [
+        (hit.tool_id, hit.score) for hit in index.search(query)
+    ]
 
 
 def test_a_rare_word_in_argument_text_does_not_outrank_the_tool_named_for_the_request(
@@ -246,7 +280,65 @@ def test_a_word_no_tool_uses_is_weighed_by_the_tools_its_synonyms_find() -> None
     assert (part.term, part.synonym_of) == ("delet", "eras")
     # One of the six tools has "delete": the idf of a word that one tool in six uses.
     assert part.idf == pytest.approx(math.log(1 + 5.5 / 1.5) ** IDF_EXPONENT)
-    assert hit.score == part.contribution > 0
+    # "erase" stands for "delete", one of the two words of delete_branch's name.
+    assert hit.name_coverage == 0.5
+    assert hit.score == pytest.approx(part.contribution * (1 + NAME_COVERAGE * 0.5))
+
+
+def test_of_tools_the_same_words_match_the_one_the_request_names_comes_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # All three match "create", "Jira" and "issue"; the one to get create fields also matches
+    # "project" and describes "create" and "issue" in more of its fields. Only one tool's name
+    # is spelled out by the request.
+    catalog = [
+        entry("jira.jira_create_issue", "Jira Create Issue",
+              "Create a new Jira issue, with an optional epic link or parent.",
+              project_key="The project's key", summary="One line",
+              issue_type="Bug, Task or Story", assignee="Who works on it",
+              components="Component names"),
+        entry("jira.jira_batch_create_issues", "Jira Batch Create Issues",
+              "Create several Jira issues in one batch.", issues="The issues"),
+        entry("jira.jira_get_create_fields", "Jira Get Create Fields",
+              "Get the fields needed to create an issue of a type in a project.",
+              project_key="The project's key", issue_type="The issue type"),
+        entry("calendar.list_events", "List Events", "List upcoming events on a calendar."),
+        entry("files.read_file", "Read File", "Read the complete contents of a file."),
+    ]  # fmt: skip
+    query = "create a Jira issue in project PROJ"
+    hits = SearchIndex(catalog).explain(query, 3)
+    assert ids(hits) == [
+        "jira.jira_create_issue",
+        "jira.jira_get_create_fields",
+        "jira.jira_batch_create_issues",
+    ]
+    assert [hit.name_coverage for hit in hits] == [1.0, 0.5, 0.75]
+    monkeypatch.setattr(index_module, "NAME_COVERAGE", 0.0)
+    assert ids(SearchIndex(catalog).search(query, 1)) == ["jira.jira_get_create_fields"]
+
+
+@pytest.mark.parametrize("coverage", [NAME_COVERAGE, 3.0])
+@pytest.mark.parametrize("size", [60, 3000])
+def test_raised_rankings_equal_the_reference_on_large_catalogs(
+    size: int, coverage: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Many tools share a name word with the query: the best RAISED_DEPTH are reordered by
+    # their raised scores (with a large raise, often), and the rest follow in BM25F order.
+    monkeypatch.setattr(index_module, "NAME_COVERAGE", coverage)
+    rng = random.Random(size)
+    vocabulary = [f"w{rank}" for rank in range(300)]
+    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
+    catalog: Catalog = []
+    for number in range(size):
+        name = "_".join(rng.choices(vocabulary[:40], k=rng.randint(1, 3))) + f"_n{number}"
+        text = " ".join(rng.choices(vocabulary, weights, k=rng.randint(0, 25)))
+        tool_id = f"set{number % 9}.{name}"
+        catalog.append((tool_id, search_document(tool_id, "", text)))
+    index = SearchIndex([SearchEntry(tool_id, document) for tool_id, document in catalog])
+    for _ in range(60):
+        query = " ".join(f"w{int(rng.paretovariate(0.7))}" for _ in range(rng.randint(1, 5)))
+        limit = rng.choice([1, 3, 5, 10])
+        assert ids(index.search(query, limit)) == reference(catalog, index, query, limit)
 
 
 def test_exact_names_come_first_whatever_the_words() -> None:
