@@ -465,9 +465,10 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
 
     CATALOG is a JSON list of tools {"name", "description", "parameters"} (OpenAI or MCP tool
     definitions; an MCP tools/list result works too); QUERIES a JSON list of {"query",
-    "expected": [tool names]}. Search documents are built exactly as the generator builds them
-    and ranked by the runtime's search. Prints recall@1, recall@k, MRR and nDCG@k, then the 10
-    worst misses with what ranked above the expected tool.
+    "expected": [tool names]}, each with an optional "kind" label. Search documents are built
+    exactly as the generator builds them and ranked by the runtime's search. Prints recall@1,
+    recall@k, MRR and nDCG@k, recall@k by kind when queries have one, then the 10 worst misses
+    with what ranked above the expected tool.
 
     \b
     Examples:
@@ -499,6 +500,11 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
         f"mrr {result.mrr:.3f}\n"
         f"ndcg@{k} {result.ndcg_at_k:.3f}"
     )
+    if result.by_kind:
+        kinds = ", ".join(
+            f"{kind.kind} {kind.recall_at_k:.3f} ({kind.queries})" for kind in result.by_kind
+        )
+        click.echo(f"recall@{k} by kind: {kinds}")
     worst = result.worst()
     if worst:
         click.echo(f"worst misses ({len(result.misses)} queries missed the top {k}):")

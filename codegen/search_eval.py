@@ -8,7 +8,8 @@ here is what an agent's OpenAI tool search would do with those tools.
 A catalog is a JSON list of ``{"name", "description", "parameters"}`` (OpenAI/MCP tool
 definitions; ``inputSchema`` is read as ``parameters``) or an MCP ``tools/list`` result
 (``{"tools": [...]}``). A name without a dot is used as its own tool ID. Queries are a JSON list
-of ``{"query", "expected": [names]}``.
+of ``{"query", "expected": [names]}``, each with an optional ``"kind"`` (a label such as
+``paraphrase``) by which recall@k is also reported.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from agentgen.runtime.search.index import RANKINGS, SearchEntry, SearchIndex
 
 __all__ = [
     "CatalogError",
+    "EvalQuery",
     "EvalTool",
+    "KindRecall",
     "Miss",
     "SearchEvaluation",
     "evaluate_search",
@@ -50,6 +53,17 @@ class EvalTool:
 class EvalQuery:
     query: str
     expected: tuple[str, ...]
+    #: How the request was written (``direct``, ``paraphrase``, ...), when the set says.
+    kind: str | None = None
+
+
+@dataclass(frozen=True)
+class KindRecall:
+    """Recall@k over the queries of one kind."""
+
+    kind: str
+    queries: int
+    recall_at_k: float
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,8 @@ class SearchEvaluation:
     mrr: float
     ndcg_at_k: float
     misses: tuple[Miss, ...] = field(default=(), repr=False)
+    #: Recall@k per kind of query, by kind name; empty when no query has a kind.
+    by_kind: tuple[KindRecall, ...] = ()
 
     def worst(self, count: int = 10) -> tuple[Miss, ...]:
         """The misses whose expected tool ranked lowest (not found at all first)."""
@@ -88,6 +104,10 @@ class SearchEvaluation:
             f"recall@{self.k}": round(self.recall_at_k, 4),
             "mrr": round(self.mrr, 4),
             f"ndcg@{self.k}": round(self.ndcg_at_k, 4),
+            "by_kind": {
+                kind.kind: {"queries": kind.queries, f"recall@{self.k}": round(kind.recall_at_k, 4)}
+                for kind in self.by_kind
+            },
             "worst_misses": [
                 {"query": m.query, "expected": list(m.expected), "rank": m.rank,
                  "above": list(m.above)}
@@ -152,7 +172,10 @@ def load_queries(path: str | Path, names: Sequence[str] = ()) -> list[EvalQuery]
         unknown = sorted(set(expected) - known) if known else []
         if unknown:
             raise CatalogError(f"{where}: expects tools the catalog lacks: {', '.join(unknown)}")
-        queries.append(EvalQuery(item["query"], tuple(expected)))
+        kind = item.get("kind")
+        if kind is not None and (not isinstance(kind, str) or not kind):
+            raise CatalogError(f'{where}: "kind", when given, must be a non-empty string')
+        queries.append(EvalQuery(item["query"], tuple(expected), kind))
     return queries
 
 
@@ -183,13 +206,17 @@ def evaluate_search(
     depth = max(k, 50)
     hits_1 = hits_k = reciprocal = gain = 0.0
     misses: list[Miss] = []
+    kinds: dict[str, list[bool]] = {}
     for query in queries:
         ranked = [hit.tool_id for hit in index.search(query.query, depth)]
         expected = set(query.expected)
         positions = [i for i, name in enumerate(ranked) if name in expected]
         first = positions[0] if positions else None
         hits_1 += first == 0
-        hits_k += first is not None and first < k
+        found = first is not None and first < k
+        hits_k += found
+        if query.kind is not None:
+            kinds.setdefault(query.kind, []).append(found)
         reciprocal += 1.0 / (first + 1) if first is not None else 0.0
         dcg = sum(1.0 / math.log2(i + 2) for i in positions if i < k)
         ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(expected), k)))
@@ -200,7 +227,11 @@ def evaluate_search(
                      tuple(ranked[:k]))
             )  # fmt: skip
     count = len(queries) or 1
+    by_kind = tuple(
+        KindRecall(kind, len(found), sum(found) / len(found))
+        for kind, found in sorted(kinds.items())
+    )
     return SearchEvaluation(
         ranking, k, len(queries), hits_1 / count, hits_k / count, reciprocal / count,
-        gain / count, tuple(misses),
+        gain / count, tuple(misses), by_kind,
     )  # fmt: skip

@@ -88,6 +88,28 @@ def test_cli_prints_the_metrics_and_the_worst_misses(tmp_path: Path) -> None:
     assert data["ranking"] == "classic" and data["k"] == 1 and "recall@1" in data
 
 
+def test_recall_is_also_reported_by_kind_when_queries_have_one(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    kinds = ["paraphrase", "direct", "direct", "paraphrase"]
+    labelled = [{**query, "kind": kind} for query, kind in zip(QUERIES, kinds, strict=True)]
+    queries = write(tmp_path, "queries.json", labelled)
+    code, out, _ = run(str(catalog), str(queries))
+    assert code == 0
+    # "zzz qqq" (a paraphrase) finds nothing; the other three find their tool first.
+    assert "recall@5 by kind: direct 1.000 (2), paraphrase 0.500 (2)" in out
+    code, out, _ = run(str(catalog), str(queries), "--json")
+    assert json.loads(out)["by_kind"] == {
+        "direct": {"queries": 2, "recall@5": 1.0},
+        "paraphrase": {"queries": 2, "recall@5": 0.5},
+    }
+    # Without kinds there is nothing to report by kind.
+    code, out, _ = run(str(catalog), str(write(tmp_path, "plain.json", QUERIES)))
+    assert code == 0 and "by kind" not in out
+    bad = write(tmp_path, "bad.json", [{"query": "x", "expected": ["files.read_file"], "kind": 3}])
+    code, _, err = run(str(catalog), str(bad))
+    assert code == 2 and 'query 0: "kind", when given, must be a non-empty string' in err
+
+
 def test_an_mcp_tools_list_result_is_a_catalog(tmp_path: Path) -> None:
     path = write(tmp_path, "tools.json", {"tools": TOOLS})
     assert [t.name for t in load_catalog(path)][2] == "files.read_file"
@@ -131,3 +153,11 @@ def test_the_committed_set_loads_and_fields_beats_classic_on_it() -> None:
     classic = evaluate_search(catalog, heldout, ranking="classic")
     assert fields.recall_at_k > classic.recall_at_k
     assert fields.mrr > classic.mrr
+    # Every query of the set says how it was written, and the kinds cover the whole half.
+    assert {kind.kind for kind in fields.by_kind} == {
+        "arguments",
+        "direct",
+        "keywords",
+        "paraphrase",
+    }
+    assert sum(kind.queries for kind in fields.by_kind) == len(heldout)
