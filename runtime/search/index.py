@@ -229,11 +229,15 @@ class SearchIndex:
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[SearchHit]:
         """Return up to `limit` tools, best first; a tool named exactly by the query leads."""
-        return [SearchHit(hit.tool_id, hit.score) for hit in self._rank(query, limit, False)]
+        ids = self._ids
+        return [SearchHit(ids[doc], score) for doc, score, _ in self._rank(query, limit)[1]]
 
     def explain(self, query: str, limit: int = DEFAULT_LIMIT) -> list[ExplainedHit]:
         """Return the hits of `search` with the contribution of each query word to each score."""
-        return self._rank(query, limit, True)
+        words, ranked, exact = self._rank(query, limit)
+        return [
+            self._explained(doc, words, score, share, doc == exact) for doc, score, share in ranked
+        ]
 
     def query_terms(self, query: str) -> list[tuple[str, float, str | None]]:
         """The words a query is ranked by: (word, weight, the query word a synonym stands in
@@ -250,14 +254,17 @@ class SearchIndex:
                     found.append((synonym, SYNONYM_WEIGHT, word))
         return found
 
-    def _rank(self, query: str, limit: int, explain: bool) -> list[ExplainedHit]:
+    def _rank(
+        self, query: str, limit: int
+    ) -> tuple[list[_Word], list[tuple[int, float, float | None]], int | None]:
+        """The query's words; its best tools, as (tool, the score it is ranked by, its name
+        coverage when that score was raised by it, else None); the tool it names exactly."""
         if limit < 0:
             raise ValueError(f"tool search limit must not be negative, got {limit}")
         if limit == 0:
-            return []
+            return [], [], None
         exact = self._names.get(query.strip().casefold())
         words = self._words(query)
-        # (tool, the score it is ranked by, its name coverage when that score was raised by it)
         ranked: list[tuple[int, float, float | None]]
         if self._coverage:
             top = self._top(words, max(limit, RAISED_DEPTH))
@@ -276,10 +283,7 @@ class SearchIndex:
             named = next((hit for hit in ranked if hit[0] == exact), None)
             rest = [hit for hit in ranked if hit[0] != exact]
             ranked = [named or (exact, self._score(exact, words), None), *rest[: limit - 1]]
-        return [
-            self._hit(doc, words, score, share, explain, doc == exact)
-            for doc, score, share in ranked[:limit]
-        ]
+        return words, ranked[:limit], exact
 
     def _name_share(self, doc: int, terms: frozenset[str]) -> float:
         """The share of the words of a tool's own name that are among a query's terms."""
@@ -416,22 +420,14 @@ class SearchIndex:
             term.best = heapq.nlargest(max(k, 8), weights, key=weights.__getitem__)
         return term.best[:k]
 
-    def _hit(
-        self,
-        doc: int,
-        words: list[_Word],
-        score: float,
-        share: float | None,
-        explain: bool,
-        exact: bool,
+    def _explained(
+        self, doc: int, words: list[_Word], score: float, share: float | None, exact: bool
     ) -> ExplainedHit:
         """`score`: what the tool was ranked by, reported as it is; `share`: its name coverage
         when that score was raised by it, else None. Explained contributions add up to the
         score before the raise, give or take rounding (synonyms split their word's share)."""
         tool_id = self._ids[doc]
         coverage = share or 0.0
-        if not explain:
-            return ExplainedHit(tool_id, score, exact, (), coverage)
         counts = self._doc_terms[doc]
         factors = self._factors[doc]
         parts = []
