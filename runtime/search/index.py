@@ -74,8 +74,8 @@ IDF_EXPONENT = 0.8
 NAME_COVERAGE = 0.15
 #: How many of the best tools by BM25F the name coverage reorders. Tools further down keep
 #: their BM25F score and order, so asking for more hits never changes the first ones, and the
-#: pruned search stays as cheap as before. On the eval set every depth from 8 to 60 ranked the
-#: same.
+#: pruned search looks for RAISED_DEPTH tools at least (about 10 µs more per query). On the
+#: eval set, depths from 7 to 1,000 gave the same recall@1, recall@5 and MRR.
 RAISED_DEPTH = 8
 DEFAULT_LIMIT = 5
 

@@ -8,6 +8,7 @@ reading of BM25F that scores every tool and sorts by (score desc, tool ID asc).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import operator
 import random
@@ -38,7 +39,9 @@ from agentgen.runtime.search.index import (
 Catalog = list[tuple[str, SearchDocument]]
 
 
-def reference(catalog: Catalog, index: SearchIndex, query: str, limit: int = 5) -> list[str]:
+def reference(
+    catalog: Catalog, index: SearchIndex, query: str, limit: int = 5
+) -> list[tuple[str, float]]:
     """BM25F as written: per field weight over length normalisation, summed; a query word's
     synonyms add to its frequency at their weight; idf of the word itself (of the tools its
     synonyms find when no tool uses it) raised to IDF_EXPONENT; saturated; then the best
@@ -94,7 +97,20 @@ def reference(catalog: Catalog, index: SearchIndex, query: str, limit: int = 5) 
         return score * (1 + index_module.NAME_COVERAGE * share), tool_id
 
     head = sorted(raised(score, tool_id) for score, tool_id in ranked[:RAISED_DEPTH])
-    return [tool_id for _, tool_id in [*head, *ranked[RAISED_DEPTH:]][:limit]]
+    return [(tool_id, -score) for score, tool_id in [*head, *ranked[RAISED_DEPTH:]][:limit]]
+
+
+def assert_ranked_as(
+    index: SearchIndex, query: str, limit: int, expected: list[tuple[str, float]]
+) -> None:
+    """The hits are the reference's, tool for tool and score for score; asking for more never
+    changes the first ones, and scores never rise down the list."""
+    hits = index.search(query, limit)
+    assert ids(hits) == [tool_id for tool_id, _ in expected]
+    for hit, (_, score) in zip(hits, expected, strict=True):
+        assert hit.score == pytest.approx(score, rel=1e-9)
+    assert index.search(query, limit + 20)[: len(hits)] == hits
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
 
 
 def entry(tool_id: str, title: str, description: str, **arguments: str) -> SearchEntry:
@@ -199,7 +215,7 @@ queries = st.lists(st.sampled_from([*WORDS, "make", "remove", "ticket", "zzz"]),
 @given(catalogs, queries, st.integers(min_value=1, max_value=8))
 def test_rankings_equal_the_bm25f_reference(catalog: Catalog, query: str, limit: int) -> None:
     index = SearchIndex([SearchEntry(tool_id, document) for tool_id, document in catalog])
-    assert ids(index.search(query, limit)) == reference(catalog, index, query, limit)
+    assert_ranked_as(index, query, limit, reference(catalog, index, query, limit))
 
 
 @settings(max_examples=150)
@@ -332,13 +348,14 @@ def test_raised_rankings_equal_the_reference_on_large_catalogs(
     for number in range(size):
         name = "_".join(rng.choices(vocabulary[:40], k=rng.randint(1, 3))) + f"_n{number}"
         text = " ".join(rng.choices(vocabulary, weights, k=rng.randint(0, 25)))
-        tool_id = f"set{number % 9}.{name}"
+        # Some IDs have two dots: only the part after the last one is the tool's own name.
+        tool_id = f"set{number % 9}.{name}" if number % 3 else f"org.set{number % 9}.{name}"
         catalog.append((tool_id, search_document(tool_id, "", text)))
     index = SearchIndex([SearchEntry(tool_id, document) for tool_id, document in catalog])
     for _ in range(60):
         query = " ".join(f"w{int(rng.paretovariate(0.7))}" for _ in range(rng.randint(1, 5)))
         limit = rng.choice([1, 3, 5, 10])
-        assert ids(index.search(query, limit)) == reference(catalog, index, query, limit)
+        assert_ranked_as(index, query, limit, reference(catalog, index, query, limit))
 
 
 def test_exact_names_come_first_whatever_the_words() -> None:
@@ -349,6 +366,12 @@ def test_exact_names_come_first_whatever_the_words() -> None:
     index = SearchIndex(entries)
     assert ids(index.search(" MISC_ZZ ")) == ["misc.zz"]
     assert ids(index.search("files.read_file"))[0] == "files.read_file"
+    # The named tool keeps the raise its name's words earn it, as any other hit would.
+    named = index.explain("files.read_file")[0]
+    assert named.exact_name and named.name_coverage == 1.0
+    contributions = sum(part.contribution for part in named.terms)
+    assert named.score == pytest.approx(contributions * (1 + NAME_COVERAGE))
+    assert index.search("files.read_file")[0].score == named.score
 
 
 def test_documents_of_another_version_are_refused_with_what_to_do() -> None:
