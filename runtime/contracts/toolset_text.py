@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agentgen.runtime.contracts.declarations import ContractError, ToolsetDeclaration, shown
+from agentgen.runtime.contracts.validation_errors import error_line
 
 __all__ = ["ToolsetText"]
 
@@ -77,15 +78,12 @@ class ToolsetText:
 
     def _refusal(self, exc: ValidationError) -> str:
         error = exc.errors()[0]
-        loc = list(error["loc"])
-        found = _tool_at(self.text, loc)
+        found = _tool_at(self.text, list(error["loc"]))
         if found is None:
-            where = ".".join(str(part) for part in loc)
-            return f"toolset {shown(self.name)} declaration: {where}: {error['msg']}"
+            return f"toolset {shown(self.name)} declaration: {error_line(error)}"
         tool, rest = found
-        where = ".".join(str(part) for part in rest)
-        detail = f"{where}: {error['msg']}" if where else error["msg"]
-        return f"tool {shown(tool)} declaration: {detail}"
+        within = error_line(error, skip=len(error["loc"]) - len(rest))
+        return f"tool {shown(tool)} declaration: {within}"
 
 
 @functools.lru_cache(maxsize=16)

@@ -28,6 +28,7 @@ from agentgen.runtime.contracts.limits import (
 )
 from agentgen.runtime.contracts.schema_inspection import Bounds, SchemaProblem, check_bounds
 from agentgen.runtime.contracts.templates import check_template
+from agentgen.runtime.contracts.validation_errors import first_error
 
 __all__ = ["check_payload", "checked_declaration", "shown"]
 
@@ -56,15 +57,9 @@ def _validated(declaration: ToolSchema | Mapping[str, Any], name: str) -> ToolSc
             data = declaration
         return ToolSchema.model_validate(data)
     except ValidationError as exc:
-        raise ContractError(f"tool {name} declaration: {_first_error(exc)}") from None
+        raise ContractError(f"tool {name} declaration: {first_error(exc)}") from None
     except (TypeError, ValueError) as exc:  # a model_construct'ed field pydantic cannot dump
         raise ContractError(f"tool {name} declaration cannot be read as JSON: {exc}") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(p) for p in error["loc"])
-    return f"{where}: {error['msg']}" if where else error["msg"]
 
 
 def checked_declaration(

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import WIRE_PROTOCOL_VERSION
+from agentgen.runtime.contracts.validation_errors import first_error
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.admission import CallMeta
 from agentgen.runtime.registry.answers import kept_answer
@@ -235,7 +236,7 @@ class HttpRegistryClient:
                         raise RegistryError(
                             "protocol_error",
                             f"registry {self.name!r} answered {path} with an unexpected body: "
-                            f"{exc.errors()[0]['msg']}",
+                            f"{first_error(exc)}",
                         ) from None
             if attempt >= self.retry.max_retries:
                 raise RegistryError(
@@ -360,7 +361,7 @@ class HttpRegistryClient:
                     raise RegistryError(
                         "protocol_error",
                         f"registry {self.name!r} answered toolset {name!r} with an unexpected "
-                        f"body: {exc.errors()[0]['msg']}",
+                        f"body: {first_error(exc)}",
                     ) from None
                 out.append((name, self._keep(name, resolved)))
         return out

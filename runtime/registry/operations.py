@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.contracts.validation_errors import error_summary
 from agentgen.runtime.lru import LRU
 from agentgen.runtime.registry import admission
 from agentgen.runtime.registry.admission import (
@@ -159,7 +160,7 @@ class RegistryOperations:
             try:
                 admission.check_entry(key, raw)
             except ValidationError as exc:
-                problems.append((key, _validation_summary(exc)))
+                problems.append((key, error_summary(exc)))
             except ValueError as exc:
                 problems.append((key, str(exc)))
         if problems:
@@ -624,15 +625,6 @@ def _claimed(record: CallRecord) -> ClaimedCall:
         record.registration_token,
         record.execution_deadline_ms,
     )
-
-
-def _validation_summary(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "(value)"
-        parts.append(f"{where}: {error['msg']}")
-    more = len(exc.errors()) - 5
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 def _mentions(toolset: ToolsetDeclaration, needle: str) -> bool:

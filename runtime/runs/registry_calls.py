@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import HEX64
 from agentgen.runtime.contracts.toolset_text import ToolsetText
+from agentgen.runtime.contracts.validation_errors import first_error
 from agentgen.runtime.registry.client import RegistryError, ResolvedToolset
 from agentgen.runtime.runs.host import RegistryRegistration
 from agentgen.runtime.telemetry.spans import RegistryRequest
@@ -171,9 +172,7 @@ def checked_resolution(
             }
         )
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"])
-        raise MalformedReplyError(f"the toolset's {where}: {error['msg']}") from None
+        raise MalformedReplyError(f"the toolset's {first_error(exc)}") from None
     token = resolved.registration_token
     if not isinstance(token, str) or not HEX64.fullmatch(token):
         shown = repr(token) if isinstance(token, str) and len(token) <= 80 else type(token).__name__
