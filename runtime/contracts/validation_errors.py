@@ -7,8 +7,6 @@ is, and a few problems at most, so that a message built from a hostile value sta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
@@ -27,10 +25,10 @@ def first_error(exc: ValidationError) -> str:
     return error_line(exc.errors()[0])
 
 
-def error_summary(errors: ValidationError | Sequence[ErrorDetails], most: int = 5) -> str:
-    """Up to ``most`` errors, ``; ``-separated, and how many more there were; an error at the
-    value itself reads ``(value): what``."""
-    found = errors.errors() if isinstance(errors, ValidationError) else list(errors)
+def error_summary(exc: ValidationError, most: int = 5) -> str:
+    """Up to ``most`` of an exception's errors, ``; ``-separated, and how many more there were;
+    an error at the value itself reads ``(value): what``."""
+    found = exc.errors()
     parts = [error_line(error) if error["loc"] else f"(value): {error['msg']}" for error in
              found[:most]]  # fmt: skip
     more = len(found) - most

@@ -219,7 +219,7 @@ class SearchIndex:
         self._idf_exponent = IDF_EXPONENT if ranking == "fields" else 1.0
         self._coverage = NAME_COVERAGE if ranking == "fields" else 0.0
         # Each tool's name words, analysed when a query first ranks the tool near the top.
-        self._name_words: list[frozenset[str] | None] = [None] * len(self._ids)
+        self._name_words: dict[int, frozenset[str]] = {}
         self._terms: dict[tuple[tuple[str, float], ...], _Term | None] = {}
         self._scans = 0
         self._postings: dict[str, list[int]] | None = None
@@ -256,16 +256,16 @@ class SearchIndex:
 
     def _rank(
         self, query: str, limit: int
-    ) -> tuple[list[_Word], list[tuple[int, float, float | None]], int | None]:
-        """The query's words; its best tools, as (tool, the score it is ranked by, its name
-        coverage when that score was raised by it, else None); the tool it names exactly."""
+    ) -> tuple[list[_Word], list[tuple[int, float, float]], int | None]:
+        """The query's words; its best tools, as (tool, the score it is ranked by, the name
+        coverage that score was raised by: 0.0 when it was not); the tool it names exactly."""
         if limit < 0:
             raise ValueError(f"tool search limit must not be negative, got {limit}")
         if limit == 0:
             return [], [], None
         exact = self._names.get(query.strip().casefold())
         words = self._words(query)
-        ranked: list[tuple[int, float, float | None]]
+        ranked: list[tuple[int, float, float]]
         if self._coverage:
             top = self._top(words, max(limit, RAISED_DEPTH))
             terms = frozenset(member for word in words for member, _ in word.members)
@@ -276,18 +276,18 @@ class SearchIndex:
                 head.append((-score * (1.0 + self._coverage * share), ids[doc], doc, share))
             head.sort()
             ranked = [(doc, -score, share) for score, _, doc, share in head]
-            ranked += [(doc, score, None) for doc, score in top[RAISED_DEPTH:limit]]
+            ranked += [(doc, score, 0.0) for doc, score in top[RAISED_DEPTH:limit]]
         else:
-            ranked = [(doc, score, None) for doc, score in self._top(words, limit)]
+            ranked = [(doc, score, 0.0) for doc, score in self._top(words, limit)]
         if exact is not None:
             named = next((hit for hit in ranked if hit[0] == exact), None)
             rest = [hit for hit in ranked if hit[0] != exact]
-            ranked = [named or (exact, self._score(exact, words), None), *rest[: limit - 1]]
+            ranked = [named or (exact, self._score(exact, words), 0.0), *rest[: limit - 1]]
         return words, ranked[:limit], exact
 
     def _name_share(self, doc: int, terms: frozenset[str]) -> float:
         """The share of the words of a tool's own name that are among a query's terms."""
-        name = self._name_words[doc]
+        name = self._name_words.get(doc)
         if name is None:
             own = self._ids[doc].rsplit(".", 1)[-1]
             name = self._name_words[doc] = frozenset(identifier_words(own))
@@ -421,13 +421,12 @@ class SearchIndex:
         return term.best[:k]
 
     def _explained(
-        self, doc: int, words: list[_Word], score: float, share: float | None, exact: bool
+        self, doc: int, words: list[_Word], score: float, coverage: float, exact: bool
     ) -> ExplainedHit:
-        """`score`: what the tool was ranked by, reported as it is; `share`: its name coverage
-        when that score was raised by it, else None. Explained contributions add up to the
-        score before the raise, give or take rounding (synonyms split their word's share)."""
+        """`score`: what the tool was ranked by, reported as it is; `coverage`: the name
+        coverage it was raised by. Explained contributions add up to the score before the
+        raise, give or take rounding (synonyms split their word's share)."""
         tool_id = self._ids[doc]
-        coverage = share or 0.0
         counts = self._doc_terms[doc]
         factors = self._factors[doc]
         parts = []
