@@ -130,10 +130,12 @@ def report(design: Path, errors: tuple[DesignError, ...]) -> None:
     click.echo(f"{design}: {count} design error{'s' if count != 1 else ''}", err=True)
 
 
-def summary(root: RootExpr) -> str:
-    def plural(n: int, word: str) -> str:
-        return f"{n} {word}{'' if n == 1 else 's'}"
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``n`` and the word, in the plural (``words``, else ``word`` + s) unless n is 1."""
+    return f"{n} {word if n == 1 else words or word + 's'}"
 
+
+def summary(root: RootExpr) -> str:
     agents = root.agents()
     tools = sum(len(t.tools) for t in root.toolsets)
     return ", ".join(
@@ -142,7 +144,7 @@ def summary(root: RootExpr) -> str:
             plural(len(agents), "agent"),
             plural(len(root.toolsets), "toolset"),
             plural(tools, "tool"),
-            plural(len(root.registries), "registry").replace("registrys", "registries"),
+            plural(len(root.registries), "registry", "registries"),
         ]
     )
 
@@ -357,6 +359,10 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
     from agentgen.runtime.search.document import search_text
     from agentgen.runtime.search.index import NAME_COVERAGE, Ranking, SearchEntry, SearchIndex
 
+    if not query.strip():
+        raise click.UsageError(
+            'QUERY is empty: give the words a model would search with, such as "find a customer"'
+        )
     views = views_or_exit(design, agent_id)
     if not views:
         raise click.UsageError(
@@ -398,10 +404,24 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
     note = f", {hidden_count} of them hidden by the agent's run policy" if hidden_count else ""
     click.echo(
         f"agent {view.agent.id}: {len(deferred)} deferred tool{'s' if len(deferred) != 1 else ''}"
-        f"{note}; query {query!r} → words: {words}"
+        f"{note}; query {_shown(query)} → words: {words}"
     )
     if view.registry_reads:
         click.echo("  (registry sources are resolved at run time and are not searched here)")
+    if not deferred:
+        click.echo(
+            "  nothing to search: every compiled tool of the agent is loaded up front; search "
+            'finds the tools its Use(...) makes deferred: Use(Toolset, lambda: Deferred("tool"))'
+            if view.tools
+            else "  nothing to search: the agent has no compiled tools"
+        )
+        return
+    if not terms:
+        click.echo(
+            "  nothing to search by: the query has no words left once stop words (the, of, "
+            "please...) and punctuation are dropped; name what the tool does"
+        )
+        return
     hits = ranked.explain(query, limit)
     hidden = [
         hit.tool_id
@@ -427,6 +447,14 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
             f"  -  {tool_id:<{width}}  matches, but the agent's run policy hides it: the model "
             "never sees it (see RunPolicy's AllowTags/DenyTags)"
         )
+
+
+def _shown(query: str, width: int = 100) -> str:
+    """A query as printed: quoted, and cut to ``width`` characters (a pasted document would
+    otherwise fill the screen)."""
+    if len(query) > width:
+        query = query[: width - 1] + "…"
+    return repr(query)
 
 
 def _contribution(term: TermContribution, ranking: str) -> str:
@@ -494,7 +522,8 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return
     click.echo(
-        f"{len(labelled)} queries over {len(tools)} tools, ranking {ranking}\n"
+        f"{plural(len(labelled), 'query', 'queries')} over {plural(len(tools), 'tool')}, "
+        f"ranking {ranking}\n"
         f"recall@1 {result.recall_at_1:.3f}\n"
         f"recall@{k} {result.recall_at_k:.3f}\n"
         f"mrr {result.mrr:.3f}\n"
@@ -507,10 +536,11 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
         click.echo(f"recall@{k} by kind: {kinds}")
     worst = result.worst()
     if worst:
-        click.echo(f"worst misses ({len(result.misses)} queries missed the top {k}):")
+        missed = plural(len(result.misses), "query", "queries")
+        click.echo(f"worst misses ({missed} missed the top {k}):")
     for miss in worst:
-        where = f"rank {miss.rank}" if miss.rank is not None else "not in the top 50"
-        click.echo(f"  {miss.query!r}: expected {', '.join(miss.expected)} ({where})")
+        where = f"rank {miss.rank}" if miss.rank is not None else f"not in the top {result.depth}"
+        click.echo(f"  {_shown(miss.query)}: expected {', '.join(miss.expected)} ({where})")
         click.echo(f"    above it: {', '.join(miss.above) or '(nothing matched)'}")
 
 

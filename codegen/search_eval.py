@@ -26,6 +26,7 @@ from agentgen.runtime.search.document import search_document, search_text
 from agentgen.runtime.search.index import RANKINGS, SearchEntry, SearchIndex
 
 __all__ = [
+    "RANK_DEPTH",
     "CatalogError",
     "EvalQuery",
     "EvalTool",
@@ -36,6 +37,10 @@ __all__ = [
     "load_catalog",
     "load_queries",
 ]
+
+
+#: How deep each query's ranking is read (at least k): a miss's rank is known within it.
+RANK_DEPTH = 50
 
 
 class CatalogError(ValueError):
@@ -72,7 +77,8 @@ class Miss:
 
     query: str
     expected: tuple[str, ...]
-    #: The expected tool's rank (1-based) within the first 50, or None when it ranked lower.
+    #: The expected tool's rank (1-based) within the evaluation's ``depth``, or None when it
+    #: ranked lower.
     rank: int | None
     #: What ranked above it (the top k).
     above: tuple[str, ...]
@@ -90,6 +96,11 @@ class SearchEvaluation:
     misses: tuple[Miss, ...] = field(default=(), repr=False)
     #: Recall@k per kind of query, by kind name; empty when no query has a kind.
     by_kind: tuple[KindRecall, ...] = ()
+
+    @property
+    def depth(self) -> int:
+        """How many hits of each query were read: a miss without a rank is not among them."""
+        return max(self.k, RANK_DEPTH)
 
     def worst(self, count: int = 10) -> tuple[Miss, ...]:
         """The misses whose expected tool ranked lowest (not found at all first)."""
@@ -123,6 +134,21 @@ def _read_json(path: str | Path) -> Any:
         raise CatalogError(f"cannot read {path}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{path}: not JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CatalogError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8 JSON"
+        ) from None
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, for an error message ("a string", "null"...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        keys = ", ".join(map(repr, list(value)[:8])) or "none"
+        return f"a JSON object (keys: {keys})"
+    kinds = {bool: "a boolean", list: "a list", str: "a string"}
+    return kinds.get(type(value), "a number")
 
 
 def load_catalog(path: str | Path) -> list[EvalTool]:
@@ -130,23 +156,37 @@ def load_catalog(path: str | Path) -> list[EvalTool]:
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         data = data["tools"]  # an MCP tools/list result
     if not isinstance(data, list):
-        raise CatalogError(f"{path}: a catalog is a JSON list of tools (or an MCP tools/list)")
+        raise CatalogError(
+            f'{path}: a catalog is a JSON list of tools {{"name", "description", "parameters"}} '
+            f'or an MCP tools/list result {{"tools": [...]}}; found {_json_kind(data)}'
+        )
+    if not data:
+        raise CatalogError(f"{path}: the catalog has no tools; list the tools to search")
     tools: list[EvalTool] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for index, item in enumerate(data):
         where = f"{path}: tool {index}"
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
             raise CatalogError(f'{where}: each tool needs a non-empty string "name"')
         name = item["name"]
         if name in seen:
-            raise CatalogError(f"{where}: the name {name!r} is repeated")
-        seen.add(name)
-        description = item.get("description") or ""
+            raise CatalogError(
+                f"{where}: the name {name!r} is repeated (tool {seen[name]} has it); "
+                "tool names must be unique: rename or remove one"
+            )
+        seen[name] = index
+        description = item.get("description")
+        description = "" if description is None else description
         parameters = item.get("parameters", item.get("inputSchema"))
         parameters = {} if parameters is None else parameters
-        if not isinstance(description, str) or not isinstance(parameters, dict):
+        if not isinstance(description, str):
             raise CatalogError(
-                f"{where} ({name}): description must be a string, parameters an object"
+                f'{where} ({name}): "description" must be a string, not {_json_kind(description)}'
+            )
+        if not isinstance(parameters, dict):
+            raise CatalogError(
+                f'{where} ({name}): "parameters" (or "inputSchema") must be a JSON Schema '
+                f"object, not {_json_kind(parameters)}"
             )
         tools.append(EvalTool(name, description, parameters))
     return tools
@@ -155,13 +195,21 @@ def load_catalog(path: str | Path) -> list[EvalTool]:
 def load_queries(path: str | Path, names: Sequence[str] = ()) -> list[EvalQuery]:
     data = _read_json(path)
     if not isinstance(data, list):
-        raise CatalogError(f'{path}: queries are a JSON list of {{"query", "expected"}}')
+        raise CatalogError(
+            f'{path}: queries are a JSON list of {{"query", "expected"}}; found {_json_kind(data)}'
+        )
+    if not data:
+        raise CatalogError(f"{path}: there are no queries; list the requests to measure")
     known = set(names)
     queries: list[EvalQuery] = []
     for index, item in enumerate(data):
         where = f"{path}: query {index}"
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
             raise CatalogError(f'{where}: each query needs a string "query"')
+        if not item["query"].strip():
+            raise CatalogError(
+                f'{where}: "query" is empty; write the request its tools should be found by'
+            )
         expected = item.get("expected")
         if (
             not isinstance(expected, list)
@@ -171,7 +219,10 @@ def load_queries(path: str | Path, names: Sequence[str] = ()) -> list[EvalQuery]
             raise CatalogError(f'{where}: "expected" must be a non-empty list of tool names')
         unknown = sorted(set(expected) - known) if known else []
         if unknown:
-            raise CatalogError(f"{where}: expects tools the catalog lacks: {', '.join(unknown)}")
+            raise CatalogError(
+                f"{where}: expects tools the catalog lacks: {', '.join(unknown)}; "
+                "correct the names or add the tools to the catalog"
+            )
         kind = item.get("kind")
         if kind is not None and (not isinstance(kind, str) or not kind):
             raise CatalogError(f'{where}: "kind", when given, must be a non-empty string')
@@ -200,10 +251,12 @@ def evaluate_search(
     """Rank every query over ``tools`` and measure where the expected tools land."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
+    if not queries:
+        raise ValueError("no queries to measure: pass at least one labelled query")
     if ranking not in RANKINGS:
         raise ValueError(f"unknown ranking {ranking!r}; choose one of {', '.join(RANKINGS)}")
     index = SearchIndex(_entries(tools), ranking=ranking)
-    depth = max(k, 50)
+    depth = max(k, RANK_DEPTH)
     hits_1 = hits_k = reciprocal = gain = 0.0
     misses: list[Miss] = []
     kinds: dict[str, list[bool]] = {}
@@ -226,7 +279,7 @@ def evaluate_search(
                 Miss(query.query, query.expected, first + 1 if first is not None else None,
                      tuple(ranked[:k]))
             )  # fmt: skip
-    count = len(queries) or 1
+    count = len(queries)
     by_kind = tuple(
         KindRecall(kind, len(found), sum(found) / len(found))
         for kind, found in sorted(kinds.items())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,18 @@ def test_an_mcp_tools_list_result_is_a_catalog(tmp_path: Path) -> None:
         ({"name": "x"}, "a catalog is a JSON list of tools"),
         ([{"description": "no name"}], 'each tool needs a non-empty string "name"'),
         ([{"name": "a"}, {"name": "a"}], "the name 'a' is repeated"),
-        ([{"name": "a", "parameters": []}], "parameters an object"),
+        ([{"name": "a", "parameters": []}], '"parameters" .or "inputSchema". must be a JSON'),
+        # A whole JSON-RPC response is not its result: the keys found say what was read.
+        (
+            {"jsonrpc": "2.0", "id": 1, "result": {"tools": TOOLS}},
+            r"or an MCP tools/list result \{\"tools\": \[...\]\}; found a JSON object "
+            "\\(keys: 'jsonrpc', 'id', 'result'\\)",
+        ),
+        ([], "the catalog has no tools; list the tools to search"),
+        ({"tools": [], "nextCursor": None}, "the catalog has no tools"),
+        # A description of the wrong type is refused, not read as an empty one.
+        ([{"name": "a", "description": {}}], 'tool 0 .a.: "description" must be a string, not a'),
+        ([{"name": "a", "description": 0}], '"description" must be a string, not a number'),
     ],
 )
 def test_bad_catalogs_are_refused_with_where(tmp_path: Path, catalog: object, message: str) -> None:
@@ -161,3 +173,86 @@ def test_the_committed_set_loads_and_fields_beats_classic_on_it() -> None:
         "paraphrase",
     }
     assert sum(kind.queries for kind in fields.by_kind) == len(heldout)
+
+
+def test_duplicate_names_say_where_the_first_one_is_and_what_to_do(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", [{"name": "a"}, {"name": "b"}, {"name": "a"}])
+    code, _, err = run(str(catalog), str(write(tmp_path, "q.json", QUERIES)))
+    assert code == 2
+    assert (
+        "catalog.json: tool 2: the name 'a' is repeated (tool 0 has it); tool names must be "
+        "unique: rename or remove one"
+    ) in " ".join(err.split())
+
+
+def test_files_that_are_not_utf8_are_usage_errors_naming_the_file(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    queries = write(tmp_path, "queries.json", QUERIES)
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('[{"query": "café", "expected": ["files.read_file"]}]'.encode("latin-1"))
+    for args in ([str(latin1), str(queries)], [str(catalog), str(latin1)]):
+        code, _, err = run(*args)
+        assert code == 2 and "Traceback" not in err
+        assert "latin1.json: not UTF-8 text (byte 15: invalid continuation byte); save it as " in (
+            " ".join(err.split())
+        )
+
+
+@pytest.mark.parametrize(
+    ("queries", "message"),
+    [
+        ([], "there are no queries; list the requests to measure"),
+        (
+            {"queries": QUERIES},
+            "queries are a JSON list of .*; found a JSON object .keys: 'queries'.",
+        ),
+        ([QUERIES[0], {"query": "", "expected": ["files.read_file"]}], 'query 1: "query" is empty'),
+        ([{"query": " \t", "expected": ["files.read_file"]}], 'query 0: "query" is empty; write'),
+        ([{"query": 3, "expected": ["files.read_file"]}], "query 0: each query needs a string"),
+        (
+            [{"query": "x", "expected": ["nope.tool"]}],
+            "query 0: expects tools the catalog lacks: nope.tool; correct the names or add",
+        ),
+    ],
+)
+def test_bad_query_files_name_the_query_at_fault(
+    tmp_path: Path, queries: object, message: str
+) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    code, _, err = run(str(catalog), str(write(tmp_path, "queries.json", queries)))
+    assert code == 2 and "Traceback" not in err
+    assert re.search("queries.json: " + message, " ".join(err.split()))
+
+
+def test_no_queries_is_an_error_not_zero_recall() -> None:
+    with pytest.raises(ValueError, match="no queries to measure"):
+        evaluate_search(tools(), [])
+
+
+def test_one_query_over_one_tool_reads_in_the_singular(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS[:1])
+    queries = write(tmp_path, "queries.json", [{"query": "zzz", "expected": [TOOLS[0]["name"]]}])
+    code, out, _ = run(str(catalog), str(queries))
+    assert code == 0
+    assert out.splitlines()[0] == "1 query over 1 tool, ranking fields"
+    assert "worst misses (1 query missed the top 5):" in out
+
+
+def test_a_miss_deeper_than_50_says_how_deep_the_ranking_was_read(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    queries = write(tmp_path, "queries.json", QUERIES)
+    code, out, _ = run(str(catalog), str(queries), "--k", "60")
+    assert code == 0
+    assert "'zzz qqq': expected files.read_file (not in the top 60)" in out
+
+
+def test_long_queries_are_cut_in_the_misses_but_kept_in_json(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    long = "zzz " * 5000
+    queries = write(tmp_path, "queries.json", [{"query": long, "expected": ["files.read_file"]}])
+    code, out, _ = run(str(catalog), str(queries))
+    assert code == 0
+    (line,) = [line for line in out.splitlines() if "expected files.read_file" in line]
+    assert line == f"  {'zzz ' * 24 + 'zzz…'!r}: expected files.read_file (not in the top 50)"
+    code, out, _ = run(str(catalog), str(queries), "--json")
+    assert json.loads(out)["worst_misses"][0]["query"] == long

@@ -58,9 +58,49 @@ def test_exact_provider_name_comes_first() -> None:
     assert "1. records.analyze" in out and "exact name" in out.splitlines()[1]
 
 
+COMPANY = str(Path(__file__).resolve().parents[2] / "examples/company/design.py")
+
+
 def test_eager_agents_and_unmatched_queries() -> None:
+    # An agent with every tool up front has nothing to search, which is not "no match".
     code, out, _ = run(RECORDS, "--agent", "clerk", "records")
-    assert code == 0 and "0 deferred tools" in out and "no tool matches" in out
+    assert code == 0 and "0 deferred tools" in out and "no tool matches" not in out
+    assert "nothing to search: every compiled tool of the agent is loaded up front" in out
+    assert 'Use(Toolset, lambda: Deferred("tool"))' in out
+    code, out, _ = run(RECORDS, "--agent", "assistant", "weather in tokyo")
+    assert code == 0 and "no tool matches" in out
+
+
+def test_an_agent_of_registry_tools_only_has_no_compiled_tools_to_search() -> None:
+    code, out, _ = run(COMPANY, "--agent", "reader", "find a customer")
+    assert code == 0
+    assert out.splitlines()[1:] == [
+        "  (registry sources are resolved at run time and are not searched here)",
+        "  nothing to search: the agent has no compiled tools",
+    ]
+
+
+def test_empty_queries_are_refused_and_stop_words_alone_explained() -> None:
+    for query in ("", "   "):
+        code, _, err = run(RECORDS, "--agent", "assistant", query)
+        assert code == 2 and "Traceback" not in err
+        assert "QUERY is empty: give the words a model would search with" in err
+    code, out, _ = run(RECORDS, "--agent", "assistant", "the of, and?")
+    assert code == 0 and "→ words: (none)" in out
+    assert "nothing to search by: the query has no words left once stop words" in out
+    assert "no tool matches" not in out
+
+
+def test_unicode_and_very_long_queries() -> None:
+    code, out, _ = run(RECORDS, "--agent", "assistant", "analyser les données 🙂")
+    assert code == 0 and "'analyser les données 🙂' → words: analys, les, donné" in out
+    code, out, _ = run(RECORDS, "--agent", "assistant", "analyze records " * 2000)
+    assert code == 0
+    header, first = out.splitlines()[:2]
+    # The query is shown cut to 100 characters; the ranking is the whole query's.
+    assert "query 'analyze records analyze" in header and "…' → words: analyz, record" in header
+    assert len(header) < 200
+    assert first.split()[:2] == ["1.", "records.analyze"]
 
 
 def test_agent_selection_errors() -> None:
