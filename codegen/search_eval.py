@@ -138,6 +138,11 @@ def _read_json(path: str | Path) -> Any:
         raise CatalogError(
             f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8 JSON"
         ) from None
+    except RecursionError:
+        raise CatalogError(
+            f"{path}: JSON nested too deeply to read (about a thousand levels); no tool "
+            "definition or query needs that many: check what wrote the file"
+        ) from None
 
 
 def _json_kind(value: Any) -> str:

@@ -256,3 +256,11 @@ def test_long_queries_are_cut_in_the_misses_but_kept_in_json(tmp_path: Path) -> 
     assert line == f"  {'zzz ' * 24 + 'zzz…'!r}: expected files.read_file (not in the top 50)"
     code, out, _ = run(str(catalog), str(queries), "--json")
     assert json.loads(out)["worst_misses"][0]["query"] == long
+
+
+def test_json_nested_too_deeply_is_a_usage_error_not_a_bug(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    code, _, err = run(str(deep), str(write(tmp_path, "queries.json", QUERIES)))
+    assert code == 2 and "Traceback" not in err
+    assert "deep.json: JSON nested too deeply to read" in err
