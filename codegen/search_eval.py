@@ -174,12 +174,15 @@ def load_catalog(path: str | Path) -> list[EvalTool]:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
             raise CatalogError(f'{where}: each tool needs a non-empty string "name"')
         name = item["name"]
-        if name in seen:
+        first = seen.setdefault(name.casefold(), index)
+        if first != index:
+            # Tool search matches a name in any case, so names must differ in more than case.
+            other = data[first]["name"]
+            repeated = "is repeated" if other == name else f"differs from {other!r} only in case"
             raise CatalogError(
-                f"{where}: the name {name!r} is repeated (tool {seen[name]} has it); "
-                "tool names must be unique: rename or remove one"
+                f"{where}: the name {name!r} {repeated} (tool {first}); tool names must be "
+                "unique, case aside: rename or remove one"
             )
-        seen[name] = index
         description = item.get("description")
         description = "" if description is None else description
         parameters = item.get("parameters", item.get("inputSchema"))

@@ -180,8 +180,16 @@ def test_duplicate_names_say_where_the_first_one_is_and_what_to_do(tmp_path: Pat
     code, _, err = run(str(catalog), str(write(tmp_path, "q.json", QUERIES)))
     assert code == 2
     assert (
-        "catalog.json: tool 2: the name 'a' is repeated (tool 0 has it); tool names must be "
-        "unique: rename or remove one"
+        "catalog.json: tool 2: the name 'a' is repeated (tool 0); tool names must be unique, "
+        "case aside: rename or remove one"
+    ) in " ".join(err.split())
+    # Tool search matches names in any case: names differing only in case are the same name.
+    catalog = write(tmp_path, "catalog.json", [{"name": "jira.Search"}, {"name": "jira.search"}])
+    code, _, err = run(str(catalog), str(write(tmp_path, "q.json", QUERIES)))
+    assert code == 2 and "Traceback" not in err
+    assert (
+        "catalog.json: tool 1: the name 'jira.search' differs from 'jira.Search' only in case "
+        "(tool 0); tool names must be unique, case aside"
     ) in " ".join(err.split())
 
 
