@@ -416,12 +416,6 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
             else "  nothing to search: the agent has no compiled tools"
         )
         return
-    if not terms:
-        click.echo(
-            "  nothing to search by: the query has no words left once stop words (the, of, "
-            "please...) and punctuation are dropped; name what the tool does"
-        )
-        return
     hits = ranked.explain(query, limit)
     hidden = [
         hit.tool_id
@@ -432,6 +426,9 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
         click.echo(
             "  no tool matches (a deferred tool is found only by the words of its ID, title, "
             "description and arguments)"
+            if terms
+            else "  nothing to search by: the query has no words left once stop words (the, of, "
+            "please...) and punctuation are dropped; name what the tool does"
         )
         return
     width = max(len(tool) for tool in [*(h.tool_id for h in hits), *hidden])
