@@ -129,7 +129,11 @@ class SearchEvaluation:
 
 def _read_json(path: str | Path) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        # utf-8-sig: editors on Windows start UTF-8 files with a byte order mark.
+        text = Path(path).read_text(encoding="utf-8-sig")
+        if not text.strip():
+            raise CatalogError(f"{path}: the file is empty; it should hold a JSON list")
+        return json.loads(text)
     except OSError as exc:
         raise CatalogError(f"cannot read {path}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:

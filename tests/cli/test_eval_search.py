@@ -272,3 +272,12 @@ def test_json_nested_too_deeply_is_a_usage_error_not_a_bug(tmp_path: Path) -> No
     code, _, err = run(str(deep), str(write(tmp_path, "queries.json", QUERIES)))
     assert code == 2 and "Traceback" not in err
     assert "deep.json: JSON nested too deeply to read" in err
+
+
+def test_a_byte_order_mark_is_read_and_an_empty_file_named(tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(TOOLS), encoding="utf-8-sig")
+    assert [tool.name for tool in load_catalog(catalog)] == [t["name"] for t in TOOLS]
+    (tmp_path / "empty.json").write_text("\n")
+    code, _, err = run(str(catalog), str(tmp_path / "empty.json"))
+    assert code == 2 and "empty.json: the file is empty; it should hold a JSON list" in err
