@@ -176,7 +176,9 @@ def load_catalog(path: str | Path) -> list[EvalTool]:
     for index, item in enumerate(data):
         where = f"{path}: tool {index}"
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
-            raise CatalogError(f'{where}: each tool needs a non-empty string "name"')
+            swapped = isinstance(item, dict) and "query" in item and "name" not in item
+            hint = " (this looks like a queries file: the catalog comes first)" if swapped else ""
+            raise CatalogError(f'{where}: each tool needs a non-empty string "name"{hint}')
         name = item["name"]
         first = seen.setdefault(name.casefold(), index)
         if first != index:
@@ -217,7 +219,9 @@ def load_queries(path: str | Path, names: Sequence[str] = ()) -> list[EvalQuery]
     for index, item in enumerate(data):
         where = f"{path}: query {index}"
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            raise CatalogError(f'{where}: each query needs a string "query"')
+            swapped = isinstance(item, dict) and "name" in item and "query" not in item
+            hint = " (this looks like a catalog: the queries come second)" if swapped else ""
+            raise CatalogError(f'{where}: each query needs a string "query"{hint}')
         if not item["query"].strip():
             raise CatalogError(
                 f'{where}: "query" is empty; write the request its tools should be found by'

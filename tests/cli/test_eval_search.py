@@ -281,3 +281,16 @@ def test_a_byte_order_mark_is_read_and_an_empty_file_named(tmp_path: Path) -> No
     (tmp_path / "empty.json").write_text("\n")
     code, _, err = run(str(catalog), str(tmp_path / "empty.json"))
     assert code == 2 and "empty.json: the file is empty; it should hold a JSON list" in err
+
+
+def test_files_given_in_the_wrong_order_are_named_as_such(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    queries = write(tmp_path, "queries.json", QUERIES)
+    code, _, err = run(str(queries), str(catalog))
+    assert code == 2
+    assert (
+        'queries.json: tool 0: each tool needs a non-empty string "name" (this looks like a '
+        "queries file: the catalog comes first)"
+    ) in " ".join(err.split())
+    with pytest.raises(CatalogError, match="this looks like a catalog: the queries come second"):
+        load_queries(catalog)
