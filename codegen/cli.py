@@ -1,8 +1,8 @@
 """The ``agentgen`` command line: parses options, calls the library pipeline, prints.
 
 Exit codes: 0 success; 1 the design is invalid or its own code raised; 2 the design file
-cannot be used at all (missing, not Python) or the command line is wrong; 3 a bug in agentgen
-(its traceback is printed; please report it).
+cannot be used at all (missing, not Python), the output folder cannot be used or written, or
+the command line is wrong; 3 a bug in agentgen (its traceback is printed; please report it).
 """
 
 from __future__ import annotations
@@ -56,15 +56,16 @@ BUG_REPORT = (
 def handled(design: Path) -> Iterator[None]:
     """Turn the pipeline's exceptions into messages and exit codes.
 
-    A design file that cannot be used exits 2, a design whose own code raised exits 1 with
-    its traceback (the user's frames only). Any other exception is a bug in agentgen: the
+    A design file or an output folder that cannot be used exits 2, a design whose own code
+    raised exits 1 with its traceback (the user's frames only). Any other exception is a bug in agentgen: the
     command group reports it (exit 3), never disguised as a design error.
     """
     from agentgen.codegen.loader import DesignFileError, UserCodeError
+    from agentgen.codegen.output import OutputFolderError
 
     try:
         yield
-    except DesignFileError as exc:
+    except (DesignFileError, OutputFolderError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_UNUSABLE)
     except UserCodeError as exc:

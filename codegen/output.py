@@ -24,6 +24,10 @@ disk, a power cut) leaves nothing a rerun cannot repair by itself:
 
 ``gen`` never writes through a symbolic link: a link at a generated path, or at a folder on
 the way to one, is refused as a whole with the paths at fault, before anything is written.
+
+An output folder that cannot be one (a file stands where it or a folder above it goes) or that
+the file system refuses to write is :class:`OutputFolderError`, naming the path at fault: a
+problem of the command line or the machine, not of the design nor of agentgen.
 """
 
 from __future__ import annotations
@@ -104,6 +108,32 @@ class OutputConflictError(Exception):
         super().__init__(f"{root}: " + "; ".join(parts))
 
 
+class OutputFolderError(Exception):
+    """The output folder cannot be used: a file stands where it (or a folder above it) goes, or
+    the file system refused a write (permissions, a read-only or full disk)."""
+
+
+def _file_above(root: Path) -> Path | None:
+    """The file that stands where ``root`` or a folder above it goes, if any."""
+    for path in (root, *root.parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None
+
+
+def _usable(root: Path) -> None:
+    blocker = _file_above(root)
+    if blocker == root:
+        raise OutputFolderError(
+            f"output folder {root} is a file, not a folder; choose another output folder with -o"
+        )
+    if blocker is not None:
+        raise OutputFolderError(
+            f"output folder {root} cannot be created: {blocker} is a file, not a folder; "
+            "choose another output folder with -o"
+        )
+
+
 def is_removable(path: Path) -> bool:
     """True when ``path`` is untouched output of agentgen, which a generation may remove."""
     return file_state(path) == "untouched"
@@ -171,6 +201,7 @@ def _obstacle(root: Path, relative: str, folders: dict[str, str | None]) -> str 
 
 
 def compare(root: Path, files: Iterable[RenderedFile]) -> Diff:
+    _usable(root)
     diff = Diff()
     produced: set[str] = set()
     folders: dict[str, str | None] = {}
@@ -238,12 +269,34 @@ def write(root: Path, files: Iterable[RenderedFile], *, force: bool = False) -> 
 
     Raises :class:`OutputConflictError`, writing nothing, when a generated path holds
     something agentgen did not generate, is reached through a symbolic link, or holds a file
-    edited by hand (unless ``force``: then the edited files are overwritten like stale ones).
+    edited by hand (unless ``force``: then the edited files are overwritten like stale ones);
+    :class:`OutputFolderError` when the output folder cannot be one or cannot be written.
     """
     files = list(files)
     diff = compare(root, files)
     if diff.conflicts or diff.links or (diff.edited and not force):
         raise OutputConflictError(root, diff.conflicts, diff.edited, diff.links)
+    try:
+        return _apply(root, files, diff)
+    except OSError as exc:
+        path = Path(os.fsdecode(exc.filename)) if exc.filename is not None else root
+        if is_leftover(path.name):
+            path = path.parent  # a temporary file's name means nothing to the user: its folder
+        stopped = (
+            "; files were written part-way: run `agentgen gen` again once it can write, to "
+            "complete the generation"
+            if (root / JOURNAL).exists()
+            else ""
+        )
+        raise OutputFolderError(
+            f"cannot write {path}: {exc.strerror or exc}; make the output folder {root} "
+            f"writable or choose another one with -o{stopped}"
+        ) from None
+
+
+def _apply(root: Path, files: list[RenderedFile], diff: Diff) -> Diff:
+    """Write what ``diff`` says is missing or stale (edited files included: the caller allowed
+    it) and remove what is extra."""
     if diff.edited:
         diff.stale.extend(diff.edited)
         diff.edited.clear()

@@ -4,7 +4,8 @@
 functions, and so can any program that embeds agentgen. Design errors are data
 (:attr:`GenerationResult.errors`, :attr:`CheckedDesign.errors`), never exceptions; the only
 exceptions are a design file that cannot be used (:class:`DesignFileError`), a design whose own
-code raised (:class:`UserCodeError`), and bugs in agentgen.
+code raised (:class:`UserCodeError`), an output folder that cannot be used or written
+(:class:`~agentgen.codegen.output.OutputFolderError`), and bugs in agentgen.
 """
 
 from __future__ import annotations

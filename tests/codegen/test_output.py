@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
 import textwrap
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from agentgen.codegen.cli import main
@@ -266,6 +268,45 @@ def test_a_file_where_a_generated_folder_goes_is_a_conflict(tmp_path: Path) -> N
     code, _, err = gen("design.py", cwd=tmp_path)
     assert code == 1 and "  gen/__init__.py" in err.splitlines()
     assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == ["__init__.py"]
+
+
+def test_an_output_folder_under_a_file_is_named_not_listed_as_conflicts(tmp_path: Path) -> None:
+    (tmp_path / "design.py").write_text(DESIGN)
+    (tmp_path / "build").write_text("a file\n")
+    for check in ((), ("--check",)):
+        code, out, err = gen("design.py", "-o", "build/gen", *check, cwd=tmp_path)
+        assert (code, out) == (2, "")
+        assert err == (
+            "error: output folder build/gen cannot be created: build is a file, not a folder; "
+            "choose another output folder with -o\n"
+        )
+    assert (tmp_path / "build").read_text() == "a file\n"
+
+
+def test_an_output_folder_that_cannot_be_written_is_named_not_reported_as_a_bug(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentgen.codegen import output
+
+    def refuse(target: Path, text: str) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(target))
+
+    (tmp_path / "design.py").write_text(DESIGN)
+    with monkeypatch.context() as patch:
+        patch.setattr(output, "_replace", refuse)
+        code, out, err = gen("design.py", cwd=tmp_path)
+    assert (code, out) == (2, "")
+    (line,) = err.splitlines()
+    assert line.startswith("error: cannot write gen/")
+    assert line.endswith(
+        ": Permission denied; make the output folder gen writable or choose another one with -o; "
+        "files were written part-way: run `agentgen gen` again once it can write, to complete "
+        "the generation"
+    )
+    assert "Traceback" not in err
+    code, out, err = gen("design.py", cwd=tmp_path)  # completes it (and removes the journal)
+    assert (code, out) == (0, "gen: 20 created, 0 updated, 1 removed, 0 unchanged\n"), err
+    assert gen("design.py", "--check", cwd=tmp_path)[0] == 0
 
 
 def test_a_new_file_in_a_listed_folder_is_noticed(tmp_path: Path, monkeypatch: object) -> None:
