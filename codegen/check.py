@@ -22,6 +22,7 @@ from agentgen.codegen.builders.types import TypeAnalysis, analyze_types
 from agentgen.codegen.policy_rules import policy_errors
 from agentgen.dsl.errors import DesignError, sort_errors
 from agentgen.dsl.expr import AgentExpr, RootExpr, ToolsetExpr, UseExpr
+from agentgen.dsl.location import SourceLoc
 from agentgen.dsl.names import q
 from agentgen.dsl.pipeline import Evaluation
 from agentgen.runtime.adapters.names import provider_name
@@ -52,8 +53,24 @@ def check_design(evaluation: Evaluation) -> CheckedDesign:
         *_reserved_service_names(root),
         *policy_errors(root),
     ]
+    if not errors:
+        errors.extend(_nothing_declared(root))
     return CheckedDesign(
         root, tuple(sort_errors(dict.fromkeys(errors))), ownership.warnings, ownership, types
+    )
+
+
+def _nothing_declared(root: RootExpr) -> Iterable[DesignError]:
+    """A design that declares nothing is a mistake (DSL calls that never ran), not an empty
+    generation: generating it would remove every package generated before."""
+    if root.services or root.toolsets or root.registries:
+        return
+    yield DesignError(
+        SourceLoc(root.file, 0),
+        "",
+        "the design declares nothing: no Service, Toolset or Registry call ran while it was "
+        "evaluated; call them at the module's top level (calls under "
+        '`if __name__ == "__main__":` or in a function nothing calls never run)',
     )
 
 

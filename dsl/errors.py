@@ -23,7 +23,9 @@ class DesignError:
     related: tuple[SourceLoc, ...] = field(default=())
 
     def format(self, cwd: str | None = None) -> str:
-        prefix = f"{self.loc.display_path(cwd)}:{self.loc.line}"
+        prefix = self.loc.display_path(cwd)
+        if self.loc.line > 0:  # line 0: the whole file
+            prefix += f":{self.loc.line}"
         if self.where:
             return f"{prefix}: {self.where}: {self.message}"
         return f"{prefix}: {self.message}"

@@ -127,6 +127,26 @@ def test_unknown_deferred_names_fail_generation_with_the_full_tool_list(tmp_path
     assert not (tmp_path / "gen").exists()
 
 
+def test_a_design_that_declares_nothing_is_an_error_and_removes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "design.py").write_text(DESIGN)
+    gen("design.py", cwd=tmp_path)
+    before = tree(tmp_path / "gen")
+    # The DSL calls moved into a block that never runs when agentgen loads the design.
+    body = DESIGN.replace("\nRecords = ", '\nif __name__ == "__main__":\n  Records = ')
+    body = body.replace("\nwith Service", "\n  with Service").replace("\n    Agent", "\n      Agent")
+    (tmp_path / "design.py").write_text(body)
+    for args in (("design.py",), ("design.py", "--check")):
+        code, out, err = gen(*args, cwd=tmp_path)
+        assert (code, out) == (1, "")
+        assert err == (
+            "design.py: the design declares nothing: no Service, Toolset or Registry call ran "
+            "while it was evaluated; call them at the module's top level (calls under "
+            '`if __name__ == "__main__":` or in a function nothing calls never run)\n'
+            "design.py: 1 design error\n"
+        )
+    assert tree(tmp_path / "gen") == before
+
+
 def test_generation_makes_no_network_call(tmp_path: Path, monkeypatch: object) -> None:
     import socket
 
