@@ -57,8 +57,8 @@ def handled(design: Path) -> Iterator[None]:
     """Turn the pipeline's exceptions into messages and exit codes.
 
     A design file or an output folder that cannot be used exits 2, a design whose own code
-    raised exits 1 with its traceback (the user's frames only). Any other exception is a bug in agentgen: the
-    command group reports it (exit 3), never disguised as a design error.
+    raised exits 1 with its traceback (the user's frames only). Any other exception is a bug
+    in agentgen: the command group reports it (exit 3), never disguised as a design error.
     """
     from agentgen.codegen.loader import DesignFileError, UserCodeError
     from agentgen.codegen.output import OutputFolderError

@@ -140,7 +140,23 @@ class Call:
         return values, body
 
     def too_many(self, values: list[object], expected: str) -> None:
-        self.error(f"{self.func} takes {expected}; got {len(values)} extra argument(s)")
+        hint = next((h for h in map(self.called_body_hint, values) if h), "")
+        self.error(f"{self.func} takes {expected}; got {len(values)} extra argument(s){hint}")
+
+    def called_body_hint(self, value: object) -> str:
+        """What to do when ``value`` is what a body returned rather than the body: the DSL
+        call in it already ran, outside this scope (``Use(Records, Deferred("search"))``)."""
+        if isinstance(value, Expr) and value.func:
+            return (
+                f": the result of {value.func}(...), which ran before {self.func} did; pass a "
+                f"body for {self.func} to run: lambda: {value.func}(...)"
+            )
+        if value is None:
+            return (
+                f": None, what a call returned before {self.func} ran; pass a body for "
+                f"{self.func} to run: a lambda, or a function itself (body, not body())"
+            )
+        return ""
 
 
 def begin(func: str) -> Call:

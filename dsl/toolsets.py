@@ -45,7 +45,7 @@ def Toolset(*args: object) -> ToolsetExpr:
     for other in others:
         call.error(
             "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; "
-            f"got {type(other).__name__}"
+            f"got {type(other).__name__}{call.called_body_hint(other)}"
         )
     if len(names) > 1:
         call.error(f"Toolset accepts one name, got {len(names)}")

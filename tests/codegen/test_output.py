@@ -133,7 +133,8 @@ def test_a_design_that_declares_nothing_is_an_error_and_removes_nothing(tmp_path
     before = tree(tmp_path / "gen")
     # The DSL calls moved into a block that never runs when agentgen loads the design.
     body = DESIGN.replace("\nRecords = ", '\nif __name__ == "__main__":\n  Records = ')
-    body = body.replace("\nwith Service", "\n  with Service").replace("\n    Agent", "\n      Agent")
+    body = body.replace("\nwith Service", "\n  with Service")
+    body = body.replace("\n    Agent", "\n      Agent")
     (tmp_path / "design.py").write_text(body)
     for args in (("design.py",), ("design.py", "--check")):
         code, out, err = gen(*args, cwd=tmp_path)

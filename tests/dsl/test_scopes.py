@@ -172,6 +172,34 @@ Records = Toolset("records", lambda x: Tool("a", "A tool."))  # <-
     )
 
 
+def test_a2_a_body_called_at_once_is_answered_with_how_to_pass_it(designs: DesignRunner) -> None:
+    designs.check(
+        """
+def tools():
+    Tool("c", "C tool.")  # <-
+Other = Toolset("other", tools())  # <- <-
+Records = Toolset("records", lambda: Tool("a", "A tool."))
+with Service("svc"):
+    Agent("a", "A.", Use(Records))  # <- <-
+    with Agent("b", "B."):
+        Use(Records, Deferred("a"))  # <- <-
+""",
+        "Tool is not valid at the top level of the design",
+        "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; got NoneType: "
+        "None, what a call returned before Toolset ran; pass a body for Toolset to run: a "
+        "lambda, or a function itself (body, not body())",
+        "toolset declares no tools",
+        "Agent takes a name, a description and an optional body; got 1 extra argument(s): the "
+        "result of Use(...), which ran before Agent did; pass a body for Agent to run: "
+        "lambda: Use(...)",
+        'Use is not valid inside service "svc"',
+        "Use takes a toolset, registry or name, and an optional body; got 1 extra argument(s): "
+        "None, what a call returned before Use ran; pass a body for Use to run: a lambda, or a "
+        "function itself (body, not body())",
+        'Deferred is not valid inside agent "b"',
+    )
+
+
 def test_a3_wrong_scope_names_function_and_scope(designs: DesignRunner) -> None:
     designs.check(
         """
