@@ -89,3 +89,23 @@ def test_snippets_run(document: Path, tmp_path: Path, monkeypatch: pytest.Monkey
                 exec(compile(code, f"{document.name}#{number}", "exec"), namespace)
     finally:
         forget_generated(tmp_path)
+
+
+def test_the_readme_validate_example_is_what_validate_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README shows `agentgen validate` on its first design with "search" misspelt."""
+    readme = (ROOT / "README.md").read_text()
+    design = snippets(ROOT / "README.md")[0]
+    selection = 'Deferred("search", "analyze")'
+    assert selection in design
+    (tmp_path / "design.py").write_text(design.replace(selection, 'Deferred("serach", "analyze")'))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = CliRunner().invoke(main, ["validate", "design.py"])
+    assert result.exit_code == 1
+    shown = re.search(
+        r"`agentgen validate design.py` evaluates.*?```text\n(.*?)```", readme, re.DOTALL
+    )
+    assert shown is not None
+    assert result.stderr.startswith(shown.group(1)), result.stderr
