@@ -44,13 +44,19 @@ def lone_surrogate(text: str) -> str | None:
     return None
 
 
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """``; did you mean "x"?`` for the candidate closest to a misspelt ``name`` (case counts
-    for little), or an empty string when none is close."""
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to a misspelt ``name`` (case counts for little), if one is close."""
     known = list(dict.fromkeys(candidates))
     folded = {candidate.lower(): candidate for candidate in reversed(known)}
     close = difflib.get_close_matches(name.lower(), list(folded), n=1)
-    return f"; did you mean {q(folded[close[0]])}?" if close else ""
+    return folded[close[0]] if close else None
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``; did you mean "x"?`` for the candidate :func:`closest` to a misspelt ``name``, or an
+    empty string when none is close."""
+    close = closest(name, candidates)
+    return f"; did you mean {q(close)}?" if close is not None else ""
 
 
 def sanitize(value: str) -> str:

@@ -32,7 +32,7 @@ from agentgen.dsl.expr import (
     UseExpr,
 )
 from agentgen.dsl.location import SourceLoc
-from agentgen.dsl.names import did_you_mean, python_identifier, q
+from agentgen.dsl.names import closest, did_you_mean, python_identifier, q
 from agentgen.dsl.types import Property, SchemaProblem, properties, type_name
 
 DEFAULT_API_VERSION = "v1"
@@ -178,7 +178,7 @@ class _Validator:
             if other is None:
                 continue
             mistaken.add(id(toolset))
-            variable = "".join(part.capitalize() for part in toolset.name.split("_"))
+            variable = _variable(toolset.name)
             self.error(
                 toolset,
                 f"Use({q(toolset.name)}) defines a new toolset named {q(toolset.name)} in place, "
@@ -188,6 +188,21 @@ class _Validator:
                 related=(other.loc,),
             )
         return mistaken
+
+    def meant(self, toolset: ToolsetExpr) -> str:
+        """For ``Use("recrods")`` without tools where a toolset "records" exists: the design
+        meant ``Use(Records)``, misspelling the name it passed instead of the value."""
+        if toolset.owner != "agent-use":
+            return ""
+        others = [t.name for t in self.root.toolsets if t is not toolset and t.name]
+        name = closest(toolset.name, others)
+        if name is None:
+            return ""
+        return (
+            f"; did you mean {q(name)}? Use({q(toolset.name)}) defines a new toolset in place; "
+            f"to consume toolset {q(name)}, pass the value Toolset(...) returned: "
+            f"Use({_variable(name)})"
+        )
 
     # ------------------------------------------------------------------ registries
 
@@ -231,7 +246,10 @@ class _Validator:
                     "schemas); declare the tools in the Toolset body",
                 )
             else:
-                self.error(toolset, "toolset declares no tools; add Tool(...) to its body")
+                self.error(
+                    toolset,
+                    "toolset declares no tools; add Tool(...) to its body" + self.meant(toolset),
+                )
         self.unique(toolset.tools, "tool", scope=f" in {toolset.eval_name()}")
         identifiers: dict[str, ToolExpr] = {}
         for tool in toolset.tools:
@@ -627,3 +645,8 @@ def _names_despite_syntax_error(env: SandboxedEnvironment, text: str) -> set[str
         except TemplateSyntaxError:
             continue
     return names - bound
+
+
+def _variable(name: str) -> str:
+    """The variable a design usually assigns a toolset to (``Records`` for "records")."""
+    return "".join(part.capitalize() for part in name.split("_"))

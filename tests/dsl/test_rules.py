@@ -404,6 +404,22 @@ with Service("svc"):
     assert "declares no tools" not in message
 
 
+def test_use_of_a_misspelt_name_where_the_toolset_object_was_meant(designs: DesignRunner) -> None:
+    designs.check(
+        """
+Tickets = Toolset("tickets", lambda: Tool("get", "Get a ticket."))
+with Service("svc"):
+    Agent("a", "A.", lambda: Use("tikcets"))  # <-
+    Agent("b", "B.", lambda: Use("notes"))  # <-
+""",
+        'toolset declares no tools; add Tool(...) to its body; did you mean "tickets"? '
+        'Use("tikcets") defines a new toolset in place; to consume toolset "tickets", pass the '
+        "value Toolset(...) returned: Use(Tickets)",
+        # Nothing close: a toolset defined in place that lacks its tools.
+        'toolset "notes": toolset declares no tools; add Tool(...) to its body',
+    )
+
+
 def test_non_ascii_names_get_a_transliterated_suggestion(designs: DesignRunner) -> None:
     designs.check(
         """
