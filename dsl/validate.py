@@ -565,8 +565,8 @@ class _Validator:
         sources.setdefault(key, use)
 
     def deferred(self, agent: AgentExpr, use: UseExpr, toolset: ToolsetExpr) -> None:
-        if not use.deferred_names:
-            return
+        if not use.deferred_names or not toolset.tools:
+            return  # a toolset without tools is reported as such: every name would be unknown
         all_names = {t.name for t in toolset.tools}
         included = list(dict.fromkeys(t.name for t in _selected(toolset, use.subset)))
         partners = continuation_tools(toolset)

@@ -231,6 +231,23 @@ with Service("assistant"):
     assert "did you mean" not in str(error)
 
 
+def test_b8_names_of_a_toolset_without_tools_are_not_reported_again(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        """
+def records():
+    Tool("lookup", "Look up a record by its ID.")  # <-
+Records = Toolset("records", records())  # <- <-
+Service("assistant", lambda: Agent("assistant", "Find records.",
+    lambda: Use(Records, lambda: Deferred("lookup", "search"))))
+""",
+        "Tool is not valid at the top level of the design",
+        "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; got NoneType",
+        'toolset "records": toolset declares no tools; add Tool(...) to its body',
+    )
+
+
 def test_b8_names_include_inline_agent_and_external_mcp_tools(designs: DesignRunner) -> None:
     root = designs.load(
         """
