@@ -78,7 +78,12 @@ def Deferred(*names: str) -> None:
     given: tuple[object, ...] = names  # a design may pass anything; say what was wrong
     for name in given:
         if not isinstance(name, str):
-            call.error(f"Deferred tool names must be strings, got {type(name).__name__}")
+            hint = (
+                f"; pass each name as an argument of its own: Deferred({', '.join(map(q, name))})"
+                if isinstance(name, list | tuple) and name and all(isinstance(n, str) for n in name)
+                else ""
+            )
+            call.error(f"Deferred tool names must be strings, got {type(name).__name__}{hint}")
             ok = False
         elif not name:
             call.error("Deferred tool name cannot be empty")

@@ -92,6 +92,24 @@ with Service("assistant"):
     assert errors[0].where == 'service "assistant" › agent "assistant" › Use(records)'
 
 
+def test_b4_names_given_as_a_list_are_answered_with_the_call_to_write(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        RECORDS
+        + """
+with Service("assistant"):
+    with Agent("assistant", "Find records."):
+        with Use(Records):
+            Deferred(["search", "analyze"])  # <-
+            Deferred(3)  # <-
+""",
+        "Deferred tool names must be strings, got list; pass each name as an argument of its "
+        'own: Deferred("search", "analyze")',
+        "Deferred tool names must be strings, got int",
+    )
+
+
 def test_b4_duplicate_name_in_one_call_and_across_calls(designs: DesignRunner) -> None:
     designs.check(
         RECORDS
