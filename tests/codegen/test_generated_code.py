@@ -205,6 +205,17 @@ def test_agent_definitions_and_deferred_lists(sink: Path) -> None:
     assert reporter.deferred_tool_ids == ()
 
 
+def test_agent_module_docstrings_mention_registries_only_for_registry_consumers(
+    sink: Path,
+) -> None:
+    reads = "registry\nsources are read by each planning activity"
+    triage = module("helpdesk.agents.triage.agent").__doc__ or ""
+    reporter = module("reporting.agents.reporter.agent").__doc__ or ""
+    assert reads in triage
+    assert "registr" not in reporter.lower()
+    assert "take no catalog and do no I/O." in reporter
+
+
 class FakeCatalog:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
