@@ -82,7 +82,10 @@ def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | N
     if not value:
         return f"{kind} name cannot be empty"
     if len(value) > MAX_NAME_LENGTH:
-        return f"{kind} name {q(value)} is longer than {MAX_NAME_LENGTH} characters"
+        return (
+            f"{kind} name {q(value)} is longer than {MAX_NAME_LENGTH} characters "
+            f"({len(value)}); shorten it"
+        )
     pattern = MCP_TOOL_NAME if mcp_tool else IDENTIFIER
     if not pattern.match(value):
         suggestion = sanitize(value)
@@ -105,5 +108,8 @@ def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | N
             f"underscore (generated class names would collide){hint}"
         )
     if keyword.iskeyword(python_identifier(value)):
-        return f"{kind} name {q(value)} is a Python keyword; generated code cannot use it"
+        return (
+            f"{kind} name {q(value)} is a Python keyword; generated code cannot use it; rename "
+            f"it, for example {q(python_identifier(value) + '_' + kind)}"
+        )
     return None

@@ -323,6 +323,21 @@ Toolset("mcp", FromExternalMCP("srv", "mcp"), lambda: Tool("get__it", "Server na
     )
 
 
+def test_keyword_and_overlong_names_say_what_to_do(designs: DesignRunner) -> None:
+    long = "x" * 65
+    designs.check(
+        f"""
+Toolset("import", lambda: Tool("{long}", "L."))  # <- <-
+Service("class")  # <-
+""",
+        'toolset name "import" is a Python keyword; generated code cannot use it; rename it, '
+        'for example "import_toolset"',
+        f'tool name "{long}" is longer than 64 characters (65); shorten it',
+        'service name "class" is a Python keyword; generated code cannot use it; rename it, '
+        'for example "class_service"',
+    )
+
+
 def test_an_agent_exports_only_tools_it_defines(designs: DesignRunner) -> None:
     source = """
 with Toolset("records") as Records:
