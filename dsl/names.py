@@ -70,6 +70,12 @@ def sanitize(value: str) -> str:
     return snake
 
 
+def variable_name(name: str) -> str:
+    """The variable a design usually assigns an expression to (``Records`` for "records"),
+    for messages that show how to pass a value rather than its name."""
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
 def python_identifier(name: str) -> str:
     """The Python identifier used for a tool name in generated code."""
     return name.replace("-", "_").lower()

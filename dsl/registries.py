@@ -15,7 +15,7 @@ from agentgen.dsl.expr import (
     UseExpr,
     VersionExpr,
 )
-from agentgen.dsl.names import q
+from agentgen.dsl.names import q, variable_name
 
 Duration = float | int | str | timedelta
 
@@ -142,6 +142,18 @@ def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration 
         registry.retry = RetryExpr(call.loc, max_retries, bounds[0], bounds[1])
 
 
+def _name_for_registry(given: object, usage: str) -> str:
+    """For a registry's name passed where its value was meant (``FromRegistry("company", ...)``):
+    how to pass the value."""
+    if not isinstance(given, str) or not given:
+        return ""
+    variable = variable_name(given)
+    return (
+        f"; pass the value Registry(...) returned, not its name: {variable} = "
+        f"Registry({q(given)}, ...), then {usage.format(variable)}"
+    )
+
+
 def FromRegistry(registry: RegistryExpr | None, toolset: str) -> RegistrySource | Invalid:
     """The source of a registry-backed toolset: ``Toolset(FromRegistry(Company, "records"))``."""
     call = begin("FromRegistry")
@@ -151,7 +163,10 @@ def FromRegistry(registry: RegistryExpr | None, toolset: str) -> RegistrySource 
         call.error("FromRegistry requires a Registry(...) expression, got None")
         ok = False
     elif not isinstance(given, RegistryExpr):
-        call.error(f"FromRegistry requires a Registry(...) expression, got {type(given).__name__}")
+        call.error(
+            f"FromRegistry requires a Registry(...) expression, got {type(given).__name__}"
+            f"{_name_for_registry(given, 'FromRegistry({}, ...)')}"
+        )
         ok = False
     if not isinstance(toolset, str) or not toolset:
         call.error("FromRegistry requires a non-empty toolset name")
@@ -228,7 +243,10 @@ def PublishTo(registry: RegistryExpr) -> None:
         return
     given: object = registry  # a design may pass anything; say what was wrong
     if not isinstance(given, RegistryExpr):
-        call.error(f"PublishTo requires a Registry(...) expression, got {type(given).__name__}")
+        call.error(
+            f"PublishTo requires a Registry(...) expression, got {type(given).__name__}"
+            f"{_name_for_registry(given, 'PublishTo({})')}"
+        )
         return
     for existing, loc in toolset.publish_to:
         if existing is registry:

@@ -32,7 +32,7 @@ from agentgen.dsl.expr import (
     UseExpr,
 )
 from agentgen.dsl.location import SourceLoc
-from agentgen.dsl.names import closest, did_you_mean, python_identifier, q
+from agentgen.dsl.names import closest, did_you_mean, python_identifier, q, variable_name
 from agentgen.dsl.types import Property, SchemaProblem, properties, type_name
 
 DEFAULT_API_VERSION = "v1"
@@ -178,7 +178,7 @@ class _Validator:
             if other is None:
                 continue
             mistaken.add(id(toolset))
-            variable = _variable(toolset.name)
+            variable = variable_name(toolset.name)
             self.error(
                 toolset,
                 f"Use({q(toolset.name)}) defines a new toolset named {q(toolset.name)} in place, "
@@ -201,7 +201,7 @@ class _Validator:
         return (
             f"; did you mean {q(name)}? Use({q(toolset.name)}) defines a new toolset in place; "
             f"to consume toolset {q(name)}, pass the value Toolset(...) returned: "
-            f"Use({_variable(name)})"
+            f"Use({variable_name(name)})"
         )
 
     # ------------------------------------------------------------------ registries
@@ -645,8 +645,3 @@ def _names_despite_syntax_error(env: SandboxedEnvironment, text: str) -> set[str
         except TemplateSyntaxError:
             continue
     return names - bound
-
-
-def _variable(name: str) -> str:
-    """The variable a design usually assigns a toolset to (``Records`` for "records")."""
-    return "".join(part.capitalize() for part in name.split("_"))

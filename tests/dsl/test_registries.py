@@ -84,7 +84,9 @@ C = Toolset(FromRegistry("company", "records"))  # <-
 """,
         "FromRegistry requires a Registry(...) expression, got None",
         "FromRegistry requires a non-empty toolset name",
-        "FromRegistry requires a Registry(...) expression, got str",
+        "FromRegistry requires a Registry(...) expression, got str; pass the value Registry(...) "
+        'returned, not its name: Company = Registry("company", ...), then '
+        "FromRegistry(Company, ...)",
     )
 
 

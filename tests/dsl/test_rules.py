@@ -300,7 +300,8 @@ with Toolset("records"):
 Remote = Toolset(FromRegistry(Company, "remote"), lambda: PublishTo(Company))  # <-
 """,
         'toolset "records" is already published to registry "company"',
-        "PublishTo requires a Registry(...) expression, got str",
+        "PublishTo requires a Registry(...) expression, got str; pass the value Registry(...) "
+        'returned, not its name: Company = Registry("company", ...), then PublishTo(Company)',
         'registry toolset "remote" cannot be published: its provider owns it',
     )
 
