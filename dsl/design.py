@@ -19,7 +19,13 @@ def Service(name: str, *args: object) -> ServiceExpr:
     """Declare a service: the unit agents are grouped and generated under (``gen/<service>/``)."""
     call = begin("Service")
     values, body = call.split_body(args)
-    if values:
+    if values and isinstance(values[0], str):
+        call.error(
+            f"Service takes a name and an optional body; a service's description goes in its "
+            f"body: Service({q(name) if isinstance(name, str) else 'name'}, lambda: "
+            f"Description({q(values[0])}))"
+        )
+    elif values:
         call.too_many(values, "a name and an optional body")
     expr = ServiceExpr(call.loc, call.scope, name=name if isinstance(name, str) else "")
     call.name("service", name)

@@ -200,6 +200,19 @@ with Service("svc"):
     )
 
 
+def test_a3_a_service_description_given_as_an_argument_goes_in_the_body(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        """
+with Service("svc", "Support."):  # <-
+    Agent("a", "A.", lambda: Use("t", lambda: Tool("x", "X.")))
+""",
+        "Service takes a name and an optional body; a service's description goes in its body: "
+        'Service("svc", lambda: Description("Support."))',
+    )
+
+
 def test_a3_wrong_scope_names_function_and_scope(designs: DesignRunner) -> None:
     designs.check(
         """
