@@ -204,12 +204,22 @@ def validate(design: Path) -> None:
     click.echo(f"{design}: valid ({summary(checked.root)})")
 
 
+def _output_folder(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """``-o ""`` would be the current folder (``Path("")`` is ``.``): refused, never guessed."""
+    if value is None:
+        return None
+    if not value:
+        raise click.BadParameter("is empty; name a folder, or leave -o out for gen/ next to DESIGN")
+    return Path(value)
+
+
 @main.command()
 @click.argument("design", type=click.Path(path_type=Path))
 @click.option(
     "-o",
     "--output",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=click.Path(file_okay=False),
+    callback=_output_folder,
     default=None,
     show_default="gen/ in the folder of DESIGN",
     help="Folder of the generated packages (a relative path is relative to the current folder).",

@@ -22,6 +22,10 @@ disk, a power cut) leaves nothing a rerun cannot repair by itself:
 * temporary files and journals left behind by a killed run are agentgen's own: the next
   ``gen`` removes them, and ``gen --check`` lists them as extra until then.
 
+A folder below the output folder that holds another generation (its root package's docstring
+starts with :data:`ROOT_DOC`) is left alone: ``-o .`` in a project never removes the packages
+another design generated below it.
+
 ``gen`` never writes through a symbolic link: a link at a generated path, or at a folder on
 the way to one, is refused as a whole with the paths at fault, before anything is written.
 
@@ -50,6 +54,9 @@ if TYPE_CHECKING:
 TEMP_SUFFIX = ".agentgen-tmp"
 #: The journal of a generation in progress, in the output folder.
 JOURNAL = ".journal" + TEMP_SUFFIX
+#: How the docstring of a generation's root package starts: a folder below the output folder
+#: whose ``__init__.py`` opens with it is another generation's output, never this one's.
+ROOT_DOC = "Agent packages generated from"
 
 
 @dataclass
@@ -172,9 +179,26 @@ def _write_journal(root: Path, paths: list[str]) -> None:
         os.close(directory)
 
 
+def _is_other_generation(folder: Path) -> bool:
+    """Whether ``folder`` holds another generation (``-o .`` above a project's ``gen/``): its
+    files are not this generation's to remove, nor extra for ``--check``."""
+    try:
+        text = (folder / "__init__.py").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    lines = text.split("\n", 3)
+    return state(text) != "foreign" and len(lines) > 2 and lines[2].startswith(f'"""{ROOT_DOC}')
+
+
 def _existing(root: Path) -> Iterable[Path]:
     for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d != "__pycache__"
+            and not d.startswith(".")
+            and not _is_other_generation(Path(directory) / d)
+        )
         for name in sorted(files):
             path = Path(directory) / name
             if is_leftover(name) or (name.endswith((".py", ".json")) and not path.is_symlink()):

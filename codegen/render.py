@@ -22,6 +22,7 @@ from agentgen.codegen.generation_model import (
     ToolsetModel,
     TypeRef,
 )
+from agentgen.codegen.output import ROOT_DOC
 from agentgen.codegen.stamp import PLACEHOLDER
 
 
@@ -243,7 +244,7 @@ def render(model: GenerationModel) -> list[RenderedFile]:
             _render(
                 "package_init.py.jinja",
                 design=design,
-                doc=f"Agent packages generated from {design}.",
+                doc=f"{ROOT_DOC} {design}.",
             ),
         )
     ]

@@ -291,6 +291,32 @@ def test_a_file_where_a_generated_folder_goes_is_a_conflict(tmp_path: Path) -> N
     assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == ["__init__.py"]
 
 
+def test_an_output_folder_above_another_generation_leaves_it_alone(tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "design.py").write_text(DESIGN)
+    assert gen("other/design.py", cwd=tmp_path)[0] == 0
+    before = tree(tmp_path / "other" / "gen")
+    (tmp_path / "design.py").write_text(DESIGN.replace('"clerk"', '"helper"'))
+    code, out, err = gen("design.py", "-o", ".", cwd=tmp_path)
+    assert (code, out) == (0, ".: 20 created, 0 updated, 0 removed, 0 unchanged\n"), err
+    assert tree(tmp_path / "other" / "gen") == before
+    assert gen("design.py", "-o", ".", "--check", cwd=tmp_path)[:2] == (
+        0,
+        ".: up to date (20 files)\n",
+    )
+
+
+def test_an_empty_output_folder_option_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "design.py").write_text(DESIGN)
+    code, _, err = gen("design.py", "-o", "", cwd=tmp_path)
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        "Error: Invalid value for '-o' / '--output': is empty; name a folder, or leave -o out "
+        "for gen/ next to DESIGN"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["design.py"]
+
+
 def test_an_output_folder_under_a_file_is_named_not_listed_as_conflicts(tmp_path: Path) -> None:
     (tmp_path / "design.py").write_text(DESIGN)
     (tmp_path / "build").write_text("a file\n")
