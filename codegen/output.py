@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentgen.codegen.stamp import file_state, state
+from agentgen.codegen.stamp import ROOT_DOC, file_state, state
 
 if TYPE_CHECKING:
     from agentgen.codegen.render import RenderedFile
@@ -54,9 +54,6 @@ if TYPE_CHECKING:
 TEMP_SUFFIX = ".agentgen-tmp"
 #: The journal of a generation in progress, in the output folder.
 JOURNAL = ".journal" + TEMP_SUFFIX
-#: How the docstring of a generation's root package starts: a folder below the output folder
-#: whose ``__init__.py`` opens with it is another generation's output, never this one's.
-ROOT_DOC = "Agent packages generated from"
 
 
 @dataclass

@@ -22,8 +22,7 @@ from agentgen.codegen.generation_model import (
     ToolsetModel,
     TypeRef,
 )
-from agentgen.codegen.output import ROOT_DOC
-from agentgen.codegen.stamp import PLACEHOLDER
+from agentgen.codegen.stamp import PLACEHOLDER, ROOT_DOC
 
 
 @dataclass(frozen=True)
