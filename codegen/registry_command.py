@@ -6,7 +6,9 @@ command: the generator's commands never load them.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import socket
 import sys
 from pathlib import Path
 
@@ -153,9 +155,20 @@ def serve(
     except (CatalogCorruptError, StoreError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_UNUSABLE)
+    try:
+        sock = _listen(host, port)
+    except OSError as exc:
+        click.echo(
+            f"error: cannot listen on {host}:{port}: {exc.strerror or exc}. Stop whatever uses "
+            "the address, or choose another --port (or --host).",
+            err=True,
+        )
+        sys.exit(EXIT_UNUSABLE)
+    bound = sock.getsockname()[1]  # --port 0: the port the system chose
+    where = f"[{host}]" if ":" in host else host
     access = "bearer tokens required" if not table.empty else "open (no tokens: loopback only)"
     click.echo(
-        f"agentgen registry: http://{host}:{port} (store {the_store.description}, {entries} "
+        f"agentgen registry: http://{where}:{bound} (store {the_store.description}, {entries} "
         f"toolset(s); {access})",
         err=True,
     )
@@ -164,11 +177,25 @@ def serve(
     )
     # Long polls (claims, results) are cut after a few seconds on shutdown: their clients
     # retry, against this registry once it is back or another one sharing the store.
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        access_log=False,
-        timeout_graceful_shutdown=3,
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=3)
     )
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has already shut down
+        server.run(sockets=[sock])
+    if not server.started:  # the application did not start (uvicorn logged why)
+        sys.exit(EXIT_UNUSABLE)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, opened before the registry says where it serves: an address in
+    use is refused here, with the command's own message, and ``--port 0`` is resolved."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)  # uvicorn's backlog; connections wait until it serves them
+    except OSError:
+        sock.close()
+        raise
+    return sock
