@@ -63,6 +63,8 @@ ERROR_STATUS: dict[str, int] = {
     "unauthenticated": 401,
     "forbidden": 403,
     "not_found": 404,
+    "unknown_route": 404,
+    "method_not_allowed": 405,
     "admission_blocked": 409,
     "admission_retired": 409,
     "admission_conflict": 409,

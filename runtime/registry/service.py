@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.admission import CallRequest, CatalogEntry, Limits, Registration
@@ -169,6 +171,32 @@ def create_app(
     @app.exception_handler(StoreError)
     async def store_error(request: Request, exc: StoreError) -> Response:
         return _error("service_unavailable", str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def routing_error(request: Request, exc: StarletteHTTPException) -> Response:
+        # FastAPI's own refusals (an unknown path or method) get the registry's error body too.
+        where = f"{request.method} {request.url.path}"
+        if exc.status_code == 405:
+            allowed = next((v for k, v in (exc.headers or {}).items() if k.lower() == "allow"), "")
+            answer = error_answer(
+                "method_not_allowed",
+                f"{where}: this path accepts only {allowed} (the registry's "
+                f"operations are POSTs under {api.API_PREFIX}; GET /openapi.json lists them)",
+            )
+        elif exc.status_code == 404:
+            answer = error_answer(
+                "unknown_route",
+                f"{where}: no such registry operation (GET /openapi.json lists them; is the "
+                "registry URL the service's root, without a path?)",
+            )
+        else:
+            return await http_exception_handler(request, exc)
+        return Response(
+            answer.body,
+            status_code=exc.status_code,
+            headers=exc.headers,
+            media_type="application/json",
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:

@@ -130,6 +130,35 @@ async def test_body_limit_is_enforced_without_a_content_length(secured: Running)
 
 
 @pytest.mark.parametrize(
+    ("method", "path", "status", "code", "allow"),
+    [
+        ("POST", "/v1/nope", 404, "unknown_route", None),
+        ("POST", "/v1/v1/toolsets/list", 404, "unknown_route", None),  # URL given with /v1
+        ("GET", "/v1/toolsets/list", 405, "method_not_allowed", "POST"),
+        ("DELETE", "/health", 405, "method_not_allowed", "GET"),
+    ],
+)
+async def test_unknown_routes_and_methods_answer_the_error_body(
+    secured: Running, method: str, path: str, status: int, code: str, allow: str | None
+) -> None:
+    async with httpx2.AsyncClient(base_url=secured.url, timeout=10) as http:
+        response = await http.request(
+            method, path, content=b"{}", headers={"content-type": "application/json"}
+        )
+    assert (response.status_code, code_of(response)) == (status, code)
+    assert response.headers.get("allow") == allow
+    assert f"{method} {path}: " in response.json()["error"]["message"]
+
+
+async def test_a_client_at_a_wrong_url_gets_the_registrys_code(secured: Running) -> None:
+    async with HttpRegistryClient(f"{secured.url}/v1", token=CONSUMER) as client:
+        with pytest.raises(RegistryError) as info:
+            await client.list_toolsets()
+    assert info.value.code == "unknown_route"
+    assert "/v1/v1/toolsets/list" in info.value.message
+
+
+@pytest.mark.parametrize(
     "body", [{"query": ""}, {"query": "x" * 257}, {}, {"query": 5}, {"query": "a", "tag": []}]
 )
 async def test_a_search_needs_a_short_text_query(secured: Running, body: Any) -> None:
