@@ -18,8 +18,20 @@ import click
 __all__ = ["worker"]
 
 
+def _task_queue(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The SDK takes a blank task queue, and the worker then fails at its first poll."""
+    if not value.strip():
+        raise click.BadParameter("give the name of a task queue (it is empty)")
+    return value
+
+
 @click.command("worker")
-@click.option("--task-queue", required=True, help="The Temporal task queue to poll.")
+@click.option(
+    "--task-queue",
+    required=True,
+    callback=_task_queue,
+    help="The Temporal task queue to poll.",
+)
 @click.option(
     "--app",
     "app",
@@ -70,7 +82,12 @@ def worker(
       agentgen worker --task-queue agents --app myapp.wiring:runtime --address 127.0.0.1:7233
     """
     try:
-        from agentgen.runtime.engines.temporal.worker import AppFactoryError, AppLoadError, serve
+        from agentgen.runtime.engines.temporal.worker import (
+            AppFactoryError,
+            AppLoadError,
+            NamespaceNotFoundError,
+            serve,
+        )
     except ImportError as exc:  # the optional SDK is missing
         raise click.ClickException(
             f"agentgen worker needs the Temporal SDK ({exc}): pip install 'agentgen[temporal]'"
@@ -96,6 +113,8 @@ def worker(
         )
     except AppLoadError as exc:
         raise click.UsageError(str(exc)) from None
+    except NamespaceNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
     except AppFactoryError as exc:  # the application's own code: its traceback, then why
         cause = exc.__cause__
         assert cause is not None

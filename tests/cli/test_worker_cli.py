@@ -90,3 +90,14 @@ def test_the_payload_limit_reaches_the_worker(monkeypatch: pytest.MonkeyPatch) -
     assert code == 0 and given["max_payload_bytes"] == 4 * 1024 * 1024
     code, _, err = worker("--app", "m:f", "--max-payload-bytes", "0")
     assert code == 2 and "--max-payload-bytes" in err
+
+
+@pytest.mark.parametrize("queue", ["", "  "])
+def test_a_blank_task_queue_is_a_usage_error(queue: str) -> None:
+    # The SDK accepts it; the worker then said it polled and failed at its first poll.
+    result = CliRunner().invoke(
+        main,
+        ["worker", "--task-queue", queue, "--app", "tests.cli.test_worker_cli:make_runtime"],
+    )
+    assert result.exit_code == 2
+    assert "Invalid value for '--task-queue': give the name of a task queue" in result.stderr

@@ -17,7 +17,9 @@ import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, WorkflowHistory
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -35,6 +37,7 @@ from agentgen.runtime.runs.host import RunHost
 __all__ = [
     "AppFactoryError",
     "AppLoadError",
+    "NamespaceNotFoundError",
     "build_worker",
     "load_app",
     "replay",
@@ -49,6 +52,10 @@ class AppLoadError(Exception):
 
 class AppFactoryError(Exception):
     """The application's factory raised (the cause is its exception)."""
+
+
+class NamespaceNotFoundError(Exception):
+    """The Temporal server has no such namespace: a worker polling it would fail at once."""
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:
@@ -159,6 +166,7 @@ async def serve(
             namespace=namespace or "default",
             data_converter=data_converter(),
         )
+    await _require_namespace(client)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -171,3 +179,19 @@ async def serve(
                 f"{client.service_client.config.target_host} (namespace {client.namespace})"
             )
         await stop.wait()
+
+
+async def _require_namespace(client: Client) -> None:
+    """Checked before the worker starts: the SDK's worker finds out only once it runs (after
+    the worker would have said it polls), and fails with the server's raw status."""
+    request = DescribeNamespaceRequest(namespace=client.namespace)
+    try:
+        await client.workflow_service.describe_namespace(request)
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise NamespaceNotFoundError(
+            f"Temporal namespace {client.namespace!r} does not exist on "
+            f"{client.service_client.config.target_host}: create it (temporal operator "
+            "namespace create) or pass an existing one (--namespace)"
+        ) from None
