@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
 import sqlite3
 import threading
 import time
@@ -140,6 +142,25 @@ class _Checkpointer:
         self.thread.join()
 
 
+def _own(path: str) -> int:
+    """Claim the database file for this process (an exclusive ``flock``, released when the
+    process dies): wake-ups are in process, so a second registry on the same file would
+    serve, and its waiters would sleep through what the first one commits. ``flock`` does not
+    touch SQLite's own (POSIX) locks; the descriptor is closed only after SQLite's, since
+    closing any descriptor of a file drops the process's POSIX locks on it."""
+    owner = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(owner)
+        raise StoreError(
+            "another registry has it open, and a SQLite store belongs to one registry process: "
+            "stop the other one, or share a Redis store between registries (--store "
+            "redis://HOST:PORT/DB)"
+        ) from None
+    return owner
+
+
 class SQLiteStore:
     def __init__(self, path: str, *, redelivery_ms: int = 5_000) -> None:
         self.path = path
@@ -152,6 +173,8 @@ class SQLiteStore:
         self._open: list[_Job] | None = None
         self._signals = Signals()
         self._commits = 0
+        #: The descriptor holding this process's claim on the file (see :func:`_own`).
+        self._owner: int | None = None
 
     # ------------------------------------------------------------------ the transaction
 
@@ -241,6 +264,12 @@ class SQLiteStore:
             db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open registry store {self.description}: {exc}") from exc
+        if self.path != ":memory:":
+            try:
+                self._owner = _own(self.path)
+            except (OSError, StoreError) as exc:
+                db.close()
+                raise StoreError(f"cannot open registry store {self.description}: {exc}") from None
         self._db, self._loop = db, asyncio.get_running_loop()
         if str(journal).lower() == "wal":
             self._checkpointer = _Checkpointer(self.path)
@@ -256,6 +285,9 @@ class SQLiteStore:
             self._checkpointer = None
         self._db, self._loop = None, None
         db.close()
+        if self._owner is not None:  # closed after SQLite's own descriptors (see _own)
+            os.close(self._owner)
+            self._owner = None
 
     async def now_ms(self) -> int:
         return _clock()

@@ -8,15 +8,16 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx2
 
-from tests.registry.conftest import _env
+from tests.registry.conftest import _env, free_port, start_registry_process
 
 
-def serve(*args: str) -> subprocess.Popen[str]:
+def serve(*args: str, store: str = "memory") -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "agentgen.codegen.cli", "registry", "serve", "--store", "memory",
+        [sys.executable, "-m", "agentgen.codegen.cli", "registry", "serve", "--store", store,
          *args],
         env=_env(),
         stdout=subprocess.DEVNULL,
@@ -55,3 +56,25 @@ def test_port_zero_announces_the_port_it_listens_on() -> None:
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
     assert process.returncode == 0 and "Traceback" not in err
+
+
+def test_a_sqlite_file_serves_one_registry_at_a_time(tmp_path: Path) -> None:
+    # Wake-ups are in process: a second registry on the file would serve, and its waiters
+    # would sleep through what the first one commits.
+    store = f"sqlite:{tmp_path / 'registry.db'}"
+    first = start_registry_process(store, free_port())
+    second = serve("--port", "0", store=store)
+    try:
+        _, err = second.communicate(timeout=60)
+    finally:
+        for process in (second, first):
+            if process.poll() is None:
+                process.terminate()
+                process.wait(30)
+    assert second.returncode == 2, err
+    assert err.startswith(f"error: cannot open registry store {store}: another registry has it")
+    assert "--store redis://" in err and "Traceback" not in err
+    # Once the first one has stopped, the file is free again.
+    again = start_registry_process(store, free_port())
+    again.terminate()
+    assert again.wait(30) is not None
