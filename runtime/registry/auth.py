@@ -147,8 +147,14 @@ class TokenTable:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TokenTable:
         """Tokens from ``AGENTGEN_REGISTRY_TOKENS`` (JSON) or ``AGENTGEN_REGISTRY_TOKENS_FILE``
-        (a path); none configured gives an empty table."""
+        (a path); none configured gives an empty table. Both set is refused: one would be
+        ignored without a word (tokens rotated in it would stay valid)."""
         environ = os.environ if environ is None else environ
+        if environ.get(ENV_TOKENS_FILE) and environ.get(ENV_TOKENS, "").strip():
+            raise AuthConfigError(
+                f"both {ENV_TOKENS} and {ENV_TOKENS_FILE} are set: set only one (the tokens "
+                "themselves, or the path of their file)"
+            )
         if environ.get(ENV_TOKENS_FILE):
             return cls.from_file(environ[ENV_TOKENS_FILE])
         text = environ.get(ENV_TOKENS, "").strip()

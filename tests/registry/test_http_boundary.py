@@ -290,6 +290,9 @@ def test_token_configuration_errors_name_the_entry(tmp_path: Path) -> None:
     assert TokenTable.from_env({}).empty
     with pytest.raises(AuthConfigError, match="is not JSON"):
         TokenTable.from_env({"AGENTGEN_REGISTRY_TOKENS": "{"})
+    both = {"AGENTGEN_REGISTRY_TOKENS_FILE": str(path), "AGENTGEN_REGISTRY_TOKENS": "{}"}
+    with pytest.raises(AuthConfigError, match="both AGENTGEN_REGISTRY_TOKENS and .* set only one"):
+        TokenTable.from_env(both)
 
 
 def test_loopback_addresses() -> None:
