@@ -13,13 +13,16 @@ directly, with exactly the checks and answers FastAPI gave, in the same order:
 3. a missing, unknown or revoked token: ``401 unauthenticated``;
 4. a body that does not match the operation's model: ``422 validation_error``;
 5. the endpoint: its answer (a model, or bytes it encoded itself), or the refusal it raised
-   (``RegistryError``: its code's status; an unreachable store: ``503 service_unavailable``).
+   (``RegistryError``: its code's status; an unreachable store: ``503 service_unavailable``);
+   a request still running when the server's graceful shutdown ends (a long poll) is answered
+   ``503 service_unavailable`` too.
 
 Anything else (``GET /health``, ``/openapi.json``, unknown paths and methods) goes to FastAPI.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -147,7 +150,16 @@ class Dispatch:
         body = await read_body(scope, receive, send, self.limit)
         if body is None:
             return
-        answer = await self._answer(route, scope, body)
+        try:
+            answer = await self._answer(route, scope, body)
+        except asyncio.CancelledError:
+            # uvicorn cancels the requests still running when its graceful shutdown is over
+            # (long polls): they end with the answer clients retry, not a 500 and a traceback.
+            answer = error_answer(
+                "service_unavailable",
+                "the registry is shutting down: retry (against it once it is back, or another "
+                "registry sharing its store)",
+            )
         await answer.send(send)
 
     async def _answer(self, route: Route, scope: Scope, body: bytes) -> Answer:

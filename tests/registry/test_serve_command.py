@@ -3,6 +3,7 @@ says when it cannot listen (a separate process each time, on 127.0.0.1)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
 import socket
@@ -12,7 +13,10 @@ from pathlib import Path
 
 import httpx2
 
+from agentgen.runtime.contracts.fingerprint import schema_fingerprint
+from agentgen.runtime.registry.http_client import HttpRegistryClient
 from tests.registry.conftest import _env, free_port, start_registry_process
+from tests.registry.helpers import echo_toolset
 
 
 def serve(*args: str, store: str = "memory") -> subprocess.Popen[str]:
@@ -78,3 +82,39 @@ def test_a_sqlite_file_serves_one_registry_at_a_time(tmp_path: Path) -> None:
     again = start_registry_process(store, free_port())
     again.terminate()
     assert again.wait(30) is not None
+
+
+async def test_a_long_poll_cut_by_shutdown_is_answered_503(tmp_path: Path) -> None:
+    # uvicorn cancels what still runs 3 s after SIGTERM: that was a 500 and a traceback.
+    port = free_port()
+    process = start_registry_process(f"sqlite:{tmp_path / 'registry.db'}", port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        toolset = echo_toolset()
+        async with HttpRegistryClient(url) as client:
+            done = await client.register(
+                toolset,
+                schema_fingerprint=schema_fingerprint(toolset),
+                revision="r1",
+                provider_id="p1",
+                incarnation_id="i1",
+                lease_ms=30_000,
+            )
+        claim = {
+            "toolset": "echo", "registration_token": done.registration_token,
+            "provider_id": "p1", "incarnation_id": "i1", "max_calls": 1, "wait_ms": 10_000,
+            "claim_operation_id": "o1",
+        }  # fmt: skip
+        async with httpx2.AsyncClient(base_url=url, timeout=30) as http:
+            polling = asyncio.create_task(http.post("/v1/providers/claim", json=claim))
+            await asyncio.sleep(0.5)
+            process.send_signal(signal.SIGTERM)
+            response = await polling
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "service_unavailable"
+    assert "shutting down" in response.json()["error"]["message"]
+    assert "Traceback" not in err.decode()
