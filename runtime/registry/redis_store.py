@@ -27,6 +27,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
 
 from agentgen.runtime.registry.store import (
     Change,
@@ -75,13 +76,31 @@ _POOL = 64
 _BLOCKING_POOL = 256
 
 
+def _check_url(url: str, description: str) -> None:
+    """Refuse what the client would fail on later (a port that is not one) or read silently
+    as something else (a database that is not a number becomes database 0)."""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - parsing it is the check
+    except ValueError as exc:
+        raise ValueError(f"registry store {description}: {exc}: use redis://HOST:PORT/DB") from None
+    database = parts.path.strip("/")
+    if parts.scheme != "unix" and database and not database.isdigit():
+        raise ValueError(
+            f"registry store {description}: database {database!r} is not a number: use "
+            "redis://HOST:PORT/DB (DB: 0, 1, ...)"
+        )
+
+
 class RedisStore:
     def __init__(
         self, url: str, *, namespace: str = "agentgen:registry", redelivery_ms: int = 5_000
     ) -> None:
         self.url = url
         # Never print a password.
-        self.description = url.rsplit("@", maxsplit=1)[-1] if "@" in url else url
+        scheme, _, rest = url.partition("://")
+        self.description = f"{scheme}://{rest.rsplit('@', maxsplit=1)[-1]}"
+        _check_url(url, self.description)
         self.namespace = namespace
         self.redelivery_ms = redelivery_ms
         self._redis: Any = None

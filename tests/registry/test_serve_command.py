@@ -12,7 +12,10 @@ import sys
 from pathlib import Path
 
 import httpx2
+import pytest
+from click.testing import CliRunner
 
+from agentgen.codegen.cli import main
 from agentgen.runtime.contracts.fingerprint import schema_fingerprint
 from agentgen.runtime.registry.http_client import HttpRegistryClient
 from tests.registry.conftest import _env, free_port, start_registry_process
@@ -118,3 +121,22 @@ async def test_a_long_poll_cut_by_shutdown_is_answered_503(tmp_path: Path) -> No
     assert response.json()["error"]["code"] == "service_unavailable"
     assert "shutting down" in response.json()["error"]["message"]
     assert "Traceback" not in err.decode()
+
+
+@pytest.mark.parametrize(
+    ("store", "message"),
+    [
+        # The client failed on these with a traceback ("a bug in agentgen").
+        ("redis://127.0.0.1:notaport/0", "registry store redis://127.0.0.1:notaport/0: Port "),
+        ("redis://127.0.0.1:99999/0", "registry store redis://127.0.0.1:99999/0: Port out of"),
+        # The client read this one as database 0, without a word.
+        ("redis://127.0.0.1:6379/abc", "database 'abc' is not a number: use redis://HOST:PORT/DB"),
+        # The password is never printed; the scheme is.
+        ("redis://user:s3cret@127.0.0.1:1/0", "cannot reach registry store redis://127.0.0.1:1/0:"),
+    ],
+)
+def test_a_redis_url_that_cannot_work_is_named(store: str, message: str) -> None:
+    result = CliRunner().invoke(main, ["registry", "serve", "--store", store, "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: ") and message in result.stderr
+    assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
