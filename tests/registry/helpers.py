@@ -82,3 +82,18 @@ def call(
         meta=CallMeta(run_id=run, tool_call_id=call_id),
         expected_registration_token=token,
     )
+
+
+def register_body(**change: Any) -> dict[str, Any]:
+    """A ``/v1/providers/register`` body for the echo toolset, with ``change`` applied."""
+    toolset = echo_toolset()
+    body = {
+        "toolset": toolset.to_json(),
+        "schema_fingerprint": schema_fingerprint(toolset),
+        "revision": "r1",
+        "provider_id": "p1",
+        "incarnation_id": "i1",
+        "lease_ms": 5_000,
+    }
+    body.update(change)
+    return body

@@ -18,7 +18,7 @@ from agentgen.runtime.registry.http_client import HttpRegistryClient
 from agentgen.runtime.registry.service import ServiceConfig
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
 from tests.registry.conftest import Running, running_registry
-from tests.registry.helpers import echo_toolset
+from tests.registry.helpers import echo_toolset, register_body
 
 PROVIDER = "provider-token-echo-0001"
 OTHER_PROVIDER = "provider-token-other-0002"
@@ -46,20 +46,6 @@ async def secured(tmp_path: Path) -> AsyncIterator[Running]:
         config=ServiceConfig(max_body_bytes=LIMIT),
     ) as running:
         yield running
-
-
-def register_body(**change: Any) -> dict[str, Any]:
-    toolset = echo_toolset()
-    body = {
-        "toolset": toolset.to_json(),
-        "schema_fingerprint": schema_fingerprint(toolset),
-        "revision": "r1",
-        "provider_id": "p1",
-        "incarnation_id": "i1",
-        "lease_ms": 5_000,
-    }
-    body.update(change)
-    return body
 
 
 async def post(

@@ -16,10 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from agentgen.codegen.cli import main
-from agentgen.runtime.contracts.fingerprint import schema_fingerprint
-from agentgen.runtime.registry.http_client import HttpRegistryClient
 from tests.registry.conftest import _env, free_port, start_registry_process
-from tests.registry.helpers import echo_toolset
+from tests.registry.helpers import register_body
 
 
 def serve(*args: str, store: str = "memory") -> subprocess.Popen[str]:
@@ -93,22 +91,15 @@ async def test_a_long_poll_cut_by_shutdown_is_answered_503(tmp_path: Path) -> No
     process = start_registry_process(f"sqlite:{tmp_path / 'registry.db'}", port)
     url = f"http://127.0.0.1:{port}"
     try:
-        toolset = echo_toolset()
-        async with HttpRegistryClient(url) as client:
-            done = await client.register(
-                toolset,
-                schema_fingerprint=schema_fingerprint(toolset),
-                revision="r1",
-                provider_id="p1",
-                incarnation_id="i1",
-                lease_ms=30_000,
-            )
-        claim = {
-            "toolset": "echo", "registration_token": done.registration_token,
-            "provider_id": "p1", "incarnation_id": "i1", "max_calls": 1, "wait_ms": 10_000,
-            "claim_operation_id": "o1",
-        }  # fmt: skip
         async with httpx2.AsyncClient(base_url=url, timeout=30) as http:
+            registered = await http.post(
+                "/v1/providers/register", json=register_body(lease_ms=30_000)
+            )
+            claim = {
+                "toolset": "echo", "registration_token": registered.json()["registration_token"],
+                "provider_id": "p1", "incarnation_id": "i1", "max_calls": 1, "wait_ms": 10_000,
+                "claim_operation_id": "o1",
+            }  # fmt: skip
             polling = asyncio.create_task(http.post("/v1/providers/claim", json=claim))
             await asyncio.sleep(0.5)
             process.send_signal(signal.SIGTERM)
