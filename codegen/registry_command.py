@@ -7,6 +7,7 @@ command: the generator's commands never load them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import socket
 import sys
@@ -158,10 +159,13 @@ def serve(
     try:
         sock = _listen(host, port)
     except OSError as exc:
+        todo = (
+            "Stop whatever uses the address, or choose another --port."
+            if exc.errno == errno.EADDRINUSE
+            else "--host must name an address of this machine."
+        )
         click.echo(
-            f"error: cannot listen on {host}:{port}: {exc.strerror or exc}. Stop whatever uses "
-            "the address, or choose another --port (or --host).",
-            err=True,
+            f"error: cannot listen on {host}:{port}: {exc.strerror or exc}. {todo}", err=True
         )
         sys.exit(EXIT_UNUSABLE)
     bound = sock.getsockname()[1]  # --port 0: the port the system chose

@@ -4,6 +4,7 @@ says when it cannot listen (a separate process each time, on 127.0.0.1)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 import socket
@@ -44,6 +45,20 @@ def test_an_address_in_use_is_named_with_what_to_do() -> None:
     assert "choose another --port" in err
     assert "agentgen registry: http" not in err  # it never said it served
     assert "Traceback" not in err
+
+
+def test_a_host_that_is_not_this_machines_is_named() -> None:
+    # Tokens let it try an address other than loopback; binding it fails, nothing listens.
+    result = CliRunner().invoke(
+        main,
+        ["registry", "serve", "--store", "memory", "--host", "nonexistent.invalid", "--port",
+         "0"],
+        env={"AGENTGEN_REGISTRY_TOKENS": json.dumps(
+            {"tokens": [{"role": "admin", "token": "admin-token-000000000004"}]})},
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: cannot listen on nonexistent.invalid:0: ")
+    assert "--host must name an address of this machine" in result.stderr
 
 
 def test_port_zero_announces_the_port_it_listens_on() -> None:
