@@ -53,6 +53,7 @@ from agentgen.runtime.runs.steps import (
     Confirmer,
     Prepared,
     Route,
+    Verdict,
 )
 from agentgen.runtime.telemetry.spans import Confirmation, ToolExecution
 
@@ -135,9 +136,22 @@ async def decide(confirmer: Confirmer, request: ConfirmationRequest) -> Confirma
             error = f"{type(exc).__name__}: {exc}"
             span.decided("failed", error=error)
             return ConfirmationDecision(error=error)
+        if not _is_verdict(answer):  # "no" or None must never approve (or deny) by accident
+            error = (
+                f"the confirmer answered {answer!r} ({type(answer).__name__}), which is not a "
+                "decision; it must answer True, False or Verdict(approved: bool, by=...)"
+            )
+            span.decided("failed", error=error)
+            return ConfirmationDecision(error=error)
         decision, by = ConfirmationDecision.of(answer)
         span.decided("approved" if decision.approved else "denied", by)
         return decision
+
+
+def _is_verdict(answer: object) -> bool:
+    if isinstance(answer, Verdict):
+        return isinstance(answer.approved, bool)
+    return isinstance(answer, bool)
 
 
 async def execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:

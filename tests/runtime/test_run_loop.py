@@ -12,6 +12,7 @@ from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeIn
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError
+from agentgen.runtime.runs.steps import Verdict
 from agentgen.runtime.search.document import search_document
 from tests.runtime.agents import ScriptedPlanner, answer, calls, records_definition, register
 
@@ -367,6 +368,32 @@ async def test_a_failing_confirmer_fails_only_its_call() -> None:
     assert "approver unreachable" in error_of(failed)["message"]
     assert not looked_up.is_error  # type: ignore[union-attr]
     assert [name for name, _, _ in executor.calls] == ["lookup"]
+
+
+@pytest.mark.parametrize("reply", ["no", None, 1, Verdict("yes", by="ops")])  # type: ignore[arg-type]
+async def test_a_confirmer_answer_that_is_not_a_decision_runs_nothing(reply: object) -> None:
+    from dataclasses import replace
+
+    from agentgen.runtime.contracts.specs import ConfirmationSpec
+
+    async def confirm(request: object) -> object:
+        return reply
+
+    specs = tuple(
+        replace(s, confirmation=ConfirmationSpec("Search?", "No."))
+        if s.id == "records.search"
+        else s
+        for s in records_definition().specs
+    )
+    rt = Runtime(confirm=confirm)  # type: ignore[arg-type]
+    planner = ScriptedPlanner([calls(("records.search", {"query": "x"})), answer()])
+    executor = register(rt, planner, records_definition(specs=specs))
+    outcome = await rt.client("test.agent").run("go")
+    error = error_of(outcome.transcript[2].parts[0])
+    assert error["kind"] == "confirmation_failed"
+    assert f"the confirmer answered {reply!r}" in error["message"]
+    assert "True, False or Verdict" in error["message"]
+    assert executor.calls == []
 
 
 async def test_agents_exposed_as_tools_must_be_registered_before_the_first_run() -> None:
