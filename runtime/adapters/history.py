@@ -208,6 +208,15 @@ def require_records(
     for call in message.tool_calls():
         if call.tool_id in callable_without_search:
             continue
+        foreign = sorted(key for key in message.metadata if key.endswith(".tool_search"))
+        if foreign:  # a conversation held by another adapter: no record was lost
+            raise MissingSearchRecordsError(
+                f"{what}: call {call.call_id!r} to {call.tool_id!r} was loaded by another "
+                f"provider's tool search (the message holds {', '.join(map(repr, foreign))} "
+                "records, which this adapter cannot replay): a conversation that used tool "
+                "search stays with the provider that ran it; continue it there, or start a "
+                "new conversation"
+            )
         extra = ", and Bedrock rejects such a call without its namespace" if bedrock else ""
         raise MissingSearchRecordsError(
             f"{what}: call {call.call_id!r} to {call.tool_id!r} has no search records, though "

@@ -215,6 +215,18 @@ async def test_anthropic_stripped_search_records_are_refused() -> None:
         await via_anthropic([*stripped, AGAIN])
 
 
+async def test_a_history_from_the_other_provider_is_refused_as_such() -> None:
+    openai_history = await weather_exchange(openai_server(), "Weather?", "c1")
+    with pytest.raises(MissingSearchRecordsError) as info:
+        await via_anthropic([*openai_history, AGAIN])
+    assert "loaded by another provider's tool search" in str(info.value)
+    assert "'openai.tool_search' records" in str(info.value)
+    assert "stripped" not in str(info.value)
+    anthropic_history = await conversation()
+    with pytest.raises(MissingSearchRecordsError, match="'anthropic.tool_search' records"):
+        await via_openai([*anthropic_history, AGAIN])
+
+
 async def test_anthropic_call_switched_to_another_tool_is_refused() -> None:
     history = await conversation()
     assistant, answer = history[1], history[2]
