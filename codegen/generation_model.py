@@ -290,7 +290,13 @@ class AgentModel:
             if u.toolset.kind == "mcp"
         ]
         return sort_imports(
-            [*lines, "from .agent import definition", f"from .config import {self.config_class}"]
+            [
+                *lines,
+                "from .agent import AGENT_ID, definition"
+                if any(u.config_field for u in self.uses)
+                else "from .agent import definition",
+                f"from .config import {self.config_class}",
+            ]
         )
 
 

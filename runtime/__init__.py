@@ -108,6 +108,9 @@ if TYPE_CHECKING:
     from agentgen.runtime.app import (
         Runtime as Runtime,
     )
+    from agentgen.runtime.app import (
+        checked_executor as checked_executor,
+    )
     from agentgen.runtime.contracts.codecs import (
         FieldIssue as FieldIssue,
     )
@@ -177,6 +180,12 @@ if TYPE_CHECKING:
         MCPCaller as MCPCaller,
     )
     from agentgen.runtime.mcp import (
+        MCPResultError as MCPResultError,
+    )
+    from agentgen.runtime.mcp import (
+        MCPToolError as MCPToolError,
+    )
+    from agentgen.runtime.mcp import (
         MCPToolsetExecutor as MCPToolsetExecutor,
     )
     from agentgen.runtime.mcp import (
@@ -196,6 +205,9 @@ if TYPE_CHECKING:
     )
     from agentgen.runtime.messages import (
         ToolResultPart as ToolResultPart,
+    )
+    from agentgen.runtime.model_client import (
+        AdvertisedTools as AdvertisedTools,
     )
     from agentgen.runtime.model_client import (
         ModelClient as ModelClient,
@@ -333,6 +345,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AcceptedCall",
+    "AdvertisedTools",
     "AgentClient",
     "AgentDefinition",
     "AnthropicMessagesModel",
@@ -358,6 +371,8 @@ __all__ = [
     "HttpResultStream",
     "InMemoryEngine",
     "MCPCaller",
+    "MCPResultError",
+    "MCPToolError",
     "MCPToolsetExecutor",
     "Message",
     "MissingLabelsError",
@@ -435,6 +450,7 @@ __all__ = [
     "Verdict",
     "VersionMismatchError",
     "adapters",
+    "checked_executor",
     "connect_registry",
     "contracts",
     "empty_payload",
@@ -452,6 +468,7 @@ _HOMES: dict[str, str] = {
     "RegistrationClosedError": "agentgen.runtime.app",
     "RegistrationError": "agentgen.runtime.app",
     "Runtime": "agentgen.runtime.app",
+    "checked_executor": "agentgen.runtime.app",
     "AgentDefinition": "agentgen.runtime.agents.definition",
     "DefinitionError": "agentgen.runtime.agents.definition",
     "RegistryCatalog": "agentgen.runtime.agents.definition",
@@ -503,6 +520,7 @@ _HOMES: dict[str, str] = {
     "ToolCallPart": "agentgen.runtime.messages",
     "ToolResultPart": "agentgen.runtime.messages",
     "ModelClient": "agentgen.runtime.model_client",
+    "AdvertisedTools": "agentgen.runtime.model_client",
     "ModelError": "agentgen.runtime.model_client",
     "ModelRequest": "agentgen.runtime.model_client",
     "ModelResponse": "agentgen.runtime.model_client",
@@ -546,6 +564,8 @@ _HOMES: dict[str, str] = {
     "ToolsetText": "agentgen.runtime.contracts.toolset_text",
     "SearchDocument": "agentgen.runtime.search.document",
     "MCPCaller": "agentgen.runtime.mcp",
+    "MCPResultError": "agentgen.runtime.mcp",
+    "MCPToolError": "agentgen.runtime.mcp",
     "MCPToolsetExecutor": "agentgen.runtime.mcp",
     "SessionCaller": "agentgen.runtime.mcp",
     "AnthropicMessagesModel": "agentgen.runtime.adapters",

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentgen.runtime.agents.definition import AgentDefinition, RunPolicy
 from agentgen.runtime.agents.executors import ToolsetExecutor
+from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.agents.planning import Planner
 from agentgen.runtime.contracts.limits import DEFAULT_REGISTRY_TIMEOUT
 from agentgen.runtime.engines.base import Engine
@@ -25,7 +26,13 @@ from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, 
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
 from agentgen.runtime.telemetry.config import Telemetry
 
-__all__ = ["AgentClient", "RegistrationClosedError", "RegistrationError", "Runtime"]
+__all__ = [
+    "AgentClient",
+    "RegistrationClosedError",
+    "RegistrationError",
+    "Runtime",
+    "checked_executor",
+]
 
 
 class RegistrationError(ValueError):
@@ -54,6 +61,18 @@ class Runtime:
         confirm: Confirmer | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
+        problems = [
+            f"{name} must be {kind}, not {_described(value)}"
+            for name, value, kind, right in (
+                ("engine", engine, "an Engine", callable(getattr(engine, "run", None))),
+                ("policy", policy, "a RunPolicy", isinstance(policy, RunPolicy)),
+                ("confirm", confirm, "an async callable", callable(confirm)),
+                ("telemetry", telemetry, "a Telemetry", isinstance(telemetry, Telemetry)),
+            )
+            if value is not None and not right
+        ]
+        if problems:
+            raise TypeError(f"Runtime(...): {'; '.join(problems)}")
         self.engine: Engine = engine or InMemoryEngine()
         self.policy = policy or RunPolicy()
         self.confirmer = confirm
@@ -78,6 +97,12 @@ class Runtime:
             raise RegistrationError("runtime: a model needs an ID and a client")
         if model_id in self._models:
             raise RegistrationError(f"runtime: model {model_id!r} is already registered")
+        if not callable(getattr(client, "complete", None)):
+            raise RegistrationError(
+                f"runtime: model {model_id!r}: {_described(client)} is not a model client (it "
+                "has no complete(request) method); pass an adapter from "
+                "agentgen.runtime.adapters or your own ModelClient"
+            )
         self._models[model_id] = client
 
     def register_registry(
@@ -133,6 +158,15 @@ class Runtime:
             raise RegistrationError(f"runtime: agent {definition.id!r} is already registered")
         if planner is None:
             raise RegistrationError(f"runtime: agent {definition.id!r} needs a planner")
+        lacking = [
+            m for m in ("plan_start", "plan_resume") if not callable(getattr(planner, m, None))
+        ]
+        if lacking:
+            raise RegistrationError(
+                f"runtime: agent {definition.id!r}: planner {_described(planner)} is not a "
+                f"Planner (it has no {' or '.join(lacking)} method); pass "
+                "ModelPlanner(model_id, ...) or your own Planner"
+            )
         confirmed = sorted(s.id for s in definition.specs if s.confirmation is not None)
         if confirmed and self.confirmer is None:
             raise RegistrationError(
@@ -147,6 +181,17 @@ class Runtime:
                 f"runtime: agent {definition.id!r} has no executor for toolset(s) "
                 f"{', '.join(missing)}"
             )
+        wrong = sorted(
+            name
+            for name, executor in executors.items()
+            if not callable(getattr(executor, "execute", None))
+        )
+        if wrong:
+            raise RegistrationError(
+                f"runtime: agent {definition.id!r}: the executor of toolset(s) {', '.join(wrong)} "
+                "has no execute(tool_id, payload, context) method; pass the generated "
+                "register_<agent>_agent an implementation of each toolset's executor protocol"
+            )
         self._agents[definition.id] = AgentRegistration(
             definition, planner, MappingProxyType(dict(executors))
         )
@@ -157,7 +202,11 @@ class Runtime:
         consume. One :class:`RegistrationError` lists everything missing; registration stays
         open then, so the application can add it."""
         if not self._sealed:
-            problems = [*self._missing_agent_executors(), *self._missing_registries()]
+            problems = [
+                *self._missing_agent_executors(),
+                *self._missing_models(),
+                *self._missing_registries(),
+            ]
             if problems:
                 raise RegistrationError("runtime: " + "; ".join(problems))
         self._sealed = True
@@ -209,6 +258,19 @@ class Runtime:
                 )
         return problems
 
+    def _missing_models(self) -> list[str]:
+        users: dict[str, list[str]] = {}
+        for agent_id, registration in self._agents.items():
+            planner = registration.planner
+            if isinstance(planner, ModelPlanner) and planner.model_id not in self._models:
+                users.setdefault(planner.model_id, []).append(agent_id)
+        return [
+            f"model {model_id!r} is not registered, but the ModelPlanner of agent(s) "
+            f"{', '.join(sorted(agents))} hands its planning to it; register it with "
+            f"rt.register_model({model_id!r}, client) before the first run"
+            for model_id, agents in sorted(users.items())
+        ]
+
     def _missing_registries(self) -> list[str]:
         users: dict[str, list[str]] = {}
         for agent_id, registration in self._agents.items():
@@ -225,6 +287,42 @@ class Runtime:
             f"registries consumed by registered agents are not registered: {listed}; register "
             "each with rt.register_registry(name, client, result_stream) before the first run"
         ]
+
+
+def checked_executor(
+    config: object, field: str, protocol: str, methods: Sequence[str], *, agent_id: str
+) -> Any:
+    """``config.<field>``, the executor (or MCP caller) an application configured for one of
+    agent ``agent_id``'s toolsets, once it has every method the agent's tools call.
+
+    Generated ``register_<agent>_agent`` functions call it, so that ``None``, a class instead
+    of an instance or the executor of another toolset is refused at registration, naming the
+    field and what it lacks, rather than failing every call of the run with an
+    ``AttributeError`` the model reads."""
+    value = getattr(config, field)
+    where = f"runtime: agent {agent_id!r}: {type(config).__name__}.{field}"
+    if value is None:
+        raise RegistrationError(f"{where} is None; pass an object implementing {protocol}")
+    if isinstance(value, type):
+        raise RegistrationError(
+            f"{where} is the class {value.__name__}, not an instance; pass "
+            f"{value.__name__}(...), an object implementing {protocol}"
+        )
+    lacking = [m for m in methods if not callable(getattr(value, m, None))]
+    if lacking:
+        raise RegistrationError(
+            f"{where}: {_described(value)} does not implement {protocol}: it has no method "
+            f"{', '.join(lacking)}; pass an object implementing {protocol}"
+        )
+    return value
+
+
+def _described(value: object) -> str:
+    """A value as an error names it: its repr (cut short) and its type."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
 
 
 class AgentClient:
@@ -246,6 +344,7 @@ class AgentClient:
         outcome with the whole transcript. ``labels`` are the run's trusted labels."""
         if isinstance(messages, str):
             messages = [Message.user(messages)]
+        _check_run_arguments(self.agent_id, messages, labels, policy, run_id)
         return await self.runtime.run(
             RunRequest(
                 agent_id=self.agent_id,
@@ -255,3 +354,39 @@ class AgentClient:
                 run_id=run_id,
             )
         )
+
+
+def _check_run_arguments(
+    agent_id: str, messages: object, labels: object, policy: object, run_id: object
+) -> None:
+    """Refuse arguments of the wrong kind before the run starts, naming the argument: deep in
+    the loop they would be an ``AttributeError`` (or a label silently handed to tools as a
+    number)."""
+    where = f"agent {agent_id!r}: run"
+    if not isinstance(messages, Sequence):
+        raise TypeError(
+            f"{where}: messages must be a string or a sequence of Message, not "
+            f"{_described(messages)}"
+        )
+    for index, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise TypeError(
+                f"{where}: messages[{index}] is {_described(message)}, not a Message; pass "
+                "Message.user(text) (or one string for a single user message)"
+            )
+    if labels is not None:
+        if not isinstance(labels, Mapping):
+            raise TypeError(
+                f"{where}: labels must be a mapping of label names to string values, not "
+                f"{_described(labels)}"
+            )
+        for name, value in labels.items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise TypeError(
+                    f"{where}: label {name!r} = {_described(value)}: label names and values "
+                    "must be strings"
+                )
+    if policy is not None and not isinstance(policy, RunPolicy):
+        raise TypeError(f"{where}: policy must be a RunPolicy, not {_described(policy)}")
+    if not isinstance(run_id, str):
+        raise TypeError(f"{where}: run_id must be a string, not {_described(run_id)}")

@@ -40,6 +40,44 @@ class RunPolicy:
     #: Only this tool ID may be advertised and executed.
     restrict_to_tool: str | None = None
 
+    def __post_init__(self) -> None:
+        problems = [
+            f"{name} must be {kind}, not {value!r} ({type(value).__name__})"
+            for name, value, kind, right in (
+                *(
+                    (name, value, "None or an int >= 0", _count(value))
+                    for name, value in (
+                        ("max_tool_calls", self.max_tool_calls),
+                        (
+                            "max_consecutive_failed_tool_calls",
+                            self.max_consecutive_failed_tool_calls,
+                        ),
+                    )
+                ),
+                (
+                    "tag_clauses",
+                    self.tag_clauses,
+                    "a tuple of TagClause",
+                    isinstance(self.tag_clauses, tuple)
+                    and all(isinstance(c, TagClause) for c in self.tag_clauses),
+                ),
+                (
+                    "restrict_to_tool",
+                    self.restrict_to_tool,
+                    "None or a tool ID",
+                    self.restrict_to_tool is None
+                    or (isinstance(self.restrict_to_tool, str) and self.restrict_to_tool != ""),
+                ),
+            )
+            if not right
+        ]
+        if problems:
+            raise TypeError(f"RunPolicy(...): {'; '.join(problems)}")
+
+
+def _count(value: object) -> bool:
+    return value is None or (type(value) is int and value >= 0)
+
 
 class RegistryCatalog(Protocol):
     """The catalog of one planning activity, as registry consumption sees it."""

@@ -35,6 +35,28 @@ class ModelPlanner:
     ) -> None:
         """``model_id`` is the registration name of the client (``rt.register_model``);
         ``model`` the provider's model name (defaults to ``model_id``)."""
+        problems = [
+            f"{name} must be {kind}, not {value!r} ({type(value).__name__})"
+            for name, value, kind, right in (
+                (
+                    "model_id",
+                    model_id,
+                    "a non-empty string",
+                    isinstance(model_id, str) and model_id,
+                ),
+                ("model", model, "a string", model is None or isinstance(model, str)),
+                ("system", system, "a string", system is None or isinstance(system, str)),
+                ("max_tokens", max_tokens, "an int", type(max_tokens) is int),
+            )
+            if not right
+        ]
+        if problems:
+            raise TypeError(f"ModelPlanner({model_id!r}): {'; '.join(problems)}")
+        if max_tokens <= 0:
+            raise ValueError(
+                f"ModelPlanner({model_id!r}): max_tokens must be positive, not {max_tokens} "
+                "(it bounds every reply, and the tool-search rounds of one reply share it)"
+            )
         self.model_id = model_id
         self.model = model or model_id
         self.system = system

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from agentgen.runtime.agents.definition import DefinitionError
+from agentgen.runtime.agents.definition import DefinitionError, RunPolicy
+from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.app import RegistrationClosedError, RegistrationError, Runtime
+from agentgen.runtime.testing import ScriptedModel
 from examples.company.gen.assistant.agents import reader
 from examples.records.gen.assistant.toolsets.records import specs as records_specs
-from tests.runtime.agents import ScriptedPlanner, Sources, answer, records_definition, register
+from tests.runtime.agents import (
+    Records,
+    ScriptedPlanner,
+    Sources,
+    answer,
+    records_definition,
+    register,
+)
 from tests.runtime.fake_registry import FakeRegistry
 
 
@@ -36,7 +47,7 @@ async def test_registrations_close_with_the_first_run() -> None:
     with pytest.raises(RegistrationClosedError, match="registration is closed"):
         rt.register_registry("company", registry, registry)
     with pytest.raises(RegistrationClosedError):
-        rt.register_model("m", object())  # type: ignore[arg-type]
+        rt.register_model("m", ScriptedModel([]))
     with pytest.raises(RegistrationClosedError):
         register(rt, ScriptedPlanner([]), records_definition(id="test.other"))
 
@@ -53,13 +64,86 @@ def test_duplicate_agents_and_models_and_missing_executors() -> None:
     register(rt, ScriptedPlanner([]))
     with pytest.raises(RegistrationError, match="agent 'test.agent' is already registered"):
         register(rt, ScriptedPlanner([]))
-    rt.register_model("m", object())  # type: ignore[arg-type]
+    rt.register_model("m", ScriptedModel([]))
     with pytest.raises(RegistrationError, match="model 'm' is already registered"):
-        rt.register_model("m", object())  # type: ignore[arg-type]
+        rt.register_model("m", ScriptedModel([]))
     with pytest.raises(RegistrationError, match="no executor for toolset.*assistant.records"):
         rt.register_agent(
             records_definition(id="test.bare"), planner=ScriptedPlanner([]), executors={}
         )
+
+
+def test_a_model_client_planner_or_executor_of_the_wrong_kind_is_refused_naming_it() -> None:
+    rt = Runtime()
+    with pytest.raises(
+        RegistrationError, match=r"model 'm': 'gpt-5' \(str\) is not a model client"
+    ):
+        rt.register_model("m", "gpt-5")  # type: ignore[arg-type]
+    with pytest.raises(
+        RegistrationError,
+        match=r"agent 'test.agent': planner 'm' \(str\) is not a Planner .*no plan_start or "
+        "plan_resume method.*ModelPlanner",
+    ):
+        rt.register_agent(records_definition(), planner="m", executors={})  # type: ignore[arg-type]
+    with pytest.raises(
+        RegistrationError,
+        match="agent 'test.agent': the executor of toolset.s. assistant.records has no execute",
+    ):
+        rt.register_agent(
+            records_definition(),
+            planner=ScriptedPlanner([]),
+            executors={"assistant.records": Records()},  # type: ignore[dict-item]
+        )
+    register(rt, ScriptedPlanner([answer()]))  # nothing was half-registered
+    rt.seal()
+
+
+class LookupOnly:
+    async def lookup(self, args: object, context: object) -> object:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("executor", "message"),
+    [
+        (None, "ClerkAgentConfig.records_executor is None; pass an object implementing "),
+        (Records, "ClerkAgentConfig.records_executor is the class Records, not an instance; "),
+        (LookupOnly(), r"\(LookupOnly\) does not implement RecordsExecutor: it has no method "),
+        ("records", r"'records' \(str\) does not implement RecordsExecutor: it has no method "),
+    ],
+)
+def test_generated_registration_refuses_an_executor_that_cannot_run_the_agents_tools(
+    executor: object, message: str
+) -> None:
+    from examples.records.gen.assistant.agents import clerk
+
+    rt = Runtime()
+    config = clerk.ClerkAgentConfig(planner=ScriptedPlanner([]), records_executor=executor)  # type: ignore[arg-type]
+    with pytest.raises(RegistrationError, match=f"agent 'assistant.clerk': .*{message}") as info:
+        clerk.register_clerk_agent(rt, config)
+    assert "RecordsExecutor" in str(info.value)
+    if isinstance(executor, LookupOnly):
+        assert str(info.value).endswith(
+            "no method search, analyze; pass an object implementing RecordsExecutor"
+        )
+    clerk.register_clerk_agent(
+        rt, clerk.ClerkAgentConfig(planner=ScriptedPlanner([]), records_executor=Records())
+    )
+
+
+async def test_a_model_planner_whose_model_is_not_registered_fails_the_seal_naming_agents() -> None:
+    rt = Runtime()
+    register(rt, ModelPlanner("llm"))  # type: ignore[arg-type]
+    register(rt, ModelPlanner("llm"), records_definition(id="test.other"))  # type: ignore[arg-type]
+    with pytest.raises(
+        RegistrationError,
+        match=r"model 'llm' is not registered, but the ModelPlanner of agent\(s\) test.agent, "
+        r"test.other hands its planning to it; register it with rt.register_model\('llm', ",
+    ):
+        await rt.client("test.agent").run("hi")
+    assert not rt.sealed  # registration stays open: the application can add the model
+    rt.register_model("llm", ScriptedModel(["done"]))
+    assert (await rt.client("test.agent").run("hi")).final_text == "done"
 
 
 def test_generated_definition_and_client_take_no_catalog_and_do_no_io() -> None:
@@ -124,4 +208,65 @@ async def test_the_first_run_checks_consumed_registries_before_planning() -> Non
     rt.register_agent(reader.definition(), planner=planner, executors={})
     with pytest.raises(RegistrationError, match="'company' \\(used by assistant.reader\\)"):
         await reader.new_client(rt).run("hi")
+    assert planner.inputs == []
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: Runtime(policy="strict"),  # type: ignore[arg-type]
+            r"Runtime\(...\): policy must be a RunPolicy, not 'strict'",
+        ),
+        (lambda: Runtime(confirm=True), r"confirm must be an async callable, not True \(bool\)"),  # type: ignore[arg-type]
+        (lambda: Runtime(engine=object()), r"engine must be an Engine, not <object object"),  # type: ignore[arg-type]
+        (lambda: Runtime(telemetry={}), r"telemetry must be a Telemetry, not \{\} \(dict\)"),  # type: ignore[arg-type]
+        (lambda: ModelPlanner(3), r"ModelPlanner\(3\): model_id must be a non-empty string"),  # type: ignore[arg-type]
+        (lambda: ModelPlanner(""), r"ModelPlanner\(''\): model_id must be a non-empty string"),
+        (
+            lambda: ModelPlanner("m", max_tokens="4096"),  # type: ignore[arg-type]
+            r"ModelPlanner\('m'\): max_tokens must be an int, not '4096' \(str\)",
+        ),
+        (lambda: ModelPlanner("m", system=["be brief"]), r"system must be a string, not \['be"),  # type: ignore[arg-type]
+        (lambda: RunPolicy(max_tool_calls="3"), r"max_tool_calls must be None or an int >= 0"),  # type: ignore[arg-type]
+        (lambda: RunPolicy(max_consecutive_failed_tool_calls=-1), r"failed_tool_calls must be"),
+        (lambda: RunPolicy(tag_clauses=["web"]), r"tag_clauses must be a tuple of TagClause"),  # type: ignore[arg-type]
+        (lambda: RunPolicy(restrict_to_tool=""), r"restrict_to_tool must be None or a tool ID"),
+    ],
+)
+def test_public_constructors_refuse_arguments_of_the_wrong_kind_naming_them(
+    build: Any, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        build()
+
+
+@pytest.mark.parametrize("max_tokens", [0, -5])
+def test_a_model_planner_needs_a_positive_max_tokens(max_tokens: int) -> None:
+    with pytest.raises(
+        ValueError, match=f"ModelPlanner\\('m'\\): max_tokens must be positive, not {max_tokens}"
+    ):
+        ModelPlanner("m", max_tokens=max_tokens)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"messages": ["hi"]}, r"messages\[0\] is 'hi' \(str\), not a Message; pass Message.user"),
+        ({"messages": 42}, r"messages must be a string or a sequence of Message, not 42 \(int\)"),
+        ({"labels": ["tenant"]}, r"labels must be a mapping of label names to string values"),
+        ({"labels": {"tenant": 7}}, r"label 'tenant' = 7 \(int\): label names and values"),
+        ({"policy": {"max_tool_calls": 1}}, r"policy must be a RunPolicy, not \{'max_tool_calls'"),
+        ({"run_id": 5}, r"run_id must be a string, not 5 \(int\)"),
+    ],
+)
+async def test_run_arguments_of_the_wrong_kind_are_refused_before_the_run_starts(
+    arguments: dict[str, Any], message: str
+) -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner([answer()])
+    register(rt, planner)
+    messages = arguments.pop("messages", "hi")
+    with pytest.raises(TypeError, match=f"agent 'test.agent': run: {message}"):
+        await rt.client("test.agent").run(messages, **arguments)
     assert planner.inputs == []
