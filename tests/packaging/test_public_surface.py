@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import agentgen.dsl
 import agentgen.runtime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,3 +115,24 @@ def test_importing_the_runtime_loads_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _runtime_classes() -> set[str]:
+    """Every public class defined anywhere under ``runtime/``."""
+    return {
+        node.name
+        for path in RUNTIME.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and not node.name.startswith("_")
+    }
+
+
+@pytest.mark.parametrize("page", ["runtime.md", "providers.md", "testing.md"])
+def test_runtime_classes_the_user_docs_name_are_importable_from_a_public_home(page: str) -> None:
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    # The design's own names (``Confirmation(...)``) belong to agentgen.dsl.
+    named = set(re.findall(r"`([A-Z]\w+)(?:\(|`)", text)) & _runtime_classes()
+    named -= set(agentgen.dsl.__all__)
+    homes = [agentgen.runtime, *(importlib.import_module(m) for m in sorted(PUBLIC_SUBMODULES))]
+    hidden = sorted(n for n in named if not any(n in getattr(h, "__all__", ()) for h in homes))
+    assert hidden == [], f"docs/{page} names {hidden}, which no public module exports"
