@@ -393,6 +393,10 @@ class PlanningCatalog:
     def compiled_spec(self, tool_id: str) -> ToolSpec | None:
         return self._static.get(tool_id)
 
+    def has_tool(self, tool_id: str) -> bool:
+        """Whether the agent has ``tool_id`` in this activity, whatever the run policy says."""
+        return tool_id in self._static or tool_id in self._dynamic
+
 
 def _transient(exc: BaseException) -> bool:
     """Whether a failed read may succeed when repeated: the registry did not answer."""

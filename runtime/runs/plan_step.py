@@ -79,6 +79,14 @@ async def _plan(host: RunHost, task: PlanTask, span: Planning) -> Planned[Accept
     started = time.perf_counter()
     catalog = await _catalog(host, registration, task, policy)
     span.catalog(time.perf_counter() - started, lambda: _counts(catalog))
+    restrict = policy.tools.restrict_to_tool
+    if task.start and restrict is not None and not catalog.has_tool(restrict):
+        # Restricted to a tool it does not have, the run would offer the model no tool at all.
+        raise RunError(
+            f"agent {definition.id!r}: the run policy restricts the run to tool {restrict!r}, "
+            "which is not a tool of the agent (nor of the registries it consumes); pass "
+            "RunPolicy(restrict_to_tool=...) one of the agent's tool IDs"
+        )
     planner = registration.planner
     result: PlanResult
     if task.start:

@@ -118,6 +118,20 @@ async def test_restrict_to_tool_filters_advertising_and_execution() -> None:
     assert executor.calls == []
 
 
+async def test_restrict_to_a_tool_the_agent_does_not_have_fails_the_run_at_start() -> None:
+    rt = Runtime()
+    planner = ScriptedPlanner([answer()])
+    register(rt, planner)
+    with pytest.raises(RunError) as info:
+        await rt.client("test.agent").run("go", policy=RunPolicy(restrict_to_tool="records.nope"))
+    assert str(info.value) == (
+        "agent 'test.agent': the run policy restricts the run to tool 'records.nope', which is "
+        "not a tool of the agent (nor of the registries it consumes); pass "
+        "RunPolicy(restrict_to_tool=...) one of the agent's tool IDs"
+    )
+    assert planner.inputs == []  # the model was never asked, with no tool at all
+
+
 async def test_tag_clauses_allow_and_deny() -> None:
     specs = records_definition().specs
     tagged = tuple(
