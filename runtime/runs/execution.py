@@ -15,6 +15,7 @@ they run through :class:`LocalCallSteps`, on Temporal as activities.
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,7 +132,13 @@ async def decide(confirmer: Confirmer, request: ConfirmationRequest) -> Confirma
         prompt=request.prompt,
     ) as span:
         try:
-            answer = await confirmer(request)
+            pending = confirmer(request)
+            if not inspect.isawaitable(pending):
+                raise TypeError(
+                    f"the confirmer is not async: it returned {pending!r} instead of an "
+                    "awaitable; declare it with async def"
+                )
+            answer = await pending
         except Exception as exc:  # the application's confirmer failed: the call did not run
             error = f"{type(exc).__name__}: {exc}"
             span.decided("failed", error=error)

@@ -410,6 +410,31 @@ async def test_a_confirmer_answer_that_is_not_a_decision_runs_nothing(reply: obj
     assert executor.calls == []
 
 
+async def test_a_confirmer_that_is_not_async_fails_its_call_saying_so() -> None:
+    from dataclasses import replace
+
+    from agentgen.runtime.contracts.specs import ConfirmationSpec
+
+    def confirm(request: object) -> bool:
+        return True
+
+    specs = tuple(
+        replace(s, confirmation=ConfirmationSpec("Search?", "No."))
+        for s in records_definition().specs
+    )
+    rt = Runtime(confirm=confirm)  # type: ignore[arg-type]
+    planner = ScriptedPlanner([calls(("records.search", {"query": "x"})), answer()])
+    executor = register(rt, planner, records_definition(specs=specs))
+    outcome = await rt.client("test.agent").run("go")
+    error = error_of(outcome.transcript[2].parts[0])
+    assert error["kind"] == "confirmation_failed"
+    assert (
+        "the confirmer is not async: it returned True instead of an awaitable; declare it "
+        in (error["message"])
+    )
+    assert executor.calls == []
+
+
 async def test_agents_exposed_as_tools_must_be_registered_before_the_first_run() -> None:
     import importlib
 
