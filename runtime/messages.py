@@ -8,6 +8,7 @@ them as long as it keeps the messages (``to_json`` / ``from_json`` round-trip ev
 from __future__ import annotations
 
 import copy
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -46,6 +47,8 @@ class ToolResultPart:
 
 
 Part = TextPart | ToolCallPart | ToolResultPart
+_PARTS = (TextPart, ToolCallPart, ToolResultPart)
+_ROLES = ("system", "user", "assistant", "tool")
 
 
 def _frozen(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -62,6 +65,16 @@ class Message:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.role not in _ROLES:
+            raise ValueError(f"message role {self.role!r} is not one of {', '.join(_ROLES)}")
+        if not isinstance(self.parts, tuple) or not all(
+            isinstance(part, _PARTS) for part in self.parts
+        ):
+            raise TypeError(
+                f"Message({self.role!r}, ...): parts must be a tuple of TextPart, ToolCallPart "
+                f"or ToolResultPart, not {reprlib.repr(self.parts)}; for text, pass "
+                "(TextPart(text),) or use Message.user(text)"
+            )
         object.__setattr__(self, "metadata", _frozen(self.metadata))
 
     @classmethod

@@ -301,3 +301,24 @@ def test_random_transcripts_survive_a_json_round_trip(transcript: list[Message])
     restored = [Message.from_json(data) for data in json.loads(text)]
     assert restored == transcript
     assert json.dumps([m.to_json() for m in restored]) == text
+
+
+@pytest.mark.parametrize(
+    ("role", "parts", "error", "message"),
+    [
+        (
+            "bogus",
+            (),
+            ValueError,
+            "message role 'bogus' is not one of system, user, assistant, tool",
+        ),
+        ("user", "hello", TypeError, r"Message\('user', ...\): parts must be a tuple of TextPart"),
+        ("user", ["hello"], TypeError, r"not \['hello'\]; for text, pass \(TextPart\(text\),\)"),
+        ("user", [TextPart("hi")], TypeError, "parts must be a tuple"),
+    ],
+)
+def test_a_message_of_the_wrong_shape_is_refused_when_it_is_built(
+    role: Any, parts: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        Message(role, parts)
