@@ -18,7 +18,12 @@ import re
 
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.contracts.codecs import decode_exact
-from agentgen.runtime.model_client import USAGE_METADATA_KEY, ModelRequest, ToolChoice
+from agentgen.runtime.model_client import (
+    USAGE_METADATA_KEY,
+    ModelError,
+    ModelRequest,
+    ToolChoice,
+)
 from agentgen.runtime.telemetry.spans import ChatCall
 
 __all__ = ["ModelPlanner"]
@@ -84,16 +89,23 @@ class ModelPlanner:
         with ChatCall(
             self.model, agent_id=run.agent_id, run_id=run.run_id, max_tokens=self.max_tokens
         ) as call:
-            response = await client.complete(
-                ModelRequest(
-                    model=self.model,
-                    messages=tuple(input.messages),
-                    tools=input.agent.advertised_tools(),
-                    tool_choice=ToolChoice("none" if finalize else "auto"),
-                    max_tokens=self.max_tokens,
-                    system=self._system(input),
+            try:
+                response = await client.complete(
+                    ModelRequest(
+                        model=self.model,
+                        messages=tuple(input.messages),
+                        tools=input.agent.advertised_tools(),
+                        tool_choice=ToolChoice("none" if finalize else "auto"),
+                        max_tokens=self.max_tokens,
+                        system=self._system(input),
+                    )
                 )
-            )
+            except ModelError as exc:  # the adapter knows the request, not whose it was
+                exc.add_note(
+                    f"planning agent {run.agent_id!r} (run {run.run_id}) with the model client "
+                    f"registered as {self.model_id!r}"
+                )
+                raise
             usage = response.usage
             call.finished(usage.input_tokens, usage.output_tokens, response.stop_reason)
         message = response.message.with_metadata(

@@ -97,6 +97,30 @@ async def test_deferred_tools_are_refused_and_never_sent_eagerly(converse: Conve
     assert converse.calls == []
 
 
+async def test_a_refusal_during_a_run_names_the_agent_and_model_registration(
+    converse: Converse,
+) -> None:
+    from agentgen.runtime import ModelPlanner, Runtime
+    from examples.records.gen.assistant.agents import assistant
+    from tests.runtime.agents import Records
+
+    rt = Runtime()
+    rt.register_model("converse", BedrockConverseModel(converse.client))
+    assistant.register_assistant_agent(
+        rt,
+        assistant.AssistantAgentConfig(
+            planner=ModelPlanner("converse", model=MODEL), records_executor=Records()
+        ),
+    )
+    with pytest.raises(ToolSearchUnsupportedError) as error:
+        await assistant.new_client(rt).run("Any records?", run_id="run-7")
+    assert error.value.__notes__ == [
+        "planning agent 'assistant.assistant' (run run-7) with the model client registered as "
+        "'converse'"
+    ]
+    assert converse.calls == []
+
+
 async def test_forcing_a_deferred_tool_sends_just_that_tool(converse: Converse) -> None:
     converse.reply(
         {"toolUse": {"toolUseId": "t1", "name": "weather_lookup", "input": {"city": "Oslo"}}}
