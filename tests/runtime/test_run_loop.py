@@ -384,55 +384,46 @@ async def test_a_failing_confirmer_fails_only_its_call() -> None:
     assert [name for name, _, _ in executor.calls] == ["lookup"]
 
 
-@pytest.mark.parametrize("reply", ["no", None, 1, Verdict("yes", by="ops")])  # type: ignore[arg-type]
-async def test_a_confirmer_answer_that_is_not_a_decision_runs_nothing(reply: object) -> None:
+async def confirmation_error(confirm: Any) -> str:
+    """The error message ``confirm`` gives a confirmed ``records.search`` call, which must not
+    have run."""
     from dataclasses import replace
 
     from agentgen.runtime.contracts.specs import ConfirmationSpec
 
+    specs = tuple(
+        replace(s, confirmation=ConfirmationSpec("Search?", "No."))
+        for s in records_definition().specs
+    )
+    rt = Runtime(confirm=confirm)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "x"})), answer()])
+    executor = register(rt, planner, records_definition(specs=specs))
+    outcome = await rt.client("test.agent").run("go")
+    error = error_of(outcome.transcript[2].parts[0])
+    assert error["kind"] == "confirmation_failed"
+    assert executor.calls == []
+    message: str = error["message"]
+    return message
+
+
+@pytest.mark.parametrize("reply", ["no", None, 1, Verdict("yes", by="ops")])  # type: ignore[arg-type]
+async def test_a_confirmer_answer_that_is_not_a_decision_runs_nothing(reply: object) -> None:
     async def confirm(request: object) -> object:
         return reply
 
-    specs = tuple(
-        replace(s, confirmation=ConfirmationSpec("Search?", "No."))
-        if s.id == "records.search"
-        else s
-        for s in records_definition().specs
-    )
-    rt = Runtime(confirm=confirm)  # type: ignore[arg-type]
-    planner = ScriptedPlanner([calls(("records.search", {"query": "x"})), answer()])
-    executor = register(rt, planner, records_definition(specs=specs))
-    outcome = await rt.client("test.agent").run("go")
-    error = error_of(outcome.transcript[2].parts[0])
-    assert error["kind"] == "confirmation_failed"
-    assert f"the confirmer answered {reply!r}" in error["message"]
-    assert "True, False or Verdict" in error["message"]
-    assert executor.calls == []
+    message = await confirmation_error(confirm)
+    assert f"the confirmer answered {reply!r}" in message
+    assert "True, False or Verdict" in message
 
 
 async def test_a_confirmer_that_is_not_async_fails_its_call_saying_so() -> None:
-    from dataclasses import replace
-
-    from agentgen.runtime.contracts.specs import ConfirmationSpec
-
     def confirm(request: object) -> bool:
         return True
 
-    specs = tuple(
-        replace(s, confirmation=ConfirmationSpec("Search?", "No."))
-        for s in records_definition().specs
+    message = await confirmation_error(confirm)
+    assert "the confirmer is not async: it returned True instead of an awaitable; declare it " in (
+        message
     )
-    rt = Runtime(confirm=confirm)  # type: ignore[arg-type]
-    planner = ScriptedPlanner([calls(("records.search", {"query": "x"})), answer()])
-    executor = register(rt, planner, records_definition(specs=specs))
-    outcome = await rt.client("test.agent").run("go")
-    error = error_of(outcome.transcript[2].parts[0])
-    assert error["kind"] == "confirmation_failed"
-    assert (
-        "the confirmer is not async: it returned True instead of an awaitable; declare it "
-        in (error["message"])
-    )
-    assert executor.calls == []
 
 
 async def test_agents_exposed_as_tools_must_be_registered_before_the_first_run() -> None:
