@@ -17,7 +17,8 @@ __all__ = ["trace"]
 
 
 @click.command("trace")
-@click.argument("transcript", type=click.File("r", encoding="utf-8"))
+# utf-8-sig: a byte order mark, which some editors and Windows tools write, is not text.
+@click.argument("transcript", type=click.File("r", encoding="utf-8-sig"))
 @click.option(
     "--color/--no-color",
     default=None,
@@ -33,9 +34,15 @@ def trace(transcript: TextIO, color: bool | None) -> None:
     from agentgen.runtime.trace import TraceError, print_trace
     from agentgen.runtime.transcript import loads
 
-    name = transcript.name
+    name = getattr(transcript, "name", "<stdin>")  # a wrapped stream may have none
+    text = transcript.read()
+    if not text.strip():
+        raise click.ClickException(
+            f"{name}: is empty; write a stored transcript with "
+            "agentgen.runtime.transcript.dumps(outcome.transcript)"
+        )
     try:
-        messages = loads(transcript.read())
+        messages = loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise click.ClickException(
             f"{name}: not a stored transcript ({exc}); write one with "

@@ -104,6 +104,8 @@ class Message:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Message:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a message must be a JSON object, not {type(data).__name__}")
         unknown = set(data) - {"role", "parts", "metadata"}
         if unknown:
             raise ValueError(f"message has unknown fields: {sorted(unknown)}")

@@ -26,10 +26,18 @@ def dumps(messages: Sequence[Message]) -> str:
 
 
 def loads(text: str) -> tuple[Message, ...]:
+    """The messages of a transcript stored with :func:`dumps`. A record that cannot be read is
+    named by its index (``message 3: ...``), the way the trace names its records."""
     data = json.loads(text)
     if not isinstance(data, list):
         raise ValueError("a stored transcript is a JSON list of messages")
-    return tuple(Message.from_json(item) for item in data)
+    messages: list[Message] = []
+    for index, item in enumerate(data):
+        try:
+            messages.append(Message.from_json(item))
+        except ValueError as exc:
+            raise ValueError(f"message {index}: {exc}") from None
+    return tuple(messages)
 
 
 def compact(messages: Sequence[Message], *, keep_last: int) -> tuple[Message, ...]:

@@ -26,6 +26,7 @@ from agentgen.runtime.model_client import USAGE_METADATA_KEY, ToolDefinition
 
 __all__ = [
     "TESTING_SEARCH_KEY",
+    "USAGE_SHOWN",
     "EventKind",
     "HasTranscript",
     "TraceError",
@@ -300,11 +301,18 @@ def _usage(message: Message, index: int) -> Usage | None:
     return Usage(str(value.get("model", "")), value["input_tokens"], value["output_tokens"])
 
 
+#: The usage line lists this many responses at most: a long run's line stays one line to read
+#: (the totals cover them all; ``TraceEvent.usage`` holds each).
+USAGE_SHOWN = 10
+
+
 def _total(usage: Sequence[Usage]) -> TraceEvent:
     tokens_in = sum(u.input_tokens for u in usage)
     tokens_out = sum(u.output_tokens for u in usage)
-    each = ", ".join(f"{u.input_tokens:,} + {u.output_tokens:,}" for u in usage)
-    count = f"{len(usage)} model response{'s' if len(usage) != 1 else ''}"
+    each = ", ".join(f"{u.input_tokens:,} + {u.output_tokens:,}" for u in usage[:USAGE_SHOWN])
+    if len(usage) > USAGE_SHOWN:
+        each += f", and {len(usage) - USAGE_SHOWN:,} more"
+    count = f"{len(usage):,} model response{'s' if len(usage) != 1 else ''}"
     return TraceEvent(
         "usage",
         f"{tokens_in:,} input + {tokens_out:,} output tokens, the sum of {count} ({each})",

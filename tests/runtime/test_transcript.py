@@ -53,6 +53,14 @@ def test_loads_is_strict() -> None:
         transcript.loads('[{"role": "robot", "parts": []}]')
 
 
+def test_loads_names_the_message_at_fault() -> None:
+    good = '{"role": "user", "parts": [{"kind": "text", "text": "hi"}]}'
+    with pytest.raises(ValueError, match=r"^message 1: a message must be a JSON object, not list"):
+        transcript.loads(f"[{good}, []]")
+    with pytest.raises(ValueError, match=r"^message 2: message role 'robot' is not one of"):
+        transcript.loads(f'[{good}, {good}, {{"role": "robot", "parts": []}}]')
+
+
 def test_compaction_keeps_system_messages_in_place() -> None:
     messages = [
         Message.user("a"),

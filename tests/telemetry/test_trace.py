@@ -23,6 +23,7 @@ from agentgen.runtime import (
     ToolDefinition,
 )
 from agentgen.runtime.adapters import OPENAI_METADATA_KEY
+from agentgen.runtime.model_client import USAGE_METADATA_KEY
 from agentgen.runtime.search.document import search_document
 from agentgen.runtime.testing import Call, ScriptedModel, Search
 from agentgen.runtime.trace import TraceError, events, loaded_tools, print_trace, render
@@ -215,6 +216,62 @@ def test_agentgen_trace_names_a_file_that_is_not_a_transcript(
     result = runner.invoke(main, ["trace", str(broken)])
     assert result.exit_code == 1
     assert f"{broken}: message 1 (assistant) metadata 'openai.tool_search'" in result.output
+
+
+def test_agentgen_trace_reads_a_transcript_saved_with_a_byte_order_mark(
+    tmp_path: Path, stored: dict[str, Path]
+) -> None:
+    """Editors and Windows tools (PowerShell's ``Out-File``, Notepad) write UTF-8 with a BOM."""
+    marked = tmp_path / "marked.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + stored["openai"].read_bytes())
+    runner = CliRunner()
+    result = runner.invoke(main, ["trace", str(marked)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == OPENAI
+    piped = runner.invoke(main, ["trace", "-"], input=marked.read_bytes())
+    assert piped.exit_code == 0, piped.output
+    assert piped.output.splitlines() == OPENAI
+
+
+def test_agentgen_trace_names_the_record_at_fault_without_a_traceback(
+    tmp_path: Path, stored: dict[str, Path]
+) -> None:
+    runner = CliRunner()
+    data = json.loads(stored["openai"].read_text())
+    cases = {
+        "number.json": (
+            json.dumps([*data[:2], 5]),
+            "message 2: a message must be a JSON object, not int",
+        ),
+        "torn.json": (
+            json.dumps([*data[:2], {"role": "tool", "parts": [{"kind": "tool_result"}]}]),
+            "message 2: tool_result part has missing ['call_id', 'content', 'tool_id']",
+        ),
+        "empty.json": (" \n", "is empty; write a stored transcript with"),
+    }
+    for name, (text, expected) in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        result = runner.invoke(main, ["trace", str(path)])
+        assert result.exit_code == 1, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        assert f"Error: {path}: " in result.output
+        assert expected in result.output
+
+
+def test_a_long_runs_usage_line_lists_the_first_responses_and_counts_the_rest() -> None:
+    messages = [Message.user("go")]
+    for turn in range(25):
+        reply = Message("assistant", (TextPart(f"turn {turn}"),))
+        usage = {"model": "m", "input_tokens": 1000 + turn, "output_tokens": 2}
+        messages.append(reply.with_metadata(USAGE_METADATA_KEY, usage))
+    (summary,) = [e for e in events(messages) if e.kind == "usage"]
+    assert len(summary.usage) == 25
+    assert summary.text == (
+        "25,300 input + 50 output tokens, the sum of 25 model responses (1,000 + 2, 1,001 + 2, "
+        "1,002 + 2, 1,003 + 2, 1,004 + 2, 1,005 + 2, 1,006 + 2, 1,007 + 2, 1,008 + 2, "
+        "1,009 + 2, and 15 more)"
+    )
 
 
 def test_rendering_without_rich_says_what_to_install() -> None:
