@@ -38,6 +38,17 @@ class Telemetry:
     enabled: bool = True
     capture_payloads: bool = False
 
+    def __post_init__(self) -> None:
+        # A value read from configuration ("false", "0") is truthy: taken as given, it would
+        # record personal data the application meant to keep out of its traces.
+        for name in ("enabled", "capture_payloads"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise TypeError(
+                    f"Telemetry.{name} must be True or False, not {value!r}; convert a "
+                    "configuration value yourself (for example value.lower() in ('1', 'true'))"
+                )
+
 
 @dataclass(frozen=True, slots=True)
 class _Scope:

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from agentgen.runtime import Message, Runtime, TextPart
+from agentgen.runtime import Message, Runtime, Telemetry, TextPart
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.trace import TESTING_SEARCH_KEY
 from tests.otel import delta, recorder
@@ -41,3 +41,14 @@ async def test_unreadable_search_records_are_not_counted_and_the_run_answers(
         "tools loaded not counted: message 1 (assistant): 'agentgen.testing.search' must be a "
         "list of searches",
     )
+
+
+@pytest.mark.parametrize("value", ["false", "0", "", 1, None])
+def test_a_payload_opt_in_that_is_not_a_boolean_is_refused(value: object) -> None:
+    """A string read from configuration is truthy: taken as given, ``"false"`` would record
+    tool arguments and results."""
+    with pytest.raises(TypeError, match=r"Telemetry.capture_payloads must be True or False, not"):
+        Telemetry(capture_payloads=value)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Telemetry.enabled must be True or False"):
+        Telemetry(enabled=value)  # type: ignore[arg-type]
+    assert Telemetry(capture_payloads=False, enabled=True) == Telemetry()
