@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ from agentgen.runtime.messages import Message, TextPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse
 from agentgen.runtime.registry.client import ResolvedToolset
 from agentgen.runtime.runs.confirmation import ConfirmationRequest
-from agentgen.runtime.runs.requests import RunRequest, ToolCallIdError
+from agentgen.runtime.runs.requests import RunError, RunRequest, ToolCallIdError
 from agentgen.runtime.testing import Answer, ScriptedModel
 from tests.engines.conftest import Harness
 from tests.engines.test_scenarios import confirmed_records
@@ -253,6 +254,46 @@ async def test_a_cancelled_run_raises_run_cancelled(durable: Harness) -> None:
         with pytest.raises(RunCancelledError, match="run 'cancelled' was cancelled"):
             await running
     assert executor.calls == []
+
+
+async def test_a_run_id_in_use_is_named_with_what_to_do(durable: Harness) -> None:
+    async def confirm(request: ConfirmationRequest) -> bool:
+        raise AssertionError("the run is cancelled while it waits")
+
+    rt = durable.runtime(confirm=confirm)
+    register(rt, ScriptedPlanner([calls(("records.search", {"query": "x"}))]), confirmed_records())
+    engine = durable.engine(rt)
+    async with durable.serving(rt):
+        request = RunRequest("test.agent", [Message.user("go")], run_id="in-use")
+        assert await engine.start(rt, request) == "in-use"
+        await _pending(engine, "in-use")  # running: it waits for its confirmation
+        with pytest.raises(RunError, match=r"^run 'in-use' is already running on Temporal") as e:
+            await rt.client("test.agent").run("again", run_id="in-use")
+        assert "engine.result(runtime, 'in-use'), or give the new run another run_id" in str(
+            e.value
+        )
+        await engine.cancel("in-use")
+        with pytest.raises(RunCancelledError):
+            await engine.result(rt, "in-use", decide=False)
+
+
+async def test_a_server_that_cannot_be_reached_is_named_with_what_to_do() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for address in (f"127.0.0.1:{port}", "not an address"):
+        rt = Runtime(engine=TemporalEngine(address=address, task_queue="q"))
+        register(rt, ScriptedPlanner([answer("never")]))
+        with pytest.raises(RuntimeError) as failed:
+            await rt.client("test.agent").run("go")
+        message = str(failed.value)
+        assert message.startswith(
+            f"TemporalEngine cannot connect to Temporal at {address!r} (namespace 'default'): "
+        )
+        assert message.endswith(
+            "start the server (locally: temporal server start-dev) or give "
+            "TemporalEngine(address='host:port') the one to use"
+        )
 
 
 async def test_child_runs_wait_for_their_own_confirmations(durable: Harness) -> None:

@@ -3,7 +3,9 @@ settings, and where the local servers are."""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -14,6 +16,7 @@ from agentgen.runtime.agents.definition import RunPolicy, TagClause
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.engines.temporal import (
     ServerNotInstalledError,
+    TemporalEngine,
     TemporalSettings,
     dev_server_path,
     time_skipping_server_path,
@@ -21,6 +24,7 @@ from agentgen.runtime.engines.temporal import (
 from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, decode, encode
 from agentgen.runtime.engines.temporal.errors import retryable, run_failure
 from agentgen.runtime.engines.temporal.servers import _binary
+from agentgen.runtime.engines.temporal.settings import LONGEST_DURATION
 from agentgen.runtime.engines.temporal.wire import CallTask, RunInput, WorkflowState
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
@@ -169,11 +173,34 @@ def test_failed_runs_raise_the_runtimes_own_errors() -> None:
         ("retry_backoff", 0.5),
         ("retry_maximum_attempts", 0),
         ("continue_as_new_after_events", 0),
+        # Values Temporal cannot take: the workflow task failed and was retried for ever, and
+        # the run hung without a word.
+        ("planning_timeout", math.inf),
+        ("tool_timeout", 1e20),
+        ("step_timeout", math.nan),
+        ("retry_backoff", math.nan),
+        ("retry_backoff", math.inf),
+        ("retry_maximum_interval", 0.5),  # below retry_initial_interval (1 s)
+        ("retry_maximum_attempts", 2.5),
+        ("continue_as_new_after_events", math.nan),  # was never reached: no continue-as-new
+        ("max_payload_bytes", True),
     ],
 )
 def test_settings_refuse_values_that_cannot_work(field: str, value: float) -> None:
-    with pytest.raises(ValueError, match=f"TemporalSettings.{field}"):
+    with pytest.raises(ValueError, match=f"TemporalSettings.{field}.*{re.escape(repr(value))}"):
         TemporalSettings(**{field: value})
+
+
+def test_settings_take_temporals_whole_range() -> None:
+    longest = TemporalSettings(tool_timeout=LONGEST_DURATION, retry_maximum_attempts=10**6)
+    assert longest.tool_timeout == LONGEST_DURATION
+    assert TemporalSettings(retry_initial_interval=5, retry_maximum_interval=5).retry_backoff == 2
+
+
+@pytest.mark.parametrize("value", [0, -1, math.nan, math.inf])
+def test_the_engine_refuses_a_poll_interval_that_cannot_work(value: float) -> None:
+    with pytest.raises(ValueError, match=r"TemporalEngine.poll_interval must be positive"):
+        TemporalEngine(poll_interval=value)
 
 
 def test_the_servers_come_from_their_wheels() -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import uuid
 from dataclasses import replace
 from datetime import timedelta
@@ -38,7 +39,12 @@ from temporalio.contrib.opentelemetry import (
     OpenTelemetryPlugin,
     TracingInterceptor,
 )
-from temporalio.exceptions import ApplicationError, CancelledError, TemporalError
+from temporalio.exceptions import (
+    ApplicationError,
+    CancelledError,
+    TemporalError,
+    WorkflowAlreadyStartedError,
+)
 
 from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, data_converter
 from agentgen.runtime.engines.temporal.errors import RunCancelledError, run_failure
@@ -49,7 +55,7 @@ from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.execution import decide
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.loop import outcome
-from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest
 from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
 from agentgen.runtime.telemetry.config import activated
 from agentgen.runtime.telemetry.spans import Confirmation, Run
@@ -115,8 +121,10 @@ class TemporalEngine:
     ) -> None:
         if not task_queue:
             raise ValueError("TemporalEngine needs a task queue")
-        if poll_interval <= 0:
-            raise ValueError("TemporalEngine.poll_interval must be positive")
+        if not 0 < poll_interval < math.inf:  # NaN too
+            raise ValueError(
+                f"TemporalEngine.poll_interval must be positive seconds, not {poll_interval!r}"
+            )
         self.task_queue = task_queue
         self.address = address
         self.namespace = client.namespace if client is not None else namespace
@@ -133,13 +141,23 @@ class TemporalEngine:
                 self._connecting = asyncio.Lock()
             async with self._connecting:
                 if self._client is None:
-                    self._client = await Client.connect(
-                        self.address,
-                        namespace=self.namespace,
-                        data_converter=data_converter(),
-                        interceptors=[TracingInterceptor()],
-                    )
+                    self._client = await self._connect()
         return self._client
+
+    async def _connect(self) -> Client:
+        try:
+            return await Client.connect(
+                self.address,
+                namespace=self.namespace,
+                data_converter=data_converter(),
+                interceptors=[TracingInterceptor()],
+            )
+        except (RuntimeError, ValueError) as exc:  # the SDK's connection and address errors
+            raise RuntimeError(
+                f"TemporalEngine cannot connect to Temporal at {self.address!r} (namespace "
+                f"{self.namespace!r}): {exc}; start the server (locally: temporal server "
+                "start-dev) or give TemporalEngine(address='host:port') the one to use"
+            ) from None
 
     async def _polling_client(self) -> Client:
         if self._quiet is None:
@@ -184,17 +202,24 @@ class TemporalEngine:
         host.agent(request.agent_id)
         run_id = request.run_id or uuid.uuid4().hex
         client = await self.client()
-        return await client.start_workflow(
-            WORKFLOW_NAME,
-            RunInput(
-                request=replace(request, run_id=run_id),
-                settings=self.settings,
-                confirmable=host.confirmer is not None,
-            ),
-            id=run_id,
-            task_queue=self.task_queue,
-            result_type=WorkflowResult,
-        )
+        try:
+            return await client.start_workflow(
+                WORKFLOW_NAME,
+                RunInput(
+                    request=replace(request, run_id=run_id),
+                    settings=self.settings,
+                    confirmable=host.confirmer is not None,
+                ),
+                id=run_id,
+                task_queue=self.task_queue,
+                result_type=WorkflowResult,
+            )
+        except WorkflowAlreadyStartedError:
+            raise RunError(
+                f"run {run_id!r} is already running on Temporal (namespace "
+                f"{client.namespace!r}): wait for it with engine.result(runtime, {run_id!r}), "
+                "or give the new run another run_id"
+            ) from None
 
     async def result(self, host: RunHost, run_id: str, *, decide: bool = True) -> RunOutcome:
         """Wait for a run's outcome; raises the run's error if it failed. Meanwhile, with

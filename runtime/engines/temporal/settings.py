@@ -6,9 +6,10 @@ the settings their run started with, whatever the worker that picks them up was 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-__all__ = ["TemporalSettings"]
+__all__ = ["LONGEST_DURATION", "TemporalSettings"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class TemporalSettings:
     max_payload_bytes: int = 2 * 1024 * 1024
 
     def __post_init__(self) -> None:
+        # Checked here, where the application builds them: a value Temporal cannot take fails
+        # the workflow's task, which Temporal retries for ever (the run hangs, unexplained).
         for name in (
             "planning_timeout",
             "tool_timeout",
@@ -53,13 +56,33 @@ class TemporalSettings:
             "retry_initial_interval",
             "retry_maximum_interval",
         ):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"TemporalSettings.{name} must be positive")
-        if self.retry_backoff < 1:
-            raise ValueError("TemporalSettings.retry_backoff must be at least 1")
-        if self.retry_maximum_attempts < 1:
-            raise ValueError("TemporalSettings.retry_maximum_attempts must be at least 1")
-        if self.continue_as_new_after_events < 1:
-            raise ValueError("TemporalSettings.continue_as_new_after_events must be at least 1")
-        if self.max_payload_bytes < 1:
-            raise ValueError("TemporalSettings.max_payload_bytes must be at least 1")
+            value = getattr(self, name)
+            if not (_number(value) and 0 < value <= LONGEST_DURATION):
+                raise ValueError(
+                    f"TemporalSettings.{name} must be positive seconds, at most "
+                    f"{LONGEST_DURATION:,} (Temporal's longest duration), not {value!r}"
+                )
+        if not (_number(self.retry_backoff) and 1 <= self.retry_backoff < math.inf):
+            raise ValueError(
+                f"TemporalSettings.retry_backoff must be at least 1, not {self.retry_backoff!r}"
+            )
+        if self.retry_maximum_interval < self.retry_initial_interval:
+            raise ValueError(
+                f"TemporalSettings.retry_maximum_interval ({self.retry_maximum_interval!r}) must "
+                f"be at least retry_initial_interval ({self.retry_initial_interval!r})"
+            )
+        for name in ("retry_maximum_attempts", "continue_as_new_after_events", "max_payload_bytes"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                raise ValueError(
+                    f"TemporalSettings.{name} must be a whole number at least 1, not {value!r}"
+                )
+
+
+#: Temporal's longest duration (a protobuf ``Duration``: 10,000 years), in seconds.
+LONGEST_DURATION = 315_576_000_000
+
+
+def _number(value: object) -> bool:
+    """A real number of seconds (NaN, which compares false with everything, is not one)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
