@@ -176,7 +176,11 @@ class _Commands(click.Group):
             # The reader went away (`agentgen ... | head`): not a bug, nothing more to say.
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream
             sys.exit(EXIT_INVALID)
-        except Exception:
+        except Exception as exc:
+            from agentgen.runtime.telemetry.config import TelemetrySetupError
+
+            if isinstance(exc, TelemetrySetupError):  # the environment's, not a bug
+                raise click.ClickException(str(exc)) from None
             bug()
 
 

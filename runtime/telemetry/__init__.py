@@ -8,6 +8,12 @@ OpenTelemetry SDK, or not. See docs/observability.md for every span, attribute a
 
 from __future__ import annotations
 
-from agentgen.runtime.telemetry.config import Telemetry, activated, active, first_attempt
+from agentgen.runtime.telemetry.config import (
+    Telemetry,
+    TelemetrySetupError,
+    activated,
+    active,
+    first_attempt,
+)
 
-__all__ = ["Telemetry", "activated", "active", "first_attempt"]
+__all__ = ["Telemetry", "TelemetrySetupError", "activated", "active", "first_attempt"]

@@ -21,7 +21,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["Telemetry", "activated", "active", "first_attempt"]
+__all__ = ["Telemetry", "TelemetrySetupError", "activated", "active", "first_attempt"]
+
+
+class TelemetrySetupError(RuntimeError):
+    """The OpenTelemetry providers the environment names cannot be loaded (the variable and
+    its value are named, with what to do)."""
 
 
 @dataclass(frozen=True, slots=True)

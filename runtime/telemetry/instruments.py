@@ -7,11 +7,21 @@ providers the application sets later and cost next to nothing until then.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from importlib import metadata
+from typing import TypeVar
 
 from opentelemetry import metrics, trace
+from opentelemetry.environment_variables import (
+    OTEL_PYTHON_METER_PROVIDER,
+    OTEL_PYTHON_TRACER_PROVIDER,
+)
 
 from agentgen.runtime.telemetry import names
+from agentgen.runtime.telemetry.config import TelemetrySetupError
+
+_T = TypeVar("_T")
 
 __all__ = [
     "CATALOG_BUILD",
@@ -37,9 +47,33 @@ def _version() -> str | None:
         return None
 
 
+def _from_api(get: Callable[[], _T], variable: str, kind: str) -> _T:
+    """``get()``; a provider the environment names that cannot be loaded is named with what
+    to do. The API resolves it on the first call (here, at import) and raises whatever loading
+    raised: a bare ``StopIteration`` for a name no installed package provides (checked first,
+    so that the API does not log its own traceback for it)."""
+    name = os.environ.get(variable)
+    group = f"opentelemetry_{kind}_provider"
+    problem = None
+    if name is not None and not metadata.entry_points(group=group, name=name):
+        problem = "no installed package provides it"
+    else:
+        try:
+            return get()
+        except Exception as exc:
+            problem = f"loading it raised {type(exc).__name__}: {exc}"
+    raise TelemetrySetupError(
+        f"{variable}={name!r} names no OpenTelemetry {kind} provider that can be loaded "
+        f"here ({problem}; providers are '{group}' entry points): install the package that "
+        f"provides it (opentelemetry-sdk provides 'sdk_{kind}_provider'), or unset {variable}"
+    )
+
+
 _VERSION = _version()
-TRACER = trace.get_tracer(SCOPE, _VERSION)
-METER = metrics.get_meter(SCOPE, _VERSION or "")
+TRACER = _from_api(lambda: trace.get_tracer(SCOPE, _VERSION), OTEL_PYTHON_TRACER_PROVIDER, "tracer")
+METER = _from_api(
+    lambda: metrics.get_meter(SCOPE, _VERSION or ""), OTEL_PYTHON_METER_PROVIDER, "meter"
+)
 
 # Bucket boundaries the GenAI conventions recommend for token counts and durations.
 _TOKEN_BUCKETS = [4.0**n for n in range(14)]

@@ -3,6 +3,7 @@ an SDK installed later, at any point of the process's life, gets everything from
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,39 @@ def test_the_library_prints_nothing_until_the_application_configures_logging() -
     assert done.stdout == ""
     (line,) = done.stderr.splitlines()  # only the run after logging was configured
     assert line.startswith("agentgen.run WARNING run r2: agent assistant.assistant failed: ")
+
+
+def test_a_provider_the_environment_names_that_nobody_provides_is_named() -> None:
+    """The API raised a bare ``StopIteration`` when agentgen's runtime was imported (and
+    ``agentgen worker`` called that a bug in agentgen, with the traceback)."""
+    for variable, kind in (
+        ("OTEL_PYTHON_TRACER_PROVIDER", "tracer"),
+        ("OTEL_PYTHON_METER_PROVIDER", "meter"),
+    ):
+        env = {**os.environ, variable: "no_such_provider"}
+        done = subprocess.run(
+            [sys.executable, "-c", "import agentgen.runtime.telemetry.spans"],
+            check=False, capture_output=True, text=True, cwd=ROOT, env=env,
+        )  # fmt: skip
+        assert done.returncode == 1
+        assert done.stderr.splitlines()[-1] == (
+            "agentgen.runtime.telemetry.config.TelemetrySetupError: "
+            f"{variable}='no_such_provider' names no OpenTelemetry {kind} provider that can be "
+            f"loaded here (no installed package provides it; providers are "
+            f"'opentelemetry_{kind}_provider' entry points): install the package that provides "
+            f"it (opentelemetry-sdk provides 'sdk_{kind}_provider'), or unset {variable}"
+        )
+        worker = Path(sys.executable).with_name("agentgen")
+        done = subprocess.run(
+            [str(worker), "worker", "--task-queue", "q", "--app", "x:y"],
+            check=False, capture_output=True, text=True, cwd=ROOT, env=env,
+        )  # fmt: skip
+        assert done.returncode == 1
+        assert "Traceback" not in done.stderr
+        assert done.stderr.startswith(f"Error: {variable}='no_such_provider' names no")
+    env = {**os.environ, "OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"}
+    code = "from agentgen.runtime.telemetry import instruments as i; print(type(i.TRACER))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True
+    )
+    assert done.stdout.strip() == "<class 'opentelemetry.sdk.trace.Tracer'>"
