@@ -9,6 +9,7 @@ call, a child run). Files of earlier releases are never rewritten.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,27 @@ async def test_a_history_that_took_another_path_does_not_replay() -> None:
     assert switched != text
     with pytest.raises(NondeterminismError, match="agentgen.execute"):
         await replay([switched])
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_what_is_not_a_whole_agentgen_history_is_named_before_replaying() -> None:
+    text = (Path(__file__).parent / "histories" / "0.1.0-run.json").read_text()
+    headless = json.loads(text)
+    headless["events"] = headless["events"][3:]  # the SDK's replayer hangs on this, for good
+    export = "export it again (temporal workflow show --workflow-id ID --output json)"
+    cases = [
+        ("", r"history 1: not a Temporal workflow history in JSON \(Expecting value"),
+        ('{"runs": []}', r"history 1: not a Temporal workflow history in JSON \(History does"),
+        ('{"events": []}', r"history 1: does not begin with the workflow's start"),
+        (json.dumps(headless), r"history 1: does not begin with the workflow's start"),
+        (
+            text.replace('"agentgen.run"', '"billing.invoice"', 1),
+            r"history 1: a run of workflow 'billing.invoice', not of agentgen's 'agentgen.run'",
+        ),
+    ]
+    for given, message in cases:
+        with pytest.raises(ValueError, match=message) as refused:
+            await replay([text, given])  # all are checked before any is replayed
+        assert "workflow's start" not in message or str(refused.value).endswith(export)
+    with pytest.raises(TypeError, match=r"replay takes a list of histories"):
+        await replay(text)  # type: ignore[arg-type]

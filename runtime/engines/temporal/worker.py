@@ -17,6 +17,8 @@ import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from google.protobuf.json_format import ParseError
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
@@ -31,7 +33,7 @@ from agentgen.runtime.engines.temporal.client import (
 )
 from agentgen.runtime.engines.temporal.converter import data_converter
 from agentgen.runtime.engines.temporal.payload_limits import DEFAULT_MAX_PAYLOAD_BYTES
-from agentgen.runtime.engines.temporal.workflow import AgentRunWorkflow
+from agentgen.runtime.engines.temporal.workflow import WORKFLOW_NAME, AgentRunWorkflow
 from agentgen.runtime.runs.host import RunHost
 
 __all__ = [
@@ -95,18 +97,43 @@ async def replay(histories: Sequence[WorkflowHistory | str]) -> None:
     Temporal CLI's and UI's) against this release's workflow code: raises if the code would
     take another path than a history took (a change that needs ``workflow.patched``, see
     docs/engines.md)."""
+    if isinstance(histories, str):  # would be replayed character by character
+        raise TypeError("replay takes a list of histories: replay([history_json])")
+    checked = [_history(index, given) for index, given in enumerate(histories)]
     replayer = Replayer(
         workflows=[AgentRunWorkflow],
         data_converter=data_converter(),
         workflow_runner=sandbox_runner(),
     )
-    for index, given in enumerate(histories):
-        history = (
-            WorkflowHistory.from_json(f"history-{index}", given)
-            if isinstance(given, str)
-            else given
-        )
+    for history in checked:
         await replayer.replay_workflow(history)
+
+
+def _history(index: int, given: WorkflowHistory | str) -> WorkflowHistory:
+    """A whole history of an agentgen run, checked before replaying: the SDK's replayer
+    hangs on a history whose first event is not the workflow's start."""
+    export = "export it again (temporal workflow show --workflow-id ID --output json)"
+    history = given
+    if isinstance(given, str):
+        try:
+            history = WorkflowHistory.from_json(f"history-{index}", given)
+        except (ValueError, ParseError) as exc:  # JSONDecodeError is a ValueError
+            raise ValueError(
+                f"history {index}: not a Temporal workflow history in JSON ({exc}); {export}"
+            ) from None
+    assert isinstance(history, WorkflowHistory)
+    events = list(history.events)
+    if not events or events[0].event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+        raise ValueError(
+            f"history {index}: does not begin with the workflow's start (a whole history is "
+            f"needed); {export}"
+        )
+    name = events[0].workflow_execution_started_event_attributes.workflow_type.name
+    if name != WORKFLOW_NAME:
+        raise ValueError(
+            f"history {index}: a run of workflow {name!r}, not of agentgen's {WORKFLOW_NAME!r}"
+        )
+    return history
 
 
 def load_app(reference: str) -> Callable[[], Any]:
