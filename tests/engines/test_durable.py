@@ -277,6 +277,17 @@ async def test_a_run_id_in_use_is_named_with_what_to_do(durable: Harness) -> Non
             await engine.result(rt, "in-use", decide=False)
 
 
+async def test_a_run_id_the_server_does_not_know_is_named(durable: Harness) -> None:
+    rt = durable.runtime()
+    register(rt, ScriptedPlanner([answer("never")]))
+    engine = durable.engine(rt)
+    message = r"^no run 'no-such-run' on Temporal \(namespace 'default'\): check the run ID"
+    with pytest.raises(LookupError, match=message):
+        await engine.result(rt, "no-such-run")
+    with pytest.raises(LookupError, match=message):
+        await engine.cancel("no-such-run")
+
+
 async def test_a_server_that_cannot_be_reached_is_named_with_what_to_do() -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))

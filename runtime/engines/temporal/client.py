@@ -45,6 +45,7 @@ from temporalio.exceptions import (
     TemporalError,
     WorkflowAlreadyStartedError,
 )
+from temporalio.service import RPCError, RPCStatusCode
 
 from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, data_converter
 from agentgen.runtime.engines.temporal.errors import RunCancelledError, run_failure
@@ -240,6 +241,8 @@ class TemporalEngine:
             result = await handle.result()
         except WorkflowFailureError as exc:
             raise _failed(exc, run_id) from None
+        except RPCError as exc:
+            raise _unknown(exc, run_id, await self.client()) from None
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -275,7 +278,10 @@ class TemporalEngine:
     async def cancel(self, run_id: str) -> None:
         """Cancel a run (its child runs with it); waiting for it raises RunCancelledError."""
         client = await self.client()
-        await client.get_workflow_handle(run_id).cancel()
+        try:
+            await client.get_workflow_handle(run_id).cancel()
+        except RPCError as exc:
+            raise _unknown(exc, run_id, client) from None
 
     # ------------------------------------------------------------------ confirmations
 
@@ -337,6 +343,16 @@ class TemporalEngine:
         finally:
             for task in deciding:
                 task.cancel()
+
+
+def _unknown(exc: RPCError, run_id: str, client: Client) -> Exception:
+    """A run ID the server does not know, named (the server says "workflow not found")."""
+    if exc.status != RPCStatusCode.NOT_FOUND:
+        return exc
+    return LookupError(
+        f"no run {run_id!r} on Temporal (namespace {client.namespace!r}): check the run ID "
+        "(the one engine.start returned) and that the engine uses the run's namespace"
+    )
 
 
 def _failed(exc: WorkflowFailureError, run_id: str) -> Exception:
