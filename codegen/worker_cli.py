@@ -45,7 +45,11 @@ def _task_queue(ctx: click.Context, param: click.Parameter, value: str) -> str:
     help="The Temporal server (host:port); default: the runtime's TemporalEngine's, else "
     "127.0.0.1:7233.",
 )
-@click.option("--namespace", default=None, help="The Temporal namespace (default: default).")
+@click.option(
+    "--namespace",
+    default=None,
+    help="The Temporal namespace; default: the runtime's TemporalEngine's, else default.",
+)
 @click.option(
     "--sticky-timeout",
     type=click.FloatRange(min=0, min_open=True),

@@ -5,12 +5,16 @@ traceback."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
+
+from agentgen.runtime.app import Runtime
+from agentgen.runtime.engines.temporal import TemporalEngine
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -36,3 +40,52 @@ async def test_an_unknown_namespace_is_named(temporal: WorkflowEnvironment) -> N
     assert (
         f"Error: Temporal namespace 'no-such-namespace' does not exist on {address}: create it"
     ) in done.stderr
+
+
+def engine_runtime() -> Runtime:
+    """An application whose engine names the server and namespace given in the environment."""
+    return Runtime(
+        engine=TemporalEngine(
+            address=os.environ["AGENTGEN_TEST_ENGINE_ADDRESS"],
+            namespace=os.environ["AGENTGEN_TEST_ENGINE_NAMESPACE"],
+        )
+    )
+
+
+async def run_worker(engine: tuple[str, str], *options: str) -> subprocess.CompletedProcess[str]:
+    address, namespace = engine
+    environment = {
+        **os.environ,
+        "AGENTGEN_TEST_ENGINE_ADDRESS": address,
+        "AGENTGEN_TEST_ENGINE_NAMESPACE": namespace,
+    }
+    return await asyncio.to_thread(
+        subprocess.run,
+        [str(AGENTGEN), "worker", "--task-queue", "q", "--app",
+         "tests.engines.test_worker_command:engine_runtime", *options],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+
+
+async def test_an_address_alone_keeps_the_engines_namespace(
+    temporal: WorkflowEnvironment,
+) -> None:
+    # The engine's own server is unreachable: only --address says where to poll, and the
+    # engine's namespace (which does not exist there) is the one asked for, not "default".
+    address = temporal.client.service_client.config.target_host
+    done = await run_worker(("127.0.0.1:1", "engine-namespace"), "--address", address)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert f"namespace 'engine-namespace' does not exist on {address}" in done.stderr
+
+
+async def test_a_namespace_alone_keeps_the_engines_server(temporal: WorkflowEnvironment) -> None:
+    address = temporal.client.service_client.config.target_host
+    done = await run_worker((address, "default"), "--namespace", "other-namespace")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert f"namespace 'other-namespace' does not exist on {address}" in done.stderr

@@ -179,18 +179,25 @@ async def serve(
 ) -> None:
     """Run a worker for the application ``reference`` names until SIGINT or SIGTERM.
 
-    The server is ``address``/``namespace`` when given, else the runtime's own
-    ``TemporalEngine``'s, else the local default. ``ready`` is told when the worker polls;
-    ``options`` go to ``temporalio.worker.Worker``.
+    The server is ``address`` and the namespace ``namespace`` when given, each else the
+    runtime's own ``TemporalEngine``'s (giving one keeps the engine's other: a worker given only
+    an address must not poll another namespace than the runs are started in), else the local
+    default. ``ready`` is told when the worker polls; ``options`` go to
+    ``temporalio.worker.Worker``.
     """
     host = await runtime_of(reference)
     engine = getattr(host, "engine", None)
-    if address is None and namespace is None and isinstance(engine, TemporalEngine):
+    if address is None and isinstance(engine, TemporalEngine):
         client = await engine.client()
+        if namespace is not None and namespace != client.namespace:
+            config = client.config()
+            config["namespace"] = namespace
+            client = Client(**config)
     else:
+        engine_namespace = engine.namespace if isinstance(engine, TemporalEngine) else "default"
         client = await Client.connect(
             address or DEFAULT_ADDRESS,
-            namespace=namespace or "default",
+            namespace=namespace or engine_namespace,
             data_converter=data_converter(),
         )
     await _require_namespace(client)
