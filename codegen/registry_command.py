@@ -34,17 +34,7 @@ def registry() -> None:
     """Run a tool registry: providers publish toolsets to it, consumers resolve and call them."""
 
 
-@registry.command(
-    epilog=(
-        "\b\nexamples:\n"
-        "  agentgen registry serve\n"
-        "      SQLite file agentgen-registry.db, http://127.0.0.1:9090, no tokens (loopback only)\n"
-        "  agentgen registry serve --store redis://127.0.0.1:6379/0 --port 9091\n"
-        "      state in Redis: every registry process using it is one registry\n"
-        "  agentgen registry serve --host 0.0.0.0 --tokens tokens.json\n"
-        "      reachable from other machines: bearer tokens required (see docs/registry.md)"
-    )
-)
+@registry.command(short_help="Serve the registry's HTTP API until stopped.")
 @click.option(
     "--store",
     default="sqlite:agentgen-registry.db",
@@ -53,7 +43,13 @@ def registry() -> None:
     "redis://HOST:PORT/DB (shared by several registry processes).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=9090, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=9090,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: a free port, printed when the registry starts).",
+)
 @click.option(
     "--tokens",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
@@ -93,6 +89,7 @@ def registry() -> None:
     default="warning",
     show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    help="The HTTP server's (uvicorn's) log level.",
 )
 def serve(
     store: str,
@@ -107,7 +104,14 @@ def serve(
     redelivery: str,
     log_level: str,
 ) -> None:
-    """Serve the registry's HTTP API (OpenAPI document at /openapi.json) until stopped."""
+    """Serve the registry's HTTP API (OpenAPI document at /openapi.json) until stopped.
+
+    \b
+    Examples:
+      agentgen registry serve   # SQLite file agentgen-registry.db, 127.0.0.1:9090, loopback only
+      agentgen registry serve --store redis://127.0.0.1:6379/0 --port 9091  # state in Redis
+      agentgen registry serve --host 0.0.0.0 --tokens tokens.json  # see docs/registry.md
+    """
     # `agentgen` pauses the garbage collector for its short commands; a server runs for long.
     gc.enable()
     import asyncio
