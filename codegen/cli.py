@@ -222,6 +222,7 @@ def _output_folder(ctx: click.Context, param: click.Parameter, value: str | None
 @click.option(
     "-o",
     "--output",
+    metavar="OUTPUT",
     type=click.Path(file_okay=False),
     callback=_output_folder,
     default=None,
@@ -231,8 +232,8 @@ def _output_folder(ctx: click.Context, param: click.Parameter, value: str | None
 @click.option(
     "--check",
     is_flag=True,
-    help="Write nothing; exit 1 if OUTPUT is not current, listing missing, stale and extra "
-    "files and conflicts (files at generated paths that agentgen did not generate).",
+    help="Write nothing; exit 1 if OUTPUT is not current, listing missing, stale, edited and "
+    "extra files and conflicts (files at generated paths that agentgen did not generate).",
 )
 @click.option(
     "--force",

@@ -266,8 +266,8 @@ def test_gen_help_describes_conflicts() -> None:
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
     assert (
-        "--check Write nothing; exit 1 if OUTPUT is not current, listing missing, stale and "
-        "extra files and conflicts (files at generated paths that agentgen did not generate)."
+        "--check Write nothing; exit 1 if OUTPUT is not current, listing missing, stale, edited "
+        "and extra files and conflicts (files at generated paths that agentgen did not generate)."
     ) in text
     assert (
         "A file at a generated path that agentgen did not generate (no generated header) is a "
