@@ -267,6 +267,9 @@ if TYPE_CHECKING:
         connect_registry as connect_registry,
     )
     from agentgen.runtime.registry.provider import (
+        ProviderSetupError as ProviderSetupError,
+    )
+    from agentgen.runtime.registry.provider import (
         ServeOptions as ServeOptions,
     )
     from agentgen.runtime.registry.provider import (
@@ -274,6 +277,9 @@ if TYPE_CHECKING:
     )
     from agentgen.runtime.registry.provider import (
         ToolOverloadedError as ToolOverloadedError,
+    )
+    from agentgen.runtime.registry.provider import (
+        checked_implementation as checked_implementation,
     )
     from agentgen.runtime.registry.provider import (
         serve_toolset as serve_toolset,
@@ -395,6 +401,7 @@ __all__ = [
     "Planner",
     "PlannerContext",
     "ProviderNameError",
+    "ProviderSetupError",
     "RegistrationClosedError",
     "RegistrationError",
     "RegistryBinding",
@@ -451,6 +458,7 @@ __all__ = [
     "VersionMismatchError",
     "adapters",
     "checked_executor",
+    "checked_implementation",
     "connect_registry",
     "contracts",
     "empty_payload",
@@ -469,6 +477,7 @@ _HOMES: dict[str, str] = {
     "RegistrationError": "agentgen.runtime.app",
     "Runtime": "agentgen.runtime.app",
     "checked_executor": "agentgen.runtime.app",
+    "checked_implementation": "agentgen.runtime.registry.provider",
     "AgentDefinition": "agentgen.runtime.agents.definition",
     "DefinitionError": "agentgen.runtime.agents.definition",
     "RegistryCatalog": "agentgen.runtime.agents.definition",
@@ -539,6 +548,7 @@ _HOMES: dict[str, str] = {
     "HttpRegistryClient": "agentgen.runtime.registry.http_client",
     "HttpResultStream": "agentgen.runtime.registry.http_client",
     "connect_registry": "agentgen.runtime.registry.http_client",
+    "ProviderSetupError": "agentgen.runtime.registry.provider",
     "ServeOptions": "agentgen.runtime.registry.provider",
     "ServeReport": "agentgen.runtime.registry.provider",
     "ToolOverloadedError": "agentgen.runtime.registry.provider",

@@ -13,7 +13,8 @@ from types import MappingProxyType
 from typing import Any
 
 from agentgen.runtime.agents.definition import AgentDefinition, RunPolicy
-from agentgen.runtime.agents.executors import ToolsetExecutor
+from agentgen.runtime.agents.executors import ToolsetExecutor, implementation_problem
+from agentgen.runtime.agents.executors import described as _described
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.agents.planning import Planner
 from agentgen.runtime.contracts.limits import DEFAULT_REGISTRY_TIMEOUT
@@ -300,29 +301,11 @@ def checked_executor(
     field and what it lacks, rather than failing every call of the run with an
     ``AttributeError`` the model reads."""
     value = getattr(config, field)
-    where = f"runtime: agent {agent_id!r}: {type(config).__name__}.{field}"
-    if value is None:
-        raise RegistrationError(f"{where} is None; pass an object implementing {protocol}")
-    if isinstance(value, type):
-        raise RegistrationError(
-            f"{where} is the class {value.__name__}, not an instance; pass "
-            f"{value.__name__}(...), an object implementing {protocol}"
-        )
-    lacking = [m for m in methods if not callable(getattr(value, m, None))]
-    if lacking:
-        raise RegistrationError(
-            f"{where}: {_described(value)} does not implement {protocol}: it has no method "
-            f"{', '.join(lacking)}; pass an object implementing {protocol}"
-        )
+    problem = implementation_problem(value, protocol, methods)
+    if problem is not None:
+        where = f"runtime: agent {agent_id!r}: {type(config).__name__}.{field}"
+        raise RegistrationError(f"{where}{problem}")
     return value
-
-
-def _described(value: object) -> str:
-    """A value as an error names it: its repr (cut short) and its type."""
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{text} ({type(value).__name__})"
 
 
 class AgentClient:

@@ -7,12 +7,18 @@ seam the runtime dispatches through after it decoded and validated the payload.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
-__all__ = ["ToolContext", "ToolsetExecutor", "UnknownToolError"]
+__all__ = [
+    "ToolContext",
+    "ToolsetExecutor",
+    "UnknownToolError",
+    "described",
+    "implementation_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -40,3 +46,35 @@ class ToolsetExecutor(Protocol):
 
 class UnknownToolError(LookupError):
     """An executor was asked for a tool it does not implement."""
+
+
+def implementation_problem(value: object, protocol: str, methods: Sequence[str]) -> str | None:
+    """What keeps ``value`` from implementing ``protocol`` (whose tools call ``methods``), as
+    the rest of an error message that names where ``value`` came from (it starts with its
+    separator), or ``None`` when nothing does.
+
+    Shared by agent registration and the provider SDK, so that ``None``, a class instead of an
+    instance or an object lacking a tool's method is refused before anything runs rather than
+    failing every call with an ``AttributeError``."""
+    if value is None:
+        return f" is None; pass an object implementing {protocol}"
+    if isinstance(value, type):
+        return (
+            f" is the class {value.__name__}, not an instance; pass {value.__name__}(...), an "
+            f"object implementing {protocol}"
+        )
+    lacking = [m for m in methods if not callable(getattr(value, m, None))]
+    if lacking:
+        return (
+            f": {described(value)} does not implement {protocol}: it has no method "
+            f"{', '.join(lacking)}; pass an object implementing {protocol}"
+        )
+    return None
+
+
+def described(value: object) -> str:
+    """A value as an error names it: its repr (cut short) and its type."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from agentgen.runtime.agents.executors import ToolContext, ToolsetExecutor
+from agentgen.runtime.agents.executors import ToolContext, ToolsetExecutor, implementation_problem
 from agentgen.runtime.contracts import compiler
 from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
@@ -39,9 +39,11 @@ T = TypeVar("T")
 __all__ = [
     "BatchCompleter",
     "ProviderClient",
+    "ProviderSetupError",
     "ServeOptions",
     "ServeReport",
     "ToolOverloadedError",
+    "checked_implementation",
     "serve_toolset",
 ]
 
@@ -49,6 +51,25 @@ __all__ = [
 class ToolOverloadedError(Exception):
     """Raise from an executor method to hand the call back unrun: the registry tells the
     consumer, which may retry it (with the same admission)."""
+
+
+class ProviderSetupError(ValueError):
+    """A provider process was handed something it cannot serve with; raised before anything
+    is published, so no consumer is routed to a provider that would fail every call."""
+
+
+def checked_implementation(impl: T, protocol: str, methods: Sequence[str], *, toolset: str) -> T:
+    """``impl`` once it has every method of toolset ``toolset``'s tools (``methods`` of the
+    generated ``protocol``).
+
+    Generated ``provider.serve`` calls it before registering: ``None``, a class instead of an
+    instance or an object without a tool's method raises :class:`ProviderSetupError` naming
+    the toolset and what is missing, where it would otherwise be published and then fail each
+    call with an ``AttributeError``."""
+    problem = implementation_problem(impl, protocol, methods)
+    if problem is not None:
+        raise ProviderSetupError(f"provider of toolset {toolset!r}: the executor{problem}")
+    return impl
 
 
 class ProviderClient(Protocol):
@@ -300,10 +321,22 @@ class _Provider:
                 renewer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await renewer
+                await self._abandon()
         finally:
             for remove in removers:
                 remove()
         return self.report
+
+    async def _abandon(self) -> None:
+        """Cancel the calls still in hand: only those that outlast the drain, or all of them
+        when serving is cancelled. Left running, they would reach for a client the caller is
+        about to close (and retry completions until their deadline); the registry ends them
+        as it ends a lost provider's calls."""
+        workers = set(self.workers)
+        for worker in workers:
+            worker.cancel()
+        if workers:
+            await asyncio.wait(workers)
 
     def _handle_signals(self) -> list[Callable[[], None]]:
         if not self.options.handle_signals:
@@ -382,8 +415,13 @@ class _Provider:
         ended."""
         task = asyncio.ensure_future(work)
         stopper = asyncio.ensure_future(self.stop.wait())
-        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        stopper.cancel()
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()  # serving itself was cancelled: the work must not outlive it
+            raise
+        finally:
+            stopper.cancel()
         return task, task.done()
 
     async def _claim_until_stopped(self) -> None:

@@ -8,6 +8,7 @@ HttpResultStream)``, exactly as with any other registry client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import signal
@@ -100,7 +101,8 @@ async def providing(
         yield task, stop, token
     finally:
         stop.set()
-        await asyncio.wait_for(asyncio.shield(task), 15)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(task), 15)
         await client.aclose()
 
 
@@ -492,3 +494,76 @@ async def test_provider_clients_without_batches_complete_call_by_call(
     error, value = result_of(outcome)
     assert not error and value["city"] == "Oslo"
     assert report.completed == 1 and len(plain.completed) == 1
+
+
+@pytest.mark.parametrize(
+    ("impl", "expected"),
+    [
+        (object(), "(object) does not implement DirectoryExecutor: it has no method find_person"),
+        (None, "the executor is None; pass an object implementing DirectoryExecutor"),
+        (Weather, "the executor is the class Weather, not an instance; pass Weather(...)"),
+    ],
+)
+async def test_generated_serve_refuses_an_executor_without_the_tools_methods_before_publishing(
+    registry: Running, impl: Any, expected: str
+) -> None:
+    """Such an executor was published and then failed every call with an AttributeError."""
+    from agentgen.runtime import ProviderSetupError
+    from examples.company.gen.hr.toolsets.directory import provider
+
+    options = dataclasses.replace(OPTIONS, register_timeout_seconds=1)
+    with pytest.raises(ProviderSetupError) as refused:
+        await asyncio.wait_for(
+            provider.serve(impl, revision="r1", url=registry.url, options=options), 10
+        )
+    assert str(refused.value).startswith("provider of toolset 'hr.directory': ")
+    assert expected in str(refused.value)
+    async with HttpRegistryClient(registry.url) as client:
+        assert await client.list_toolsets() == []  # nothing was published
+
+
+async def test_cancelling_serve_leaves_no_claim_or_call_running(registry: Running) -> None:
+    """A cancelled ``serve_toolset`` (a task group, a ``wait_for``, Ctrl-C without signal
+    handling) used to leave its pending claim and the calls in hand running on a client its
+    caller then closed: "Task exception was never retrieved" tracebacks, and completions
+    retried until the calls' deadlines."""
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    class Slow(Weather):
+        async def forecast(self, args: types.ForecastArgs, context: ToolContext) -> types.Forecast:
+            started.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            raise AssertionError("not cancelled")
+
+    before = asyncio.all_tasks()
+    client = HttpRegistryClient(registry.url)
+    options = dataclasses.replace(OPTIONS, concurrency=2, claim_wait_seconds=5)
+    async with providing(registry.url, Slow(), options=options, client=client) as (task, _, tok):
+        consumer_client = HttpRegistryClient(registry.url)
+        from agentgen.runtime.registry.client import ToolCallMeta
+
+        await consumer_client.call_resolved_tool(
+            toolset=WEATHER,
+            tool="weather.forecast",
+            payload_json='{"city":"Bergen"}',
+            meta=ToolCallMeta(run_id="r", tool_call_id="c"),
+            expected_registration_token=tok,
+        )
+        await asyncio.wait_for(started.wait(), 10)
+        await asyncio.sleep(0.2)  # the provider is back in a claim (one slot is free)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert cancelled.is_set()
+        # The registry serves from this loop too: only the provider's own tasks count.
+        left = [
+            t
+            for t in asyncio.all_tasks() - before
+            if getattr(t.get_coro(), "__qualname__", "").startswith("_Provider.")
+        ]
+        assert left == []
+        await consumer_client.aclose()
