@@ -220,6 +220,7 @@ class ServeReport:
     """How serving ended, and what it did."""
 
     toolset: str
+    #: Empty when stopped before the registry admitted the toolset.
     registration_token: str
     incarnation_id: str
     reason: Literal["stopped", "lease_lost"] = "stopped"
@@ -310,7 +311,8 @@ class _Provider:
     async def run(self, on_registered: Callable[[str], None] | None) -> ServeReport:
         removers = self._handle_signals()
         try:
-            await self._register()
+            if not await self._register():
+                return self.report  # stopped while waiting for admission: nothing to release
             self.report.registration_token = self.token
             if on_registered is not None:
                 on_registered(self.token)
@@ -351,7 +353,9 @@ class _Provider:
             removers.append(functools.partial(_remove_handler, loop, sig))
         return removers
 
-    async def _register(self) -> None:
+    async def _register(self) -> bool:
+        """Register, waiting while an older registration blocks this one; ``False`` when
+        stopped (SIGTERM, Ctrl-C, ``stop``) before it was admitted."""
         fp = fingerprint(self.declaration)
         give_up = time.monotonic() + self.options.register_timeout_seconds
         delay = 0.1
@@ -368,11 +372,14 @@ class _Provider:
             except RegistryError as exc:
                 if exc.code != "admission_blocked" or time.monotonic() > give_up:
                     raise
-                await asyncio.sleep(delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stop.wait(), delay)
+                if self.stop.is_set():
+                    return False
                 delay = min(delay * 2, 2.0)
                 continue
             self.token = answer.registration_token
-            return
+            return True
 
     def _lose(self) -> None:
         self.report.reason = "lease_lost"

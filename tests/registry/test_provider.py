@@ -259,6 +259,38 @@ async def test_register_waits_while_an_older_registration_holds_leases(
         await newer.__aexit__(None, None, None)
 
 
+async def test_stopping_while_admission_is_blocked_ends_serving_without_registering(
+    registry: Running,
+) -> None:
+    """SIGTERM or Ctrl-C (both set ``stop``) while an older registration blocks this one used
+    to be ignored until ``register_timeout_seconds`` ran out (two minutes by default), which
+    then raised ``admission_blocked``."""
+    async with providing(registry.url, Weather()) as (_, _, old):
+        stop = asyncio.Event()
+        registered: list[str] = []
+        client = HttpRegistryClient(registry.url)
+        newer = asyncio.create_task(
+            serve_toolset(
+                client,
+                declarations.toolset(),
+                executor.bind(Weather()),
+                revision="r2",
+                specs=specs.SPECS,
+                options=dataclasses.replace(OPTIONS, register_timeout_seconds=60),
+                stop=stop,
+                on_registered=registered.append,
+            )
+        )
+        await asyncio.sleep(0.5)
+        assert not newer.done()  # admission_blocked, retried
+        stop.set()
+        report = await asyncio.wait_for(newer, 5)
+        await client.aclose()
+        assert (report.reason, report.registration_token, registered) == ("stopped", "", [])
+        async with HttpRegistryClient(registry.url) as reader:
+            assert (await reader.resolve_toolset(WEATHER)).registration_token == old
+
+
 PROVIDER_SCRIPT = textwrap.dedent(
     """
     import asyncio, sys, time
