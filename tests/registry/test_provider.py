@@ -433,6 +433,21 @@ def test_connect_registers_each_registry_once_with_the_design_settings() -> None
     assert connect_registry(other, settings) is None
 
 
+def test_connect_refuses_urls_for_a_registry_the_design_does_not_declare() -> None:
+    """A misspelt name in ``urls`` was ignored: the agent silently used the design's URL."""
+    from examples.company.gen.assistant.agents.generalist import registry_tools
+
+    rt = Runtime()
+    with pytest.raises(ValueError) as refused:
+        registry_tools.connect(rt, urls={"compnay": "http://127.0.0.1:1"})
+    assert str(refused.value) == (
+        "registry_tools.connect: urls names ['compnay'], no registry of the design; its "
+        "registries: ['company'] (the names of Registry(...), not URLs)"
+    )
+    with pytest.raises(LookupError):
+        rt.registry("company")  # nothing was connected
+
+
 class HeldCompletions(HttpRegistryClient):
     """Records every batch of completions; the first waits until released."""
 
