@@ -264,6 +264,9 @@ if TYPE_CHECKING:
         HttpResultStream as HttpResultStream,
     )
     from agentgen.runtime.registry.http_client import (
+        connect_registries as connect_registries,
+    )
+    from agentgen.runtime.registry.http_client import (
         connect_registry as connect_registry,
     )
     from agentgen.runtime.registry.provider import (
@@ -459,6 +462,7 @@ __all__ = [
     "adapters",
     "checked_executor",
     "checked_implementation",
+    "connect_registries",
     "connect_registry",
     "contracts",
     "empty_payload",
@@ -547,6 +551,7 @@ _HOMES: dict[str, str] = {
     "ToolCallMeta": "agentgen.runtime.registry.client",
     "HttpRegistryClient": "agentgen.runtime.registry.http_client",
     "HttpResultStream": "agentgen.runtime.registry.http_client",
+    "connect_registries": "agentgen.runtime.registry.http_client",
     "connect_registry": "agentgen.runtime.registry.http_client",
     "ProviderSetupError": "agentgen.runtime.registry.provider",
     "ServeOptions": "agentgen.runtime.registry.provider",

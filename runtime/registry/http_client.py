@@ -22,7 +22,7 @@ import os
 import random
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -53,6 +53,7 @@ __all__ = [
     "HttpRegistryClient",
     "HttpResultStream",
     "RetryPolicy",
+    "connect_registries",
     "connect_registry",
 ]
 
@@ -672,3 +673,26 @@ def connect_registry(
         rt.register_registry(settings.name, client, HttpResultStream(client), settings=settings)
         return client
     return None
+
+
+def connect_registries(
+    rt: _Runtime,
+    settings: Mapping[str, _Settings],
+    reads: Sequence[str],
+    *,
+    token: str | None = None,
+    urls: Mapping[str, str] | None = None,
+) -> None:
+    """Connect the registries an agent ``reads`` (by :func:`connect_registry`), with the
+    design's ``settings`` by name; ``urls`` replaces a registry's URL by name. A name in
+    ``urls`` that is no registry of the design raises ``ValueError`` before anything is
+    connected: a misspelt name would otherwise leave the design's URL in use without a word."""
+    urls = urls or {}
+    unknown = sorted(set(urls) - set(settings))
+    if unknown:
+        raise ValueError(
+            f"registry_tools.connect: urls names {unknown}, no registry of the design; its "
+            f"registries: {sorted(settings)} (the names of Registry(...), not URLs)"
+        )
+    for name in reads:
+        connect_registry(rt, settings[name], token=token, url=urls.get(name))
