@@ -291,6 +291,13 @@ class AnthropicMessagesModel:
             raise ToolIdentityError(
                 f"{what} called {name!r}, which is not a tool this request permits"
             )
+        if arguments is not None and not isinstance(arguments, Mapping):
+            # Replay sends calls' arguments back as objects: accepting this would break every
+            # later request of the conversation.
+            raise ModelError(
+                f"{what} calls {name!r} (tool_use {call_id!r}) with input of type "
+                f"{type(arguments).__name__}, not a JSON object; retry the request"
+            )
         return ToolCallPart(
             call_id, tool_id, json.dumps(arguments if arguments is not None else {})
         )

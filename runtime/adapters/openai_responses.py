@@ -207,6 +207,7 @@ class _Invocation:
         budget = self.request.max_tokens
         while True:
             raw = await self.adapter._create(body, self.request.model)
+            _check_status(raw, self.provider, self.request.model)
             round_usage = _usage(raw)
             self.usage += round_usage
             searches, calls, continuation = self._read_output(raw)
@@ -274,10 +275,7 @@ class _Invocation:
                     encoded["namespace"] = namespace
                 continuation.append(encoded)
             elif kind == "message":
-                text = "".join(
-                    content.get("text") or content.get("refusal") or ""
-                    for content in item.get("content") or []
-                )
+                text = "".join(_message_text(item, what))
                 self.parts.append(TextPart(text))
                 if text:
                     continuation.append({"type": "message", "role": "assistant", "content": text})
@@ -401,6 +399,35 @@ class _Loadable(Mapping[str, dict[str, Any]]):
 
     def __len__(self) -> int:
         return len(self._tools)
+
+
+def _check_status(raw: Mapping[str, Any], provider: str, model: str) -> None:
+    """Refuse a response that did not finish: its output is not an answer of the model."""
+    status = raw.get("status")
+    if status in (None, "completed", "incomplete"):
+        return
+    error = raw.get("error") or {}
+    detail = f": {error.get('code')}: {error.get('message')}" if error else ""
+    raise ModelError(
+        f"{provider}: response {raw.get('id')!r} of model {model!r} has status {status!r}"
+        f"{detail}; it holds no answer, retry the request"
+    )
+
+
+def _message_text(item: Mapping[str, Any], what: str) -> Iterator[str]:
+    """The text of an output message; content of a kind not known here is refused, not
+    dropped (the answer would silently lose it)."""
+    for content in item.get("content") or []:
+        kind = content.get("type")
+        if kind == "output_text":
+            yield content.get("text") or ""
+        elif kind == "refusal":
+            yield content.get("refusal") or ""
+        else:
+            raise ModelError(
+                f"{what} holds message {item.get('id')!r} with content of type {kind!r}, which "
+                "this adapter does not handle (only output_text and refusal)"
+            )
 
 
 def _usage(raw: Mapping[str, Any]) -> Usage:

@@ -249,6 +249,15 @@ async def test_calls_to_tools_outside_the_request_are_refused() -> None:
         await adapter(server).complete(ask(tools=(RECORDS, WEATHER)))
 
 
+async def test_a_call_whose_input_is_not_an_object_is_refused() -> None:
+    # Replay sends arguments back as objects: such a call would break the next request.
+    reply = message(tool_use("t1", "records_search", {}), stop_reason="tool_use", validate=False)
+    reply["content"][0]["input"] = "oops"
+    model = AnthropicMessagesModel(anthropic_client(anthropic_server(reply), strict=False))
+    with pytest.raises(ModelError, match=r"\(tool_use 't1'\) with input of type str"):
+        await model.complete(ask(tools=(RECORDS,)))
+
+
 async def test_unhandled_content_blocks_are_refused() -> None:
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
     server = anthropic_server(message(thinking))

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from openai import AsyncOpenAI
 
 from agentgen.runtime.adapters import (
     ModelError,
@@ -348,6 +349,37 @@ async def test_output_items_it_does_not_offer_are_refused() -> None:
     server = openai_server(response(web))
     with pytest.raises(ModelError, match="'web_search_call'"):
         await adapter(server).complete(request())
+
+
+@pytest.mark.parametrize("status", ["failed", "cancelled", "in_progress"])
+async def test_a_response_that_did_not_finish_is_an_error(status: str) -> None:
+    reply = response(status=status)
+    reply["error"] = {"code": "server_error", "message": "boom"} if status == "failed" else None
+    server = openai_server(reply)
+    with pytest.raises(ModelError, match=f"response 'resp_1' .* has status '{status}'"):
+        await adapter(server).complete(request())
+
+
+async def test_message_content_it_does_not_know_is_refused_not_dropped() -> None:
+    reply = response(text("x"))  # validated before the content is changed
+    reply["output"][0]["content"] = [{"type": "output_audio", "data": "AAAA", "transcript": "hi"}]
+    server = openai_server(reply)
+    # The SDK's default (lenient) parsing lets unknown content through to the adapter.
+    client = AsyncOpenAI(
+        api_key="sk-test",
+        base_url="http://stub.local/v1",
+        http_client=server.http_client(),
+        max_retries=0,
+    )
+    with pytest.raises(ModelError, match="message 'msg_1' with content of type 'output_audio'"):
+        await OpenAIResponsesModel(client).complete(request())
+
+
+async def test_a_refusal_is_the_answer_text() -> None:
+    item = text("x")
+    item["content"] = [{"type": "refusal", "refusal": "I cannot help with that."}]
+    reply = await adapter(openai_server(response(item))).complete(request())
+    assert reply.message.text == "I cannot help with that."
 
 
 async def test_api_errors_name_provider_and_model() -> None:
