@@ -192,6 +192,13 @@ def _decode(
                 )
             call_id = claim_call_id(what, use.get("name"), use.get("toolUseId"), "toolUseId", seen)
             seen.add(call_id)
+            if not isinstance(use.get("input"), dict):
+                # Replay sends calls' arguments back as objects: accepting this would break
+                # every later request of the conversation.
+                raise ModelError(
+                    f"{what} calls {use.get('name')!r} (toolUseId {call_id!r}) with input of "
+                    f"type {type(use.get('input')).__name__}, not a JSON object; retry the request"
+                )
             parts.append(ToolCallPart(call_id, tool_id, json.dumps(use.get("input"))))
         else:
             raise ModelError(

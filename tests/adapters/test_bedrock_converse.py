@@ -218,6 +218,16 @@ async def test_unknown_tool_calls_are_refused(converse: Converse) -> None:
         await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
 
 
+@pytest.mark.parametrize("value", ["oops", [1]])
+async def test_a_call_whose_input_is_not_an_object_is_refused(
+    converse: Converse, value: object
+) -> None:
+    # Replay sends arguments back as objects: such a call would break the next request.
+    converse.reply({"toolUse": {"toolUseId": "t1", "name": "records_search", "input": value}})
+    with pytest.raises(ModelError, match=r"\(toolUseId 't1'\) with input of type"):
+        await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
+
+
 async def test_any_means_some_tool(converse: Converse) -> None:
     converse.reply({"text": "x"})
     await BedrockConverseModel(converse.client).complete(
