@@ -168,6 +168,8 @@ class _Invocation:
         self.records: list[Anchored] = []
         self.namespaces: dict[str, str] = {}
         self.usage = Usage()
+        #: Whether a message of the reply holds a refusal (reported as stop reason "refusal").
+        self.refused = False
         self._index: SearchIndex | None = None
 
     def body(self) -> dict[str, Any]:
@@ -277,6 +279,7 @@ class _Invocation:
             elif kind == "message":
                 text = "".join(_message_text(item, what))
                 self.parts.append(TextPart(text))
+                self.refused |= any(c.get("type") == "refusal" for c in item.get("content") or ())
                 if text:
                     continuation.append({"type": "message", "role": "assistant", "content": text})
             elif kind == "reasoning":
@@ -358,7 +361,11 @@ class _Invocation:
                 self.parts
             )
         message = Message("assistant", tuple(self.parts), metadata)
-        return ModelResponse(message, self.usage, _stop_reason(raw, called))
+        stop_reason = _stop_reason(raw, called)
+        if self.refused and stop_reason == "end_turn":
+            # Anthropic's name for it: the refusal text is not an answer to the request.
+            stop_reason = "refusal"
+        return ModelResponse(message, self.usage, stop_reason)
 
 
 class _DeferredIds:

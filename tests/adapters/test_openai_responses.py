@@ -375,11 +375,12 @@ async def test_message_content_it_does_not_know_is_refused_not_dropped() -> None
         await OpenAIResponsesModel(client).complete(request())
 
 
-async def test_a_refusal_is_the_answer_text() -> None:
+async def test_a_refusal_is_the_text_with_stop_reason_refusal() -> None:
     item = text("x")
     item["content"] = [{"type": "refusal", "refusal": "I cannot help with that."}]
     reply = await adapter(openai_server(response(item))).complete(request())
     assert reply.message.text == "I cannot help with that."
+    assert reply.stop_reason == "refusal"
 
 
 async def test_api_errors_name_provider_and_model() -> None:
