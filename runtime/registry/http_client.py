@@ -278,6 +278,11 @@ class HttpRegistryClient:
                 f"registry {self.name!r} answered HTTP {response.status_code}: "
                 f"{response.text[:200]}",
             )
+        if error.code in ("unauthenticated", "forbidden"):
+            # A token problem is the configuration of one registry's client: say which one.
+            return RegistryError(
+                error.code, f"registry {self.name!r} at {self.url}: {error.message}"
+            )
         return RegistryError(error.code, error.message)
 
     # ------------------------------------------------------------------ consumers

@@ -200,6 +200,8 @@ async def test_each_role_stays_within_its_operations(secured: Running) -> None:
     async def code(coro: Any) -> str:
         with pytest.raises(RegistryError) as info:
             await coro
+        # A token refusal names the registry client and the URL it was sent to.
+        assert f"registry {consumer.name!r} at {secured.url}: " in str(info.value)
         return info.value.code
 
     # Providers do not read the catalog or call tools.
