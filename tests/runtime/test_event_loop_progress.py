@@ -249,14 +249,22 @@ async def test_other_runs_keep_progressing_while_bad_input_is_handled(
     while len(progress.done) < GOOD_RUNS:  # every good run is under way
         await asyncio.sleep(0)
     handled: list[tuple[Calling | None, BaseException | None]] = []
-    started = time.thread_time()
-    while time.thread_time() - started < BAD_PHASE or len(handled) < 5:
+
+    async def bad_run() -> None:
         error: BaseException | None = None
         try:
             await rt.client("test.bad").run("go")
         except RegistryReadError as exc:
             error = exc
         handled.append((planners[-1] if planners else None, error))
+
+    # One bad run before the measurement: what the first one does once per process (importing
+    # the modules that check schemas, patterns and templates, filling their caches) depends
+    # on which tests ran before, not on the bad input.
+    await bad_run()
+    started = time.thread_time()
+    while time.thread_time() - started < BAD_PHASE or len(handled) < 6:
+        await bad_run()
         await asyncio.sleep(0)
     ended = time.thread_time()
     progress.stop = True
