@@ -13,7 +13,11 @@ from types import MappingProxyType
 from typing import Any
 
 from agentgen.runtime.agents.definition import AgentDefinition, RunPolicy
-from agentgen.runtime.agents.executors import ToolsetExecutor, implementation_problem
+from agentgen.runtime.agents.executors import (
+    ToolsetExecutor,
+    implementation_problem,
+    refuse_wrong_arguments,
+)
 from agentgen.runtime.agents.executors import described as _described
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.agents.planning import Planner
@@ -62,18 +66,25 @@ class Runtime:
         confirm: Confirmer | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
-        problems = [
-            f"{name} must be {kind}, not {_described(value)}"
-            for name, value, kind, right in (
-                ("engine", engine, "an Engine", callable(getattr(engine, "run", None))),
-                ("policy", policy, "a RunPolicy", isinstance(policy, RunPolicy)),
-                ("confirm", confirm, "an async callable", callable(confirm)),
-                ("telemetry", telemetry, "a Telemetry", isinstance(telemetry, Telemetry)),
-            )
-            if value is not None and not right
-        ]
-        if problems:
-            raise TypeError(f"Runtime(...): {'; '.join(problems)}")
+        refuse_wrong_arguments(
+            "Runtime(...)",
+            (
+                (
+                    "engine",
+                    engine,
+                    "an Engine",
+                    engine is None or callable(getattr(engine, "run", None)),
+                ),
+                ("policy", policy, "a RunPolicy", policy is None or isinstance(policy, RunPolicy)),
+                ("confirm", confirm, "an async callable", confirm is None or callable(confirm)),
+                (
+                    "telemetry",
+                    telemetry,
+                    "a Telemetry",
+                    telemetry is None or isinstance(telemetry, Telemetry),
+                ),
+            ),
+        )
         self.engine: Engine = engine or InMemoryEngine()
         self.policy = policy or RunPolicy()
         self.confirmer = confirm

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from agentgen.runtime.agents.executors import refuse_wrong_arguments
 from agentgen.runtime.contracts.specs import ToolSpec
 
 __all__ = [
@@ -41,9 +42,9 @@ class RunPolicy:
     restrict_to_tool: str | None = None
 
     def __post_init__(self) -> None:
-        problems = [
-            f"{name} must be {kind}, not {value!r} ({type(value).__name__})"
-            for name, value, kind, right in (
+        refuse_wrong_arguments(
+            "RunPolicy(...)",
+            (
                 *(
                     (name, value, "None or an int >= 0", _count(value))
                     for name, value in (
@@ -68,11 +69,8 @@ class RunPolicy:
                     self.restrict_to_tool is None
                     or (isinstance(self.restrict_to_tool, str) and self.restrict_to_tool != ""),
                 ),
-            )
-            if not right
-        ]
-        if problems:
-            raise TypeError(f"RunPolicy(...): {'; '.join(problems)}")
+            ),
+        )
 
 
 def _count(value: object) -> bool:

@@ -7,7 +7,7 @@ seam the runtime dispatches through after it decoded and validated the payload.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -18,6 +18,7 @@ __all__ = [
     "UnknownToolError",
     "described",
     "implementation_problem",
+    "refuse_wrong_arguments",
 ]
 
 
@@ -78,3 +79,17 @@ def described(value: object) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({type(value).__name__})"
+
+
+def refuse_wrong_arguments(owner: str, checks: Iterable[tuple[str, object, str, object]]) -> None:
+    """Raise TypeError for every argument whose check failed, in one message: ``checks`` are
+    (name, value, what it must be, whether it is right). Public constructors check their
+    arguments where they are given, so a wrong one is named there, not as an AttributeError
+    of a later run."""
+    problems = [
+        f"{name} must be {kind}, not {described(value)}"
+        for name, value, kind, right in checks
+        if not right
+    ]
+    if problems:
+        raise TypeError(f"{owner}: {'; '.join(problems)}")

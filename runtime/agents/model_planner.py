@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 
+from agentgen.runtime.agents.executors import refuse_wrong_arguments
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.contracts.codecs import decode_exact
 from agentgen.runtime.model_client import (
@@ -40,9 +41,9 @@ class ModelPlanner:
     ) -> None:
         """``model_id`` is the registration name of the client (``rt.register_model``);
         ``model`` the provider's model name (defaults to ``model_id``)."""
-        problems = [
-            f"{name} must be {kind}, not {value!r} ({type(value).__name__})"
-            for name, value, kind, right in (
+        refuse_wrong_arguments(
+            f"ModelPlanner({model_id!r})",
+            (
                 (
                     "model_id",
                     model_id,
@@ -52,11 +53,8 @@ class ModelPlanner:
                 ("model", model, "a string", model is None or isinstance(model, str)),
                 ("system", system, "a string", system is None or isinstance(system, str)),
                 ("max_tokens", max_tokens, "an int", type(max_tokens) is int),
-            )
-            if not right
-        ]
-        if problems:
-            raise TypeError(f"ModelPlanner({model_id!r}): {'; '.join(problems)}")
+            ),
+        )
         if max_tokens <= 0:
             raise ValueError(
                 f"ModelPlanner({model_id!r}): max_tokens must be positive, not {max_tokens} "
