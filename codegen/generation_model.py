@@ -132,6 +132,8 @@ class ToolsetModel:
     def spec_imports(self) -> tuple[str, ...]:
         """Names the specs module imports from ``agentgen.runtime``."""
         names = {"SearchDocument", "SpecIndex", "ToolSpec"}
+        if self.kind == "mcp":
+            names.add("MCPDeclaration")
         constructors = {
             "model": "model_type", "empty": "empty_payload", "null": "null_result",
             "schema": "schema_type",

@@ -191,6 +191,24 @@ if TYPE_CHECKING:
     from agentgen.runtime.mcp import (
         SessionCaller as SessionCaller,
     )
+    from agentgen.runtime.mcp_check import (
+        MCPCheckError as MCPCheckError,
+    )
+    from agentgen.runtime.mcp_check import (
+        MCPDeclaration as MCPDeclaration,
+    )
+    from agentgen.runtime.mcp_check import (
+        MCPServerCheck as MCPServerCheck,
+    )
+    from agentgen.runtime.mcp_check import (
+        MCPServerMismatch as MCPServerMismatch,
+    )
+    from agentgen.runtime.mcp_check import (
+        MCPToolProblem as MCPToolProblem,
+    )
+    from agentgen.runtime.mcp_check import (
+        check_mcp_server as check_mcp_server,
+    )
     from agentgen.runtime.messages import (
         Message as Message,
     )
@@ -380,8 +398,13 @@ __all__ = [
     "HttpResultStream",
     "InMemoryEngine",
     "MCPCaller",
+    "MCPCheckError",
+    "MCPDeclaration",
     "MCPResultError",
+    "MCPServerCheck",
+    "MCPServerMismatch",
     "MCPToolError",
+    "MCPToolProblem",
     "MCPToolsetExecutor",
     "Message",
     "MissingLabelsError",
@@ -460,6 +483,7 @@ __all__ = [
     "Verdict",
     "VersionMismatchError",
     "adapters",
+    "check_mcp_server",
     "checked_executor",
     "checked_implementation",
     "connect_registries",
@@ -583,6 +607,12 @@ _HOMES: dict[str, str] = {
     "MCPToolError": "agentgen.runtime.mcp",
     "MCPToolsetExecutor": "agentgen.runtime.mcp",
     "SessionCaller": "agentgen.runtime.mcp",
+    "MCPCheckError": "agentgen.runtime.mcp_check",
+    "MCPDeclaration": "agentgen.runtime.mcp_check",
+    "MCPServerCheck": "agentgen.runtime.mcp_check",
+    "MCPServerMismatch": "agentgen.runtime.mcp_check",
+    "MCPToolProblem": "agentgen.runtime.mcp_check",
+    "check_mcp_server": "agentgen.runtime.mcp_check",
     "AnthropicMessagesModel": "agentgen.runtime.adapters",
     "BedrockConverseModel": "agentgen.runtime.adapters",
     "HistoryReplayError": "agentgen.runtime.adapters",

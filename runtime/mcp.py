@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from agentgen.runtime.agents.executors import ToolContext, UnknownToolError
 from agentgen.runtime.contracts.codecs import decode_exact, encode_exact
+from agentgen.runtime.mcp_check import MCPDeclaration, ToolListing, check_mcp_server
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, ContentBlock
@@ -41,6 +42,7 @@ __all__ = [
     "MCPToolError",
     "MCPToolsetExecutor",
     "SessionCaller",
+    "ToolListingSession",
     "ToolSession",
     "tool_arguments",
     "tool_value",
@@ -78,6 +80,12 @@ class ToolSession(Protocol):
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None
     ) -> CallToolResult: ...
+
+
+class ToolListingSession(ToolSession, ToolListing, Protocol):
+    """A session that also lists its server's tools, as ``mcp.ClientSession`` does: what
+    :meth:`SessionCaller.checked` needs (``mcp.Client`` lists with another signature; pass its
+    ``.session``)."""
 
 
 class MCPToolError(Exception):
@@ -118,6 +126,22 @@ class SessionCaller:
 
     def __init__(self, session: ToolSession) -> None:
         self._session = session
+
+    @classmethod
+    async def checked(
+        cls, session: ToolListingSession, declaration: MCPDeclaration
+    ) -> SessionCaller:
+        """A caller over ``session`` once its server has passed
+        :func:`~agentgen.runtime.mcp_check.check_mcp_server` against ``declaration`` (the
+        toolset's generated ``MCP_DECLARATION``): every declared tool served, with an input
+        schema that takes what the design sends.
+
+        Raises :class:`~agentgen.runtime.mcp_check.MCPServerMismatch` (every problem at once)
+        or :class:`~agentgen.runtime.mcp_check.MCPCheckError` (``tools/list`` failed) before
+        any run can call the server.
+        """
+        await check_mcp_server(session, declaration)
+        return cls(session)
 
     async def call_tool(self, name: str, arguments: Any) -> Any:
         """Call ``name`` with the validated ``arguments`` and return the result's JSON value.

@@ -25,8 +25,8 @@ GENERATED_BY = f"agentgen {PLACEHOLDER} — do not edit"
 
 #: Module-level names of a toolset's generated ``specs.py`` that tool constants must not take.
 SPECS_MODULE_NAMES = frozenset(
-    {"TOOLSET", "DESCRIPTION", "TAGS", "AGENT_ID", "MCP_TOOL_NAMES", "SPECS", "NAMES", "SPEC",
-     "TYPES"}
+    {"TOOLSET", "DESCRIPTION", "TAGS", "AGENT_ID", "MCP_TOOL_NAMES", "MCP_DECLARATION",
+     "SPECS", "NAMES", "SPEC", "TYPES"}
 )  # fmt: skip
 #: The generated root module holding the registry settings (a service cannot take its name).
 REGISTRIES_MODULE = "registries"

@@ -85,11 +85,14 @@ def test_tool_constant_rule_is_injective() -> None:
     names = [
         "toolset", "toolset_tool", "toolset_tool_tool", "x", "x_spec", "x_tool", "x_spec_tool",
         "x_tool_spec", "spec", "spec_tool", "specs", "names", "tool", "mcp_tool_names",
+        "mcp_declaration",
     ]  # fmt: skip
     constants = [tool_constant(n) for n in names]
     taken = {*constants, *(f"{c}_SPEC" for c in constants)}
     assert len(taken) == 2 * len(names)
-    assert not taken & {"TOOLSET", "DESCRIPTION", "TAGS", "AGENT_ID", "SPECS", "MCP_TOOL_NAMES"}
+    assert not taken & {
+        "TOOLSET", "DESCRIPTION", "TAGS", "AGENT_ID", "SPECS", "MCP_TOOL_NAMES", "MCP_DECLARATION",
+    }  # fmt: skip
 
 
 def test_type_classes_do_not_shadow_imports(generated: Path) -> None:
