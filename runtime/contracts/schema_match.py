@@ -17,15 +17,16 @@ schemas (the design's, the server's), after resolving local ``$ref``\\s:
   design lists exists in the server's ``properties`` (even when the server would take unlisted
   ones: its contract no longer names it) and passes against it; when the design lets through
   keys it does not list (an explicit ``additionalProperties``, or no ``properties`` at all;
-  the runtime refuses unlisted keys otherwise), the server's ``additionalProperties`` must not
-  be ``false``, and a schema there must take the design's.
+  the runtime refuses unlisted keys otherwise), the server's ``additionalProperties`` (or
+  ``unevaluatedProperties``) must not be ``false``, and a schema there must take the design's.
 * **Arrays** (both sides allow arrays): the design's ``items`` pass against the server's.
 * **Other validation keywords** of the server (bounds, lengths, patterns, formats,
   ``allOf``, ``not``, ``prefixItems``...) must appear in the design with the same value: a
   constraint the design does not declare identically could refuse what the design sends.
   Annotations (``title``, ``description``, ``default``, ``examples``...) are ignored.
 
-A ``$ref`` that does not resolve inside its own schema is a problem, never skipped.
+A ``$ref`` that does not resolve inside its own schema is a problem, never skipped, and so is
+nesting deeper than ``limits.MAX_SCHEMA_DEPTH`` levels (the server's schema is outside input).
 """
 
 from __future__ import annotations
@@ -35,11 +36,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgen.runtime.contracts.limits import MAX_SCHEMA_DEPTH
+
 __all__ = ["SchemaMismatch", "input_mismatches"]
 
 #: Keywords compared by the rules above (structure), or ignored as annotations.
 _STRUCTURE = frozenset(
-    {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
+    {"type", "enum", "const", "properties", "required", "additionalProperties",
+     "unevaluatedProperties", "items",
      "anyOf", "oneOf", "$ref", "$defs", "definitions", "$schema", "$id", "$anchor",
      "$comment", "title", "description", "default", "examples", "deprecated", "readOnly",
      "writeOnly", "$dynamicAnchor", "contentMediaType", "contentEncoding"}
@@ -95,6 +99,8 @@ class _Matcher:
     done: dict[tuple[int, int], list[_Problem]] = field(default_factory=dict)
     #: The pairs behind ``done``'s keys, kept alive so that no identity is reused.
     kept: list[tuple[Any, Any]] = field(default_factory=list)
+    #: How many comparisons enclose the current one (bounded: the server's schema is input).
+    depth: int = 0
 
     def compare(self, declared: Any, served: Any) -> list[_Problem]:
         try:
@@ -109,7 +115,16 @@ class _Matcher:
         # problems are reported where the comparison started.
         self.done[key] = []
         self.kept.append((design, server))
-        problems = self._alternatives(design, server)
+        if self.depth >= MAX_SCHEMA_DEPTH:
+            problems: list[_Problem] = [
+                ((), f"nested deeper than {MAX_SCHEMA_DEPTH} levels: not compared further")
+            ]
+        else:
+            self.depth += 1
+            try:
+                problems = self._alternatives(design, server)
+            finally:
+                self.depth -= 1
         self.done[key] = problems
         return problems
 
@@ -213,7 +228,11 @@ class _Matcher:
                 problems.append(((name, *path), message))
         extra = _unlisted_keys(design)
         if extra is not None:
-            served_extra = server.get("additionalProperties", True)
+            # Without alternatives or allOf (compared as constraints), unevaluatedProperties
+            # covers the same keys as additionalProperties.
+            served_extra = server.get(
+                "additionalProperties", server.get("unevaluatedProperties", True)
+            )
             if served_extra is False:
                 problems.append(
                     (

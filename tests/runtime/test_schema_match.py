@@ -104,6 +104,12 @@ def test_unlisted_keys_only_count_when_the_design_lets_them_through() -> None:
         "(arguments): the design lets through properties it does not list, the server "
         "refuses them (additionalProperties: false)"
     ]
+    unevaluated = obj({"a": STRING}, unevaluatedProperties=False)
+    assert problems(obj({"a": STRING}), unevaluated) == []
+    assert problems(obj({"a": STRING}, additionalProperties=True), unevaluated) == [
+        "(arguments): the design lets through properties it does not list, the server "
+        "refuses them (additionalProperties: false)"
+    ]
     tags = {"type": "object", "additionalProperties": {"type": "integer"}}
     assert problems(obj({"t": tags}), obj({"t": {"type": "object"}})) == []
     assert problems(
@@ -190,3 +196,11 @@ def test_a_server_schema_refusing_everything() -> None:
     assert problems(obj({"x": STRING}), obj({"x": False})) == [
         "x: the server's schema refuses every value"
     ]
+
+
+def test_nesting_is_bounded() -> None:
+    deep: dict[str, Any] = STRING
+    for _ in range(200):
+        deep = obj({"n": deep}, "n")
+    (found,) = problems(deep, deep)
+    assert found == ".".join(["n"] * 64) + ": nested deeper than 64 levels: not compared further"
