@@ -22,6 +22,7 @@ from agentgen.dsl.expr import RootExpr, ServerDataExpr, ToolExpr, ToolsetExpr, T
 from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.runtime.contracts.canonical import compact_json
+from agentgen.runtime.contracts.json_pointer import resolve_pointer
 from agentgen.runtime.contracts.schemas import (
     JSON_SCHEMA_DIALECT,
     empty_payload_schema,
@@ -111,15 +112,10 @@ def _references(value: Any, path: str = "") -> Iterable[tuple[str, str]]:
 
 
 def _resolves(schema: dict[str, Any], pointer: str) -> bool:
-    node: Any = schema
-    for token in pointer.split("/")[1:]:
-        part = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
+    try:
+        resolve_pointer(schema, pointer)
+    except LookupError:
+        return False
     return True
 
 

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgen.runtime.contracts.json_pointer import resolve_pointer
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_DEPTH
 
 __all__ = ["SchemaMismatch", "input_mismatches"]
@@ -256,15 +257,10 @@ def _resolve(root: Any, schema: Any, side: str) -> Any:
         hops += 1
         if hops > _MAX_REF_HOPS or not ref.startswith("#"):
             raise _Unresolved(side, ref)
-        target: Any = root
-        for raw in [part for part in ref[1:].split("/") if part]:
-            part = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, Mapping) and part in target:
-                target = target[part]
-            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
-            else:
-                raise _Unresolved(side, ref)
+        try:
+            target = resolve_pointer(root, ref[1:])
+        except LookupError:
+            raise _Unresolved(side, ref) from None
         siblings = {key: value for key, value in schema.items() if key != "$ref"}
         if not siblings:
             schema = target

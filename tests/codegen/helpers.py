@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple
 
 from agentgen.codegen.generation_model import GenerationModel
@@ -62,3 +64,12 @@ def importable(folder: Path) -> Iterator[Path]:
         for name, module in list(sys.modules.items()):
             if (getattr(module, "__file__", None) or "").startswith(str(folder)):
                 del sys.modules[name]
+
+
+@contextlib.contextmanager
+def generated_module(design: Path, base: Path, package: str, module: str) -> Iterator[ModuleType]:
+    """``design`` generated into ``base/package`` and its ``package.module`` imported, for as
+    long as the block runs (see :func:`importable`)."""
+    generate_design(design, base / package)
+    with importable(base):
+        yield importlib.import_module(f"{package}.{module}")

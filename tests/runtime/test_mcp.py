@@ -11,7 +11,6 @@ The kitchen-sink design's ``weather`` toolset is generated for the test; a secon
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -44,7 +43,7 @@ from agentgen.runtime.mcp import (
 from agentgen.runtime.messages import ToolResultPart
 from agentgen.runtime.runs.requests import RunOutcome
 from agentgen.runtime.search.document import search_document
-from tests.codegen.helpers import ROOT, generate_design
+from tests.codegen.helpers import ROOT, generated_module
 from tests.runtime.agents import ScriptedPlanner, answer, calls
 
 KITCHEN_SINK = ROOT / "tests" / "designs" / "kitchen_sink.py"
@@ -56,14 +55,8 @@ AGENT = "helpdesk.weatherbot"
 def weather(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     """The generated specs of the kitchen sink's ``weather`` MCP toolset."""
     base = tmp_path_factory.mktemp("mcp-sink")
-    generate_design(KITCHEN_SINK, base / PACKAGE)
-    sys.path.insert(0, str(base))
-    try:
-        yield importlib.import_module(f"{PACKAGE}.helpdesk.toolsets.weather.specs")
-    finally:
-        sys.path.remove(str(base))
-        for name in [m for m in sys.modules if m == PACKAGE or m.startswith(f"{PACKAGE}.")]:
-            del sys.modules[name]
+    with generated_module(KITCHEN_SINK, base, PACKAGE, "helpdesk.toolsets.weather.specs") as specs:
+        yield specs
 
 
 # ---------------------------------------------------------------- the MCP server

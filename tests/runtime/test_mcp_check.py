@@ -8,10 +8,8 @@ server's own middleware, the SDK's public seam over every request.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from types import ModuleType
@@ -31,7 +29,7 @@ from agentgen.runtime import (
 )
 from agentgen.runtime.contracts.specs import ToolSpec, schema_type
 from agentgen.runtime.search.document import search_document
-from tests.codegen.helpers import ROOT, generate_design
+from tests.codegen.helpers import ROOT, generated_module
 
 KITCHEN_SINK = ROOT / "tests" / "designs" / "kitchen_sink.py"
 PACKAGE = "mcp_check_sink_gen"
@@ -48,14 +46,8 @@ def mode(request: pytest.FixtureRequest) -> str:
 def weather(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     """The generated specs of the kitchen sink's ``weather`` MCP toolset."""
     base = tmp_path_factory.mktemp("mcp-check-sink")
-    generate_design(KITCHEN_SINK, base / PACKAGE)
-    sys.path.insert(0, str(base))
-    try:
-        yield importlib.import_module(f"{PACKAGE}.helpdesk.toolsets.weather.specs")
-    finally:
-        sys.path.remove(str(base))
-        for name in [m for m in sys.modules if m == PACKAGE or m.startswith(f"{PACKAGE}.")]:
-            del sys.modules[name]
+    with generated_module(KITCHEN_SINK, base, PACKAGE, "helpdesk.toolsets.weather.specs") as specs:
+        yield specs
 
 
 @asynccontextmanager

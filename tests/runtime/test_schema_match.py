@@ -141,6 +141,11 @@ def test_references_resolve_inside_each_schema() -> None:
     declared = obj({"p": {"$ref": "#/$defs/Place"}}, "p", **{"$defs": {"Place": place}})
     served = obj({"p": {"$ref": "#/definitions/P"}}, "p", definitions={"P": place})
     assert problems(declared, served) == []
+    # JSON Pointer escapes (~1 is "/", ~0 is "~") and array indexes.
+    escaped = obj(
+        {"p": {"$ref": "#/definitions/a~1b~0c/1"}}, "p", definitions={"a/b~c": [{}, place]}
+    )
+    assert problems(declared, escaped) == []
     drifted = obj(
         {"p": {"$ref": "#/definitions/P"}}, "p", definitions={"P": obj({"lat": STRING}, "lat")}
     )
