@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
+from agentgen.codegen.exits import EXIT_BUG, EXIT_INVALID, unusable
 from agentgen.codegen.registry_command import registry
 from agentgen.codegen.trace_command import trace
 from agentgen.codegen.worker_cli import worker
@@ -34,9 +35,6 @@ if TYPE_CHECKING:
 # The design machinery (pydantic, Jinja2...) is imported by the commands that need it: a
 # regeneration with nothing to do answers from the cache without loading any of it.
 
-EXIT_INVALID = 1
-EXIT_UNUSABLE = 2
-EXIT_BUG = 3
 CONFLICT_HINT = "move those files out of the output folder, or choose another output folder with -o"
 EDITED_HINT = (
     "move the changes into the design (or into a module of your own), then run "
@@ -66,8 +64,7 @@ def handled(design: Path) -> Iterator[None]:
     try:
         yield
     except (DesignFileError, OutputFolderError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_UNUSABLE)
+        unusable(str(exc))
     except UserCodeError as exc:
         click.echo(
             f"error: the design raised an exception\n{exc.traceback_text}", err=True, nl=False
@@ -529,7 +526,7 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
         tools = load_catalog(catalog)
         labelled = load_queries(queries, [tool.name for tool in tools])
     except CatalogError as exc:
-        raise click.UsageError(str(exc)) from None
+        unusable(str(exc))
     result = evaluate_search(tools, labelled, k=k, ranking=cast(Any, ranking))
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import click
 
-__all__ = ["registry"]
+from agentgen.codegen.exits import EXIT_UNUSABLE, unusable
 
-EXIT_UNUSABLE = 2
+__all__ = ["registry"]
 
 
 def _duration_ms(value: str, option: str) -> int:
@@ -137,16 +137,13 @@ def serve(
         table = TokenTable.from_file(tokens) if tokens is not None else TokenTable.from_env()
         the_store = open_store(store, redelivery_ms=_duration_ms(redelivery, "--redelivery"))
     except (AuthConfigError, ValueError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_UNUSABLE)
+        unusable(str(exc))
     if table.empty and not is_loopback(host):
-        click.echo(
-            f"error: refusing to listen on {host}: no registry tokens are configured, so anyone "
+        unusable(
+            f"refusing to listen on {host}: no registry tokens are configured, so anyone "
             "who can reach the address could publish and call tools. Configure tokens (--tokens "
-            "FILE or $AGENTGEN_REGISTRY_TOKENS, see docs/registry.md) or listen on 127.0.0.1.",
-            err=True,
+            "FILE or $AGENTGEN_REGISTRY_TOKENS, see docs/registry.md) or listen on 127.0.0.1."
         )
-        sys.exit(EXIT_UNUSABLE)
 
     async def verify() -> int:
         await the_store.open()
@@ -158,8 +155,7 @@ def serve(
     try:
         entries = asyncio.run(verify())
     except (CatalogCorruptError, StoreError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_UNUSABLE)
+        unusable(str(exc))
     try:
         sock = _listen(host, port)
     except OSError as exc:
@@ -168,10 +164,7 @@ def serve(
             if exc.errno == errno.EADDRINUSE
             else "--host must name an address of this machine."
         )
-        click.echo(
-            f"error: cannot listen on {host}:{port}: {exc.strerror or exc}. {todo}", err=True
-        )
-        sys.exit(EXIT_UNUSABLE)
+        unusable(f"cannot listen on {host}:{port}: {exc.strerror or exc}. {todo}")
     bound = sock.getsockname()[1]  # --port 0: the port the system chose
     where = f"[{host}]" if ":" in host else host
     access = "bearer tokens required" if not table.empty else "open (no tokens: loopback only)"

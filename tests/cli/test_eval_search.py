@@ -294,3 +294,30 @@ def test_files_given_in_the_wrong_order_are_named_as_such(tmp_path: Path) -> Non
     ) in " ".join(err.split())
     with pytest.raises(CatalogError, match="this looks like a catalog: the queries come second"):
         load_queries(catalog)
+
+
+@pytest.mark.parametrize(
+    ("catalog", "message"),
+    [
+        (None, "cannot read {path}: No such file or directory"),
+        ("{", "{path}: not JSON: "),
+        ('{"name": "x"}', "{path}: a catalog is a JSON list of tools"),
+    ],
+)
+def test_a_file_that_cannot_be_used_is_reported_like_the_other_commands(
+    tmp_path: Path, catalog: str | None, message: str
+) -> None:
+    # The command line is right, the file it names is not: the error alone, as `gen` and
+    # `search` report a design file they cannot use, without click's usage banner.
+    path = tmp_path / "catalog.json"
+    if catalog is not None:
+        path.write_text(catalog)
+    code, out, err = run(str(path), str(write(tmp_path, "queries.json", QUERIES)))
+    assert code == 2 and out == ""
+    assert err.startswith("error: " + message.format(path=path)), err
+    assert "Usage:" not in err and "Try 'agentgen eval-search -h'" not in err
+    assert len(err.strip().splitlines()) == 1
+    # The same shape as a design file `agentgen search` cannot read.
+    result = CliRunner().invoke(main, ["search", str(tmp_path / "missing.py"), "x"])
+    assert result.exit_code == 2 and result.stderr.startswith("error: ")
+    assert "Usage:" not in result.stderr
