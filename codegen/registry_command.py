@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
+import signal
 import socket
 import sys
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -181,10 +183,27 @@ def serve(
     server = uvicorn.Server(
         uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=3)
     )
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has already shut down
-        server.run(sockets=[sock])
+    # uvicorn shuts down on SIGINT and SIGTERM, then raises the signal again with the handler
+    # it found: Ctrl-C's KeyboardInterrupt, and SIGTERM's default, which killed the process
+    # (exit 143, a failure to systemd and Kubernetes) after a clean shutdown. Both end here.
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run(sockets=[sock])
+    except _Terminated:
+        return  # stopped as asked, whether or not it had started
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if not server.started:  # the application did not start (uvicorn logged why)
         sys.exit(EXIT_UNUSABLE)
+
+
+class _Terminated(Exception):
+    """SIGTERM, raised again by uvicorn once it has shut down (or before it listened)."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated
 
 
 def _listen(host: str, port: int) -> socket.socket:

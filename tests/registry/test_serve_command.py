@@ -78,6 +78,25 @@ def test_port_zero_announces_the_port_it_listens_on() -> None:
     assert process.returncode == 0 and "Traceback" not in err
 
 
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_clean_shutdown_exits_0_on_sigterm_as_on_ctrl_c(stop: signal.Signals) -> None:
+    # uvicorn raises SIGTERM again once it has shut down: the process died of it (exit 143,
+    # a failed stop to systemd and Kubernetes), where Ctrl-C exited 0.
+    process = serve("--port", "0")
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.match(r"agentgen registry: http://127\.0\.0\.1:(\d+) ", line)
+        assert found, line
+        health = httpx2.get(f"http://127.0.0.1:{found[1]}/health", timeout=10)
+        assert health.status_code == 200
+    finally:
+        process.send_signal(stop)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+
+
 def test_a_sqlite_file_serves_one_registry_at_a_time(tmp_path: Path) -> None:
     # Wake-ups are in process: a second registry on the file would serve, and its waiters
     # would sleep through what the first one commits.
