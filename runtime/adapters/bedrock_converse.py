@@ -209,5 +209,39 @@ def _decode(
     return ModelResponse(
         Message("assistant", tuple(parts)),
         Usage(int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0)),
-        raw.get("stopReason"),
+        _stop_reason(raw.get("stopReason"), what),
     )
+
+
+#: Converse's documented stop reasons (botocore's ``StopReason``), as the adapters report them:
+#: Anthropic Messages' names where Claude has the same stop, OpenAI's ``content_filter`` for a
+#: provider's content filter, and Converse's own name for what only Bedrock does (a guardrail).
+_STOP_REASONS = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "model_context_window_exceeded": "model_context_window_exceeded",
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "guardrail_intervened",
+}
+#: Stops whose reply Bedrock itself says is broken: it holds no answer to act on.
+_MALFORMED = {
+    "malformed_model_output": "the model's output could not be parsed",
+    "malformed_tool_use": "the model asked for a tool call that could not be parsed",
+}
+
+
+def _stop_reason(value: object, what: str) -> str | None:
+    """The stop reason as the adapters report it. One Converse does not document (a newer one)
+    is reported as received, as the other adapters report a provider's stop they do not map:
+    never as ``end_turn``, which would pass a cut or blocked reply for a finished answer."""
+    if value is None:
+        return None
+    reason = str(value)
+    if reason in _MALFORMED:
+        raise ModelError(
+            f"{what} stopped with stopReason {reason!r} ({_MALFORMED[reason]}); it holds no "
+            "answer, retry the request"
+        )
+    return _STOP_REASONS.get(reason, reason)

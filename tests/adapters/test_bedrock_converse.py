@@ -248,3 +248,50 @@ async def test_service_errors_name_the_model(converse: Converse) -> None:
     converse.stubber.add_client_error("converse", "ValidationException", "bad input")
     with pytest.raises(ModelError, match=f"model {MODEL!r} failed.*bad input"):
         await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
+
+
+#: Every stop reason Converse documents, as the adapter reports it (None: refused).
+STOPS = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "model_context_window_exceeded": "model_context_window_exceeded",
+    # The names the other adapters report for the same stop (OpenAI's content filter).
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "guardrail_intervened",
+    "malformed_model_output": None,
+    "malformed_tool_use": None,
+}
+
+
+def test_every_documented_stop_reason_is_decided() -> None:
+    # botocore's service model is the documentation: a stop reason it adds must be decided.
+    documented = boto3.client("bedrock-runtime", region_name="us-west-2").meta.service_model
+    assert set(documented.shape_for("StopReason").enum) == set(STOPS)
+
+
+@pytest.mark.parametrize(("stop", "reported"), sorted(STOPS.items()))
+async def test_stop_reasons_are_reported_in_the_adapters_words(
+    converse: Converse, stop: str, reported: str | None
+) -> None:
+    converse.reply({"text": "partial"}, stop=stop)
+    model = BedrockConverseModel(converse.client)
+    if reported is None:
+        # Bedrock says the reply is broken: it is not an answer (nor an empty end_turn).
+        with pytest.raises(ModelError, match=f"stopReason {stop!r} .*retry the request"):
+            await model.complete(request(tools=(RECORDS,), model=MODEL))
+        return
+    reply = await model.complete(request(tools=(RECORDS,), model=MODEL))
+    assert reply.stop_reason == reported
+
+
+async def test_a_stop_reason_converse_does_not_document_is_reported_as_received(
+    converse: Converse,
+) -> None:
+    # As the other adapters report a provider's stop they do not map: never as end_turn.
+    converse.reply({"text": "partial"}, stop="some_future_reason")
+    reply = await BedrockConverseModel(converse.client).complete(
+        request(tools=(RECORDS,), model=MODEL)
+    )
+    assert reply.stop_reason == "some_future_reason"
