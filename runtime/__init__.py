@@ -170,6 +170,9 @@ if TYPE_CHECKING:
     from agentgen.runtime.engines.temporal.client import (
         TemporalEngine as TemporalEngine,
     )
+    from agentgen.runtime.engines.temporal.namespaces import (
+        NamespaceNotFoundError as NamespaceNotFoundError,
+    )
     from agentgen.runtime.engines.temporal.payload_limits import (
         PayloadTooLargeError as PayloadTooLargeError,
     )
@@ -549,6 +552,7 @@ _HOMES: dict[str, str] = {
     "InMemoryEngine": "agentgen.runtime.engines.memory",
     "RunCancelledError": "agentgen.runtime.engines.temporal.client",
     "PayloadTooLargeError": "agentgen.runtime.engines.temporal.payload_limits",
+    "NamespaceNotFoundError": "agentgen.runtime.engines.temporal.namespaces",
     "TemporalEngine": "agentgen.runtime.engines.temporal.client",
     "TemporalSettings": "agentgen.runtime.engines.temporal.settings",
     "Message": "agentgen.runtime.messages",

@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.engines.temporal import (
+    NamespaceNotFoundError,
     RunCancelledError,
     TemporalEngine,
     TemporalSettings,
@@ -286,6 +287,33 @@ async def test_a_run_id_the_server_does_not_know_is_named(durable: Harness) -> N
         await engine.result(rt, "no-such-run")
     with pytest.raises(LookupError, match=message):
         await engine.cancel("no-such-run")
+
+
+async def test_a_namespace_the_server_does_not_have_is_named_with_what_to_do(
+    durable: Harness,
+) -> None:
+    # The server's own words were "Namespace no-such-namespace is not found." (start), and a
+    # run looked up in it was "no run ... on Temporal", as if the namespace existed.
+    assert durable.env is not None
+    address = durable.env.client.service_client.config.target_host
+    engine = TemporalEngine(address=address, namespace="no-such-namespace", task_queue="q")
+    rt = Runtime(engine=engine)
+    register(rt, ScriptedPlanner([answer("never")]))
+    expected = (
+        f"Temporal namespace 'no-such-namespace' does not exist on {address}: create it "
+        "(temporal operator namespace create) or pass an existing one "
+        "(TemporalEngine(namespace=...))"
+    )
+    with pytest.raises(NamespaceNotFoundError) as started:
+        await rt.client("test.agent").run("go")
+    assert str(started.value) == expected
+    with pytest.raises(NamespaceNotFoundError) as started:
+        await engine.start(rt, RunRequest("test.agent", [Message.user("go")]))
+    assert str(started.value) == expected
+    for asked in (engine.result(rt, "some-run"), engine.cancel("some-run")):
+        with pytest.raises(NamespaceNotFoundError) as looked_up:
+            await asked
+        assert str(looked_up.value) == expected
 
 
 async def test_a_server_that_cannot_be_reached_is_named_with_what_to_do() -> None:

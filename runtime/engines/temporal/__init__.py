@@ -13,6 +13,7 @@ from agentgen.runtime.engines.temporal.client import (
     agentgen_client,
 )
 from agentgen.runtime.engines.temporal.converter import data_converter
+from agentgen.runtime.engines.temporal.namespaces import NamespaceNotFoundError
 from agentgen.runtime.engines.temporal.payload_limits import PayloadTooLargeError
 from agentgen.runtime.engines.temporal.servers import (
     ServerNotInstalledError,
@@ -26,6 +27,7 @@ from agentgen.runtime.engines.temporal.workflow import AgentRunWorkflow
 __all__ = [
     "AgentRunWorkflow",
     "AppLoadError",
+    "NamespaceNotFoundError",
     "PayloadTooLargeError",
     "RunCancelledError",
     "ServerNotInstalledError",

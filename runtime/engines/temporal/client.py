@@ -49,6 +49,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, data_converter
 from agentgen.runtime.engines.temporal.errors import RunCancelledError, run_failure
+from agentgen.runtime.engines.temporal.namespaces import require_namespace
 from agentgen.runtime.engines.temporal.settings import TemporalSettings
 from agentgen.runtime.engines.temporal.wire import Decide, RunInput, RunStatus, WorkflowResult
 from agentgen.runtime.engines.temporal.workflow import DECIDE_UPDATE, STATUS_QUERY, WORKFLOW_NAME
@@ -221,6 +222,10 @@ class TemporalEngine:
                 f"{client.namespace!r}): wait for it with engine.result(runtime, {run_id!r}), "
                 "or give the new run another run_id"
             ) from None
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                await _require_namespace(client)
+            raise
 
     async def result(self, host: RunHost, run_id: str, *, decide: bool = True) -> RunOutcome:
         """Wait for a run's outcome; raises the run's error if it failed. Meanwhile, with
@@ -242,7 +247,7 @@ class TemporalEngine:
         except WorkflowFailureError as exc:
             raise _failed(exc, run_id) from None
         except RPCError as exc:
-            raise _unknown(exc, run_id, await self.client()) from None
+            raise await _unknown(exc, run_id, await self.client()) from None
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -281,7 +286,7 @@ class TemporalEngine:
         try:
             await client.get_workflow_handle(run_id).cancel()
         except RPCError as exc:
-            raise _unknown(exc, run_id, client) from None
+            raise await _unknown(exc, run_id, client) from None
 
     # ------------------------------------------------------------------ confirmations
 
@@ -345,10 +350,18 @@ class TemporalEngine:
                 task.cancel()
 
 
-def _unknown(exc: RPCError, run_id: str, client: Client) -> Exception:
-    """A run ID the server does not know, named (the server says "workflow not found")."""
+async def _require_namespace(client: Client) -> None:
+    """The server says ``NOT_FOUND`` for a namespace it lacks as for a run it does not know:
+    the namespace is named first, with what to do."""
+    await require_namespace(client, "TemporalEngine(namespace=...)")
+
+
+async def _unknown(exc: RPCError, run_id: str, client: Client) -> Exception:
+    """A run ID the server does not know, named (the server says "workflow not found"), once
+    the namespace is known to exist."""
     if exc.status != RPCStatusCode.NOT_FOUND:
         return exc
+    await _require_namespace(client)
     return LookupError(
         f"no run {run_id!r} on Temporal (namespace {client.namespace!r}): check the run ID "
         "(the one engine.start returned) and that the engine uses the run's namespace"

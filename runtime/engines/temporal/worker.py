@@ -19,9 +19,7 @@ from typing import Any
 
 from google.protobuf.json_format import ParseError
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, WorkflowHistory
-from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -32,6 +30,7 @@ from agentgen.runtime.engines.temporal.client import (
     agentgen_client,
 )
 from agentgen.runtime.engines.temporal.converter import data_converter
+from agentgen.runtime.engines.temporal.namespaces import NamespaceNotFoundError, require_namespace
 from agentgen.runtime.engines.temporal.payload_limits import DEFAULT_MAX_PAYLOAD_BYTES
 from agentgen.runtime.engines.temporal.workflow import WORKFLOW_NAME, AgentRunWorkflow
 from agentgen.runtime.runs.host import RunHost
@@ -54,10 +53,6 @@ class AppLoadError(Exception):
 
 class AppFactoryError(Exception):
     """The application's factory raised (the cause is its exception)."""
-
-
-class NamespaceNotFoundError(Exception):
-    """The Temporal server has no such namespace: a worker polling it would fail at once."""
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:
@@ -200,7 +195,9 @@ async def serve(
             namespace=namespace or engine_namespace,
             data_converter=data_converter(),
         )
-    await _require_namespace(client)
+    # Checked before the worker starts: the SDK's worker finds out only once it runs (after
+    # the worker would have said it polls), and fails with the server's raw status.
+    await require_namespace(client, "--namespace")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -213,19 +210,3 @@ async def serve(
                 f"{client.service_client.config.target_host} (namespace {client.namespace})"
             )
         await stop.wait()
-
-
-async def _require_namespace(client: Client) -> None:
-    """Checked before the worker starts: the SDK's worker finds out only once it runs (after
-    the worker would have said it polls), and fails with the server's raw status."""
-    request = DescribeNamespaceRequest(namespace=client.namespace)
-    try:
-        await client.workflow_service.describe_namespace(request)
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise
-        raise NamespaceNotFoundError(
-            f"Temporal namespace {client.namespace!r} does not exist on "
-            f"{client.service_client.config.target_host}: create it (temporal operator "
-            "namespace create) or pass an existing one (--namespace)"
-        ) from None
