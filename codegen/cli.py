@@ -506,7 +506,8 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
     "expected": [tool names]}, each with an optional "kind" label. Search documents are built
     exactly as the generator builds them and ranked by the runtime's search. Prints recall@1,
     recall@k, MRR and nDCG@k, recall@k by kind when queries have one, then the 10 worst misses
-    with what ranked above the expected tool.
+    with what ranked above the expected tool. When stderr is a terminal, progress bars show there
+    (tens of thousands of tools take a while); never on stdout, nor on a redirected stderr.
 
     \b
     Examples:
@@ -515,6 +516,7 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
     """
     import json
 
+    from agentgen.codegen.progress import terminal_progress
     from agentgen.codegen.search_eval import (
         CatalogError,
         evaluate_search,
@@ -527,7 +529,9 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
         labelled = load_queries(queries, [tool.name for tool in tools])
     except CatalogError as exc:
         unusable(str(exc))
-    result = evaluate_search(tools, labelled, k=k, ranking=cast(Any, ranking))
+    bars = terminal_progress()
+    with bars or contextlib.nullcontext():
+        result = evaluate_search(tools, labelled, k=k, ranking=cast(Any, ranking), progress=bars)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ __all__ = [
     "EvalTool",
     "KindRecall",
     "Miss",
+    "Progress",
     "SearchEvaluation",
     "evaluate_search",
     "load_catalog",
@@ -41,6 +42,13 @@ __all__ = [
 
 #: How deep each query's ranking is read (at least k): a miss's rank is known within it.
 RANK_DEPTH = 50
+
+#: Told how far an evaluation is: the stage ("search documents", "queries"), how many of its
+#: items are done and how many it has. Tens of thousands of tools take seconds per stage.
+Progress = Callable[[str, int, int], None]
+
+#: Search documents built between two reports of progress.
+_DOCUMENTS_PER_REPORT = 1000
 
 
 class CatalogError(ValueError):
@@ -246,14 +254,16 @@ def load_queries(path: str | Path, names: Sequence[str] = ()) -> list[EvalQuery]
     return queries
 
 
-def _entries(tools: Sequence[EvalTool]) -> list[SearchEntry]:
+def _entries(tools: Sequence[EvalTool], progress: Progress | None) -> list[SearchEntry]:
     entries = []
-    for tool in tools:
+    for count, tool in enumerate(tools, start=1):
         title = humanize_title(tool.name)
         document = search_document(tool.name, title, tool.description, tool.parameters)
         entries.append(
             SearchEntry(tool.name, document, text=search_text(tool.name, title, tool.description))
         )
+        if progress is not None and (count % _DOCUMENTS_PER_REPORT == 0 or count == len(tools)):
+            progress("search documents", count, len(tools))
     return entries
 
 
@@ -263,20 +273,24 @@ def evaluate_search(
     *,
     k: int = 5,
     ranking: str = "fields",
+    progress: Progress | None = None,
 ) -> SearchEvaluation:
-    """Rank every query over ``tools`` and measure where the expected tools land."""
+    """Rank every query over ``tools`` and measure where the expected tools land; ``progress``,
+    when given, is told how far it is."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if not queries:
         raise ValueError("no queries to measure: pass at least one labelled query")
     if ranking not in RANKINGS:
         raise ValueError(f"unknown ranking {ranking!r}; choose one of {', '.join(RANKINGS)}")
-    index = SearchIndex(_entries(tools), ranking=ranking)
+    index = SearchIndex(_entries(tools, progress), ranking=ranking)
     depth = max(k, RANK_DEPTH)
     hits_1 = hits_k = reciprocal = gain = 0.0
     misses: list[Miss] = []
     kinds: dict[str, list[bool]] = {}
-    for query in queries:
+    for done, query in enumerate(queries):
+        if progress is not None:
+            progress("queries", done, len(queries))
         ranked = [hit.tool_id for hit in index.search(query.query, depth)]
         expected = set(query.expected)
         positions = [i for i, name in enumerate(ranked) if name in expected]
@@ -295,6 +309,8 @@ def evaluate_search(
                 Miss(query.query, query.expected, first + 1 if first is not None else None,
                      tuple(ranked[:k]))
             )  # fmt: skip
+    if progress is not None:
+        progress("queries", len(queries), len(queries))
     count = len(queries)
     by_kind = tuple(
         KindRecall(kind, len(found), sum(found) / len(found))

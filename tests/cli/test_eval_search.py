@@ -321,3 +321,64 @@ def test_a_file_that_cannot_be_used_is_reported_like_the_other_commands(
     result = CliRunner().invoke(main, ["search", str(tmp_path / "missing.py"), "x"])
     assert result.exit_code == 2 and result.stderr.startswith("error: ")
     assert "Usage:" not in result.stderr
+
+
+def _eval_with_stderr_on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """``agentgen eval-search`` in its own process, stderr on a pseudo-terminal, stdout piped."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    main_fd, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentgen.codegen.cli", "eval-search", *args],
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert process.stdout is not None
+    out = process.stdout.read().decode()
+    process.wait(60)
+    os.close(main_fd)
+    return process.returncode, out, shown.decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminals_stderr_and_never_on_stdout(tmp_path: Path) -> None:
+    many = [{**TOOLS[0], "name": f"github.create_issue_{i}"} for i in range(2500)]
+    catalog = write(tmp_path, "catalog.json", [*TOOLS, *many])
+    queries = write(tmp_path, "queries.json", QUERIES)
+    code, out, shown = _eval_with_stderr_on_a_terminal(str(catalog), str(queries), "--json")
+    assert code == 0, shown
+    assert json.loads(out)["queries"] == 4  # stdout is the JSON alone
+    assert "search documents" in shown and "2503/2503" in shown
+    assert "queries" in shown and "4/4" in shown
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    queries = write(tmp_path, "queries.json", QUERIES)
+    for extra in ([], ["--json"]):
+        code, out, err = run(str(catalog), str(queries), *extra)
+        assert code == 0 and out and err == ""
+
+
+def test_the_library_reports_progress_by_stage() -> None:
+    seen: list[tuple[str, int, int]] = []
+    queries = [EvalQuery(q["query"], tuple(q["expected"])) for q in QUERIES]  # type: ignore[arg-type]
+    evaluate_search(tools(), queries, progress=lambda *step: seen.append(step))
+    assert seen[0] == ("search documents", 3, 3)
+    assert [step for step in seen if step[0] == "queries"] == [
+        ("queries", done, 4) for done in range(5)
+    ]
