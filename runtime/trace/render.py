@@ -15,7 +15,9 @@ logged, compared in tests or pasted in an issue::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import re
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agentgen.runtime.messages import Message
@@ -29,6 +31,7 @@ __all__ = ["LABEL_WIDTH", "print_trace", "render"]
 
 #: The label column's width; continuation lines are indented past it.
 LABEL_WIDTH = 8
+
 
 _STYLES = {
     "system": "dim",
@@ -68,17 +71,24 @@ def render(
 
 
 def _line(text: Text, event: TraceEvent) -> None:
+    for piece, style in _pieces(event):
+        text.append(piece, style=style)
+
+
+def _pieces(event: TraceEvent) -> Iterator[tuple[str, str]]:
+    """One event's lines, as pieces of text and their styles: the label, then its text (each
+    line after the first indented past the label column)."""
     style = _STYLES[event.kind]
     if event.kind == "result" and event.is_error:
         style = "red"
     lines = event.text.split("\n")
-    text.append(f"{event.kind:<{LABEL_WIDTH}} ", style=f"bold {style}".strip())
-    text.append(lines[0], style=style)
-    text.append("\n")
+    yield f"{event.kind:<{LABEL_WIDTH}} ", f"bold {style}".strip()
+    yield lines[0], style
+    yield "\n", ""
     for line in lines[1:]:
-        text.append(" " * (LABEL_WIDTH + 1))
-        text.append(line, style=style)
-        text.append("\n")
+        yield " " * (LABEL_WIDTH + 1), ""
+        yield line, style
+        yield "\n", ""
 
 
 def print_trace(
@@ -97,4 +107,31 @@ def print_trace(
     if color is False:
         options["color_system"] = None  # no escape codes at all, bold included
     console = Console(file=file, soft_wrap=True, highlight=False, **options)
-    console.print(render(source, tools=tools), end="")
+    if console.color_system is not None:
+        console.print(render(source, tools=tools), end="")
+        return
+    # No styling (a file, a pipe, --no-color): the same text, written as it is made. rich would
+    # build the whole trace as one Text, strip control codes from every character twice and
+    # split it into lines again: ~4 s of CPU for a 16 MB transcript, for text it leaves as is
+    # (but for tabs, which it expands: an event that has some is still printed by rich).
+    control = _control_codes()
+    text_type = _rich()
+    out = console.file
+    for event in events(source, tools=tools):
+        if "\t" in event.text:  # rich expands tabs to its tab stops, by the cells of each line
+            line = text_type()
+            _line(line, event)
+            console.print(line, end="")
+        else:
+            out.write("".join(control.sub("", piece) for piece, _ in _pieces(event)))
+    out.flush()
+
+
+@functools.cache
+def _control_codes() -> re.Pattern[str]:
+    """What rich strips from the text it prints (bell, backspace, carriage return...: they
+    would move the cursor over what is shown), found at C speed: rich's own ``str.translate``
+    with a table looks every character up."""
+    from rich.control import STRIP_CONTROL_CODES
+
+    return re.compile("[" + re.escape("".join(map(chr, STRIP_CONTROL_CODES))) + "]")

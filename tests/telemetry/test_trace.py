@@ -308,3 +308,27 @@ def test_importing_and_running_loads_neither_rich_nor_the_opentelemetry_sdk() ->
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_unstyled_output_is_what_rich_prints_control_codes_stripped(
+    stored: dict[str, Path],
+) -> None:
+    # Without styling the trace is written directly (rich took ~4 s of CPU on a 16 MB
+    # transcript to print it unchanged): the bytes must be the ones rich prints.
+    from rich.console import Console
+
+    noisy = Message("assistant", (TextPart("ring\a back\b\r\nline\x0b two\x0c\tend é"),))
+    for messages in (
+        [*loads(stored["openai"].read_text()), noisy],
+        [*loads(stored["anthropic"].read_text())],
+    ):
+        reference = io.StringIO()
+        console = Console(file=reference, soft_wrap=True, highlight=False, color_system=None)
+        console.print(render(messages), end="")
+        for color in (False, None):  # --no-color, and a file that is not a terminal
+            written = io.StringIO()
+            print_trace(messages, file=written, color=color)
+            assert written.getvalue() == reference.getvalue()
+    shown = io.StringIO()
+    print_trace([noisy, Message("assistant", (TextPart("a\rb"),))], file=shown, color=False)
+    assert shown.getvalue() == ("answer   ring back\n         line two       end é\nanswer   ab\n")
