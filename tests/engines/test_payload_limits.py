@@ -112,3 +112,49 @@ async def test_the_limit_is_a_setting(temporal: object) -> None:
 async def test_the_limit_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_payload_bytes"):
         TemporalSettings(max_payload_bytes=0)
+
+
+async def test_a_checked_value_is_written_once_not_again_to_be_sent(
+    durable: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The size check used to write each value (a planning input holds the whole transcript)
+    # and the SDK wrote the same object again to send it.
+    from agentgen.runtime.engines.temporal import converter
+
+    written: list[object] = []  # the objects themselves: their identities stay theirs
+    write = converter._payload
+
+    def counted(value: object) -> object:
+        written.append(value)
+        return write(value)
+
+    monkeypatch.setattr(converter, "_payload", counted)
+    model = ScriptedModel([Call("records.lookup", {"id": "1"}), Answer("done")])
+    outcome = await run(durable, model, Records())
+    assert outcome.final_text == "done"  # type: ignore[attr-defined]
+    kinds = {type(value).__name__ for value in written}
+    assert {"PlanTask", "Planned"} <= kinds  # inputs and answers both pass the check
+    twice = [type(v).__name__ for i, v in enumerate(written) if any(v is w for w in written[:i])]
+    assert twice == []
+
+
+async def test_the_measured_payload_is_given_once_to_the_conversion_of_that_object() -> None:
+    from agentgen.runtime.agents.planning import RunContext
+    from agentgen.runtime.engines.temporal.converter import (
+        AgentgenPayloadConverter,
+        measured_payload,
+    )
+
+    convert = AgentgenPayloadConverter()
+    value = RunContext("run-1", "a.b")
+    measured = measured_payload(value)
+    assert measured is not None
+    [sent] = convert.to_payloads([value])
+    assert sent is measured  # not written again
+    [again] = convert.to_payloads([value])
+    assert again is not measured and again == measured  # given once only
+    equal = RunContext("run-1", "a.b")
+    measured_payload(value)
+    [other] = convert.to_payloads([equal])  # an equal object is not the one measured
+    assert other is not measured and other == measured
+    assert measured_payload("text") is None  # not one of the runtime's types

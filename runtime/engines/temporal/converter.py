@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import threading
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -62,7 +63,15 @@ from agentgen.runtime.runs.steps import (
     Prepared,
 )
 
-__all__ = ["ENCODING", "TYPES", "AgentgenPayloadConverter", "data_converter", "decode", "encode"]
+__all__ = [
+    "ENCODING",
+    "TYPES",
+    "AgentgenPayloadConverter",
+    "data_converter",
+    "decode",
+    "encode",
+    "measured_payload",
+]
 
 ENCODING = "json/agentgen"
 
@@ -218,14 +227,12 @@ class _RuntimeJSONConverter(EncodingPayloadConverter):
         return ENCODING
 
     def to_payload(self, value: Any) -> Payload | None:
-        name = _NAMES.get(type(value))
-        if name is None:
-            return None
-        data = json.dumps(encode(value, type(value)), ensure_ascii=False, separators=(",", ":"))
-        return Payload(
-            metadata={"encoding": ENCODING.encode(), "type": name.encode()},
-            data=data.encode(),
-        )
+        kept: tuple[Any, Payload] | None = getattr(_measured, "value", None)
+        if kept is not None and kept[0] is value:
+            # The payload the size check just made of this very object: not written again.
+            _measured.value = None
+            return kept[1]
+        return _payload(value)
 
     def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
         name = payload.metadata.get("type", b"").decode()
@@ -236,6 +243,38 @@ class _RuntimeJSONConverter(EncodingPayloadConverter):
             return decode(json.loads(payload.data), cls)
         except (TypeError, ValueError, KeyError) as exc:
             raise RuntimeError(f"payload of type {name!r} could not be read: {exc}") from exc
+
+
+def _payload(value: Any) -> Payload | None:
+    name = _NAMES.get(type(value))
+    if name is None:
+        return None
+    data = json.dumps(encode(value, type(value)), ensure_ascii=False, separators=(",", ":"))
+    return Payload(
+        metadata={"encoding": ENCODING.encode(), "type": name.encode()},
+        data=data.encode(),
+    )
+
+
+#: The last payload :func:`measured_payload` made in this thread, and the object it was made
+#: of: kept (a strong reference, so the object's identity cannot be reused) for the SDK's
+#: conversion of that same object, which follows at once, and given to it once.
+_measured = threading.local()
+
+
+def measured_payload(value: Any) -> Payload | None:
+    """``value``'s payload when it is one of the runtime's types (else None), to measure it.
+
+    A durable run checks the size of what it is about to send (an activity's answer, an
+    activity's input, a child run's or a continuation's input) just before the SDK converts
+    the same object to send it: the payload made here is kept, and that conversion takes it
+    instead of writing the value again (a planning input holds the whole transcript). The
+    values are frozen, or not changed between the check and the send; any other conversion
+    writes its value as usual.
+    """
+    payload = _payload(value)
+    _measured.value = (value, payload) if payload is not None else None
+    return payload
 
 
 class AgentgenPayloadConverter(CompositePayloadConverter):

@@ -17,6 +17,7 @@ from typing import Any
 from temporalio.converter import PayloadConverter
 
 from agentgen.runtime.agents.planning import RunContext
+from agentgen.runtime.engines.temporal.converter import measured_payload
 from agentgen.runtime.runs.requests import RunError
 
 __all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "PayloadTooLargeError", "check_payload"]
@@ -34,7 +35,10 @@ def check_payload(
 ) -> None:
     """Raise :class:`PayloadTooLargeError` when ``value``, converted as Temporal will send it,
     is larger than ``limit`` bytes; ``what`` names it for the message, in run ``run``."""
-    size = converter.to_payloads([value])[0].ByteSize()
+    payload = measured_payload(value)  # the runtime's types: kept for the send that follows
+    if payload is None:
+        payload = converter.to_payloads([value])[0]
+    size = payload.ByteSize()
     if size > limit:
         raise PayloadTooLargeError(
             f"{what} of agent {run.agent_id!r} (run {run.run_id!r}) is {size} bytes as a "
