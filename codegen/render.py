@@ -117,8 +117,11 @@ def class_doc(text: str, indent: int = 4) -> str:
 
 
 def oneline(text: str) -> str:
-    """``text`` on one docstring line: each run of whitespace one space, the rest escaped."""
-    return escaped(" ".join(text.split()).replace("\\", "\\\\")).replace('"""', "'''")
+    """``text`` on one docstring line: each run of whitespace one space, the rest escaped. It
+    is followed by the docstring's closing quotes, so a final double quote gets a space after
+    it (as :func:`docstring` does): four quotes in a row end the docstring one quote early."""
+    line = escaped(" ".join(text.split()).replace("\\", "\\\\")).replace('"""', "'''")
+    return line + " " if line.endswith('"') else line
 
 
 def comment(text: str) -> str:

@@ -98,6 +98,28 @@ with Service("svc"):
     assert add.payload.schema()["properties"]["text"]["description"] == TEXT
 
 
+@pytest.mark.parametrize("ending", ['"', '""', '\\"', '"""'])
+def test_a_description_ending_in_a_quote_stays_inside_its_docstring(
+    designs: DesignRunner, tmp_path: Path, ending: str
+) -> None:
+    # The agent package's docstring puts the description on one line, right before the
+    # closing quotes: a final quote once made it four in a row and broke the module.
+    text = f"Says {ending}"
+    design = designs.write(
+        f"""
+with Toolset("notes") as Notes:
+    Tool("add", {text!r})
+with Service("svc"):
+    Agent("a", {text!r}, lambda: Use(Notes))
+"""
+    )
+    result = generate(design, tmp_path / "quotes_gen")
+    assert not result.errors, result.errors
+    init = dict(result.contents)["svc/agents/a/__init__.py"]
+    docstring = ast.get_docstring(ast.parse(init), clean=False)
+    assert docstring is not None and docstring.rstrip().endswith(ending.replace('"""', "'''"))
+
+
 def test_lone_surrogates_are_refused_with_the_line(designs: DesignRunner) -> None:
     designs.check(
         """
