@@ -44,6 +44,7 @@ from agentgen.runtime.contracts.limits import (
 
 __all__ = [
     "MAX_INTEGER_BITS",
+    "MAX_ROUND_DIGITS",
     "TemplateLimitError",
     "check_template",
     "render_template",
@@ -283,6 +284,22 @@ def _pre_count(value: Any, count: Any = 0, *_: Any, **__: Any) -> None:
     _bound(_width(count))
 
 
+#: Digits ``round`` may keep or drop: as many as the largest integer a template may compute
+#: has. Python rounds an integer to ``-n`` digits, and Jinja's ``floor`` and ``ceil`` methods
+#: scale by ``10 ** n``, in time and memory that grow with ``n``: ``round(-10**9)`` never
+#: finished.
+MAX_ROUND_DIGITS = len(str(1 << MAX_INTEGER_BITS))
+
+
+def _pre_round(value: Any, precision: Any = 0, *_: Any, **kwargs: Any) -> None:
+    precision = kwargs.get("precision", precision)
+    if isinstance(precision, int) and abs(precision) > MAX_ROUND_DIGITS:
+        raise TemplateLimitError(
+            f"the template would round to {precision} digits; the limit is {MAX_ROUND_DIGITS} "
+            "either way"
+        )
+
+
 _PRECHECKS: dict[str, Callable[..., None]] = {
     "center": _pre_center,
     "indent": _pre_indent,
@@ -292,6 +309,7 @@ _PRECHECKS: dict[str, Callable[..., None]] = {
     "format": _pre_format,
     "batch": _pre_count,
     "slice": _pre_count,
+    "round": _pre_round,
 }
 
 #: Filters whose first argument is a context, environment or evaluation context.

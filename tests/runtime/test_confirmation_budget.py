@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentgen.runtime.contracts import limits
+from agentgen.runtime.contracts import limits, templates
 from agentgen.runtime.runs.confirmation import ConfirmationBudgetError, ConfirmationError, render
 
 TOOL = "billing.refund"
@@ -90,6 +90,31 @@ def test_recursion_through_macros_stops_at_the_budget() -> None:
 def test_values_beyond_the_output_limit_are_never_built(template: str) -> None:
     message = over_budget(template, {"long": "y" * 40_000})
     assert str(limits.MAX_TEMPLATE_OUTPUT_CHARS) in message or "bits" in message
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ (10 ** 300) | round(-100000) }}",
+        "{{ 1.5 | round(100000, 'floor') }}",
+        "{{ args.amount | round(precision=-100000, method='ceil') }}",
+    ],
+    ids=["integer", "floor", "keywords"],
+)
+def test_rounding_to_a_huge_number_of_digits_is_refused_before_it_runs(template: str) -> None:
+    # Rounding to n digits costs time and memory growing with n: round(-10**9) never ended.
+    message = over_budget(template, {"amount": 10**300})
+    assert f"the limit is {templates.MAX_ROUND_DIGITS}" in message
+
+
+def test_rounding_within_the_limit_still_works() -> None:
+    rendered = render(
+        "{{ 1234.5678 | round(2) }} {{ 1234.5 | round(-2, 'floor') }} {{ n | round(-3) }}",
+        {"n": 123_456},
+        tool_id=TOOL,
+        which="confirmation prompt",
+    )
+    assert rendered == "1234.57 1200.0 123000"
 
 
 def test_the_output_has_a_stated_limit() -> None:
