@@ -5,12 +5,13 @@ module serves them. Each call to a tool crosses the service several times (the c
 provider's claim and its completion), and FastAPI's per-request machinery (a stack of
 middlewares, dependency solving, parsing the body twice, validating the answer again) cost
 more than the registry's own work, so :class:`Dispatch` runs the same endpoint functions
-directly, with exactly the checks and answers FastAPI gave, in the same order:
+directly, with the checks and answers FastAPI gave, in this order:
 
-1. a body over the limit: ``413 body_too_large`` (before reading it when its length is
+1. a missing, unknown or revoked token: ``401 unauthenticated``, before the body is read (a
+   client without a valid token never gets its bytes parsed or validated);
+2. a body over the limit: ``413 body_too_large`` (before reading it when its length is
    declared); a body that is not ``application/json``: ``415 unsupported_media_type``;
-2. a body that is not JSON: ``400 malformed_json``;
-3. a missing, unknown or revoked token: ``401 unauthenticated``;
+3. a body that is not JSON: ``400 malformed_json``;
 4. a body that does not match the operation's model: ``422 validation_error``;
 5. the endpoint: its answer (a model, or bytes it encoded itself), or the refusal it raised
    (``RegistryError``: its code's status; an unreachable store: ``503 service_unavailable``);
@@ -75,8 +76,15 @@ def error_answer(code: str, message: str) -> Answer:
 
 def validation_answer(errors: Sequence[Mapping[str, Any]]) -> Answer:
     """A body that did not parse or match its model (FastAPI's locations start at "body")."""
-    if any(e.get("type") == "json_invalid" for e in errors):
-        return error_answer("malformed_json", "the request body is not valid JSON")
+    for error in errors:
+        if error.get("type") == "json_invalid":
+            # The parser's reason and place (never the input): "recursion limit exceeded at
+            # line 1 column 202" says what to change in a body that is deeply nested JSON.
+            reason = (error.get("ctx") or {}).get("error")
+            return error_answer(
+                "malformed_json",
+                "the request body is not valid JSON" + (f" ({reason})" if reason else ""),
+            )
     parts = []
     for error in errors[:5]:
         where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
@@ -147,11 +155,16 @@ class Dispatch:
         if route is None or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
+        try:
+            who = self.authenticate(_authorization(scope))
+        except RegistryError as exc:
+            await error_answer(exc.code, exc.message).send(send)
+            return
         body = await read_body(scope, receive, send, self.limit)
         if body is None:
             return
         try:
-            answer = await self._answer(route, scope, body)
+            answer = await self._answer(route, who, body)
         except asyncio.CancelledError:
             # uvicorn cancels the requests still running when its graceful shutdown is over
             # (long polls): they end with the answer clients retry, not a 500 and a traceback.
@@ -162,22 +175,14 @@ class Dispatch:
             )
         await answer.send(send)
 
-    async def _answer(self, route: Route, scope: Scope, body: bytes) -> Answer:
-        parsed: BaseModel | None = None
-        invalid: ValidationError | None = None
+    async def _answer(self, route: Route, who: Principal, body: bytes) -> Answer:
         if not body:
             return validation_answer([{"loc": ("body",), "msg": "Field required"}])
         try:
             parsed = route.request.model_validate_json(body)
         except ValidationError as exc:
-            invalid = exc
-            if any(e["type"] == "json_invalid" for e in exc.errors()):
-                return validation_answer(exc.errors())
+            return validation_answer(exc.errors())
         try:
-            who = self.authenticate(_authorization(scope))
-            if invalid is not None or parsed is None:
-                assert invalid is not None
-                return validation_answer(invalid.errors())
             result = await route.endpoint(parsed, who)
         except RegistryError as exc:
             return error_answer(exc.code, exc.message)

@@ -181,6 +181,35 @@ async def test_who_may_register(secured: Running, token: str | None, code: str) 
     assert await catalog(secured) == []
 
 
+@pytest.mark.parametrize(
+    ("body", "headers"),
+    [
+        (b'{"toolset": ', {}),  # not JSON
+        (b"[" * 10_000 + b"]" * 10_000, {}),  # nested past the parser's limit
+        (b"x" * (LIMIT + 1), {}),  # over the size limit
+        (b"{}", {"content-type": "text/plain"}),
+        (register_body(extra=1), {}),  # not the operation's model
+    ],
+    ids=["not-json", "deep", "too-large", "media-type", "invalid"],
+)
+@pytest.mark.parametrize("token", [None, "forged-token-that-nobody-issued"])
+async def test_a_client_without_a_valid_token_is_refused_before_its_body_is_read(
+    secured: Running, body: Any, headers: dict[str, str], token: str | None
+) -> None:
+    # Whatever it sends, a client without a token learns nothing but that (and its bytes are
+    # never parsed or validated): 401, not the 400/413/415/422 a known client would get.
+    response = await post(secured, "/v1/providers/register", body, token, **headers)
+    assert (response.status_code, code_of(response)) == (401, "unauthenticated")
+
+
+async def test_json_nested_past_the_parsers_limit_is_refused_saying_so(secured: Running) -> None:
+    deep = b'{"toolset": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
+    response = await post(secured, "/v1/toolsets/resolve", deep, CONSUMER)
+    assert (response.status_code, code_of(response)) == (400, "malformed_json")
+    message = response.json()["error"]["message"]
+    assert message.startswith("the request body is not valid JSON (recursion limit exceeded")
+
+
 async def test_each_role_stays_within_its_operations(secured: Running) -> None:
     provider = HttpRegistryClient(secured.url, token=PROVIDER)
     other = HttpRegistryClient(secured.url, token=OTHER_PROVIDER)
