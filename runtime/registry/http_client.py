@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ValidationError
 
@@ -141,7 +141,11 @@ class HttpRegistryClient:
                 "at it, or pass url=...)"
             )
         self.url = url.rstrip("/")
-        self.name = name or parts.netloc
+        # Messages and logs name the registry without the password of a URL that has one
+        # (``https://user:secret@host``): errors travel to logs, traces and run outcomes.
+        host = parts.netloc.rpartition("@")[2]
+        self.shown_url = urlunsplit(parts._replace(netloc=host)).rstrip("/")
+        self.name = name or host
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.retry = retry or RetryPolicy()
         #: How long a call waits for its outcome before returning only its reference: a
@@ -242,7 +246,7 @@ class HttpRegistryClient:
             if attempt >= self.retry.max_retries:
                 raise RegistryError(
                     "service_unavailable",
-                    f"registry {self.name!r} at {self.url}: {path} failed after "
+                    f"registry {self.name!r} at {self.shown_url}: {path} failed after "
                     f"{attempt + 1} attempt(s): {problem}",
                 )
             delay = self.retry.delay(attempt)
@@ -281,7 +285,7 @@ class HttpRegistryClient:
         if error.code in ("unauthenticated", "forbidden"):
             # A token problem is the configuration of one registry's client: say which one.
             return RegistryError(
-                error.code, f"registry {self.name!r} at {self.url}: {error.message}"
+                error.code, f"registry {self.name!r} at {self.shown_url}: {error.message}"
             )
         return RegistryError(error.code, error.message)
 
@@ -620,7 +624,7 @@ class HttpRegistryClient:
             response = await self._http.get("/health")
         except httpx2.TransportError as exc:
             raise RegistryError(
-                "service_unavailable", f"registry {self.name!r} at {self.url}: {exc}"
+                "service_unavailable", f"registry {self.name!r} at {self.shown_url}: {exc}"
             ) from None
         if response.status_code >= 400:
             raise self._refusal(response)

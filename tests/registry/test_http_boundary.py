@@ -14,10 +14,10 @@ import pytest
 from agentgen.runtime.contracts.fingerprint import schema_fingerprint
 from agentgen.runtime.registry.auth import AuthConfigError, TokenTable, is_loopback
 from agentgen.runtime.registry.client import RegistryError
-from agentgen.runtime.registry.http_client import HttpRegistryClient
+from agentgen.runtime.registry.http_client import HttpRegistryClient, RetryPolicy
 from agentgen.runtime.registry.service import ServiceConfig
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
-from tests.registry.conftest import Running, running_registry
+from tests.registry.conftest import Running, free_port, running_registry
 from tests.registry.helpers import echo_toolset, register_body
 
 PROVIDER = "provider-token-echo-0001"
@@ -322,3 +322,26 @@ def test_loopback_addresses() -> None:
 def test_the_client_refuses_urls_it_cannot_speak() -> None:
     with pytest.raises(ValueError, match="not an http\\(s\\) URL"):
         HttpRegistryClient("grpc://registry.example", name="company")
+
+
+async def test_a_password_in_the_registry_url_never_reaches_a_message(secured: Running) -> None:
+    # Errors end up in logs, traces and run outcomes: they name the registry by its host.
+    host = secured.url.removeprefix("http://")
+    port = free_port()  # nothing listens there
+    refused = HttpRegistryClient(
+        f"http://ops:s3cret-password@{host}", token="forged-token-that-nobody-issued"
+    )
+    unreachable = HttpRegistryClient(
+        f"http://ops:s3cret-password@127.0.0.1:{port}", retry=RetryPolicy(max_retries=0)
+    )
+    errors = []
+    for client in (refused, unreachable):
+        with pytest.raises(RegistryError) as info:
+            await client.list_toolsets()
+        await client.aclose()
+        errors.append(info.value)
+        assert "s3cret" not in f"{client.name} {client.shown_url} {info.value}"
+    assert errors[0].code == "unauthenticated"
+    assert f"registry {host!r} at {secured.url}: " in str(errors[0])
+    assert errors[1].code == "service_unavailable"
+    assert f"registry '127.0.0.1:{port}' at http://127.0.0.1:{port}: " in str(errors[1])
