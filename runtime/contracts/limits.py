@@ -19,6 +19,7 @@ __all__ = [
     "MAX_PATTERN_CHARS",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_EXPANSION",
     "MAX_TEMPLATE_CHARS",
     "MAX_TEMPLATE_OPERATIONS",
     "MAX_TEMPLATE_OUTPUT_CHARS",
@@ -36,6 +37,14 @@ MAX_SCHEMA_BYTES = 256 * 1024
 #: nesting takes two schema levels (``properties`` → name); 64 allows 32 levels of data, far
 #: beyond what tool payloads use, and keeps validation well inside Python's recursion limit.
 MAX_SCHEMA_DEPTH = 64
+
+#: Subschemas of one JSON Schema once every ``$ref`` is inlined (a reference back to a schema
+#: being inlined counted once). References let a few kilobytes stand for millions of
+#: subschemas (40 branches referring to 40 branches referring to 40 more), and validating one
+#: value may evaluate every one: 64,000 took 3 s of blocked event loop. 20,000 is more than a
+#: written-out schema within :data:`MAX_SCHEMA_BYTES` holds in practice, and far more than
+#: generated payload models reach.
+MAX_SCHEMA_EXPANSION = 20_000
 
 #: Compact JSON size of a whole tool declaration (its schemas and consumer contract).
 MAX_DECLARATION_BYTES = 1024 * 1024

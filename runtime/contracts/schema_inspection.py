@@ -8,8 +8,10 @@ A schema is checked in two passes before anything validates with it:
 * :func:`inspect` walks every subschema (following references) and refuses what would make
   validation unbounded or wrong: a ``$ref`` that does not resolve inside the schema (nothing is
   ever fetched), a reference cycle that never descends into the value (validation would recurse
-  forever), a pattern RE2 cannot run, and ``patternProperties`` combined with
-  ``unevaluatedProperties`` (jsonschema would match those with Python's backtracking ``re``).
+  forever), references that fan out past :data:`~.limits.MAX_SCHEMA_EXPANSION` subschemas
+  (validating one value would evaluate every combination), a pattern RE2 cannot run, and
+  ``patternProperties`` combined with ``unevaluatedProperties`` (jsonschema would match those
+  with Python's backtracking ``re``).
 
 :func:`closed_copy` gives the copy of a schema that validates tool *arguments* strictly: an
 object schema that lists its ``properties`` refuses keys it does not list, unless it says what
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agentgen.runtime.contracts.limits import MAX_SCHEMA_EXPANSION
 from agentgen.runtime.contracts.regex import PatternError, compile_pattern
 
 if TYPE_CHECKING:
@@ -350,6 +353,9 @@ class _Node:
     pointer: str
     #: Subschemas (by ``id``) validated against the same value as this one.
     in_place: list[int] = field(default_factory=list)
+    #: Every subschema (by ``id``) validated against this value or a part of it: the
+    #: in-place ones and those of its properties, items... (not its ``$defs``).
+    applied: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -399,6 +405,7 @@ class _Walk:
             schema, pointer, resolver, closable = self.queue.pop()
             self._visit(schema, pointer, resolver, closable)
         _refuse_cycles(self.result)
+        _refuse_expansion(self.result, self.schema)
         return self.result
 
     def _push(
@@ -445,12 +452,16 @@ class _Walk:
                 self._in_place(node, sub, _pointer(pointer, keyword, name), resolver, False)
         for keyword in _DATA_ONE:
             if keyword in schema:
+                self._applied(node, schema[keyword])
                 self._push(schema[keyword], _pointer(pointer, keyword), resolver, True)
         for keyword in _DATA_LIST:
             for index, sub in enumerate(_list(schema.get(keyword))):
+                self._applied(node, sub)
                 self._push(sub, _pointer(pointer, keyword, str(index)), resolver, True)
         for keyword in (*_DATA_MAP, *_DEFINITIONS):
             for name, sub in _items(schema.get(keyword)):
+                if keyword in _DATA_MAP:
+                    self._applied(node, sub)
                 self._push(sub, _pointer(pointer, keyword, name), resolver, True)
         for keyword in _REFERENCES:
             ref = schema.get(keyword)
@@ -480,7 +491,13 @@ class _Walk:
     ) -> None:
         if isinstance(sub, dict):
             node.in_place.append(id(sub))
+            node.applied.append(id(sub))
         self._push(sub, pointer, resolver, closable)
+
+    @staticmethod
+    def _applied(node: _Node, sub: Any) -> None:
+        if isinstance(sub, dict):
+            node.applied.append(id(sub))
 
     def _patterns(self, schema: dict[str, Any], pointer: str) -> None:
         pattern = schema.get("pattern")
@@ -550,6 +567,53 @@ def _refuse_cycles(inspection: Inspection) -> None:
                 state[nxt] = 1
                 path.append(nxt)
                 iterators.append(iter(nodes[nxt].in_place))
+
+
+def _refuse_expansion(inspection: Inspection, schema: Any) -> None:
+    """Refuse a schema whose references fan out: each of 40 ``anyOf`` branches referring to a
+    schema of 40 branches referring to another... is 3 KB of JSON, but validating one value
+    against it evaluates every combination (40³ subschemas took seconds, 100³ would take
+    minutes). The measure is the schema's size with every reference inlined, a reference back
+    to a schema being expanded counted once (such cycles descend into the value, see
+    :func:`_refuse_cycles`); a schema without references is never refused by it."""
+    nodes = inspection.nodes
+    if len(nodes) <= 1 or id(schema) not in nodes:
+        return
+    limit = MAX_SCHEMA_EXPANSION
+    size: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[int, Iterator[int], int]] = []
+
+    def enter(key: int) -> None:
+        on_path.add(key)
+        stack.append((key, iter(nodes[key].applied), 1))
+
+    enter(id(schema))
+    while stack:
+        key, children, total = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            on_path.discard(key)
+            size[key] = total
+            if stack:
+                parent, rest, counted = stack[-1]
+                stack[-1] = (parent, rest, min(counted + total, limit + 1))
+            if total > limit:
+                raise SchemaProblem(
+                    f"with its references inlined the schema would have more than {limit} "
+                    "subschemas (the limit): references that fan out (branches referring to "
+                    "schemas whose branches refer to others...) make validating one value "
+                    "evaluate every combination; define the alternatives once"
+                )
+            continue
+        if child not in nodes:
+            continue
+        if child in size or child in on_path:
+            counted = size.get(child, 1)
+            stack[-1] = (key, children, min(total + counted, limit + 1))
+            continue
+        enter(child)
 
 
 def inspect(schema: Any) -> Inspection:

@@ -187,6 +187,39 @@ def test_recursive_schemas_that_descend_into_the_value_are_valid() -> None:
         spec.payload.codec.decode('{"root":{"name":"a","children":[{"children":[]}]}}')
 
 
+def fan_out(branches: int, levels: int = 3) -> dict[str, Any]:
+    """A payload whose ``note`` is ``branches`` references to a schema of ``branches``
+    references to another..., ``levels`` deep: a few KB standing for branches**levels
+    subschemas."""
+    defs: dict[str, Any] = {f"d{levels}": {"type": "string", "minLength": 3}}
+    for level in range(levels):
+        defs[f"d{level}"] = {"anyOf": [{"$ref": f"#/$defs/d{level + 1}"}] * branches}
+    schema = copy.deepcopy(PAYLOAD)
+    schema["$defs"] = defs
+    schema["properties"]["note"] = {"$ref": "#/$defs/d0"}
+    return schema
+
+
+def test_references_that_fan_out_are_refused_before_any_value_is_validated() -> None:
+    # 3 KB of JSON, 64,000 subschemas once its references are inlined: validating one value
+    # that matched none took 3 s of blocked event loop (100 branches: minutes).
+    schema = fan_out(40)
+    assert len(json.dumps(schema)) < 4_000
+    message = refused(declaration(payload_schema=schema))
+    assert message.startswith(f"tool {TOOL!r} payload"), message
+    assert f"more than {limits.MAX_SCHEMA_EXPANSION} subschemas" in message
+
+
+def test_references_shared_within_the_expansion_limit_are_valid() -> None:
+    # 15 × 15 × 15 = 3,375 subschemas inlined: within the limit, and validated as written.
+    schema = fan_out(15)
+    spec = compile(declaration(payload_schema=schema), toolset=TOOLSET)
+    ok = json.dumps({"charge_id": "c1", "amount": 1, "note": "abc"})
+    assert spec.payload.codec.decode(ok)
+    with pytest.raises(PayloadError):
+        spec.payload.codec.decode(json.dumps({"charge_id": "c1", "amount": 1, "note": "ab"}))
+
+
 @pytest.mark.parametrize(
     "ref", ["https://example.com/x.json", "other.json#/a", "#/$defs/missing", "#nowhere"]
 )

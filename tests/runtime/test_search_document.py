@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentgen.runtime.search import document as documents
 from agentgen.runtime.search.analysis import SEARCH_VERSION
 from agentgen.runtime.search.document import (
     CLASSIC_VERSION,
@@ -134,6 +136,41 @@ def test_parameter_text_follows_references_and_nesting_within_bounds() -> None:
     assert texts == ["open", "3"]
     # The self-referencing definition is read to a bounded depth, not forever.
     assert 1 <= names.count("next") <= 5
+
+
+class CountingDefinitions(dict[str, Any]):
+    """``$defs`` that count how often a reference is looked up in them."""
+
+    lookups = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        type(self).lookups += 1
+        return super().get(key, default)
+
+
+def test_parameter_text_reads_references_that_fan_out_a_bounded_number_of_times() -> None:
+    # 40 branches referring to 40 branches referring to 40...: a 3 KB registry schema that
+    # was read once per path (64,000 times, seconds) before its search document was built.
+    defs = CountingDefinitions({"d3": {"type": "string"}})
+    for level in range(3):
+        defs[f"d{level}"] = {"anyOf": [{"$ref": f"#/$defs/d{level + 1}"}] * 40}
+    schema = {"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}}
+    CountingDefinitions.lookups = 0
+    assert parameter_text(schema) == (["x"], [])
+    assert CountingDefinitions.lookups <= 2 * documents._MAX_PARAMETER_VISITS
+
+
+def test_parameter_text_reads_a_bounded_amount_of_enum_values_and_text() -> None:
+    # Every distinct word read is stemmed (about 0.1 ms each): 25,000 enum values took 3 s.
+    huge = {"type": "string", "enum": [f"value{i}" for i in range(25_000)]}
+    wordy = {"type": "string", "description": "word " * 20_000}
+    names, texts = parameter_text(
+        {"type": "object", "properties": {"kind": huge, "note": wordy, "last": huge}}
+    )
+    assert texts[: documents._MAX_ENUM_VALUES] == huge["enum"][: documents._MAX_ENUM_VALUES]
+    assert len(texts) <= 2 * documents._MAX_ENUM_VALUES + 1
+    assert sum(map(len, names + texts)) <= documents._MAX_PARAMETER_TEXT
+    assert names == ["kind", "note"]  # the text budget ran out before "last"
 
 
 def test_empty_document_is_valid() -> None:
