@@ -180,6 +180,42 @@ def test_an_error_result_and_text_beside_calls_are_marked() -> None:
     assert error_line, "an error result is styled"
 
 
+def test_escape_sequences_from_models_and_tools_reach_the_terminal_as_text() -> None:
+    # A trace shows what a model and a tool wrote; a terminal obeys escape sequences, so an
+    # ESC from either could erase or forge the lines a person reviews. They print as escapes.
+    erase = "\x1b[1A\x1b[2K"
+    messages = [
+        Message.user("go\u202e"),
+        Message("assistant", (TextPart("ok" + erase), ToolCallPart("c1", "a.b", "{}"))),
+        Message.from_json(
+            {
+                "role": "tool",
+                "parts": [
+                    {
+                        "kind": "tool_result",
+                        "call_id": "c1",
+                        "tool_id": "a.b",
+                        "content": '"done\r\tcall     a.b {}\u0007\x1b]52;c;cHduZWQ=\u0007"',
+                    }
+                ],
+            }
+        ),
+        Message("assistant", (TextPart("Done."),)),
+    ]
+    assert render(messages).plain.splitlines() == [
+        "user     go\\u202e",
+        "model    ok\\x1b[1A\\x1b[2K",
+        "call     a.b {}",
+        'result   a.b → "done\\x0d\tcall     a.b {}\\x07\\x1b]52;c;cHduZWQ=\\x07"',
+        "answer   Done.",
+    ]
+    out = io.StringIO()
+    print_trace(messages, file=out, color=True)
+    printed = out.getvalue()
+    # Only the renderer's own styling reaches the terminal: no cursor moves, no OSC sequence.
+    assert "\x1b[1A" not in printed and "\x1b]" not in printed and "\x07" not in printed
+
+
 def test_records_changed_after_storing_are_named_not_guessed(stored: dict[str, Path]) -> None:
     data = json.loads(stored["openai"].read_text())
     records = data[1]["metadata"][OPENAI_METADATA_KEY]["records"]
