@@ -1,7 +1,10 @@
-"""Tool-call IDs are unique within a run.
+"""Tool-call IDs are unique within a run, and each is one short line of visible text.
 
 A repeated or empty ID is refused before anything of the turn that holds it runs: running it
-could run a call twice, or answer it with another call's result. The planning step checks the
+could run a call twice, or answer it with another call's result. So is an ID longer than
+:data:`MAX_CALL_ID_LENGTH` or holding a control or format character: IDs come from models and
+planners, and reach logs (a newline would forge a log line), traces and registries (which take
+at most 256 characters). The planning step checks the
 conversation a run starts from; the run loop checks every reply of the planner. The IDs seen so
 far are part of a run's state, so a durable run that continues as a new execution keeps them.
 """
@@ -13,19 +16,30 @@ from collections.abc import Iterable, MutableMapping
 from agentgen.runtime.messages import ToolCallPart
 from agentgen.runtime.runs.requests import ToolCallIdError
 
-__all__ = ["claim_call_ids"]
+__all__ = ["MAX_CALL_ID_LENGTH", "claim_call_ids"]
+
+#: Longest tool-call ID accepted (what a registry's call metadata holds); providers' IDs are a
+#: few dozen ASCII characters.
+MAX_CALL_ID_LENGTH = 256
 
 
 def claim_call_ids(
     seen: MutableMapping[str, str], agent_id: str, calls: Iterable[ToolCallPart], where: str
 ) -> None:
     """Record the calls' IDs in ``seen`` (ID → where it was used); :class:`ToolCallIdError` if
-    one is empty or already used."""
+    one is empty, already used, too long or not a line of visible text."""
     for call in calls:
         if not call.call_id:
             raise ToolCallIdError(
                 f"agent {agent_id!r}: {where} holds a call to {call.tool_id!r} with an empty "
                 "call ID; nothing of that turn was run"
+            )
+        if len(call.call_id) > MAX_CALL_ID_LENGTH or not call.call_id.isprintable():
+            shown = call.call_id[:80] + ("..." if len(call.call_id) > 80 else "")
+            raise ToolCallIdError(
+                f"agent {agent_id!r}: {where} holds a call to {call.tool_id!r} whose call ID "
+                f"{shown!r} is not one line of visible text of at most {MAX_CALL_ID_LENGTH} "
+                "characters; nothing of that turn was run"
             )
         earlier = seen.get(call.call_id)
         if earlier is not None:

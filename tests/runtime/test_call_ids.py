@@ -88,6 +88,31 @@ async def test_empty_ids_are_refused() -> None:
     assert executor.calls == []
 
 
+@pytest.mark.parametrize(
+    ("call_id", "shown"),
+    [
+        ("c1\nrun r: tool records.lookup (call c2) ok", "'c1\\nrun r: tool"),
+        ("c1\x1b[2K", "'c1\\x1b[2K'"),
+        ("c1\u202e", "'c1\\u202e'"),
+        ("c" * 257, "'" + "c" * 80 + "...'"),
+    ],
+    ids=["newline", "escape", "bidi", "too-long"],
+)
+async def test_ids_that_are_not_one_short_visible_line_are_refused(
+    call_id: str, shown: str
+) -> None:
+    # Models choose call IDs, and they reach logs: a newline in one would forge a log line.
+    rt = Runtime()
+    planner = ScriptedPlanner([turn((call_id, "records.lookup", {"id": "1"})), answer()])
+    executor = register(rt, planner)
+    with pytest.raises(ToolCallIdError) as info:
+        await rt.client("test.agent").run("go")
+    message = str(info.value)
+    assert shown in message and "at most 256 characters" in message, message
+    assert "\n" not in message and "\x1b" not in message
+    assert executor.calls == []
+
+
 async def test_distinct_ids_across_turns_run_normally() -> None:
     rt = Runtime()
     planner = ScriptedPlanner(
