@@ -57,6 +57,9 @@ MAX_INTEGER_BITS = 8192
 _ITER = "__agentgen_iter__"
 _CONCAT = "__agentgen_concat__"
 _CHARGE = "__agentgen_charge__"
+#: The sandbox's own globals: a render's variables never replace them (an argument named
+#: ``__agentgen_iter__`` would otherwise break every loop of the template).
+_INTERNAL = frozenset({_ITER, _CONCAT, _CHARGE})
 
 
 class TemplateLimitError(SecurityError):
@@ -496,7 +499,8 @@ def render_template(source: str, context: Mapping[str, Any]) -> str:
     try:
         out: list[str] = []
         size = 0
-        for chunk in _template(source).generate(dict(context)):
+        variables = {name: value for name, value in context.items() if name not in _INTERNAL}
+        for chunk in _template(source).generate(variables):
             size += len(chunk)
             if size > MAX_TEMPLATE_OUTPUT_CHARS:
                 raise _too_big(size, "rendering")

@@ -117,6 +117,19 @@ def test_rounding_within_the_limit_still_works() -> None:
     assert rendered == "1234.57 1200.0 123000"
 
 
+def test_arguments_named_like_the_sandboxs_internals_do_not_replace_them() -> None:
+    # Argument names come from the model (open schemas take any key): one named like the
+    # budget's loop wrapper once broke every loop of the template.
+    arguments = {"__agentgen_iter__": "x", "__agentgen_concat__": 1, "items": [1, 2]}
+    rendered = render(
+        "{% for i in items %}{{ i ~ ',' }}{% endfor %}{{ args['__agentgen_iter__'] }}",
+        arguments,
+        tool_id=TOOL,
+        which="confirmation prompt",
+    )
+    assert rendered == "1,2,x"
+
+
 def test_the_output_has_a_stated_limit() -> None:
     message = over_budget("{{ doc }}{{ doc }}", {"doc": "z" * 40_000})
     assert str(limits.MAX_TEMPLATE_OUTPUT_CHARS) in message
