@@ -31,6 +31,7 @@ __all__ = [
     "FIELD_B",
     "FIELD_WEIGHTS",
     "K1",
+    "MAX_QUERY_WORDS",
     "SEARCH_VERSION",
     "STOP_WORDS",
     "SYNONYM_WEIGHT",
@@ -54,6 +55,10 @@ FIELD_WEIGHTS = (3.0, 1.0, 1.0, 0.5, 0.3)
 FIELD_B = (0.3, 0.3, 0.75, 0.5, 0.75)
 #: BM25 term-frequency saturation.
 K1 = 1.2
+#: The distinct words a query is ranked by: the first ones it holds. Queries come from models
+#: (a model's whole output budget, 128 KB of new words, took 1.3 s to stem and rank on the
+#: event loop every run shares); a search query of more than a few dozen words is not one.
+MAX_QUERY_WORDS = 64
 #: The weight of a synonym added to a query: the share of its frequency in a tool that counts
 #: towards the frequency of the query word it stands in for.
 SYNONYM_WEIGHT = 0.2
@@ -173,11 +178,23 @@ def text_words(text: str) -> list[str]:
 
 
 def query_words(query: str) -> list[str]:
-    """The distinct words of a query, in order: quoted values left out when words remain
-    outside the quotes."""
+    """The distinct words of a query, in order, at most :data:`MAX_QUERY_WORDS` of them (the
+    first): quoted values left out when words remain outside the quotes."""
     unquoted = _QUOTED.sub(" ", query)
-    words = text_words(unquoted) or text_words(query)
-    return list(dict.fromkeys(words))
+    return _first_words(unquoted) or _first_words(query)
+
+
+def _first_words(text: str) -> list[str]:
+    """The first :data:`MAX_QUERY_WORDS` distinct words of prose, stemming no more than it
+    keeps (and the repeats among them)."""
+    found: dict[str, None] = {}
+    for match in _RUN.finditer(text):
+        word = match.group().lower()
+        if word not in STOP_WORDS:
+            found[stem(word)] = None
+            if len(found) >= MAX_QUERY_WORDS:
+                break
+    return list(found)
 
 
 @cache

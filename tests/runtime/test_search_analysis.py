@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentgen.runtime.search import analysis
 from agentgen.runtime.search.analysis import (
     SEARCH_VERSION,
     STOP_WORDS,
@@ -111,6 +112,25 @@ def test_stop_words_and_stems() -> None:
 def test_query_words(query: str, words: list[str]) -> None:
     # Quoted text names values, not what a tool does: left out unless nothing else remains.
     assert query_words(query) == words
+
+
+def test_a_query_is_ranked_by_its_first_words_and_only_those_are_stemmed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Queries come from models: a model's whole output budget of new words (128 KB) took
+    # 1.3 s to stem and rank on the event loop every run shares.
+    words = [f"word{number}x" for number in range(20_000)]
+    stemmed: list[str] = []
+
+    def counting(word: str) -> str:
+        stemmed.append(word)
+        return stem(word)
+
+    monkeypatch.setattr(analysis, "stem", counting)
+    assert query_words(" ".join(words)) == words[: analysis.MAX_QUERY_WORDS]
+    assert len(stemmed) == analysis.MAX_QUERY_WORDS
+    # Repeats and stop words do not count towards the limit.
+    assert query_words("the the search search " * 1000 + "issues") == ["search", "issu"]
 
 
 def test_synonyms_are_symmetric_and_stemmed() -> None:
