@@ -41,6 +41,7 @@ from agentgen.runtime.contracts.limits import (
     MAX_TEMPLATE_OPERATIONS,
     MAX_TEMPLATE_OUTPUT_CHARS,
 )
+from agentgen.runtime.visible import visible
 
 __all__ = [
     "MAX_INTEGER_BITS",
@@ -378,6 +379,14 @@ _SAFE_METHODS: dict[type, frozenset[str]] = {
 _DATA_TYPES = (dict, list, tuple, str, int, float, Decimal, bool)
 
 
+def _visible(value: Any) -> Any:
+    """What ``{{ ... }}`` writes: text with control and format characters but newlines and
+    tabs as escapes (:func:`~agentgen.runtime.visible.visible`). Values come from models; a
+    prompt a person reads must not carry an escape sequence that rewrites it, nor a bidi
+    override that shows ``exe.pdf`` for ``fdp.exe``. The template's own text is left as is."""
+    return visible(value, "\n\t") if type(value) is str else value
+
+
 def _call(name: str, args: list[Any], lineno: int) -> nodes.Call:
     return nodes.Call(nodes.Name(name, "load", lineno=lineno), args, [], None, None, lineno=lineno)
 
@@ -409,7 +418,7 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
     intercepted_unops = frozenset({"+", "-"})
 
     def __init__(self) -> None:
-        super().__init__(undefined=StrictUndefined, autoescape=False)
+        super().__init__(undefined=StrictUndefined, autoescape=False, finalize=_visible)
         self.filters["tojson"] = tojson
         for name in ("random", "urlize", "pprint"):  # not deterministic; slow on long text
             self.filters.pop(name, None)

@@ -4,7 +4,10 @@ Templates are Jinja2, rendered in a sandbox with strict undefined variables agai
 canonical JSON arguments: ``{{ amount }}`` reads the argument ``amount``, ``{{ value | tojson }}``
 writes a JSON value, and optional arguments are read through ``args``, the whole argument
 object: ``{{ args.get("note", "none") }}`` (a bare ``{{ note }}`` fails when the model left it
-out). The rendering uses the accepted call's saved contract, never the current catalog.
+out). The rendering uses the accepted call's saved contract, never the current catalog. What
+``{{ ... }}`` writes has its control and format characters but newlines and tabs escaped, so
+an argument cannot rewrite the prompt a person reads (terminal escape sequences, bidi
+overrides).
 
 Every render is bounded work (:mod:`agentgen.runtime.contracts.templates`): a template that
 goes past its budget of operations or output fails with :class:`ConfirmationBudgetError`, and

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from agentgen.runtime.messages import Message
 from agentgen.runtime.model_client import ToolDefinition
 from agentgen.runtime.trace.events import HasTranscript, TraceEvent, events
+from agentgen.runtime.visible import visible
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -70,26 +71,6 @@ def render(
     return text
 
 
-def _shown(line: str) -> str:
-    """A line as people may see it: every control and format character (ESC, carriage
-    return, bidi overrides, zero-width marks, separators...) but tabs written as its escape.
-    Traces show what models and tools wrote, and a terminal obeys escape sequences: a result
-    holding ``\\x1b[1A\\x1b[2K`` would erase the line above it, or forge one, in the trace a
-    person reviews (``rich`` passes ESC through)."""
-    if line.isprintable():
-        return line
-    return "".join(char if char == "\t" or char.isprintable() else _escape(char) for char in line)
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
-
-
 def _line(text: Text, event: TraceEvent) -> None:
     for piece, style in _pieces(event):
         text.append(piece, style=style)
@@ -101,7 +82,8 @@ def _pieces(event: TraceEvent) -> Iterator[tuple[str, str]]:
     style = _STYLES[event.kind]
     if event.kind == "result" and event.is_error:
         style = "red"
-    lines = [_shown(line) for line in event.text.split("\n")]
+    # Models and tools wrote it: escape sequences print as text (agentgen.runtime.visible).
+    lines = [visible(line, "\t") for line in event.text.split("\n")]
     yield f"{event.kind:<{LABEL_WIDTH}} ", f"bold {style}".strip()
     yield lines[0], style
     yield "\n", ""

@@ -130,6 +130,30 @@ def test_arguments_named_like_the_sandboxs_internals_do_not_replace_them() -> No
     assert rendered == "1,2,x"
 
 
+def test_arguments_cannot_carry_escape_sequences_or_bidi_overrides_into_a_prompt() -> None:
+    # A person reads the prompt, often in a terminal: a model's argument must not rewrite it
+    # (ESC sequences) or disguise a name (a bidi override shows "fdp.exe" as "exe.pdf").
+    arguments = {"file": "report\u202efdp.exe", "note": "line one\nline two\t(tab)\x1b[1A\x1b[2K"}
+    rendered = render(
+        "Send {{ file }}?\n{{ note }}\n{{ args | tojson }}",
+        arguments,
+        tool_id=TOOL,
+        which="confirmation prompt",
+    )
+    assert rendered.splitlines() == [
+        "Send report\\u202efdp.exe?",
+        "line one",
+        "line two\t(tab)\\x1b[1A\\x1b[2K",
+        '{"file": "report\\u202efdp.exe", '
+        '"note": "line one\\nline two\\t(tab)\\u001b[1A\\u001b[2K"}',
+    ]
+    assert all(char.isprintable() or char in "\n\t" for char in rendered)
+    # Text of other scripts, and spaces of every kind, are shown as written.
+    assert render("{{ x }}", {"x": "100\u00a0€ für Zoë"}, tool_id=TOOL, which="p") == (
+        "100\u00a0€ für Zoë"
+    )
+
+
 def test_the_output_has_a_stated_limit() -> None:
     message = over_budget("{{ doc }}{{ doc }}", {"doc": "z" * 40_000})
     assert str(limits.MAX_TEMPLATE_OUTPUT_CHARS) in message

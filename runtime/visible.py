@@ -1,0 +1,33 @@
+"""Text from models and tools, as people see it: no character that acts instead of showing.
+
+Traces and confirmation prompts show what models and tools wrote, often in a terminal, which
+obeys escape sequences (``\\x1b[1A\\x1b[2K`` erases the line above) and bidi overrides
+(``\\u202e`` shows ``fdp.exe`` as ``exe.pdf``). Such characters are written as their escapes
+instead; spaces of every kind stay.
+"""
+
+from __future__ import annotations
+
+from unicodedata import category
+
+__all__ = ["visible"]
+
+
+def visible(text: str, keep: str = "") -> str:
+    """``text`` with every control, format, separator, private-use, surrogate or unassigned
+    character, except those in ``keep`` (``"\\n\\t"``), written as its Python escape."""
+    if text.isprintable():
+        return text
+    return "".join(
+        char if char.isprintable() or char in keep or category(char) == "Zs" else _escape(char)
+        for char in text
+    )
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
