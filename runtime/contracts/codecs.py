@@ -212,10 +212,18 @@ class SchemaCodec:
     def _check(self, validator: Any, value: Any) -> None:
         from referencing.exceptions import Unresolvable
 
+        from agentgen.runtime.contracts.validators import (
+            ValidationBudgetError,
+            validation_budget,
+        )
+
         try:
-            errors = sorted(
-                validator.iter_errors(_as_floats(value)), key=lambda e: list(e.absolute_path)
-            )
+            with validation_budget():
+                errors = sorted(
+                    validator.iter_errors(_as_floats(value)), key=lambda e: list(e.absolute_path)
+                )
+        except ValidationBudgetError as exc:
+            raise PayloadError(self.what, [FieldIssue("", str(exc))]) from None
         except Unresolvable as exc:
             raise PayloadError(self.what, [FieldIssue("", f"unresolvable $ref: {exc}")]) from None
         except RecursionError:

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_TEMPLATE_OPERATIONS",
     "MAX_TEMPLATE_OUTPUT_CHARS",
     "MAX_TEXT_CHARS",
+    "MAX_VALIDATION_STEPS",
     "REGEX_MAX_MEMORY",
 ]
 
@@ -45,6 +46,13 @@ MAX_SCHEMA_DEPTH = 64
 #: written-out schema within :data:`MAX_SCHEMA_BYTES` holds in practice, and far more than
 #: generated payload models reach.
 MAX_SCHEMA_EXPANSION = 20_000
+
+#: Schema keyword evaluations one validation of a value may do (every ``type``, ``properties``,
+#: ``$ref``... applied to a part of the value counts one). Ordinary payloads need a few per
+#: value they hold; a 1 MiB payload of 50,000 small objects about 400,000. A recursive schema
+#: applying itself twice to one property needs 2**depth, and was the one way left to make one
+#: validation run for minutes: past this, the value is refused (a few seconds at most).
+MAX_VALIDATION_STEPS = 1_000_000
 
 #: Compact JSON size of a whole tool declaration (its schemas and consumer contract).
 MAX_DECLARATION_BYTES = 1024 * 1024

@@ -11,15 +11,77 @@ patterns, :mod:`.schema_check`; every pattern was first checked to run on RE2,
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped, unused-ignore]
 
+from agentgen.runtime.contracts.limits import MAX_VALIDATION_STEPS
 from agentgen.runtime.contracts.regex import PatternError, search
 
-__all__ = ["RE2Validator"]
+__all__ = ["RE2Validator", "ValidationBudgetError", "validation_budget"]
+
+
+class ValidationBudgetError(Exception):
+    """Validating one value took more than :data:`~.limits.MAX_VALIDATION_STEPS` keyword
+    evaluations (a schema applying itself several times to the same part of the value)."""
+
+
+#: Keyword evaluations left to the validation under way (None: no budget, outside one).
+_STEPS: ContextVar[list[int] | None] = ContextVar("agentgen_validation_steps", default=None)
+
+
+@contextmanager
+def validation_budget() -> Iterator[None]:
+    """Hold the validations run inside to :data:`~.limits.MAX_VALIDATION_STEPS` keyword
+    evaluations in all: past it, the keyword under way raises :class:`ValidationBudgetError`.
+
+    Inspection refuses schemas whose references fan out (:mod:`.schema_inspection`), but a
+    recursive schema that applies itself twice to the same property is only a few bytes and
+    takes 2**depth evaluations for a value ``depth`` levels deep (12 levels: 2 s, 20: minutes):
+    how much work a schema needs depends on the value, so the value's validation is what is
+    bounded."""
+    token = _STEPS.set([MAX_VALIDATION_STEPS])
+    try:
+        yield
+    finally:
+        _STEPS.reset(token)
+
+
+def _spend() -> None:
+    left = _STEPS.get()
+    if left is not None:
+        left[0] -= 1
+        if left[0] < 0:
+            raise ValidationBudgetError(
+                f"validating it took more than {MAX_VALIDATION_STEPS} steps (the limit; a "
+                "step is a schema keyword applied to a part of the value, or an error passed "
+                "on by one): the tool's schema applies parts of itself several times to the "
+                "same part of the value"
+            )
+
+
+def _passed_on(errors: Any) -> Iterator[Any]:
+    for error in errors:
+        _spend()
+        yield error
+
+
+def _counted(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The keyword, spending one step per evaluation and one per error it passes on (errors of
+    nested subschemas are passed on by every keyword above them: building and passing them
+    on is most of the work of a schema that applies itself many times)."""
+
+    def keyword(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        _spend()
+        errors = function(validator, value, instance, schema)
+        return None if errors is None else _passed_on(errors)
+
+    return keyword
+
 
 _SHORT = reprlib.Repr()
 _SHORT.maxstring = 80
@@ -153,12 +215,15 @@ def _unevaluated_properties(
         )
 
 
+_KEYWORDS = {
+    **jsonschema.Draft202012Validator.VALIDATORS,
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "unevaluatedProperties": _unevaluated_properties,
+}
+#: Every keyword evaluation counts one step of :func:`validation_budget`.
 RE2Validator: Any = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
-    validators={
-        "pattern": _pattern,
-        "patternProperties": _pattern_properties,
-        "additionalProperties": _additional_properties,
-        "unevaluatedProperties": _unevaluated_properties,
-    },
+    validators={name: _counted(function) for name, function in _KEYWORDS.items()},
 )

@@ -220,6 +220,35 @@ def test_references_shared_within_the_expansion_limit_are_valid() -> None:
         spec.payload.codec.decode(json.dumps({"charge_id": "c1", "amount": 1, "note": "ab"}))
 
 
+def test_a_schema_applying_itself_twice_to_a_value_is_stopped_at_the_validation_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A few bytes: each level applies the schema twice to the same property, so a value
+    # d levels deep takes 2**d evaluations (12 levels: 2 s; 20: minutes). How much work the
+    # schema needs depends on the value, so each validation has a budget of steps.
+    from agentgen.runtime.contracts import validators
+
+    monkeypatch.setattr(validators, "MAX_VALIDATION_STEPS", 20_000)
+    twice = {"properties": {"x": {"$ref": "#/$defs/node"}}}
+    schema = copy.deepcopy(PAYLOAD)
+    schema["$defs"] = {"node": {"type": "object", "allOf": [twice, twice]}}
+    schema["properties"]["note"] = {"$ref": "#/$defs/node"}
+    spec = compile(declaration(payload_schema=schema), toolset=TOOLSET)
+    deep: Any = 5
+    for _ in range(14):
+        deep = {"x": deep}
+    value = json.dumps({"charge_id": "c1", "amount": 1, "note": deep})
+    for check in (spec.payload.codec.decode, spec.payload.codec.decode_arguments):
+        with pytest.raises(PayloadError) as info:
+            check(value)
+        assert "took more than 20000 steps (the limit" in str(info.value)
+    # A shallow value is validated as usual, within the budget.
+    shallow = json.dumps({"charge_id": "c1", "amount": 1, "note": {"x": {"x": {}}}})
+    assert spec.payload.codec.decode_arguments(shallow)["note"] == {"x": {"x": {}}}
+    with pytest.raises(PayloadError, match="is not of type 'object'"):
+        spec.payload.codec.decode(json.dumps({"charge_id": "c1", "amount": 1, "note": {"x": 1}}))
+
+
 @pytest.mark.parametrize(
     "ref", ["https://example.com/x.json", "other.json#/a", "#/$defs/missing", "#nowhere"]
 )
