@@ -161,6 +161,17 @@ def _own(path: str) -> int:
     return owner
 
 
+def _create_private(path: str) -> None:
+    """Create a new database file readable by its owner only: it holds every call's payload and
+    result, which other users of the machine have no business reading (SQLite gives its
+    write-ahead log and shared-memory files the database file's permissions). An existing
+    file keeps the permissions its operator gave it."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
 class SQLiteStore:
     def __init__(self, path: str, *, redelivery_ms: int = 5_000) -> None:
         self.path = path
@@ -253,6 +264,7 @@ class SQLiteStore:
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                _create_private(self.path)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             journal = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             # WAL with synchronous=NORMAL: a commit survives the process being killed; only

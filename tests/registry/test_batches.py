@@ -416,3 +416,33 @@ async def test_sqlite_checkpoints_its_log_on_a_thread_of_its_own(tmp_path: Path)
     await reopened.open()
     assert await RegistryOperations(reopened, FAST).list_toolsets() == ["echo"]
     await reopened.close()
+
+
+async def test_a_new_sqlite_store_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    # It holds every call's payload and result: other users of the machine may not read it,
+    # whatever the umask (SQLite gives its log and shared memory the database's permissions).
+    import os
+
+    previous = os.umask(0o022)
+    try:
+        store = SQLiteStore(str(tmp_path / "new" / "registry.db"))
+        await store.open()
+        ops = RegistryOperations(store, FAST)
+        token = (await ops.register(registration())).registration_token
+        await ops.call(call(token, call_id="c1"))
+        files = sorted((tmp_path / "new").iterdir())
+        assert [f.name for f in files] == ["registry.db", "registry.db-shm", "registry.db-wal"]
+        assert {f.name: f.stat().st_mode & 0o777 for f in files} == {
+            f.name: 0o600 for f in files
+        }
+        await store.close()
+        # An existing file keeps the permissions its operator gave it.
+        shared = tmp_path / "shared.db"
+        shared.touch(mode=0o640)
+        os.chmod(shared, 0o640)
+        other = SQLiteStore(str(shared))
+        await other.open()
+        await other.close()
+        assert shared.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(previous)
