@@ -219,6 +219,19 @@ class _Validator:
                     f"{'/'.join(_URL_SCHEMES)} URL such as https://registry.example",
                     loc=loc,
                 )
+            elif parsed.password is not None:
+                # Generated packages are committed: a password in the URL would be too (and
+                # this message must not repeat it).
+                masked = parsed._replace(
+                    netloc=f"{parsed.username}:***@{parsed.netloc.rpartition('@')[2]}"
+                ).geturl()
+                self.error(
+                    registry,
+                    f"registry URL {q(masked)} carries a password, which would be written into "
+                    "the generated packages you commit: remove it, and give the registry "
+                    "client a token (AGENTGEN_REGISTRY_TOKEN, or token=...) instead",
+                    loc=loc,
+                )
             else:
                 try:
                     _ = parsed.port

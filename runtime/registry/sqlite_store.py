@@ -166,10 +166,8 @@ def _create_private(path: str) -> None:
     result, which other users of the machine have no business reading (SQLite gives its
     write-ahead log and shared-memory files the database file's permissions). An existing
     file keeps the permissions its operator gave it."""
-    try:
+    with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        pass
 
 
 class SQLiteStore:

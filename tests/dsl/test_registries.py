@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentgen.dsl.expr import RegistryExpr, RegistrySource, ToolsetExpr
-from tests.conftest import DesignRunner
+from tests.conftest import DesignRunner, format_errors
 
 COMPANY = """
 Company = Registry("company", lambda: URL("https://registry.example"))
@@ -44,6 +44,21 @@ BadPort = Registry("bad_port", lambda: URL("https://registry.example:99999"))  #
         'registry "broken": invalid registry URL "registry.example"',
         'invalid registry URL "https://registry.example:99999"',
     )
+
+
+def test_a_password_in_a_registry_url_is_refused_without_being_repeated(
+    designs: DesignRunner,
+) -> None:
+    # Generated packages are committed: a password in the URL would be committed with them.
+    errors = designs.check(
+        """
+Secret = Registry("secret", lambda: URL("https://ops:hunter2-secret@registry.example/v1"))  # <-
+Named = Registry("named", lambda: URL("https://ops@registry.example"))
+""",
+        'registry "secret": registry URL "https://ops:***@registry.example/v1" carries a '
+        "password, which would be written into the generated packages you commit",
+    )
+    assert "hunter2" not in format_errors(errors)
 
 
 def test_c1_settings_must_be_non_negative_and_parse(designs: DesignRunner) -> None:

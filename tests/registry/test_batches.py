@@ -432,9 +432,7 @@ async def test_a_new_sqlite_store_is_readable_by_its_owner_only(tmp_path: Path) 
         await ops.call(call(token, call_id="c1"))
         files = sorted((tmp_path / "new").iterdir())
         assert [f.name for f in files] == ["registry.db", "registry.db-shm", "registry.db-wal"]
-        assert {f.name: f.stat().st_mode & 0o777 for f in files} == {
-            f.name: 0o600 for f in files
-        }
+        assert {f.name: f.stat().st_mode & 0o777 for f in files} == {f.name: 0o600 for f in files}
         await store.close()
         # An existing file keeps the permissions its operator gave it.
         shared = tmp_path / "shared.db"
