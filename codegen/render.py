@@ -23,6 +23,7 @@ from agentgen.codegen.generation_model import (
     TypeRef,
 )
 from agentgen.codegen.stamp import PLACEHOLDER, ROOT_DOC
+from agentgen.runtime.visible import escape
 
 
 @dataclass(frozen=True)
@@ -36,16 +37,6 @@ class RenderedFile:
         return self.path.endswith(".py")
 
 
-def _escape(ch: str) -> str:
-    """The Python escape of one character (``\\x00``, ``\\u2028``, ``\\ud800``...)."""
-    code = ord(ch)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
-
-
 def escaped(text: str, keep: str = "") -> str:
     """``text`` with every character that is not printable (controls, NUL, line and paragraph
     separators, format and private-use characters, lone surrogates) written as a Python escape,
@@ -55,7 +46,7 @@ def escaped(text: str, keep: str = "") -> str:
     to escape (first)."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() or ch in keep else _escape(ch) for ch in text)
+    return "".join(ch if ch.isprintable() or ch in keep else escape(ch) for ch in text)
 
 
 def py(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from unicodedata import category
 
-__all__ = ["visible"]
+__all__ = ["escape", "visible"]
 
 
 def visible(text: str, keep: str = "") -> str:
@@ -19,12 +19,13 @@ def visible(text: str, keep: str = "") -> str:
     if text.isprintable():
         return text
     return "".join(
-        char if char.isprintable() or char in keep or category(char) == "Zs" else _escape(char)
+        char if char.isprintable() or char in keep or category(char) == "Zs" else escape(char)
         for char in text
     )
 
 
-def _escape(char: str) -> str:
+def escape(char: str) -> str:
+    """The Python escape of one character (``\\x00``, ``\\u2028``, ``\\ud800``...)."""
     code = ord(char)
     if code <= 0xFF:
         return f"\\x{code:02x}"

@@ -21,6 +21,7 @@ from agentgen.runtime import (
     TextPart,
     ToolCallPart,
     ToolDefinition,
+    ToolResultPart,
 )
 from agentgen.runtime.adapters import OPENAI_METADATA_KEY
 from agentgen.runtime.model_client import USAGE_METADATA_KEY
@@ -187,18 +188,13 @@ def test_escape_sequences_from_models_and_tools_reach_the_terminal_as_text() -> 
     messages = [
         Message.user("go\u202e"),
         Message("assistant", (TextPart("ok" + erase), ToolCallPart("c1", "a.b", "{}"))),
-        Message.from_json(
-            {
-                "role": "tool",
-                "parts": [
-                    {
-                        "kind": "tool_result",
-                        "call_id": "c1",
-                        "tool_id": "a.b",
-                        "content": '"done\r\tcall     a.b {}\u0007\x1b]52;c;cHduZWQ=\u0007"',
-                    }
-                ],
-            }
+        Message(
+            "tool",
+            (
+                ToolResultPart(
+                    "c1", "a.b", '"done\r\tcall     a.b {}\u0007\x1b]52;c;cHduZWQ=\u0007"'
+                ),
+            ),
         ),
         Message("assistant", (TextPart("Done."),)),
     ]
