@@ -9,7 +9,13 @@ Three inputs from the hardening issue, each handled two ways in the same run:
   peer) versus agentgen's budgeted sandbox, which stops at its operation budget;
 - a 1.3 MB registry payload schema: checking and building jsonschema's validator for it (the
   peer; what compiling it meant before the size limit) versus ``contracts.compile``, which
-  refuses it.
+  refuses it;
+- a 3 KB schema whose references fan out (40 branches of 40 of 40): validating one value with
+  jsonschema (the peer) versus ``contracts.compile``, which refuses the schema;
+- a recursive schema applying itself twice to one property, against a value 16 levels deep:
+  jsonschema (the peer) versus ``SchemaCodec``, which stops at its validation budget;
+- ``round`` to a huge number of digits in a confirmation template: Jinja's sandbox (the peer)
+  versus agentgen's, which refuses it before it runs.
 
 Every row is the median of a few repetitions of one handling, in seconds (all of it time the
 event loop cannot run anything else), and the ratio peer / agentgen.
@@ -130,11 +136,102 @@ def big_schema(repeat: int) -> list[tuple[str, float, float]]:
     return [(f"{size:.1f} MB payload schema", median(peer, repeat), median(ours, repeat))]
 
 
+def _declaration(payload: dict[str, Any]) -> dict[str, Any]:
+    declaration = tool_schema(
+        tool_id="bench.tool",
+        title="Bench",
+        description="A tool.",
+        tags=(),
+        payload_schema={"type": "object"},
+        payload_name=None,
+        result_schema={"type": "object"},
+        result_name=None,
+        search=SearchDocument.from_text("bench.tool"),
+    ).to_json()
+    declaration["payload_schema"] = declaration["execution_payload_schema"] = payload
+    return declaration
+
+
+def fan_out(repeat: int) -> list[tuple[str, float, float]]:
+    defs: dict[str, Any] = {"d3": {"type": "string", "minLength": 3}}
+    for level in range(3):
+        defs[f"d{level}"] = {"anyOf": [{"$ref": f"#/$defs/d{level + 1}"}] * 40}
+    payload = {"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}}
+    peer = jsonschema.Draft202012Validator(payload)
+    declaration = _declaration(payload)
+
+    def ours() -> None:
+        try:
+            compile(declaration, toolset="bench")
+        except ContractError:
+            return
+        raise AssertionError("the fan-out schema was not refused")
+
+    size = len(json.dumps(payload)) / 1e3
+    return [
+        (
+            f"{size:.0f} KB schema of references fanning out 40 x 40 x 40",
+            median(lambda: peer.is_valid({"x": "a"}), repeat),
+            median(ours, repeat),
+        )
+    ]
+
+
+def applied_twice(repeat: int) -> list[tuple[str, float, float]]:
+    twice = {"properties": {"x": {"$ref": "#/$defs/node"}}}
+    payload = {
+        "type": "object",
+        "$defs": {"node": {"type": "object", "allOf": [twice, twice]}},
+        "properties": {"x": {"$ref": "#/$defs/node"}},
+    }
+    value: Any = 5
+    for _ in range(16):
+        value = {"x": value}
+    peer = jsonschema.Draft202012Validator(payload)
+    codec = SchemaCodec(copy.deepcopy(payload), "bench")
+
+    def ours() -> None:
+        with contextlib.suppress(PayloadError):
+            codec.decode(value)
+
+    return [
+        (
+            "schema applying itself twice, value 16 levels deep",
+            median(lambda: list(peer.iter_errors(value)), repeat),
+            median(ours, repeat),
+        )
+    ]
+
+
+def rounding(repeat: int) -> list[tuple[str, float, float]]:
+    source = "{{ n | round(-3000000) }}"
+    peer = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
+
+    def ours() -> None:
+        with contextlib.suppress(ConfirmationError):
+            render(source, {"n": 10**300}, tool_id="bench.tool", which="confirmation prompt")
+
+    return [
+        (
+            "template rounding to 3,000,000 digits",
+            median(lambda: peer.from_string(source).render(n=10**300), repeat),
+            median(ours, repeat),
+        )
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    rows = [*redos(args.repeat), *template(args.repeat), *big_schema(args.repeat)]
+    rows = [
+        *redos(args.repeat),
+        *template(args.repeat),
+        *big_schema(args.repeat),
+        *fan_out(args.repeat),
+        *applied_twice(args.repeat),
+        *rounding(args.repeat),
+    ]
     print("| input | peer (s) | agentgen (s) | peer / agentgen |")
     print("|---|---:|---:|---:|")
     for name, peer, ours in rows:
