@@ -82,8 +82,11 @@ def _pieces(event: TraceEvent) -> Iterator[tuple[str, str]]:
     style = _STYLES[event.kind]
     if event.kind == "result" and event.is_error:
         style = "red"
-    # Models and tools wrote it: escape sequences print as text (agentgen.runtime.visible).
-    lines = [visible(line, "\t") for line in event.text.split("\n")]
+    # Models and tools wrote it: what rich strips (bell, backspace, carriage return...) is
+    # stripped, and every other control or format character (ESC, bidi overrides) prints as
+    # its escape, so no escape sequence reaches the terminal (agentgen.runtime.visible).
+    control = _control_codes()
+    lines = [visible(control.sub("", line), "\t") for line in event.text.split("\n")]
     yield f"{event.kind:<{LABEL_WIDTH}} ", f"bold {style}".strip()
     yield lines[0], style
     yield "\n", ""

@@ -202,7 +202,7 @@ def test_escape_sequences_from_models_and_tools_reach_the_terminal_as_text() -> 
         "user     go\\u202e",
         "model    ok\\x1b[1A\\x1b[2K",
         "call     a.b {}",
-        'result   a.b → "done\\x0d\tcall     a.b {}\\x07\\x1b]52;c;cHduZWQ=\\x07"',
+        'result   a.b → "done\tcall     a.b {}\\x1b]52;c;cHduZWQ="',  # BEL and CR: stripped
         "answer   Done.",
     ]
     out = io.StringIO()
@@ -210,6 +210,9 @@ def test_escape_sequences_from_models_and_tools_reach_the_terminal_as_text() -> 
     printed = out.getvalue()
     # Only the renderer's own styling reaches the terminal: no cursor moves, no OSC sequence.
     assert "\x1b[1A" not in printed and "\x1b]" not in printed and "\x07" not in printed
+    unstyled = io.StringIO()
+    print_trace(messages, file=unstyled, color=False)
+    assert unstyled.getvalue().splitlines()[1] == "model    ok\\x1b[1A\\x1b[2K"
 
 
 def test_records_changed_after_storing_are_named_not_guessed(stored: dict[str, Path]) -> None:
