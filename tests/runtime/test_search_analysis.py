@@ -98,6 +98,50 @@ def test_stop_words_and_stems() -> None:
     ]
 
 
+def test_snowball_3_stems() -> None:
+    # Snowball 2 stemmed these differently ("added" -> "ad"): documents counted by one and
+    # queries stemmed by the other would not match.
+    assert [stem(w) for w in ("added", "adding", "organization", "paste", "interval")] == [
+        "add",
+        "add",
+        "organiz",
+        "paste",
+        "interval",
+    ]
+
+
+def test_a_stemmer_with_other_stems_is_refused_before_any_word_is_stemmed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import Stemmer  # type: ignore[import-not-found]
+
+    real = Stemmer.Stemmer("english")
+    snowball_2 = {"added": "ad", "adding": "ad", "paste": "past"}
+
+    class Snowball2:
+        """Stems a few words as Snowball 2 did, everything else as the installed stemmer."""
+
+        def __init__(self, language: str) -> None:
+            assert language == "english"
+
+        def stemWord(self, word: str) -> str:
+            return snowball_2.get(word) or str(real.stemWord(word))
+
+    monkeypatch.setattr(Stemmer, "Stemmer", Snowball2)
+    analysis._stemmer.cache_clear()
+    try:
+        with pytest.raises(analysis.StemmerVersionError) as caught:
+            analysis._stemmer()
+    finally:
+        analysis._stemmer.cache_clear()
+    message = str(caught.value)
+    assert "'added' as 'ad' (expected 'add')" in message
+    assert "'paste' as 'past' (expected 'paste')" in message
+    assert "'organization'" not in message  # only the words it stems otherwise
+    assert f"search version {SEARCH_VERSION}" in message
+    assert "pip install 'PyStemmer>=3.1,<4'" in message
+
+
 @pytest.mark.parametrize(
     ("query", "words"),
     [
