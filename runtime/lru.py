@@ -30,6 +30,11 @@ class LRU(Generic[K, V]):
             self.entries[key] = value
         return value
 
+    def peek(self, key: K) -> V | None:
+        """The value kept for ``key``, without marking it used: one dictionary read, so another
+        thread may call it while the owner's thread changes the cache."""
+        return self.entries.get(key)
+
     def put(self, key: K, value: V) -> V:
         """Store ``value`` unless the key is already there; return what is stored."""
         existing = self.entries.get(key)

@@ -178,7 +178,11 @@ class RegistryOperations:
     # ------------------------------------------------------------------ providers
 
     async def register(self, request: Registration) -> Registered:
-        token, specs = admission.check_registration(request, self.limits)
+        # In a worker thread: a large toolset takes a second to fingerprint and compile, which
+        # would stall every other request and long poll of this registry on the event loop.
+        token, specs = await asyncio.to_thread(
+            admission.check_registration, request, self.limits, self._compiled.peek
+        )
         # Compiled by the checks, kept so that the first call does not pay for it.
         self._compiled.put(request.schema_fingerprint, specs)
         key = catalog_key(request.toolset.name)

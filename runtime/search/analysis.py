@@ -21,6 +21,7 @@ inside quotes is left out of queries when words remain outside them: quoted text
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cache, lru_cache
 from types import MappingProxyType
@@ -147,10 +148,23 @@ class StemmerVersionError(RuntimeError):
     """The installed stemmer does not give the stems this search version was counted with."""
 
 
-@cache
+#: Each thread's stemmer: a Snowball stemmer keeps its working buffers in the instance, so one
+#: shared between threads (the registry compiles registrations in a worker thread, the
+#: generator may run in one) could hand out another word's stem.
+_local = threading.local()
+
+
 def _stemmer() -> Any:
-    """The English Snowball stemmer (PyStemmer, the Snowball project's C binding), made on
-    first use and checked against :data:`STEMMER_CHECK` before any word is stemmed."""
+    """This thread's stemmer, made on its first use there (see :func:`_new_stemmer`)."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = _new_stemmer()
+    return stemmer
+
+
+def _new_stemmer() -> Any:
+    """An English Snowball stemmer (PyStemmer, the Snowball project's C binding), checked
+    against :data:`STEMMER_CHECK` before it stems any word."""
     import Stemmer  # type: ignore[import-not-found]
 
     stemmer = Stemmer.Stemmer("english")

@@ -9,12 +9,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import threading
 
 import pytest
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import registration_token, schema_fingerprint
+from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.contracts.wire import tool_schema
+from agentgen.runtime.registry import admission
 from agentgen.runtime.registry.admission import Limits, catalog_key
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.operations import CatalogCorruptError, RegistryOperations
@@ -60,6 +63,31 @@ async def test_identical_registration_same_token_and_replicas_add_leases(
     assert sorted(json.loads(raw)["provider_leases"]) == ["p1\x00i1", "p2\x00i2"]
     toolset, token = await ops.resolve("echo")
     assert token == first.registration_token and toolset == echo_toolset()
+
+
+async def test_a_toolset_registered_again_is_not_compiled_again_and_compiles_off_the_loop(
+    ops: RegistryOperations, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A provider restarting registers the same declaration again (2,000 tools: half a second
+    # to compile), and compiling on the event loop would stall every other request meanwhile.
+    compiled_in: list[int] = []
+    compile_toolset = admission.compile_toolset
+
+    def counted(toolset: ToolsetDeclaration) -> dict[str, ToolSpec]:
+        compiled_in.append(threading.get_ident())
+        return compile_toolset(toolset)
+
+    monkeypatch.setattr(admission, "compile_toolset", counted)
+    first = await ops.register(registration())
+    again = await ops.register(registration(provider="p2", incarnation="i2"))
+    assert first.registration_token == again.registration_token
+    assert compiled_in and len(compiled_in) == 1
+    assert compiled_in[0] != threading.get_ident()  # not the event loop's thread
+    # Kept by fingerprint: what the provider claims is still checked against what it sent.
+    await refused("validation_error", ops.register(registration(fingerprint="0" * 64)))
+    # Another declaration is compiled.
+    await ops.register(registration(echo_toolset("other")))
+    assert len(compiled_in) == 2
 
 
 @pytest.mark.parametrize(

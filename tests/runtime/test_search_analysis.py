@@ -6,6 +6,9 @@ functions; a change to any output here is a new ``SEARCH_VERSION``.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -128,18 +131,32 @@ def test_a_stemmer_with_other_stems_is_refused_before_any_word_is_stemmed(
             return snowball_2.get(word) or str(real.stemWord(word))
 
     monkeypatch.setattr(Stemmer, "Stemmer", Snowball2)
-    analysis._stemmer.cache_clear()
-    try:
-        with pytest.raises(analysis.StemmerVersionError) as caught:
-            analysis._stemmer()
-    finally:
-        analysis._stemmer.cache_clear()
+    monkeypatch.setattr(analysis, "_local", threading.local())  # no stemmer made yet
+    with pytest.raises(analysis.StemmerVersionError) as caught:
+        analysis._stemmer()
     message = str(caught.value)
     assert "'added' as 'ad' (expected 'add')" in message
     assert "'paste' as 'past' (expected 'paste')" in message
     assert "'organization'" not in message  # only the words it stems otherwise
     assert f"search version {SEARCH_VERSION}" in message
     assert "pip install 'PyStemmer>=3.1,<4'" in message
+
+
+def test_each_thread_stems_with_its_own_stemmer() -> None:
+    # A Snowball stemmer keeps its working buffers in the instance: threads must not share one.
+    both_running = threading.Barrier(2)
+
+    def stemmer_of_this_thread(_: int) -> object:
+        both_running.wait(timeout=10)  # two live threads, so two different threads
+        stemmer = analysis._stemmer()
+        assert stemmer is analysis._stemmer()  # kept for the thread
+        assert stemmer.stemWord("organizations") == "organiz"
+        return stemmer
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first, second = pool.map(stemmer_of_this_thread, range(2))
+    assert first is not second
+    assert analysis._stemmer() not in (first, second)
 
 
 @pytest.mark.parametrize(
