@@ -161,6 +161,10 @@ def create_app(
         ),
         lifespan=lifespan,
         responses=_ERRORS,
+        # FastAPI's /docs and /redoc pages load their scripts from a public CDN, without a
+        # token: a registry on a private network publishes /openapi.json only.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.operations = operations
 
