@@ -31,6 +31,7 @@ from agentgen.runtime.contracts.codecs import (
     encode_exact,
     parse_arguments,
 )
+from agentgen.runtime.failures import message_of
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.registry.client import (
     CallRef,
@@ -42,7 +43,7 @@ from agentgen.runtime.registry.client import (
 from agentgen.runtime.runs import confirmation
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
-from agentgen.runtime.runs.loop import run_call
+from agentgen.runtime.runs.loop import describe_failure, run_call
 from agentgen.runtime.runs.registry_calls import bounded, describe, unavailable
 from agentgen.runtime.runs.requests import RunRequest
 from agentgen.runtime.runs.results import outcome_of, tool_error
@@ -140,7 +141,7 @@ async def decide(confirmer: Confirmer, request: ConfirmationRequest) -> Confirma
                 )
             answer = await pending
         except Exception as exc:  # the application's confirmer failed: the call did not run
-            error = f"{type(exc).__name__}: {exc}"
+            error = f"{type(exc).__name__}: {message_of(exc)}"
             span.decided("failed", error=error)
             return ConfirmationDecision(error=error)
         if not _is_verdict(answer):  # "no" or None must never approve (or deny) by accident
@@ -328,7 +329,7 @@ async def _call_executor(context: ExecutionContext, accepted: AcceptedCall) -> T
     try:
         value = await executor.execute(spec.id, payload, tool_context)
     except Exception as exc:
-        return tool_error(call, "tool_failed", f"{spec.id} failed: {type(exc).__name__}: {exc}")
+        return tool_error(call, "tool_failed", f"{spec.id} failed: {describe_failure(exc)}")
     return _encode_result(accepted, value)
 
 

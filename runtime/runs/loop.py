@@ -16,12 +16,13 @@ durable run can carry into a new execution (continue-as-new) between rounds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.planning import RunContext
+from agentgen.runtime.failures import message_of
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.accepted import AcceptedCall
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 A_contra = TypeVar("A_contra", contravariant=True)
+T = TypeVar("T")
 
 
 class StepFailure(Exception):
@@ -66,7 +68,7 @@ class StepFailure(Exception):
 
 def describe_failure(exc: BaseException) -> str:
     name = exc.type_name if isinstance(exc, StepFailure) else type(exc).__name__
-    return f"{name}: {exc}"
+    return f"{name}: {message_of(exc)}"
 
 
 class CallSteps(Protocol[A_contra]):
@@ -259,8 +261,8 @@ async def _execute_round(
         state.accepted_ids.append(decision.call.call_id)
         pending.append((len(results), decision.call, decision.accepted))
         results.append(None)
-    done = await asyncio.gather(
-        *(run_call(steps, call, accepted, state.children) for _, call, accepted in pending)
+    done = await _together(
+        [run_call(steps, call, accepted, state.children) for _, call, accepted in pending]
     )
     for (index, _, _), part in zip(pending, done, strict=True):
         results[index] = part
@@ -268,6 +270,27 @@ async def _execute_round(
     for part in final:
         state.consecutive_failures = state.consecutive_failures + 1 if part.is_error else 0
     return final
+
+
+async def _together(calls: Sequence[Awaitable[T]]) -> list[T]:
+    """Await the calls of a round concurrently; the results keep the calls' order.
+
+    A call ends with its result whatever went wrong (:func:`run_call`), so only a
+    ``BaseException`` gets here: the run is cancelled, or a tool raised ``KeyboardInterrupt``,
+    ``SystemExit``, a ``CancelledError`` of its own or another ``BaseException``. Then the
+    round ends: the other calls are cancelled and awaited before it propagates as it was
+    raised, so that no tool of a run that ended keeps running unobserved (``asyncio.gather``
+    alone leaves them running when one of its awaitables raises).
+    """
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        # Their own endings are not this round's failure (a cancelled wait here is the run's).
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def run_call(

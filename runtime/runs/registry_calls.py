@@ -23,6 +23,7 @@ from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclarati
 from agentgen.runtime.contracts.fingerprint import HEX64
 from agentgen.runtime.contracts.toolset_text import ToolsetText
 from agentgen.runtime.contracts.validation_errors import first_error
+from agentgen.runtime.failures import message_of
 from agentgen.runtime.registry.client import RegistryError, ResolvedToolset
 from agentgen.runtime.runs.host import RegistryRegistration
 from agentgen.runtime.telemetry.spans import RegistryRequest
@@ -52,8 +53,8 @@ class MalformedReplyError(Exception):
 def describe(exc: BaseException) -> str:
     """What happened, never empty: registry errors as they say, others with their type."""
     if isinstance(exc, RegistryError | RegistryTimeoutError | MalformedReplyError):
-        return str(exc) or type(exc).__name__
-    text = str(exc)
+        return message_of(exc) or type(exc).__name__
+    text = message_of(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

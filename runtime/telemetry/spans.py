@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
@@ -41,6 +42,7 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AttributeValue
 
+from agentgen.runtime.failures import UNPRINTABLE, message_of
 from agentgen.runtime.telemetry import instruments, names
 from agentgen.runtime.telemetry.config import active, first_attempt
 
@@ -128,6 +130,23 @@ def _metering() -> bool:
     return _Seen.metering
 
 
+def _record_exception(span: Span, exc: BaseException) -> None:
+    """The span's ``exception`` event. The SDK reads the exception's message with ``str``:
+    one whose ``__str__`` raises is recorded by its type (and traceback) alone, rather than
+    replacing the operation's own exception with the formatting's."""
+    try:
+        span.record_exception(exc)
+    except Exception:
+        span.add_event(
+            "exception",
+            {
+                "exception.type": type(exc).__qualname__,
+                "exception.message": UNPRINTABLE,
+                "exception.stacktrace": "".join(traceback.format_exception(exc)),
+            },
+        )
+
+
 class _Operation:
     """One span, made current while the operation runs (subclasses are dataclasses of what
     the operation is about)."""
@@ -194,8 +213,8 @@ class _Operation:
         try:
             if exc is not None and self.recording:
                 assert self.span is not None
-                self.span.record_exception(exc)
-                self.fail(_error_type(exc), f"{type(exc).__name__}: {exc}")
+                _record_exception(self.span, exc)
+                self.fail(_error_type(exc), f"{type(exc).__name__}: {message_of(exc)}")
             self.closing(exc)
         finally:
             if self.tracing:
@@ -265,7 +284,7 @@ class Run(_Operation):
                 self.run_id,
                 self.agent_id,
                 type(exc).__name__,
-                exc,
+                message_of(exc),
             )
 
 

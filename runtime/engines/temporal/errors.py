@@ -32,6 +32,7 @@ from agentgen.runtime.agents.definition import DefinitionError
 from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ContractError
 from agentgen.runtime.engines.temporal.payload_limits import PayloadTooLargeError
+from agentgen.runtime.failures import message_of
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 from agentgen.runtime.runs.catalog import (
     CatalogError,
@@ -119,7 +120,7 @@ def retryable(exc: BaseException) -> bool:
 def application_error(exc: BaseException) -> ApplicationError:
     """``exc`` as the failure of an activity: its type name and message, retried or not."""
     return ApplicationError(
-        str(exc) or type(exc).__name__,
+        message_of(exc) or type(exc).__name__,
         type=type(exc).__name__,
         non_retryable=not retryable(exc),
     )

@@ -1,0 +1,25 @@
+"""The words of an exception raised by someone else's code, whatever that exception is.
+
+Executors, confirmers, planners, model and registry clients are the application's code, and the
+runtime turns what they raise into text: a tool error the model reads, a span's status, an
+activity's failure. An exception whose ``__str__`` itself raises (or returns something that is
+not text) must not take that report down with it: the failure would then be the formatting's,
+raised from inside the handler, and the tool's own error would be lost (or the sibling calls of
+its round with it).
+"""
+
+from __future__ import annotations
+
+__all__ = ["UNPRINTABLE", "message_of"]
+
+#: What stands for the message of an exception whose ``__str__`` failed (``traceback``'s words).
+UNPRINTABLE = "<exception str() failed>"
+
+
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``, or :data:`UNPRINTABLE` when that raises."""
+    try:
+        text = str(exc)
+    except Exception:
+        return UNPRINTABLE
+    return text
