@@ -62,8 +62,11 @@ ENV_TOKEN = "AGENTGEN_REGISTRY_TOKEN"
 DEFAULT_TIMEOUT = 10.0
 #: Resolve answers a client keeps (by toolset) to be told they are unchanged.
 KEPT_ANSWERS = 4096
+#: Outcomes that came back with their call a client keeps until the result stream asks.
+KEPT_EARLY_OUTCOMES = 4096
 B = TypeVar("B", bound=BaseModel)
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 class _RetrySettings(Protocol):
@@ -154,7 +157,10 @@ class HttpRegistryClient:
         self.call_wait_ms = (
             call_wait_ms if call_wait_ms is not None else min(1_000, int(self.timeout * 250))
         )
-        #: Outcomes that came back with their call, until the result stream asks for them.
+        #: Outcomes that came back with their call, until the result stream asks for them
+        #: (the oldest first). A run cancelled between the call and its wait never asks: at
+        #: most KEPT_EARLY_OUTCOMES are kept, and an outcome forgotten is asked of the
+        #: registry, which keeps it for the call's result retention.
         self._early: dict[str, api.ResultResponse] = {}
         #: The last resolve answer of each toolset (least recently resolved first), so that a
         #: batch resolve can name what it holds and be answered ``unchanged``; kept as text
@@ -317,10 +323,7 @@ class HttpRegistryClient:
         return self._keep(name, resolved)
 
     def _keep(self, name: str, resolved: ResolvedToolset) -> ResolvedToolset:
-        self._answers.pop(name, None)
-        self._answers[name] = resolved
-        if len(self._answers) > KEPT_ANSWERS:
-            del self._answers[next(iter(self._answers))]
+        _keep_latest(self._answers, name, resolved, KEPT_ANSWERS)
         return resolved
 
     async def resolve_toolsets(
@@ -333,11 +336,15 @@ class HttpRegistryClient:
         (:class:`~agentgen.runtime.contracts.toolset_text.ToolsetText`): their tools are
         parsed and checked when a planning catalog compiles them."""
         held = self._answers
-        known = (
-            {n: r.digest for n, r in held.items() if r.digest}
-            if names is None
-            else {n: d for n in names if (r := held.get(n)) is not None and (d := r.digest)}
-        )
+        # The answers this request names, as they are now: "unchanged" means unchanged from
+        # these. Other requests of the client (concurrent activities) may keep other answers
+        # meanwhile, an older one among them when its reply was the slower.
+        named = {
+            n: r
+            for n, r in (held.items() if names is None else ((n, held.get(n)) for n in names))
+            if r is not None and r.digest
+        }
+        known = {n: r.digest for n, r in named.items() if r.digest}
         answer = await self._post(
             "/toolsets/resolve_many",
             api.ResolveManyRequest(toolsets=None if names is None else list(names), known=known),
@@ -355,14 +362,14 @@ class HttpRegistryClient:
                 held.pop(name, None)
                 out.append((name, RegistryError("not_found", entry.message)))
             elif entry.status == "unchanged":
-                resolved = held.get(name)
-                if resolved is None or known.get(name) is None:
+                resolved = named.get(name)
+                if resolved is None:
                     raise RegistryError(
                         "protocol_error",
                         f"registry {self.name!r} answered toolset {name!r} unchanged, but this "
                         "client holds no answer for it",
                     )
-                out.append((name, resolved))
+                out.append((name, self._keep(name, resolved)))
             else:
                 content = (entry.answer or "").encode()
                 try:
@@ -417,7 +424,7 @@ class HttpRegistryClient:
         )
         ref = _ref(answer)
         if answer.result is not None:
-            self._early[ref.tool_use_id] = answer.result
+            _keep_latest(self._early, ref.tool_use_id, answer.result, KEPT_EARLY_OUTCOMES)
         return ref
 
     async def retry_tool(self, ref: CallRef, *, expected_registration_token: str) -> CallRef:
@@ -629,6 +636,14 @@ class HttpRegistryClient:
         if response.status_code >= 400:
             raise self._refusal(response)
         return api.HealthResponse.model_validate_json(response.content)
+
+
+def _keep_latest(kept: dict[str, V], key: str, value: V, limit: int) -> None:
+    """Keep ``value`` as the latest under ``key``, forgetting the oldest beyond ``limit``."""
+    kept.pop(key, None)
+    kept[key] = value
+    if len(kept) > limit:
+        del kept[next(iter(kept))]
 
 
 def _ref(body: api.CallRefBody) -> CallRef:
