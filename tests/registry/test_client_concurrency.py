@@ -22,7 +22,9 @@ from agentgen.runtime.contracts.fingerprint import registration_token
 from agentgen.runtime.contracts.wire import fingerprint
 from agentgen.runtime.registry import api, http_client
 from agentgen.runtime.registry.client import CallRef, ResolvedToolset, ToolCallMeta
-from agentgen.runtime.registry.http_client import HttpRegistryClient
+from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream
+from agentgen.runtime.registry.local import LocalRegistry
+from agentgen.runtime.registry.service import ServiceConfig
 from tests.runtime.agents import provider_toolset
 
 Handler = Callable[[httpx2.Request], Coroutine[Any, Any, httpx2.Response]]
@@ -142,3 +144,67 @@ async def test_outcomes_that_came_with_their_calls_are_bounded(
     assert (await client.poll_result(refs[0])).result_json == '{"early": false}'
     assert polled == [refs[0].tool_use_id]
     await client.aclose()
+
+
+class Entered(httpx2.AsyncBaseTransport):
+    """A real transport that says when a request has entered it."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.entered: dict[str, asyncio.Event] = {}
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/v1/calls/result":
+            self.entered.setdefault(request.url.path, asyncio.Event()).set()
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_cancelled_long_polls_give_their_connections_back() -> None:
+    """Runs cancelled while they wait for their calls' outcomes release the connections of
+    their long polls: on a pool of two connections, round after round of two cancelled polls
+    leaves the client able to talk to the registry (a connection kept would leave the next
+    request waiting for the pool)."""
+    # Long polls answer "pending" within half a second (and the client polls again), so that
+    # closing the registry does not wait out polls its clients gave up.
+    with LocalRegistry(config=ServiceConfig(max_wait_ms=500)) as registry:
+        pool = httpx2.AsyncHTTPTransport(
+            limits=httpx2.Limits(max_connections=2, max_keepalive_connections=2)
+        )
+        transport = Entered(pool)
+        client = HttpRegistryClient(registry.url, transport=transport, call_wait_ms=0)
+        declaration = provider_toolset()
+        registered = await client.register(
+            declaration,
+            schema_fingerprint=fingerprint(declaration),
+            revision="r1",
+            provider_id="nobody-claims",
+            incarnation_id="i1",
+            lease_ms=60_000,
+        )
+        refs = [
+            await client.call_resolved_tool(
+                toolset="records",
+                tool="records.lookup",
+                payload_json='{"id":"r1"}',
+                meta=ToolCallMeta(run_id="run", tool_call_id=f"call{index}"),
+                expected_registration_token=registered.registration_token,
+            )
+            for index in range(2)
+        ]
+        stream = HttpResultStream(client, poll_ms=30_000)  # pending: no provider claims them
+        for _ in range(3):
+            transport.entered.clear()
+            waits = [asyncio.create_task(stream.await_result(ref)) for ref in refs]
+            await transport.entered.setdefault("/v1/calls/result", asyncio.Event()).wait()
+            for _ in range(3):  # let both polls reach the pool
+                await asyncio.sleep(0)
+            for wait in waits:
+                wait.cancel()
+            for wait in waits:
+                with pytest.raises(asyncio.CancelledError):
+                    await wait
+            assert await client.list_toolsets() == ["records"]
+        await client.aclose()
