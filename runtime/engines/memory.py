@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.local import run_agent
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
@@ -11,7 +13,26 @@ __all__ = ["InMemoryEngine"]
 
 class InMemoryEngine:
     """Runs planning and execution activities directly with asyncio; agent-as-tool calls run
-    as child runs (their own run IDs, linked to the parent) on the same engine."""
+    as child runs (their own run IDs, linked to the parent) on the same engine.
+
+    ``tool_timeout`` (seconds) bounds each tool of its runs, child runs included: an
+    executor's call, or the wait for a registry call's outcome. A tool still running then is
+    cancelled and its call answers ``outcome_unknown`` (it may have had its effect), while the
+    run goes on. ``None`` (the default) bounds nothing: a tool that never returns holds its
+    run until the run is cancelled (``asyncio.timeout`` around ``client.run``).
+    """
+
+    def __init__(self, *, tool_timeout: float | None = None) -> None:
+        if tool_timeout is not None and not (
+            isinstance(tool_timeout, int | float)
+            and not isinstance(tool_timeout, bool)
+            and 0 < tool_timeout < math.inf
+        ):
+            raise ValueError(
+                f"InMemoryEngine(tool_timeout={tool_timeout!r}): a tool timeout is a positive "
+                "number of seconds, or None to bound nothing"
+            )
+        self.tool_timeout = tool_timeout
 
     async def run(self, host: RunHost, request: RunRequest) -> RunOutcome:
-        return await run_agent(host, request)
+        return await run_agent(host, request, tool_timeout=self.tool_timeout)

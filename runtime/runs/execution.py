@@ -15,8 +15,10 @@ they run through :class:`LocalCallSteps`, on Temporal as activities.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +87,9 @@ class ExecutionContext:
     run: RunContext
     #: Run IDs of child runs started for agent tools (linked to this run), by tool call ID.
     children: dict[str, str] = field(default_factory=dict)
+    #: Longest a tool may run in process (an executor's call, the wait for a registry
+    #: call's outcome); None bounds nothing (a durable engine bounds its activities itself).
+    tool_timeout: float | None = None
 
 
 class LocalCallSteps:
@@ -307,10 +312,37 @@ async def call_executor(context: ExecutionContext, accepted: AcceptedCall) -> To
     """Run a compiled tool through its toolset's executor (an ``execute_tool`` span); the
     result is validated against the saved result contract."""
     with _execution(context, accepted, "executor") as span:
-        part = await _call_executor(context, accepted)
+        part = await _within_tool_timeout(context, accepted, _call_executor(context, accepted))
         if span.on:  # the outcome is read back from the result only for telemetry
             span.finished(outcome_of(part), part.content)
         return part
+
+
+async def _within_tool_timeout(
+    context: ExecutionContext,
+    accepted: AcceptedCall,
+    running: Coroutine[Any, Any, ToolResultPart],
+) -> ToolResultPart:
+    """The tool's result, or ``outcome_unknown`` once it ran longer than the context's
+    ``tool_timeout`` (it is cancelled then: an executor may have had part of its effect, and a
+    registry provider goes on running the call)."""
+    limit = context.tool_timeout
+    if limit is None:
+        return await running
+    try:
+        async with asyncio.timeout(limit) as deadline:
+            return await running
+    except TimeoutError:
+        if not deadline.expired():
+            raise  # not this deadline's: a TimeoutError of the step itself
+        spec = accepted.spec
+        return tool_error(
+            accepted.call,
+            "outcome_unknown",
+            f"{spec.id} did not finish within {limit:g} s (the engine's tool_timeout) and was "
+            "cancelled; the outcome is unknown: do not retry or issue a replacement call, "
+            "because the effect may have occurred",
+        )
 
 
 async def _call_executor(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
@@ -399,7 +431,7 @@ async def await_outcome(
     asked, so a durable engine may wait again on another worker after losing one.
     """
     with _execution(context, accepted, "registry") as span:
-        part = await _await_outcome(context, accepted, ref)
+        part = await _within_tool_timeout(context, accepted, _await_outcome(context, accepted, ref))
         if span.on:  # the outcome is read back from the result only for telemetry
             span.finished(outcome_of(part), part.content)
         return part

@@ -31,12 +31,15 @@ class LocalSteps(LocalCallSteps):
         """Nothing to do between rounds in process."""
 
 
-async def run_agent(host: RunHost, request: RunRequest) -> RunOutcome:
+async def run_agent(
+    host: RunHost, request: RunRequest, *, tool_timeout: float | None = None
+) -> RunOutcome:
     """Run an agent to completion in process, as an ``invoke_agent`` span under the host's
-    telemetry."""
+    telemetry; ``tool_timeout`` bounds each of its tools (see
+    :class:`~agentgen.runtime.engines.memory.InMemoryEngine`)."""
     registration = host.agent(request.agent_id)
     state: RunState[AcceptedCall] = RunState.start(request, request.run_id or uuid.uuid4().hex)
-    steps = LocalSteps(ExecutionContext(host, registration, state.run))
+    steps = LocalSteps(ExecutionContext(host, registration, state.run, tool_timeout=tool_timeout))
     with (
         activated(host.telemetry),
         Run(

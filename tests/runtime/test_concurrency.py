@@ -18,6 +18,7 @@ from agentgen.runtime.agents.executors import ToolContext
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.contracts.cache import ContractCache
+from agentgen.runtime.engines.memory import InMemoryEngine
 from agentgen.runtime.failures import UNPRINTABLE
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.registry.client import CallOutcome, CallRef, ResolvedToolset, ToolCallMeta
@@ -510,3 +511,67 @@ async def test_a_planner_error_whose_message_cannot_be_read_fails_the_run_as_its
     (event,) = [e for e in run.events if e.name == "exception"]
     assert (event.attributes or {})["exception.message"] == UNPRINTABLE
     assert run.status.description == f"Unprintable: {UNPRINTABLE}"
+
+
+# --------------------------------------------------------------------------- tool timeouts
+
+
+class Hung(GatedRecords):
+    """``search`` never returns (until cancelled); the other tools answer at once."""
+
+    def __init__(self) -> None:
+        gate = Gate("search")
+        super().__init__(gate)
+        self.gate = gate
+
+    async def lookup(self, args: types.LookupArgs, context: ToolContext) -> types.Record:
+        return types.Record(id=args.id, title="T", body="B")
+
+    async def analyze(self, args: types.AnalyzeArgs, context: ToolContext) -> types.Analysis:
+        return types.Analysis(summary="ok")
+
+
+async def test_the_engine_tool_timeout_ends_a_hung_call_of_a_parallel_round() -> None:
+    """The hung call is cancelled and answers outcome_unknown; the others of its round keep
+    their results and the run goes on to its answer. (The tool never returns: the outcome
+    does not depend on how long the timeout is.)"""
+    executor = Hung()
+    rt, planner = gated_runtime(
+        executor, [THREE, answer("after")], engine=InMemoryEngine(tool_timeout=0.01)
+    )
+    outcome = await rt.client("test.agent").run("go")
+    lookup, search, analyze = results(outcome)
+    assert not lookup.is_error and not analyze.is_error
+    error = error_of(search)
+    assert error["kind"] == "outcome_unknown"
+    assert error["message"].startswith(
+        "records.search did not finish within 0.01 s (the engine's tool_timeout) and was cancelled"
+    )
+    assert executor.gate.cancelled == ["search"]
+    assert outcome.final_text == "after"
+    resumed = planner.inputs[1]
+    assert isinstance(resumed, PlanResumeInput)
+    assert [part.call_id for part in resumed.tool_results] == [
+        "c0_records.lookup",
+        "c1_records.search",
+        "c2_records.analyze",
+    ]
+
+
+async def test_the_engine_tool_timeout_bounds_the_wait_for_a_registry_outcome() -> None:
+    registry = Stalling("result")
+    registry.publish(payments(), echo_handler)
+    rt = payments_runtime(
+        registry,
+        [calls(("payments.list", {"amount": 1})), answer()],
+        engine=InMemoryEngine(tool_timeout=0.01),
+    )
+    (part,) = results(await rt.client("test.dyn").run("go"))
+    assert error_of(part)["kind"] == "outcome_unknown"
+    assert registry.cancelled == ["result"]
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("inf"), float("nan"), True, "5"])
+def test_a_tool_timeout_is_positive_seconds(timeout: Any) -> None:
+    with pytest.raises(ValueError, match="tool timeout is a positive number of seconds"):
+        InMemoryEngine(tool_timeout=timeout)
