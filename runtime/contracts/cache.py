@@ -22,12 +22,17 @@ hashed, which costs about as much as serialising it (far less than compiling it)
 
 The cache is bounded (least recently used entries go first) and shared by concurrent
 activities and threads: entries are immutable once made, and two callers that compile the same
-declaration at the same time both get the first entry stored. Codecs are built lazily (see
-:mod:`.lazy_codec`), so a cached tool holds its schemas as JSON text until a value is checked.
+declaration at the same time both get the first entry stored. A whole answer (a digest) that
+activities of one event loop read at the same time is built by the first of them while the
+others wait: runs that start together do not each parse and hash every tool of it (100 runs
+reading a new 2,000-tool answer at once took over two minutes, one after the other). Codecs
+are built lazily (see :mod:`.lazy_codec`), so a cached tool holds its schemas as JSON text
+until a value is checked.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import threading
@@ -149,6 +154,9 @@ class ContractCache:
         self._toolsets: LRU[tuple[str, str], CompiledToolset] = LRU(max_toolsets)
         # The same toolset again, recognised by its (cached) tools when no digest says so.
         self._again: LRU[tuple[str, tuple[CompiledTool, ...]], CompiledToolset] = LRU(max_toolsets)
+        #: Toolsets being built by digest, each by the first activity that asked (the others
+        #: of its event loop wait for it): None when that one failed or was cancelled.
+        self._building: dict[tuple[str, str], asyncio.Future[CompiledToolset | None]] = {}
         #: Declarations compiled because no entry matched (also counts concurrent repeats).
         self.compiles = 0
         #: Declarations served from the cache (compiled, or refused again).
@@ -225,12 +233,47 @@ class ContractCache:
         is dropped once its tools are compiled. ``pacer`` gives the event loop a turn between
         tools. Reading the same declarations again gives the same object.
         """
-        key = (name, digest) if digest else None
-        if key is not None:
+        if not digest:
+            return await self._build(declaration, name=name, key=None, pacer=pacer)
+        key = (name, digest)
+        loop = asyncio.get_running_loop()
+        while True:
             with self._lock:
                 found = self._toolsets.get(key)
+                building = self._building.get(key) if found is None else None
+                if found is None and (building is None or building.get_loop() is not loop):
+                    building = None
+                    mine: asyncio.Future[CompiledToolset | None] = loop.create_future()
+                    self._building[key] = mine
             if found is not None:
                 return found
+            if building is None:
+                break
+            # Another activity of this loop is building the same answer: wait for it (its
+            # cancellation is not this one's), or build it here if it did not finish.
+            built = await asyncio.shield(building)
+            if built is not None:
+                return built
+        try:
+            compiled = await self._build(declaration, name=name, key=key, pacer=pacer)
+        except BaseException:
+            mine.set_result(None)
+            raise
+        finally:
+            with self._lock:
+                if self._building.get(key) is mine:
+                    del self._building[key]
+        mine.set_result(compiled)
+        return compiled
+
+    async def _build(
+        self,
+        declaration: ToolsetDeclaration | ToolsetText,
+        *,
+        name: str,
+        key: tuple[str, str] | None,
+        pacer: Pacer | None,
+    ) -> CompiledToolset:
         # A declaration kept as text is parsed here, into models no one else holds.
         fresh = isinstance(declaration, ToolsetText)
         if isinstance(declaration, ToolsetText):

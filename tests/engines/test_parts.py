@@ -22,10 +22,11 @@ from agentgen.runtime.engines.temporal import (
     time_skipping_server_path,
 )
 from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, decode, encode
-from agentgen.runtime.engines.temporal.errors import retryable, run_failure
+from agentgen.runtime.engines.temporal.errors import application_error, retryable, run_failure
 from agentgen.runtime.engines.temporal.servers import _binary
 from agentgen.runtime.engines.temporal.settings import LONGEST_DURATION
 from agentgen.runtime.engines.temporal.wire import CallTask, RunInput, WorkflowState
+from agentgen.runtime.failures import UNPRINTABLE
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 from agentgen.runtime.runs.catalog import RegistryReadError, VersionMismatchError
@@ -163,6 +164,15 @@ def test_failed_runs_raise_the_runtimes_own_errors() -> None:
     other = run_failure("ConnectionResetError", "reset", "r1")
     assert type(other) is RunError
     assert str(other) == "run 'r1' failed: ConnectionResetError: reset"
+
+
+def test_a_step_failure_whose_message_cannot_be_read_fails_the_activity_as_itself() -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("__str__ failed")
+
+    error = application_error(Unprintable())
+    assert (error.type, error.message) == ("Unprintable", UNPRINTABLE)
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,11 @@ from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema, ToolsetDeclaration
 from agentgen.runtime.contracts.lazy_codec import LazySchemaCodec
 from agentgen.runtime.contracts.schema_check import check_schema
+from agentgen.runtime.contracts.toolset_text import ToolsetText
 from agentgen.runtime.messages import ToolCallPart
 from agentgen.runtime.pacing import Pacer
+from agentgen.runtime.registry.answers import kept_answer
+from agentgen.runtime.registry.api import ResolveResponse
 from agentgen.runtime.registry.client import ResolvedToolset
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.catalog import PlanningCatalog, RegistryReadError
@@ -461,3 +464,70 @@ async def test_an_activity_restricted_to_one_tool_makes_only_its_definition() ->
     made = {entry.spec.id for entry, _ in catalog._dynamic.values() if entry.advertised}
     assert made == {first}
     assert [tool.id for tool in catalog.advertised_tools() if tool.id in made] == [first]
+
+
+# ------------------------------------------------------------------ concurrent first reads
+
+
+class CountedText(ToolsetText):
+    """A registry answer kept as text that counts how often it is parsed."""
+
+    parsed = 0
+
+    def declaration(self) -> ToolsetDeclaration:
+        self.parsed += 1
+        return super().declaration()
+
+
+def counted_answer() -> tuple[CountedText, str]:
+    """The records toolset's resolve answer as a client keeps it, and its digest."""
+    body = ResolveResponse(toolset=provider_toolset(), registration_token="a" * 64)
+    answer = kept_answer(body.model_dump_json().encode())
+    text = answer.declared
+    assert isinstance(text, ToolsetText) and answer.digest is not None
+    counted = CountedText(
+        text.text,
+        name=text.name,
+        version=text.version,
+        description=text.description,
+        tags=text.tags,
+        within=text.within,
+    )
+    return counted, answer.digest
+
+
+async def test_concurrent_first_reads_of_one_answer_build_it_once() -> None:
+    """Runs that start together read the same registry answer (the same digest) at once:
+    the first builds it, the others wait for it, instead of each parsing and hashing every
+    tool of it (at 10,000 tools, a second each). The builder yields after every tool, so
+    every other reader arrives while it builds."""
+    text, digest = counted_answer()
+    cache = ContractCache()
+    built = await asyncio.gather(
+        *(cache.toolset(text, name="records", digest=digest, pacer=Pacer(0.0)) for _ in range(50))
+    )
+    assert all(toolset is built[0] for toolset in built)
+    assert (text.parsed, cache.compiles, cache.hits) == (1, 3, 0)
+
+
+async def test_readers_waiting_for_a_cancelled_build_build_it_themselves() -> None:
+    """The first reader's cancellation is its own: the readers that waited for it get the
+    toolset all the same."""
+    text, digest = counted_answer()
+    cache = ContractCache()
+    first = asyncio.create_task(
+        cache.toolset(text, name="records", digest=digest, pacer=Pacer(0.0))
+    )
+    while text.parsed == 0:  # the first reader is building
+        await asyncio.sleep(0)
+    others = [
+        asyncio.create_task(cache.toolset(text, name="records", digest=digest, pacer=Pacer(0.0)))
+        for _ in range(3)
+    ]
+    await asyncio.sleep(0)  # they wait for the first
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    built = await asyncio.gather(*others)
+    assert all(toolset is built[0] for toolset in built) and len(built[0].tools) == 3
+    assert text.parsed == 2  # the first, cancelled; then one of the others, for all three
