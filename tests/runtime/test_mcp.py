@@ -11,6 +11,7 @@ The kitchen-sink design's ``weather`` toolset is generated for the test; a secon
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -407,3 +408,38 @@ def test_the_runtime_imports_without_the_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "SessionCaller"
+
+
+async def test_cancelling_a_run_in_an_mcp_call_propagates_and_keeps_the_session(
+    mode: str,
+) -> None:
+    """The run ends with the CancelledError (not a tool error), the server's tool is left,
+    and the session answers the next call."""
+    started = asyncio.Event()
+    server = MCPServer("slow_server")
+
+    @server.tool(name="slow")
+    async def slow(city: str) -> dict[str, str]:
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("not reached")
+
+    @server.tool(name="quick")
+    def quick(city: str) -> dict[str, str]:
+        return {"city": city}
+
+    slow_spec = almanac_spec("slow", CITY, {"type": "object"})
+    async with Client(server, mode=mode) as client:
+        caller = SessionCaller(client.session)
+        rt = Runtime()
+        rt.register_agent(
+            AgentDefinition(id=AGENT, description="Slow questions.", specs=(slow_spec,)),
+            planner=ScriptedPlanner([calls(("almanac.slow", {"city": "Oslo"})), answer()]),
+            executors={"helpdesk.almanac": MCPToolsetExecutor(caller, {"almanac.slow": "slow"})},
+        )
+        running = asyncio.create_task(rt.client(AGENT).run("Slow?"))
+        await started.wait()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        assert await caller.call_tool("quick", {"city": "Oslo"}) == {"city": "Oslo"}
