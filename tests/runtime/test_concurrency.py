@@ -456,6 +456,21 @@ async def test_an_executor_error_whose_message_cannot_be_read_is_its_tool_error(
     assert error["message"] == f"records.lookup failed: Unprintable: {UNPRINTABLE}"
 
 
+async def test_an_exception_group_of_an_executor_is_its_tool_error() -> None:
+    """What a TaskGroup inside a tool raises is an Exception like any other."""
+    raised = ExceptionGroup("unhandled errors in a TaskGroup", [ValueError("no such record")])
+    gate = Gate("lookup")
+    gate.open["lookup"].set()
+    turn = calls(("records.lookup", {"id": "r1"}))
+    rt, _ = gated_runtime(GatedRecords(gate, fail={"lookup": raised}), [turn, answer()])
+    (part,) = results(await rt.client("test.agent").run("go"))
+    error = error_of(part)
+    assert error["kind"] == "tool_failed"
+    assert error["message"] == (
+        "records.lookup failed: ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)"
+    )
+
+
 async def test_a_confirmer_error_whose_message_cannot_be_read_is_no_decision() -> None:
     async def confirm(request: ConfirmationRequest) -> bool:
         raise Unprintable()
