@@ -285,6 +285,10 @@ async def _together(calls: Sequence[Awaitable[T]]) -> list[T]:
     tasks = [asyncio.ensure_future(call) for call in calls]
     try:
         return list(await asyncio.gather(*tasks))
+    except GeneratorExit:
+        # The coroutine itself is being closed (a durable engine evicting a workflow it
+        # replayed): nothing may be awaited any more, and the engine ends its tasks itself.
+        raise
     except BaseException:
         for task in tasks:
             task.cancel()

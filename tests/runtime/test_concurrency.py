@@ -24,6 +24,7 @@ from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.registry.client import CallOutcome, CallRef, ResolvedToolset, ToolCallMeta
 from agentgen.runtime.runs import catalog
 from agentgen.runtime.runs.catalog import RegistryReadError
+from agentgen.runtime.runs.loop import _together
 from agentgen.runtime.runs.requests import RunOutcome
 from agentgen.runtime.runs.steps import ConfirmationRequest
 from agentgen.runtime.telemetry.config import Telemetry
@@ -289,6 +290,24 @@ async def test_many_concurrent_runs_of_two_agents_share_a_runtime_and_keep_their
         if agent == "test.dyn":
             assert json.loads(result.content)["body"] == run_id  # its own provider call
     assert (cache.compiles, len(registry.calls)) == (3, each)
+
+
+async def test_a_round_closed_while_it_waits_awaits_nothing() -> None:
+    """A durable engine that evicts a workflow it replayed closes the run's coroutine where it
+    waits (GeneratorExit): ending the round must then await nothing (a coroutine that awaits
+    while it is closed raises RuntimeError, reported as an unraisable exception)."""
+
+    async def call() -> None:
+        await asyncio.Event().wait()
+
+    round_ = _together([call(), call()])
+    waiting = round_.send(None)  # runs the round up to its wait for the calls
+    assert isinstance(waiting, asyncio.Future) and not waiting.done()
+    round_.close()  # raised RuntimeError("coroutine ignored GeneratorExit")
+    waiting.cancel()  # what the engine does with the tasks of the workflow it evicted
+    while not waiting.done():  # the calls are cancelled at their next turn
+        await asyncio.sleep(0)
+    assert waiting.cancelled() or isinstance(waiting.exception(), asyncio.CancelledError)
 
 
 # --------------------------------------------------------------------------- cancellation
