@@ -206,6 +206,37 @@ def test_regeneration_with_nothing_changed_skips_loading(
     assert len(calls) == 4
 
 
+@pytest.mark.parametrize("library", ["PyStemmer", "pydantic", "ruff"])
+def test_a_library_that_shapes_generated_bytes_changing_version_loads_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, library: str
+) -> None:
+    # Search documents hold PyStemmer's stems, schemas pydantic's JSON Schema, code ruff's
+    # formatting: another version may write other bytes, so the no-change cache must not
+    # answer for it.
+    from importlib import metadata
+
+    from agentgen.codegen import cache, loader
+
+    (tmp_path / "design.py").write_text(DESIGN)
+    assert gen("design.py", cwd=tmp_path)[0] == 0
+    calls: list[object] = []
+    real_load, real_version = loader.load_design, metadata.version
+
+    def spy(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        return real_load(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loader, "load_design", spy)
+    assert gen("design.py", cwd=tmp_path)[0] == 0 and calls == []
+    monkeypatch.setattr(
+        cache.metadata,
+        "version",
+        lambda name: "999.0" if name == library else real_version(name),
+    )
+    assert gen("design.py", cwd=tmp_path)[0] == 0
+    assert len(calls) == 1
+
+
 def test_changed_imported_module_is_noticed(tmp_path: Path) -> None:
     (tmp_path / "texts.py").write_text('LOOKUP = "Look up a record by its ID."\n')
     (tmp_path / "design.py").write_text(
