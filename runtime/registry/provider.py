@@ -33,6 +33,7 @@ from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.contracts.wire import fingerprint
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.tasks import stop_task
 
 T = TypeVar("T")
 
@@ -320,9 +321,7 @@ class _Provider:
             try:
                 await self._claim_until_stopped()
             finally:
-                renewer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await renewer
+                await stop_task(renewer)
                 await self._abandon()
         finally:
             for remove in removers:
@@ -451,9 +450,8 @@ class _Provider:
                     # be claimed for this lease), drop the wait, and collect what that claim
                     # operation took by replaying it.
                     drained = await self._drain()
-                    claim.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, RegistryError):
-                        await claim
+                    with contextlib.suppress(RegistryError):
+                        await stop_task(claim)
                     calls = await self._claim(operation, free, 0)
             except RegistryError as exc:
                 if exc.code == "provider_lease_lost":

@@ -21,7 +21,6 @@ is its workflow ID; a child run's is its child workflow's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import uuid
 from dataclasses import replace
@@ -59,6 +58,7 @@ from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.loop import outcome
 from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest
 from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
+from agentgen.runtime.tasks import stop_task
 from agentgen.runtime.telemetry.config import activated
 from agentgen.runtime.telemetry.spans import Confirmation, Run
 
@@ -250,9 +250,7 @@ class TemporalEngine:
             raise await _unknown(exc, run_id, await self.client()) from None
         finally:
             if watcher is not None:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+                await stop_task(watcher)
         definition = host.agent(result.agent_id).definition
         accepted = [AcceptedCall.from_json(c, definition.spec) for c in result.accepted]
         return outcome(result, accepted)
