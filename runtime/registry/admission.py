@@ -21,6 +21,13 @@ claims it the call belongs to its admission: if that admission is replaced or wi
 the call ends ``call_not_admitted`` (it never runs against another contract). Once claimed it
 belongs to that provider lease: it completes with the provider's result, or ends
 ``outcome_unknown`` if the lease is lost first (it may have run; nobody runs it again).
+
+Callers. A call also belongs to the consumer principal (token name) that made it: its result,
+its retry and attaching to it again are that principal's (and an admin's) alone. Its ID is a
+hash of (run ID, tool call ID), which another application can guess, so to anyone else a result
+or a retry answers exactly as a call that does not exist; calling with its identity is refused
+as the conflict it is. Records stored before calls had callers have none: only an admin sees
+them (the principal of an open registry is one).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from agentgen.runtime.contracts.fingerprint import (
     schema_fingerprint,
 )
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.registry.auth import Principal
 from agentgen.runtime.registry.client import RegistryError
 
 __all__ = [
@@ -72,6 +80,7 @@ __all__ = [
     "complete",
     "drain",
     "lease_key",
+    "missing_call",
     "overload",
     "record_key",
     "register",
@@ -82,6 +91,7 @@ __all__ = [
     "settle",
     "tool_use_id",
     "unregister",
+    "visible_to",
 ]
 
 #: Provider IDs, incarnation IDs and claim operation IDs: printable, bounded, no separators.
@@ -154,6 +164,9 @@ class CallRecord(_Record):
     execution_deadline_ms: int
     expires_at_ms: int
     state: CallState
+    #: The consumer principal (token name) that made the call; None in records stored before
+    #: calls had callers (only an admin sees those).
+    caller: str | None = None
     #: The lease that claimed the call (immutable once set).
     owner: str | None = None
     claim_operation_id: str | None = None
@@ -194,6 +207,8 @@ class CallRequest:
     meta: CallMeta
     expected_registration_token: str
     wire_protocol_version: int = WIRE_PROTOCOL_VERSION
+    #: Who makes the call: it becomes theirs (required: no default that would see every call).
+    caller: Principal = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -497,6 +512,20 @@ def _ref(record: CallRecord) -> dict[str, Any]:
     }
 
 
+def visible_to(record: CallRecord, principal: Principal) -> bool:
+    """Whether ``principal`` may see the call: the consumer that made it, or an admin (the
+    principal of an open registry is one). A record without a caller is an admin's alone."""
+    return principal.role == "admin" or (
+        record.caller is not None and record.caller == principal.name
+    )
+
+
+def missing_call(use_id: str) -> RegistryError:
+    """A call that does not exist, or that is not the asker's: the same answer, so that a
+    guessed ID tells nothing about another consumer's calls."""
+    return RegistryError("not_found", f"call {use_id} not found (expired or never admitted)")
+
+
 def _not_admitted(record: CallRecord) -> RegistryError:
     return RegistryError(
         "call_not_admitted",
@@ -522,6 +551,14 @@ def admit(
     use_id = tool_use_id(request.meta.run_id, request.meta.tool_call_id)
     digest = call_digest(request)
     if record is not None and record.expires_at_ms > now_ms:
+        if not visible_to(record, request.caller):
+            # Checked before the digest: whether the payload matches is not told either.
+            raise RegistryError(
+                "call_conflict",
+                f"call {use_id} (run {request.meta.run_id!r}, tool call "
+                f"{request.meta.tool_call_id!r}) was made by another consumer; a tool call ID "
+                "names one call: give each run a run ID of its own (unique, unguessable)",
+            )
         if record.digest != digest:
             raise RegistryError(
                 "call_conflict",
@@ -557,6 +594,7 @@ def admit(
         execution_deadline_ms=now_ms + limits.call_timeout_ms,
         expires_at_ms=now_ms + limits.call_timeout_ms + limits.result_retention_ms,
         state="pending",
+        caller=request.caller.name,
     )
     if entry.registration_token != request.expected_registration_token:
         refused = base.model_copy(
@@ -650,7 +688,7 @@ def claim(
 
 def _owned(record: CallRecord | None, use_id: str, key: str) -> CallRecord:
     if record is None:
-        raise RegistryError("not_found", f"call {use_id} not found (expired or never admitted)")
+        raise missing_call(use_id)
     if record.owner != key:
         raise RegistryError(
             "provider_lease_lost", f"call {use_id} is not held by this provider's lease"
@@ -711,10 +749,12 @@ def retry(
     use_id: str,
     expected_token: str,
     now_ms: int,
+    *,
+    caller: Principal,
 ) -> Decision:
     """Put an overloaded call back in line under the same admission, deadline and expiry."""
-    if record is None:
-        raise RegistryError("not_found", f"call {use_id} not found (expired or never admitted)")
+    if record is None or not visible_to(record, caller):
+        raise missing_call(use_id)
     if record.registration_token != expected_token:
         raise RegistryError(
             "admission_conflict",

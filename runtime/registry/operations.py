@@ -1,9 +1,10 @@
 """The registry's operations over a store: each one reads, applies an admission rule, writes.
 
-This is the registry without its HTTP layer (and without access control, which the service
-applies before calling in): registrations, catalog reads, calls, claims, completions and result
-waits. Compiled contracts are cached by fingerprint, so a toolset's schemas are compiled once
-per registry process, not once per call.
+This is the registry without its HTTP layer: registrations, catalog reads, calls, claims,
+completions and result waits. Access control by role is the service's, applied before calling
+in; which calls a consumer may see is the calls' own data, so the service passes its principal
+to the call operations. Compiled contracts are cached by fingerprint, so a toolset's schemas
+are compiled once per registry process, not once per call.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from agentgen.runtime.registry.admission import (
     lease_key,
     record_key,
 )
+from agentgen.runtime.registry.auth import Principal
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.store import Change, Notify, Operation, Store, Write
 
@@ -319,7 +321,9 @@ class RegistryOperations:
         # The position is taken before the admission, so no announcement after it is missed.
         cursor = await self.store.cursor(_channel(use_id))
         ref, record = await self._admit(request)
-        result = await self._await(use_id, record.registration_token, wait_ms, cursor, record)
+        result = await self._await(
+            use_id, record.registration_token, wait_ms, cursor, record, request.caller
+        )
         return ref, result
 
     async def _admit(self, request: CallRequest) -> tuple[dict[str, Any], CallRecord]:
@@ -348,15 +352,21 @@ class RegistryOperations:
 
         return await self.store.transact([entry_key, call_key], decide)
 
-    async def retry(self, use_id: str, expected_token: str) -> dict[str, Any]:
+    async def retry(self, use_id: str, expected_token: str, *, caller: Principal) -> dict[str, Any]:
+        """Retry ``caller``'s overloaded call (an admin may retry any)."""
         record = _record(await self.store.get(record_key(use_id)))
-        if record is None:
-            raise RegistryError("not_found", f"call {use_id} not found (expired or never admitted)")
+        if record is None or not admission.visible_to(record, caller):
+            raise admission.missing_call(use_id)
         entry_key, call_key = catalog_key(record.toolset), record_key(use_id)
 
         def decide(values: Mapping[str, str | None], now: int) -> Change[dict[str, Any]]:
             decision = admission.retry(
-                _record(values[call_key]), _entry(values[entry_key]), use_id, expected_token, now
+                _record(values[call_key]),
+                _entry(values[entry_key]),
+                use_id,
+                expected_token,
+                now,
+                caller=caller,
             )
             ref = dict(decision.extra)
             enqueue = ref.pop("enqueue", False)
@@ -370,20 +380,31 @@ class RegistryOperations:
 
         return await self.store.transact([entry_key, call_key], decide)
 
-    async def await_result(self, use_id: str, token: str, wait_ms: int) -> Result:
-        """Wait up to ``wait_ms`` for the call to end or be overloaded (``pending`` if not).
+    async def await_result(
+        self, use_id: str, token: str, wait_ms: int, *, caller: Principal
+    ) -> Result:
+        """Wait up to ``wait_ms`` for ``caller``'s call to end or be overloaded (``pending`` if
+        not); another consumer's call is answered as one that does not exist.
 
         The registry's facts (a replaced admission, a lost lease, a passed deadline) are
         applied when the wait starts and whenever it times out without news; a wake-up
         announcing a change only needs the record read again.
         """
         cursor = await self.store.cursor(_channel(use_id))
-        return await self._await(use_id, token, wait_ms, cursor, None)
+        return await self._await(use_id, token, wait_ms, cursor, None, caller)
 
     async def _await(
-        self, use_id: str, token: str, wait_ms: int, cursor: str, record: CallRecord | None
+        self,
+        use_id: str,
+        token: str,
+        wait_ms: int,
+        cursor: str,
+        record: CallRecord | None,
+        caller: Principal,
     ) -> Result:
-        """``record`` is the call as it stood at ``cursor``, facts applied, if known."""
+        """``record`` is the call as it stood at ``cursor``, facts applied, if known. The caller
+        is checked at every read: a record that expired and was made again by another consumer
+        is not this caller's."""
         deadline = time.monotonic() + wait_ms / 1000
         channel = _channel(use_id)
         woken = False
@@ -393,10 +414,8 @@ class RegistryOperations:
                     record = _record(await self.store.get(record_key(use_id)))
                 else:
                     record = await self._settled(use_id)
-            if record is None:
-                raise RegistryError(
-                    "not_found", f"call {use_id} not found (expired or never admitted)"
-                )
+            if record is None or not admission.visible_to(record, caller):
+                raise admission.missing_call(use_id)
             if token and record.registration_token != token:
                 raise RegistryError(
                     "validation_error",

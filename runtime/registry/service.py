@@ -428,6 +428,7 @@ def create_app(
             meta=body.meta,
             expected_registration_token=body.expected_registration_token,
             wire_protocol_version=body.wire_protocol_version,
+            caller=who,
         )
         if not body.wait_ms:
             return api.CallRefBody(**await operations.call(request))
@@ -442,14 +443,14 @@ def create_app(
     @post("/calls/retry", "retry an overloaded call under the same admission")
     async def retry(body: api.RetryRequest, who: Principal = Who) -> api.CallRefBody:
         who.require_consumer()
-        ref = await operations.retry(body.tool_use_id, body.expected_registration_token)
+        ref = await operations.retry(body.tool_use_id, body.expected_registration_token, caller=who)
         return api.CallRefBody(**ref)
 
     @post("/calls/result", "wait for a call's outcome (long poll)")
     async def result(body: api.ResultRequest, who: Principal = Who) -> api.ResultResponse:
         who.require_consumer()
         outcome = await operations.await_result(
-            body.tool_use_id, body.registration_token, wait(body.wait_ms)
+            body.tool_use_id, body.registration_token, wait(body.wait_ms), caller=who
         )
         return api.ResultResponse(
             status=outcome.status, result_json=outcome.result_json, message=outcome.message

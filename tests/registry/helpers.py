@@ -9,6 +9,7 @@ from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import schema_fingerprint
 from agentgen.runtime.contracts.wire import tool_schema
 from agentgen.runtime.registry.admission import CallMeta, CallRequest, Registration
+from agentgen.runtime.registry.auth import LOCAL
 from agentgen.runtime.search.document import SearchDocument
 
 SAY = {
@@ -81,6 +82,7 @@ def call(
         payload_json=json.dumps({"text": "hi"} if payload is None else payload),
         meta=CallMeta(run_id=run, tool_call_id=call_id),
         expected_registration_token=token,
+        caller=LOCAL,
     )
 
 

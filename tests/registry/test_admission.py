@@ -19,6 +19,7 @@ from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.contracts.wire import tool_schema
 from agentgen.runtime.registry import admission
 from agentgen.runtime.registry.admission import Limits, catalog_key
+from agentgen.runtime.registry.auth import LOCAL
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.operations import CatalogCorruptError, RegistryOperations
 from agentgen.runtime.registry.store import Change, Store, Write
@@ -251,7 +252,7 @@ async def test_a_call_runs_once_and_its_result_is_delivered(ops: RegistryOperati
     assert await ops.call(call(token)) == ref  # the same call attaches to the same record
     assert ref["registration_token"] == token
     assert ref["execution_deadline_ms"] < ref["result_expires_at_ms"]
-    pending = await ops.await_result(ref["tool_use_id"], token, 50)
+    pending = await ops.await_result(ref["tool_use_id"], token, 50, caller=LOCAL)
     assert pending.status == "pending"
     assert await claim(ops, token) == [ref["tool_use_id"]]
     assert await claim(ops, token, op="op-2", wait_ms=50) == []  # never delivered twice
@@ -263,7 +264,7 @@ async def test_a_call_runs_once_and_its_result_is_delivered(ops: RegistryOperati
         "provider_lease_lost",
         ops.complete("echo", ref["tool_use_id"], "p1", "i1", "completed", '{"said":"no"}', ""),
     )
-    result = await ops.await_result(ref["tool_use_id"], token, 1_000)
+    result = await ops.await_result(ref["tool_use_id"], token, 1_000, caller=LOCAL)
     assert (result.status, result.result_json) == ("completed", '{"said":"hi"}')
 
 
@@ -315,7 +316,7 @@ async def test_calls_against_a_replaced_admission_are_not_admitted(
     await refused("call_not_admitted", ops.call(call(old, call_id="late")))  # and stays so
     # The call admitted under the old token never runs against the new contract.
     assert await claim(ops, new, provider="p2", wait_ms=100) == []
-    result = await ops.await_result(pending["tool_use_id"], old, 1_000)
+    result = await ops.await_result(pending["tool_use_id"], old, 1_000, caller=LOCAL)
     assert result.status == "call_not_admitted"
 
 
@@ -326,7 +327,7 @@ async def test_a_claimed_call_whose_lease_is_lost_ends_outcome_unknown(
     ref = await ops.call(call(token))
     assert await claim(ops, token) == [ref["tool_use_id"]]
     await ops.release("echo", token, "p1", "i1")
-    result = await ops.await_result(ref["tool_use_id"], token, 1_000)
+    result = await ops.await_result(ref["tool_use_id"], token, 1_000, caller=LOCAL)
     assert result.status == "outcome_unknown"
     assert "do not retry" in result.message
     await refused(
@@ -339,19 +340,21 @@ async def test_overload_retry_keeps_the_admission(ops: RegistryOperations) -> No
     token = (await ops.register(registration(lease_ms=300))).registration_token
     ref = await ops.call(call(token))
     use = ref["tool_use_id"]
-    await refused("validation_error", ops.retry(use, token))  # nothing to retry yet
+    await refused("validation_error", ops.retry(use, token, caller=LOCAL))  # nothing to retry yet
     assert await claim(ops, token) == [use]
     await ops.report_overload("echo", use, "p1", "i1")
-    assert (await ops.await_result(use, token, 1_000)).status == "overloaded"
-    assert await ops.retry(use, token) == ref  # the same call: token, deadline, expiry
-    assert await ops.retry(use, token) == ref  # retrying twice changes nothing
+    assert (await ops.await_result(use, token, 1_000, caller=LOCAL)).status == "overloaded"
+    assert (
+        await ops.retry(use, token, caller=LOCAL) == ref
+    )  # the same call: token, deadline, expiry
+    assert await ops.retry(use, token, caller=LOCAL) == ref  # retrying twice changes nothing
     assert await claim(ops, token, op="op-2") == [use]
     await ops.report_overload("echo", use, "p1", "i1")
     await ops.release("echo", token, "p1", "i1")
     await ops.register(registration(revision="r2", provider="p2"))
-    error = await refused("admission_conflict", ops.retry(use, token))
+    error = await refused("admission_conflict", ops.retry(use, token, caller=LOCAL))
     assert "not retried against another contract" in error.message
-    await refused("admission_conflict", ops.retry(use, "e" * 64))
+    await refused("admission_conflict", ops.retry(use, "e" * 64, caller=LOCAL))
 
 
 async def test_draining_providers_take_no_new_calls(ops: RegistryOperations) -> None:
@@ -365,7 +368,7 @@ async def test_draining_providers_take_no_new_calls(ops: RegistryOperations) -> 
     assert await claim(ops, token, provider="p2") == [fresh["tool_use_id"]]
     # The draining lease still completes what it holds.
     await ops.complete("echo", held["tool_use_id"], "p1", "i1", "failed", '{"code":"x"}', "no")
-    result = await ops.await_result(held["tool_use_id"], token, 1_000)
+    result = await ops.await_result(held["tool_use_id"], token, 1_000, caller=LOCAL)
     assert (result.status, result.message) == ("failed", "no")
 
 
@@ -373,7 +376,7 @@ async def test_unclaimed_calls_fail_at_their_deadline(store: Store) -> None:
     ops = RegistryOperations(store, dataclasses.replace(FAST, call_timeout_ms=200))
     token = (await ops.register(registration())).registration_token
     ref = await ops.call(call(token))
-    result = await ops.await_result(ref["tool_use_id"], token, 2_000)
+    result = await ops.await_result(ref["tool_use_id"], token, 2_000, caller=LOCAL)
     assert result.status == "failed"
     assert json.loads(result.result_json or "")["code"] == "deadline_exceeded"
     assert "it did not run" in result.message

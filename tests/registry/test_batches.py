@@ -20,6 +20,7 @@ import pytest
 from agentgen.runtime.contracts.fingerprint import registration_token, schema_fingerprint
 from agentgen.runtime.contracts.toolset_text import ToolsetText
 from agentgen.runtime.registry import api
+from agentgen.runtime.registry.auth import LOCAL
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.http_client import HttpRegistryClient
 from agentgen.runtime.registry.operations import Completion, RegistryOperations
@@ -122,12 +123,16 @@ async def test_completions_in_one_batch_are_judged_one_by_one(ops: RegistryOpera
     assert refusals[0] is None
     assert refusals[1] is not None and refusals[1].code == "provider_lease_lost"
     assert refusals[2] is not None and refusals[2].code == "not_found"
-    done = await ops.await_result(first["tool_use_id"], token, 1_000)
+    done = await ops.await_result(first["tool_use_id"], token, 1_000, caller=LOCAL)
     assert (done.status, done.result_json) == ("completed", '{"said":"one"}')
     # The refused completion changed nothing: the call still belongs to p2, which completes it.
-    assert (await ops.await_result(second["tool_use_id"], token, 0)).status == "pending"
+    assert (
+        await ops.await_result(second["tool_use_id"], token, 0, caller=LOCAL)
+    ).status == "pending"
     await ops.complete("echo", second["tool_use_id"], "p2", "i1", "completed", '{"said":"2"}', "")
-    assert (await ops.await_result(second["tool_use_id"], token, 1_000)).status == "completed"
+    assert (
+        await ops.await_result(second["tool_use_id"], token, 1_000, caller=LOCAL)
+    ).status == "completed"
 
 
 async def test_a_call_that_waits_gets_its_outcome_with_its_reference(
