@@ -358,6 +358,9 @@ if TYPE_CHECKING:
         MissingLabelsError as MissingLabelsError,
     )
     from agentgen.runtime.runs.requests import (
+        ModelTimeoutError as ModelTimeoutError,
+    )
+    from agentgen.runtime.runs.requests import (
         RunError as RunError,
     )
     from agentgen.runtime.runs.requests import (
@@ -417,6 +420,7 @@ __all__ = [
     "ModelPlanner",
     "ModelRequest",
     "ModelResponse",
+    "ModelTimeoutError",
     "OpenAIResponsesModel",
     "OutputBudgetError",
     "OutsideConsumptionError",
@@ -526,6 +530,7 @@ _HOMES: dict[str, str] = {
     "PlannerContext": "agentgen.runtime.agents.planning",
     "RunContext": "agentgen.runtime.agents.planning",
     "MissingLabelsError": "agentgen.runtime.runs.requests",
+    "ModelTimeoutError": "agentgen.runtime.runs.requests",
     "RunError": "agentgen.runtime.runs.requests",
     "ToolCallIdError": "agentgen.runtime.runs.requests",
     "RunOutcome": "agentgen.runtime.runs.requests",

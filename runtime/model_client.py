@@ -32,7 +32,9 @@ __all__ = [
 
 #: Where :class:`~agentgen.runtime.agents.model_planner.ModelPlanner` records what each reply
 #: cost in the assistant message's metadata: ``{"model": ..., "input_tokens": ...,
-#: "output_tokens": ...}``, so that a stored transcript still says it.
+#: "output_tokens": ...}``, plus ``"unreported_responses": n`` when n of the responses behind
+#: the reply reported no usage (the counts leave their tokens out), so that a stored transcript
+#: still says it.
 USAGE_METADATA_KEY = "agentgen.usage"
 
 
@@ -93,12 +95,35 @@ class ToolChoice:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens that provider responses reported, and how many responses reported none.
+
+    Usage adds up across an adapter's rounds, a run's model calls and runs. A response that
+    said nothing about its usage is counted in ``unreported`` rather than read as 0 tokens: the
+    counts are then a lower bound, and whatever shows them says so (a genuine 0 is a reported
+    count). ``Usage()`` is the sum of no responses.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Responses summed here whose usage the provider did not report (their tokens are not in
+    #: the counts above).
+    unreported: int = 0
+
+    @classmethod
+    def not_reported(cls) -> Usage:
+        """The usage of one response that reported none."""
+        return cls(unreported=1)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every response summed here reported its usage."""
+        return self.unreported == 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.unreported + other.unreported,
         )
 
 
@@ -114,10 +139,14 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class ModelResponse:
-    """The assistant message (its metadata holds any native search records) and usage."""
+    """The assistant message (its metadata holds any native search records) and usage.
+
+    A response built without ``usage`` reported none (:meth:`Usage.not_reported`), so that a
+    client that cannot tell what a reply cost is never taken for one that cost nothing.
+    """
 
     message: Message
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage.not_reported)
     stop_reason: str | None = None
 
 

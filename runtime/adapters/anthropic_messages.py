@@ -45,13 +45,13 @@ from agentgen.runtime.adapters.errors import ToolIdentityError
 from agentgen.runtime.adapters.history import claim_call_id
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
+from agentgen.runtime.adapters.usage import reported_usage
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
 from agentgen.runtime.model_client import (
     ModelError,
     ModelRequest,
     ModelResponse,
     ToolSearchUnsupportedError,
-    Usage,
 )
 from agentgen.runtime.telemetry.spans import model_response, searched
 
@@ -267,10 +267,9 @@ class AnthropicMessagesModel:
             metadata[METADATA_KEY] = SearchMetadata(
                 tuple(records), tuple(definitions), replay.changes
             ).to_json(parts)
-        usage = raw.get("usage") or {}
         return ModelResponse(
             Message("assistant", tuple(parts), metadata),
-            Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            reported_usage(raw),
             str(stop_reason) if stop_reason is not None else None,
         )
 

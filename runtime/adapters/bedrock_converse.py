@@ -28,6 +28,7 @@ from agentgen.runtime.adapters.errors import (
 from agentgen.runtime.adapters.history import check_history, claim_call_id
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import select_tools
+from agentgen.runtime.adapters.usage import reported_usage
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import (
     ModelError,
@@ -35,7 +36,6 @@ from agentgen.runtime.model_client import (
     ModelResponse,
     ToolDefinition,
     ToolSearchUnsupportedError,
-    Usage,
 )
 from agentgen.runtime.telemetry.spans import model_response
 
@@ -205,10 +205,9 @@ def _decode(
                 f"{what} holds a content block with keys {sorted(block)}, which this adapter "
                 "does not handle"
             )
-    usage = raw.get("usage") or {}
     return ModelResponse(
         Message("assistant", tuple(parts)),
-        Usage(int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0)),
+        reported_usage(raw, "inputTokens", "outputTokens"),
         _stop_reason(raw.get("stopReason"), what),
     )
 

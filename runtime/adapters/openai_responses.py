@@ -41,6 +41,7 @@ from agentgen.runtime.adapters.openai_search import (
     search_output,
 )
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
+from agentgen.runtime.adapters.usage import reported_usage
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
 from agentgen.runtime.model_client import ModelError, ModelRequest, ModelResponse, Usage
 from agentgen.runtime.search.document import search_text
@@ -210,7 +211,7 @@ class _Invocation:
         while True:
             raw = await self.adapter._create(body, self.request.model)
             _check_status(raw, self.provider, self.request.model)
-            round_usage = _usage(raw)
+            round_usage = reported_usage(raw)
             self.usage += round_usage
             searches, calls, continuation = self._read_output(raw)
             outputs = [self._answer(search) for search in searches]
@@ -226,10 +227,11 @@ class _Invocation:
                     f"{what} hit the output limit while searching for tools; raise max_tokens "
                     f"(now {budget})"
                 )
-            if round_usage.output_tokens <= 0:
+            if not round_usage.complete or round_usage.output_tokens <= 0:
+                said = "no usage" if not round_usage.complete else "no output tokens"
                 raise ModelError(
-                    f"{what} reported no output tokens for a search round, so the rounds' "
-                    "shared output budget cannot be enforced"
+                    f"{what} reported {said} for a search round, so the rounds' shared output "
+                    "budget cannot be enforced"
                 )
             remaining = budget - self.usage.output_tokens
             if remaining <= 0:
@@ -435,11 +437,6 @@ def _message_text(item: Mapping[str, Any], what: str) -> Iterator[str]:
                 f"{what} holds message {item.get('id')!r} with content of type {kind!r}, which "
                 "this adapter does not handle (only output_text and refusal)"
             )
-
-
-def _usage(raw: Mapping[str, Any]) -> Usage:
-    usage = raw.get("usage") or {}
-    return Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
 
 
 def _stop_reason(raw: Mapping[str, Any], called: bool) -> str:

@@ -7,6 +7,7 @@ reads exactly the declared sources when a planning activity builds its catalog.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -40,6 +41,10 @@ class RunPolicy:
     tag_clauses: tuple[TagClause, ...] = ()
     #: Only this tool ID may be advertised and executed.
     restrict_to_tool: str | None = None
+    #: Seconds one model call of the run (a model client's ``complete``, every search round
+    #: of it included) may take; a call still going then is cancelled and the run fails with
+    #: ``ModelTimeoutError``. None leaves model calls to the client's own timeout.
+    model_timeout: float | None = None
 
     def __post_init__(self) -> None:
         refuse_wrong_arguments(
@@ -69,12 +74,23 @@ class RunPolicy:
                     self.restrict_to_tool is None
                     or (isinstance(self.restrict_to_tool, str) and self.restrict_to_tool != ""),
                 ),
+                (
+                    "model_timeout",
+                    self.model_timeout,
+                    "None or a positive, finite number of seconds",
+                    self.model_timeout is None or _seconds(self.model_timeout),
+                ),
             ),
         )
 
 
 def _count(value: object) -> bool:
     return value is None or (type(value) is int and value >= 0)
+
+
+def _seconds(value: object) -> bool:
+    """A positive, finite number (NaN compares false with everything; a bool is not one)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 class RegistryCatalog(Protocol):

@@ -8,7 +8,7 @@ answer with JSON matching it, and that JSON becomes the run's ``final_value``.
 
 Each model call is a ``chat {model}`` span (tokens, provider, finish reason), and each reply
 records its usage in its metadata (:data:`~agentgen.runtime.model_client.USAGE_METADATA_KEY`),
-so that a stored transcript still says what every reply cost.
+so that a stored transcript still says what every reply cost, or that the provider did not say.
 """
 
 from __future__ import annotations
@@ -105,15 +105,21 @@ class ModelPlanner:
                 )
                 raise
             usage = response.usage
-            call.finished(usage.input_tokens, usage.output_tokens, response.stop_reason)
-        message = response.message.with_metadata(
-            USAGE_METADATA_KEY,
-            {
-                "model": self.model,
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-            },
-        )
+            call.finished(
+                usage.input_tokens,
+                usage.output_tokens,
+                response.stop_reason,
+                unreported=usage.unreported,
+            )
+        recorded: dict[str, object] = {
+            "model": self.model,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+        }
+        if usage.unreported:
+            # Written only then, so that a reply whose usage was reported is recorded as before.
+            recorded["unreported_responses"] = usage.unreported
+        message = response.message.with_metadata(USAGE_METADATA_KEY, recorded)
         if message.tool_calls() or _structured_schema(input.run.result_schema_json) is None:
             return PlanResult(message)
         try:

@@ -31,6 +31,7 @@ from agentgen.runtime.pacing import Pacer
 from agentgen.runtime.registry.client import BatchResolver, RegistryError
 from agentgen.runtime.runs.accepted import AcceptedCall, RegistryBinding
 from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RunHost
+from agentgen.runtime.runs.model_calls import ModelCalls
 from agentgen.runtime.runs.policy import ToolPolicy
 from agentgen.runtime.runs.registry_calls import (
     MalformedReplyError,
@@ -149,8 +150,11 @@ class PlanningCatalog:
         *,
         tools_enabled: bool = True,
         cache: ContractCache | None = None,
+        models: ModelCalls | None = None,
     ) -> None:
         self._host = host
+        #: The activity's model clients (bounded by the run policy; usage summed).
+        self._models = models
         self._registration = registration
         self._labels = dict(labels)
         self._policy = policy
@@ -355,6 +359,8 @@ class PlanningCatalog:
         return static + dynamic
 
     def model(self, model_id: str) -> ModelClient:
+        if self._models is not None:
+            return self._models.client(model_id)
         return self._host.model(model_id)
 
     # ------------------------------------------------------------------ acceptance

@@ -24,6 +24,7 @@ from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.failures import message_of
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
+from agentgen.runtime.model_client import Usage
 from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.call_ids import claim_call_ids
@@ -130,6 +131,8 @@ class RunState(Generic[A]):
     children: dict[str, str] = field(default_factory=dict)
     #: Planning activities started so far.
     activities: int = 0
+    #: What the run's model calls cost so far.
+    usage: Usage = field(default_factory=Usage)
 
     @classmethod
     def start(cls, request: RunRequest, run_id: str) -> RunState[A]:
@@ -159,6 +162,7 @@ class RunResult(Generic[A]):
     child_runs: tuple[str, ...] = ()
     parent_run_id: str | None = None
     accepted: tuple[A, ...] = ()
+    usage: Usage = field(default_factory=Usage)
 
 
 def outcome(result: RunResult[Any], accepted: Sequence[AcceptedCall]) -> RunOutcome:
@@ -173,6 +177,7 @@ def outcome(result: RunResult[Any], accepted: Sequence[AcceptedCall]) -> RunOutc
         child_runs=result.child_runs,
         parent_run_id=result.parent_run_id,
         accepted_calls=tuple(accepted),
+        usage=result.usage,
     )
 
 
@@ -192,6 +197,7 @@ async def drive(state: RunState[A], steps: Steps[A]) -> RunResult[A]:
         planned = await steps.plan(_resume(state))
     while True:
         state.limits = planned.limits
+        state.usage += planned.usage
         state.transcript.append(planned.message)
         calls = planned.message.tool_calls()
         if not calls:
@@ -207,6 +213,7 @@ async def drive(state: RunState[A], steps: Steps[A]) -> RunResult[A]:
                 ),
                 parent_run_id=state.run.parent_run_id,
                 accepted=tuple(state.accepted),
+                usage=state.usage,
             )
         if state.finalize:
             raise RunError(

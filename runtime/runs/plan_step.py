@@ -23,6 +23,7 @@ from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.call_ids import claim_call_ids
 from agentgen.runtime.runs.catalog import PlanningCatalog, Refusal
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
+from agentgen.runtime.runs.model_calls import ModelCalls, check_model_timeout
 from agentgen.runtime.runs.policy import EffectivePolicy, merge, missing_labels
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError
 from agentgen.runtime.runs.results import outcome_of, tool_error
@@ -35,12 +36,16 @@ __all__ = ["plan"]
 _LOG = logging.getLogger("agentgen.plan")
 
 
-async def plan(host: RunHost, task: PlanTask) -> Planned[AcceptedCall]:
+async def plan(
+    host: RunHost, task: PlanTask, *, limit: tuple[str, float] | None = None
+) -> Planned[AcceptedCall]:
+    """``limit`` is an engine's own time limit on the activity (its name and seconds), which
+    the run policy's model timeout must stay under."""
     kind = "start" if task.start else "final" if task.finalize else "resume"
     with Planning(task.run.agent_id, task.run.run_id, task.activity, kind) as span:
         if span.on:
             span.results([(r.tool_id, r.call_id, outcome_of(r)) for r in task.tool_results])
-        planned = await _plan(host, task, span)
+        planned = await _plan(host, task, span, limit)
         calls = planned.message.tool_calls()
         span.decided(len(calls), sum(1 for d in planned.decisions if d.accepted is not None))
         if not calls:
@@ -58,7 +63,9 @@ def _loaded(messages: Sequence[Message]) -> int | None:
         return None
 
 
-async def _plan(host: RunHost, task: PlanTask, span: Planning) -> Planned[AcceptedCall]:
+async def _plan(
+    host: RunHost, task: PlanTask, span: Planning, limit: tuple[str, float] | None
+) -> Planned[AcceptedCall]:
     registration = host.agent(task.run.agent_id)
     definition = registration.definition
     if task.start:
@@ -71,13 +78,15 @@ async def _plan(host: RunHost, task: PlanTask, span: Planning) -> Planned[Accept
         policy = merge(definition.policy, host.policy, task.policy)
     except ValueError as exc:
         raise RunError(f"agent {definition.id!r}: {exc}") from None
+    check_model_timeout(policy.model_timeout, limit, definition.id, task.run.run_id)
+    models = ModelCalls(host, definition.id, task.run.run_id, policy.model_timeout)
     if task.start:
         seen: dict[str, str] = {}
         for index, message in enumerate(task.messages):
             where = f"message {index} of the conversation"
             claim_call_ids(seen, definition.id, message.tool_calls(), where)
     started = time.perf_counter()
-    catalog = await _catalog(host, registration, task, policy)
+    catalog = await _catalog(host, registration, task, policy, models)
     span.catalog(time.perf_counter() - started, lambda: _counts(catalog))
     restrict = policy.tools.restrict_to_tool
     if task.start and restrict is not None and not catalog.has_tool(restrict):
@@ -108,14 +117,24 @@ async def _plan(host: RunHost, task: PlanTask, span: Planning) -> Planned[Accept
         result.final_value,
         decisions,
         Limits(policy.max_tool_calls, policy.max_consecutive_failed_tool_calls),
+        models.usage,
     )
 
 
 async def _catalog(
-    host: RunHost, registration: AgentRegistration, task: PlanTask, policy: EffectivePolicy
+    host: RunHost,
+    registration: AgentRegistration,
+    task: PlanTask,
+    policy: EffectivePolicy,
+    models: ModelCalls,
 ) -> PlanningCatalog:
     catalog = PlanningCatalog(
-        host, registration, task.run.labels, policy.tools, tools_enabled=not task.finalize
+        host,
+        registration,
+        task.run.labels,
+        policy.tools,
+        tools_enabled=not task.finalize,
+        models=models,
     )
     tools = registration.definition.registry_tools
     if tools is not None and not task.finalize:

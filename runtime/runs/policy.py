@@ -1,4 +1,5 @@
-"""Run policy: which tools a run may see and call, and how many calls it may make.
+"""Run policy: which tools a run may see and call, how many calls it may make, and how long
+one model call may take.
 
 One predicate decides both what is advertised to the model and what may execute: a tool the
 model never saw (filtered out, or never in the catalog) is refused at execution too.
@@ -8,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from agentgen.runtime.agents.definition import RunPolicy, TagClause
 
 __all__ = ["EffectivePolicy", "ToolPolicy", "merge", "missing_labels"]
+
+T = TypeVar("T", int, float)
 
 
 @dataclass(frozen=True)
@@ -41,9 +45,11 @@ class EffectivePolicy:
     tools: ToolPolicy
     max_tool_calls: int | None
     max_consecutive_failed_tool_calls: int | None
+    #: Seconds one model call may take (None: the model client's own timeout).
+    model_timeout: float | None = None
 
 
-def _strictest(*values: int | None) -> int | None:
+def _strictest(*values: T | None) -> T | None:
     given = [v for v in values if v is not None]
     return min(given) if given else None
 
@@ -63,6 +69,7 @@ def merge(*policies: RunPolicy) -> EffectivePolicy:
         max_consecutive_failed_tool_calls=_strictest(
             *(p.max_consecutive_failed_tool_calls for p in policies)
         ),
+        model_timeout=_strictest(*(p.model_timeout for p in policies)),
     )
 
 

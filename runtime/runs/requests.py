@@ -12,9 +12,17 @@ from typing import Any
 
 from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.messages import Message
+from agentgen.runtime.model_client import Usage
 from agentgen.runtime.runs.accepted import AcceptedCall
 
-__all__ = ["MissingLabelsError", "RunError", "RunOutcome", "RunRequest", "ToolCallIdError"]
+__all__ = [
+    "MissingLabelsError",
+    "ModelTimeoutError",
+    "RunError",
+    "RunOutcome",
+    "RunRequest",
+    "ToolCallIdError",
+]
 
 
 class RunError(Exception):
@@ -23,6 +31,13 @@ class RunError(Exception):
 
 class MissingLabelsError(RunError):
     pass
+
+
+class ModelTimeoutError(RunError):
+    """A model call took longer than the run policy's ``model_timeout``: it was cancelled and
+    the run failed. Never retried (a durable engine's retry would plan again, against a newly
+    built catalog); the message names the agent, the run, the model registration and the
+    limit."""
 
 
 class ToolCallIdError(RunError):
@@ -60,3 +75,7 @@ class RunOutcome:
     parent_run_id: str | None = None
     #: Every call accepted during the run, with the contract it was accepted under.
     accepted_calls: tuple[AcceptedCall, ...] = ()
+    #: What the run's own model calls cost (its child runs report theirs): the tokens the
+    #: providers reported, and how many responses reported none (``usage.complete`` is False
+    #: then, and the counts leave those responses out).
+    usage: Usage = field(default_factory=Usage)

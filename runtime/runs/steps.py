@@ -24,6 +24,7 @@ from typing import Any, Generic, Literal, TypeVar
 from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
+from agentgen.runtime.model_client import Usage
 from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.requests import RunRequest
 
@@ -94,6 +95,9 @@ class Planned(Generic[A]):
     final_value: Any = None
     decisions: tuple[Decision[A], ...] = ()
     limits: Limits = field(default_factory=Limits)
+    #: What the activity's model calls cost (the responses the planner got from the clients
+    #: it reached through ``input.agent.model``).
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ __all__ = [
     "TOOLS_LOADED",
     "TOOL_CALLS",
     "TRACER",
+    "UNREPORTED_USAGE",
 ]
 
 #: The instrumentation scope of every span and metric agentgen reports.
@@ -103,6 +104,12 @@ SEARCH_ROUNDS = METER.create_histogram(
     unit="{round}",
     description="Tool search rounds of one planning activity.",
     explicit_bucket_boundaries_advisory=_COUNT_BUCKETS,
+)
+UNREPORTED_USAGE = METER.create_counter(
+    names.UNREPORTED_USAGE,
+    unit="{response}",
+    description="Provider responses that reported no usage: their tokens are in no "
+    "gen_ai.client.token.usage data point (a model call with one records none).",
 )
 TOOL_CALLS = METER.create_counter(
     names.TOOL_CALLS,

@@ -69,6 +69,8 @@ __all__ = [
     "TOOL_ROUTE",
     "TOOL_TOOLSET",
     "TOOL_TYPE",
+    "UNREPORTED_USAGE",
+    "USAGE_UNREPORTED",
 ]
 
 # --- GenAI semantic conventions --------------------------------------------------------------
@@ -106,6 +108,9 @@ PARENT_TOOL_CALL_ID = "agentgen.parent_tool_call.id"
 ENGINE = "agentgen.engine"
 RUN_TOOL_CALLS = "agentgen.run.tool_calls"
 RUN_CHILD_RUNS = "agentgen.run.child_runs"
+#: On a model call's span: how many of its provider responses reported no usage (its token
+#: attributes are then left out: the call's count is not known).
+USAGE_UNREPORTED = "agentgen.usage.unreported_responses"
 
 PLAN_ACTIVITY = "agentgen.plan.activity"
 PLAN_KIND = "agentgen.plan.kind"
@@ -143,5 +148,6 @@ REGISTRY_ATTEMPTS = "agentgen.registry.attempts"
 TOOLS_LOADED = "agentgen.run.tools_loaded"
 SEARCH_ROUNDS = "agentgen.plan.search_rounds"
 TOOL_CALLS = "agentgen.tool.calls"
+UNREPORTED_USAGE = "agentgen.client.usage.unreported"
 REGISTRY_REQUEST_DURATION = "agentgen.registry.request.duration"
 CATALOG_BUILD_DURATION = "agentgen.catalog.build.duration"

@@ -437,24 +437,54 @@ class ChatCall(_Operation):
             found[names.AGENT_ID] = self.agent_id
         return found
 
-    def finished(self, input_tokens: int, output_tokens: int, finish_reason: str | None) -> None:
+    def finished(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        finish_reason: str | None,
+        *,
+        unreported: int = 0,
+    ) -> None:
+        """The call's usage: ``unreported`` of its responses reported none, and the counts are
+        what the others reported. Such a call's total is not known, so it records no token
+        attributes nor token data points (a 0, or a part, would read as what it cost): the
+        span says how many responses were silent, and a counter adds them up."""
         if not self.on:
             return
-        self.set(names.INPUT_TOKENS, input_tokens)
-        self.set(names.OUTPUT_TOKENS, output_tokens)
+        if unreported:
+            self.set(names.USAGE_UNREPORTED, unreported)
+        else:
+            self.set(names.INPUT_TOKENS, input_tokens)
+            self.set(names.OUTPUT_TOKENS, output_tokens)
         if finish_reason:
             self.set(names.FINISH_REASONS, [finish_reason])
         if self.metering:
             attributes = self._metric_attributes()
-            instruments.TOKEN_USAGE.record(input_tokens, {**attributes, names.TOKEN_TYPE: "input"})
-            instruments.TOKEN_USAGE.record(
-                output_tokens, {**attributes, names.TOKEN_TYPE: "output"}
+            if unreported:
+                instruments.UNREPORTED_USAGE.add(unreported, attributes)
+            else:
+                input_attributes = {**attributes, names.TOKEN_TYPE: "input"}
+                instruments.TOKEN_USAGE.record(input_tokens, input_attributes)
+                output_attributes = {**attributes, names.TOKEN_TYPE: "output"}
+                instruments.TOKEN_USAGE.record(output_tokens, output_attributes)
+        provider = self.provider or "provider not reported"
+        if unreported:
+            MODEL_LOG.debug(
+                "run %s: model %s (%s): %d response(s) reported no usage (the others: %d input "
+                "+ %d output tokens)",
+                self.run_id,
+                self.model,
+                provider,
+                unreported,
+                input_tokens,
+                output_tokens,
             )
+            return
         MODEL_LOG.debug(
             "run %s: model %s (%s) used %d input + %d output tokens",
             self.run_id,
             self.model,
-            self.provider or "provider not reported",
+            provider,
             input_tokens,
             output_tokens,
         )

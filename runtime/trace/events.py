@@ -59,11 +59,13 @@ class HasTranscript(Protocol):
 
 @dataclass(frozen=True)
 class Usage:
-    """What one model response cost, as ``ModelPlanner`` recorded it."""
+    """What one model response cost, as ``ModelPlanner`` recorded it. ``unreported`` counts
+    the provider responses behind it that reported no usage (the counts leave them out)."""
 
     model: str
     input_tokens: int
     output_tokens: int
+    unreported: int = 0
 
 
 @dataclass(frozen=True)
@@ -294,11 +296,17 @@ def _usage(message: Message, index: int) -> Usage | None:
     value = message.metadata.get(USAGE_METADATA_KEY)
     if value is None:
         return None
-    if not isinstance(value, Mapping) or not all(
-        isinstance(value.get(key), int) for key in ("input_tokens", "output_tokens")
+    unreported = value.get("unreported_responses", 0) if isinstance(value, Mapping) else None
+    if (
+        not isinstance(value, Mapping)
+        or not all(isinstance(value.get(key), int) for key in ("input_tokens", "output_tokens"))
+        or type(unreported) is not int
+        or unreported < 0
     ):
         raise TraceError(f"message {index} (assistant): {USAGE_METADATA_KEY!r} is malformed")
-    return Usage(str(value.get("model", "")), value["input_tokens"], value["output_tokens"])
+    return Usage(
+        str(value.get("model", "")), value["input_tokens"], value["output_tokens"], unreported
+    )
 
 
 #: The usage line lists this many responses at most: a long run's line stays one line to read
@@ -309,12 +317,23 @@ USAGE_SHOWN = 10
 def _total(usage: Sequence[Usage]) -> TraceEvent:
     tokens_in = sum(u.input_tokens for u in usage)
     tokens_out = sum(u.output_tokens for u in usage)
-    each = ", ".join(f"{u.input_tokens:,} + {u.output_tokens:,}" for u in usage[:USAGE_SHOWN])
+    unreported = sum(u.unreported for u in usage)
+    each = ", ".join(_each(u) for u in usage[:USAGE_SHOWN])
     if len(usage) > USAGE_SHOWN:
         each += f", and {len(usage) - USAGE_SHOWN:,} more"
     count = f"{len(usage):,} model response{'s' if len(usage) != 1 else ''}"
-    return TraceEvent(
-        "usage",
-        f"{tokens_in:,} input + {tokens_out:,} output tokens, the sum of {count} ({each})",
-        usage=tuple(usage),
-    )
+    text = f"{tokens_in:,} input + {tokens_out:,} output tokens, the sum of {count} ({each})"
+    if unreported:
+        # The totals are a lower bound: said on the line, never left to be read as the cost.
+        silent = f"{unreported:,} provider response{'s' if unreported != 1 else ''}"
+        text = f"at least {text}; {silent} reported no usage, and what they cost is not counted"
+    return TraceEvent("usage", text, usage=tuple(usage))
+
+
+def _each(usage: Usage) -> str:
+    counts = f"{usage.input_tokens:,} + {usage.output_tokens:,}"
+    if not usage.unreported:
+        return counts
+    if not usage.input_tokens and not usage.output_tokens:
+        return "not reported"
+    return f"{counts} and {usage.unreported:,} not reported"

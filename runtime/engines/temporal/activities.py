@@ -118,13 +118,19 @@ class RunActivities:
     async def plan(self, task: PlanTask) -> Planned[dict[str, Any]]:
         """The planning step; accepted calls leave as their checkpoints."""
 
+        timeout = activity.info().start_to_close_timeout
+        # The run policy's model timeout must fire before Temporal's own end of the activity.
+        limit = ("TemporalSettings.planning_timeout", timeout.total_seconds()) if timeout else None
+
         async def work() -> Planned[dict[str, Any]]:
-            planned = await plan(self.host, task)
+            planned = await plan(self.host, task, limit=limit)
             decisions = tuple(
                 Decision(d.call, d.accepted.to_json() if d.accepted else None, d.refused)
                 for d in planned.decisions
             )
-            return Planned(planned.message, planned.final_value, decisions, planned.limits)
+            return Planned(
+                planned.message, planned.final_value, decisions, planned.limits, planned.usage
+            )
 
         return await _step(self.host, work, self.limit, task.run)
 

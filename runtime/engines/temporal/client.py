@@ -46,6 +46,7 @@ from temporalio.exceptions import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, data_converter
 from agentgen.runtime.engines.temporal.errors import RunCancelledError, run_failure
 from agentgen.runtime.engines.temporal.namespaces import require_namespace
@@ -56,6 +57,8 @@ from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.execution import decide
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.loop import outcome
+from agentgen.runtime.runs.model_calls import check_model_timeout
+from agentgen.runtime.runs.policy import merge
 from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest
 from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
 from agentgen.runtime.tasks import stop_task
@@ -201,8 +204,9 @@ class TemporalEngine:
     async def _start(
         self, host: RunHost, request: RunRequest
     ) -> WorkflowHandle[object, WorkflowResult]:
-        host.agent(request.agent_id)
+        registration = host.agent(request.agent_id)
         run_id = request.run_id or uuid.uuid4().hex
+        self._check_model_timeout(host, registration.definition.policy, request, run_id)
         client = await self.client()
         try:
             return await client.start_workflow(
@@ -226,6 +230,18 @@ class TemporalEngine:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 await _require_namespace(client)
             raise
+
+    def _check_model_timeout(
+        self, host: RunHost, agent_policy: RunPolicy, request: RunRequest, run_id: str
+    ) -> None:
+        """Refuse, before anything starts, a run whose model timeout the planning activity's
+        own timeout would preempt (each planning activity checks it again, for child runs)."""
+        try:
+            policy = merge(agent_policy, host.policy, request.policy)
+        except ValueError:
+            return  # the run's first planning activity fails with what is wrong
+        limit = ("TemporalSettings.planning_timeout", self.settings.planning_timeout)
+        check_model_timeout(policy.model_timeout, limit, request.agent_id, run_id)
 
     async def result(self, host: RunHost, run_id: str, *, decide: bool = True) -> RunOutcome:
         """Wait for a run's outcome; raises the run's error if it failed. Meanwhile, with

@@ -46,7 +46,12 @@ from agentgen.runtime.runs.catalog import (
     VersionMismatchError,
 )
 from agentgen.runtime.runs.confirmation import ConfirmationError
-from agentgen.runtime.runs.requests import MissingLabelsError, RunError, ToolCallIdError
+from agentgen.runtime.runs.requests import (
+    MissingLabelsError,
+    ModelTimeoutError,
+    RunError,
+    ToolCallIdError,
+)
 
 __all__ = ["RunCancelledError", "application_error", "retryable", "run_failure"]
 
@@ -76,6 +81,7 @@ _BY_NAME: dict[str, type[Exception]] = {
         RunError,
         MissingLabelsError,
         ToolCallIdError,
+        ModelTimeoutError,
         RunCancelledError,
         PayloadTooLargeError,
         CatalogError,

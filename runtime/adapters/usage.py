@@ -1,0 +1,34 @@
+"""A provider response's usage, told apart from a response that reported none.
+
+The provider SDKs leave ``usage`` out of a response dictionary when the server did not send it
+(or send it as ``null``): such a response cost something nobody counted, which is not 0 tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agentgen.runtime.model_client import Usage
+
+__all__ = ["reported_usage"]
+
+
+def reported_usage(
+    raw: Mapping[str, Any], input_key: str = "input_tokens", output_key: str = "output_tokens"
+) -> Usage:
+    """The usage ``raw`` reports: both counts as whole numbers, or else none at all.
+
+    A usage object missing either count (or holding something other than a non-negative
+    whole number) is taken as not reported, rather than completed with 0: the totals of a run
+    then say that a response's cost is missing instead of understating it.
+    """
+    usage = raw.get("usage")
+    if not isinstance(usage, Mapping):
+        return Usage.not_reported()
+    counts = usage.get(input_key), usage.get(output_key)
+    if not all(type(count) is int and count >= 0 for count in counts):
+        return Usage.not_reported()
+    input_tokens, output_tokens = counts
+    assert isinstance(input_tokens, int) and isinstance(output_tokens, int)
+    return Usage(input_tokens, output_tokens)

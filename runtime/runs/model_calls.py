@@ -1,0 +1,91 @@
+"""The model calls of one planning activity: bounded by the run policy, and what they cost.
+
+A planner reaches its models through ``input.agent.model(model_id)``; the activity hands it the
+registered client wrapped here, so that every planner (``ModelPlanner`` or an application's
+own) gets the same two guarantees. A call that outlives the run policy's ``model_timeout`` is
+cancelled and fails the run with :class:`ModelTimeoutError` (no answer is made up, nothing is
+retried). And the usage of every response is summed for the run's outcome, whether or not the
+planner records it anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from agentgen.runtime.model_client import ModelClient, ModelRequest, ModelResponse, Usage
+from agentgen.runtime.runs.host import RunHost
+from agentgen.runtime.runs.requests import ModelTimeoutError, RunError
+
+__all__ = ["ModelCalls", "check_model_timeout"]
+
+
+class ModelCalls:
+    """The model clients of one planning activity, and the usage their responses reported."""
+
+    def __init__(self, host: RunHost, agent_id: str, run_id: str, timeout: float | None) -> None:
+        self._host = host
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.timeout = timeout
+        self.usage = Usage()
+
+    def client(self, model_id: str) -> ModelClient:
+        """The client registered as ``model_id`` (``LookupError`` when there is none)."""
+        return _Bounded(self, model_id, self._host.model(model_id))
+
+    def timed_out(self, model_id: str, request: ModelRequest) -> ModelTimeoutError:
+        return ModelTimeoutError(
+            f"agent {self.agent_id!r} (run {self.run_id}): the call to model "
+            f"{request.model!r} through the client registered as {model_id!r} took longer "
+            f"than the run policy's model_timeout of {self.timeout:g} seconds; it was cancelled "
+            "and the run failed (not retried). Raise RunPolicy(model_timeout=...) if the model "
+            "needs longer (the strictest of the agent's, the runtime's and the run's policies "
+            "applies), or find out why the provider did not answer"
+        )
+
+
+class _Bounded:
+    """A registered client as a planning activity sees it."""
+
+    def __init__(self, calls: ModelCalls, model_id: str, client: ModelClient) -> None:
+        self._calls = calls
+        self._model_id = model_id
+        self._client = client
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        calls = self._calls
+        if calls.timeout is None:
+            response = await self._client.complete(request)
+        else:
+            try:
+                async with asyncio.timeout(calls.timeout) as deadline:
+                    response = await self._client.complete(request)
+            except TimeoutError:
+                if deadline.expired():
+                    raise calls.timed_out(self._model_id, request) from None
+                raise  # the client's own timeout, before ours
+            if deadline.expired():
+                # The client swallowed the cancellation and answered late anyway.
+                raise calls.timed_out(self._model_id, request)
+        calls.usage += response.usage
+        return response
+
+
+def check_model_timeout(
+    model_timeout: float | None, limit: tuple[str, float] | None, agent_id: str, run_id: str
+) -> None:
+    """Refuse a run whose model timeout an engine's own limit on the planning activity
+    (``limit``: its name and seconds) would preempt: the engine would end the activity first
+    (and retry it, asking the model again against a new catalog) instead of failing the run
+    with :class:`ModelTimeoutError`."""
+    if model_timeout is None or limit is None:
+        return
+    name, seconds = limit
+    if model_timeout >= seconds:
+        raise RunError(
+            f"agent {agent_id!r} (run {run_id}): the run policy's model_timeout of "
+            f"{model_timeout:g} seconds is not shorter than {name} ({seconds:g} seconds), the "
+            "longest a planning activity may take: the engine would end the activity (and "
+            "retry it) before the model call timed out. Give RunPolicy(model_timeout=...) less "
+            f"than {name}, leaving room for the activity's registry reads, or raise {name}"
+        )

@@ -1,0 +1,166 @@
+"""A response without usage is not 0 tokens: every adapter reports it as unreported
+(``Usage.unreported``), through the real SDKs against local stubs, and keeps a genuine 0 a
+reported count."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3  # type: ignore[import-untyped]
+import pytest
+from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
+
+from agentgen.runtime.adapters import (
+    AnthropicMessagesModel,
+    BedrockConverseModel,
+    ModelError,
+    OpenAIResponsesModel,
+)
+from agentgen.runtime.model_client import Usage
+from tests.adapters.fakes import (
+    anthropic_client,
+    anthropic_server,
+    function_call,
+    message,
+    openai_client,
+    openai_server,
+    response,
+    search_call,
+    text,
+)
+from tests.adapters.tools import request
+
+
+def _without_usage(reply: dict[str, Any], how: str) -> dict[str, Any]:
+    """``reply`` as a server that sent no usage sends it: the member left out, or null."""
+    changed = dict(reply)
+    if how == "absent":
+        del changed["usage"]
+    else:
+        changed["usage"] = None
+    return changed
+
+
+# --- OpenAI Responses -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["absent", "null"])
+async def test_openai_response_without_usage_is_unreported(how: str) -> None:
+    server = openai_server(_without_usage(response(text("Hello")), how))
+    reply = await OpenAIResponsesModel(openai_client(server)).complete(request())
+    assert reply.message.text == "Hello"
+    assert reply.usage == Usage(0, 0, unreported=1)
+
+
+async def test_openai_genuine_zero_usage_is_reported() -> None:
+    server = openai_server(response(text("Hello"), output_tokens=0))
+    reply = await OpenAIResponsesModel(openai_client(server)).complete(request())
+    assert reply.usage == Usage(100, 0) and reply.usage.complete
+
+
+async def test_openai_search_rounds_add_up_with_a_final_round_without_usage() -> None:
+    # Client-side tool search: the search round reports its usage, the final one does not.
+    server = openai_server(
+        response(search_call("s1", "weather"), output_tokens=30),
+        _without_usage(
+            response(function_call("call_1", "weather_lookup", namespace="weather_lookup")),
+            "absent",
+        ),
+    )
+    reply = await OpenAIResponsesModel(openai_client(server)).complete(request(max_tokens=400))
+    assert len(server.bodies) == 2
+    assert reply.usage == Usage(100, 30, unreported=1)
+    assert not reply.usage.complete
+
+
+async def test_openai_search_round_without_usage_is_refused() -> None:
+    # Its output tokens bound the next round's budget: without them it cannot be enforced.
+    server = openai_server(_without_usage(response(search_call("s1", "weather")), "null"))
+    with pytest.raises(ModelError, match="reported no usage for a search round"):
+        await OpenAIResponsesModel(openai_client(server)).complete(request(max_tokens=400))
+
+
+# --- Anthropic Messages -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["absent", "null"])
+async def test_anthropic_response_without_usage_is_unreported(how: str) -> None:
+    # The SDK's response model requires usage, so only a client without strict validation
+    # (the SDK's default) lets such a reply through.
+    reply_json = _without_usage(message({"type": "text", "text": "Hi"}), how)
+    server = anthropic_server(reply_json)
+    model = AnthropicMessagesModel(anthropic_client(server, strict=False))
+    reply = await model.complete(request(tools=()))
+    assert reply.message.text == "Hi"
+    assert reply.usage == Usage(0, 0, unreported=1)
+
+
+async def test_anthropic_usage_missing_a_count_is_unreported_not_half_counted() -> None:
+    reply_json = message({"type": "text", "text": "Hi"})
+    reply_json["usage"] = {"input_tokens": 100}
+    server = anthropic_server(reply_json)
+    model = AnthropicMessagesModel(anthropic_client(server, strict=False))
+    reply = await model.complete(request(tools=()))
+    assert reply.usage == Usage.not_reported()
+
+
+async def test_anthropic_reported_usage_is_kept() -> None:
+    server = anthropic_server(message({"type": "text", "text": "Hi"}, output_tokens=0))
+    reply = await AnthropicMessagesModel(anthropic_client(server)).complete(request(tools=()))
+    assert reply.usage == Usage(100, 0) and reply.usage.complete
+
+
+# --- Bedrock Converse -------------------------------------------------------------------------
+
+
+def _converse_client(body: dict[str, Any]) -> Any:
+    """A bedrock-runtime client whose requests a local hook answers with ``body`` (botocore's
+    Stubber cannot: it refuses a reply without the ``usage`` the service model requires, which
+    is exactly the reply under test); botocore parses it as it parses the service's."""
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-west-2",
+        aws_access_key_id="AKIDTEST",
+        aws_secret_access_key="secret",
+    )
+
+    def answer(request: Any, **_: Any) -> AWSResponse:
+        raw = _Raw(json.dumps(body).encode())
+        return AWSResponse(request.url, 200, {"content-type": "application/json"}, raw)
+
+    client.meta.events.register("before-send.bedrock-runtime.Converse", answer)
+    return client
+
+
+class _Raw:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self, **_: Any) -> Any:
+        yield self.data
+
+
+def _converse(usage: dict[str, Any] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "output": {"message": {"role": "assistant", "content": [{"text": "Hello"}]}},
+        "stopReason": "end_turn",
+        "metrics": {"latencyMs": 12},
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+async def test_bedrock_response_without_usage_is_unreported() -> None:
+    model = BedrockConverseModel(_converse_client(_converse(None)))
+    reply = await model.complete(request(tools=()))
+    assert reply.message.text == "Hello"
+    assert reply.usage == Usage(0, 0, unreported=1)
+
+
+async def test_bedrock_reported_usage_is_kept() -> None:
+    usage = {"inputTokens": 50, "outputTokens": 0, "totalTokens": 50}
+    model = BedrockConverseModel(_converse_client(_converse(usage)))
+    reply = await model.complete(request(tools=()))
+    assert reply.usage == Usage(50, 0) and reply.usage.complete

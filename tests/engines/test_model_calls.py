@@ -1,0 +1,104 @@
+"""Model calls on Temporal: the run policy's ``model_timeout`` fails the run once (the planning
+activity is not retried, so the model is not asked again against a new catalog), a timeout the
+planning activity's own would preempt is refused before the run starts, and the outcome's usage
+(unreported responses included) crosses the workflow's payloads."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agentgen.runtime import ModelTimeoutError, RunError, Usage
+from agentgen.runtime.agents.definition import RunPolicy
+from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart
+from agentgen.runtime.model_client import ModelRequest, ModelResponse
+from tests.engines.conftest import Harness
+from tests.engines.test_durable import attempts, events
+from tests.runtime.agents import records_definition, register
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+class Hanging:
+    def __init__(self) -> None:
+        self.started = 0
+        self.cancelled = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.started += 1
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        raise AssertionError("never set")
+
+
+async def test_a_model_timeout_fails_the_durable_run_without_a_retry(durable: Harness) -> None:
+    model = Hanging()
+    rt = durable.runtime()
+    rt.register_model("slow", model)
+    rt.register_agent(records_definition(specs=()), planner=ModelPlanner("slow"), executors={})
+    async with durable.serving(rt):
+        with pytest.raises(ModelTimeoutError) as caught:
+            await rt.client("test.agent").run(
+                "go", run_id="model-timeout", policy=RunPolicy(model_timeout=0.3)
+            )
+    message = str(caught.value)
+    assert "'test.agent' (run model-timeout)" in message
+    assert "registered as 'slow'" in message and "0.3 seconds" in message
+    assert (model.started, model.cancelled) == (1, 1)
+    assert durable.env is not None
+    assert attempts(await events(durable.env, "model-timeout")) == [1]
+
+
+async def test_a_model_timeout_the_planning_timeout_would_preempt_is_refused(
+    durable: Harness,
+) -> None:
+    model = Hanging()
+    rt = durable.runtime()
+    rt.register_model("slow", model)
+    definition = records_definition(specs=(), policy=RunPolicy(model_timeout=600))
+    rt.register_agent(definition, planner=ModelPlanner("slow"), executors={})
+    assert durable.settings.planning_timeout == 600
+    async with durable.serving(rt):
+        with pytest.raises(RunError) as caught:
+            await rt.client("test.agent").run("go", run_id="preempted-timeout")
+        assert "is not shorter than TemporalSettings.planning_timeout (600 seconds)" in str(
+            caught.value
+        )
+        assert not isinstance(caught.value, ModelTimeoutError)
+        # Refused before the workflow started: there is no run of that ID.
+        assert durable.env is not None
+        with pytest.raises(Exception, match="not found"):
+            await durable.env.client.get_workflow_handle("preempted-timeout").describe()
+    assert model.started == 0
+
+
+class Billed:
+    """A tool call whose response reports its usage, then an answer whose response does not."""
+
+    def __init__(self) -> None:
+        self.replies = [
+            ModelResponse(
+                Message("assistant", (ToolCallPart("c1", "records.lookup", '{"id": "r1"}'),)),
+                Usage(10, 5),
+            ),
+            ModelResponse(Message("assistant", (TextPart("done"),))),
+        ]
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return self.replies.pop(0)
+
+
+async def test_the_runs_usage_crosses_the_durable_engine(harness: Harness) -> None:
+    rt = harness.runtime()
+    rt.register_model("billed", Billed())
+    register(rt, ModelPlanner("billed"))  # type: ignore[arg-type]
+    async with harness.serving(rt):
+        outcome = await rt.client("test.agent").run("go")
+    assert outcome.final_text == "done"
+    assert outcome.usage == Usage(10, 5, unreported=1)
+    assert not outcome.usage.complete

@@ -1,0 +1,224 @@
+"""Model calls under the run policy (in memory): ``model_timeout`` cancels a call that hangs and
+fails the run by name, and a run's outcome sums what its model calls reported, saying when a
+response reported nothing (``Usage.unreported``) instead of counting it as 0 tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+
+import pytest
+
+from agentgen.runtime import ModelTimeoutError, RunError, Usage
+from agentgen.runtime.agents.definition import RunPolicy
+from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput, RunContext
+from agentgen.runtime.app import Runtime
+from agentgen.runtime.messages import Message, TextPart
+from agentgen.runtime.model_client import USAGE_METADATA_KEY, ModelRequest, ModelResponse
+from agentgen.runtime.runs.plan_step import plan
+from agentgen.runtime.runs.policy import merge
+from agentgen.runtime.runs.steps import PlanTask
+from agentgen.runtime.testing import Answer, Call, ScriptedModel
+from agentgen.runtime.trace import events
+from tests.runtime.agents import records_definition, register
+
+
+class Hanging:
+    """A model client whose answer never comes (an event nobody sets)."""
+
+    def __init__(self) -> None:
+        self.never = asyncio.Event()
+        self.started = 0
+        self.cancelled = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.started += 1
+        try:
+            await self.never.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        raise AssertionError("the event is never set")
+
+
+def _runtime(
+    model: object, *, policy: RunPolicy | None = None, agent_policy: RunPolicy | None = None
+) -> Runtime:
+    rt = Runtime(policy=policy)
+    rt.register_model("slow", model)  # type: ignore[arg-type]
+    definition = records_definition(specs=(), policy=agent_policy or RunPolicy())
+    rt.register_agent(definition, planner=ModelPlanner("slow", model="slow-1"), executors={})
+    return rt
+
+
+async def test_a_model_call_longer_than_the_policy_is_cancelled_and_fails_the_run() -> None:
+    model = Hanging()
+    rt = _runtime(model)
+    with pytest.raises(ModelTimeoutError) as caught:
+        await rt.client("test.agent").run(
+            "go", run_id="run-7", policy=RunPolicy(model_timeout=0.05)
+        )
+    message = str(caught.value)
+    for said in ("'test.agent'", "run-7", "'slow-1'", "registered as 'slow'", "0.05 seconds"):
+        assert said in message
+    assert "RunPolicy(model_timeout=...)" in message
+    assert isinstance(caught.value, RunError)
+    assert (model.started, model.cancelled) == (1, 1)
+
+
+async def test_the_strictest_of_the_agent_runtime_and_run_policies_applies() -> None:
+    assert (
+        merge(RunPolicy(model_timeout=5), RunPolicy(), RunPolicy(model_timeout=0.5)).model_timeout
+        == 0.5
+    )
+    assert merge(RunPolicy(), RunPolicy()).model_timeout is None
+    # The agent's own policy bounds the run although the run asks for nothing.
+    model = Hanging()
+    rt = _runtime(
+        model, policy=RunPolicy(model_timeout=60), agent_policy=RunPolicy(model_timeout=0.05)
+    )
+    with pytest.raises(ModelTimeoutError, match="0.05 seconds"):
+        await rt.client("test.agent").run("go")
+    assert model.cancelled == 1
+
+
+async def test_a_planner_of_its_own_is_bounded_too() -> None:
+    model = Hanging()
+
+    class Direct:
+        async def plan_start(self, input: PlanInput) -> PlanResult:
+            client = input.agent.model("slow")
+            response = await client.complete(ModelRequest("direct", tuple(input.messages)))
+            return PlanResult(response.message)
+
+        async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
+            raise AssertionError("one activity")
+
+    rt = Runtime()
+    rt.register_model("slow", model)
+    rt.register_agent(records_definition(specs=()), planner=Direct(), executors={})
+    with pytest.raises(ModelTimeoutError, match="model 'direct' through the client registered"):
+        await rt.client("test.agent").run("go", policy=RunPolicy(model_timeout=0.05))
+    assert model.cancelled == 1
+
+
+async def test_a_client_that_swallows_the_cancellation_still_fails_the_run() -> None:
+    class Stubborn:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            with contextlib.suppress(asyncio.CancelledError):  # answers late instead
+                await asyncio.Event().wait()
+            return ModelResponse(Message("assistant", (TextPart("late"),)), Usage(1, 1))
+
+    rt = _runtime(Stubborn())
+    with pytest.raises(ModelTimeoutError):
+        await rt.client("test.agent").run("go", policy=RunPolicy(model_timeout=0.05))
+
+
+async def test_the_clients_own_timeout_is_not_taken_for_the_policys() -> None:
+    class Quick:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            raise TimeoutError("the SDK's read timeout")
+
+    rt = _runtime(Quick())
+    with pytest.raises(TimeoutError, match="the SDK's read timeout") as caught:
+        await rt.client("test.agent").run("go", policy=RunPolicy(model_timeout=30))
+    assert not isinstance(caught.value, ModelTimeoutError)
+
+
+async def test_calls_within_the_limit_are_unchanged() -> None:
+    model = ScriptedModel([Answer("fine")])
+    rt = _runtime(model)
+    outcome = await rt.client("test.agent").run("go", policy=RunPolicy(model_timeout=30))
+    assert outcome.final_text == "fine"
+
+
+@pytest.mark.parametrize("value", [0, -1, 0.0, math.nan, math.inf, True, "5", [5]])
+def test_model_timeout_must_be_positive_finite_seconds(value: object) -> None:
+    with pytest.raises(TypeError, match="model_timeout must be None or a positive, finite"):
+        RunPolicy(model_timeout=value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [None, 1, 0.25, 86400])
+def test_model_timeout_takes_seconds(value: float | None) -> None:
+    assert RunPolicy(model_timeout=value).model_timeout == value
+
+
+async def test_an_engine_limit_at_or_under_the_model_timeout_is_refused() -> None:
+    rt = _runtime(ScriptedModel([Answer("asked once")]))
+    task = PlanTask(
+        RunContext(run_id="run-3", agent_id="test.agent"),
+        RunPolicy(model_timeout=30),
+        (Message("user", (TextPart("go"),)),),
+    )
+    with pytest.raises(RunError) as caught:
+        await plan(rt, task, limit=("TemporalSettings.planning_timeout", 30.0))
+    message = str(caught.value)
+    assert "'test.agent' (run run-3)" in message
+    assert "model_timeout of 30 seconds is not shorter than" in message
+    assert "TemporalSettings.planning_timeout (30 seconds)" in message
+    planned = await plan(rt, task, limit=("TemporalSettings.planning_timeout", 31.0))
+    assert planned.message.text == "asked once"
+
+
+# --- usage ------------------------------------------------------------------------------------
+
+
+class Silent:
+    """A client whose responses say nothing about usage (``ModelResponse``'s default)."""
+
+    def __init__(self, *replies: Message) -> None:
+        self.replies = list(replies)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return ModelResponse(self.replies.pop(0))
+
+
+async def test_the_outcome_sums_the_runs_usage() -> None:
+    rt = Runtime()
+    model = ScriptedModel(
+        [[Call("records.lookup", {"id": "r1"})], Answer("done")], usage=Usage(10, 5)
+    )
+    rt.register_model("m", model)
+    register(rt, planner=ModelPlanner("m"))  # type: ignore[arg-type]
+    outcome = await rt.client("test.agent").run("go")
+    assert outcome.usage == Usage(20, 10)
+    assert outcome.usage.complete
+
+
+async def test_a_response_without_usage_is_counted_as_unreported_not_as_zero() -> None:
+    rt = _runtime(Silent(Message("assistant", (TextPart("fine"),))))
+    outcome = await rt.client("test.agent").run("go")
+    assert outcome.usage == Usage(0, 0, unreported=1)
+    assert not outcome.usage.complete
+    assert outcome.transcript[-1].metadata[USAGE_METADATA_KEY] == {
+        "model": "slow-1",
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "unreported_responses": 1,
+    }
+    [total] = [event for event in events(outcome) if event.kind == "usage"]
+    assert total.text == (
+        "at least 0 input + 0 output tokens, the sum of 1 model response (not reported); "
+        "1 provider response reported no usage, and what they cost is not counted"
+    )
+
+
+async def test_a_genuine_zero_is_reported() -> None:
+    class Zero:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            return ModelResponse(Message("assistant", (TextPart("free"),)), Usage(0, 0))
+
+    outcome = await _runtime(Zero()).client("test.agent").run("go")
+    assert outcome.usage == Usage(0, 0) and outcome.usage.complete
+    assert "unreported_responses" not in outcome.transcript[-1].metadata[USAGE_METADATA_KEY]
+    [total] = [event for event in events(outcome) if event.kind == "usage"]
+    assert total.text == "0 input + 0 output tokens, the sum of 1 model response (0 + 0)"
+
+
+def test_usage_adds_up_across_responses_and_keeps_the_unreported_ones() -> None:
+    total = Usage(10, 5) + Usage.not_reported() + Usage(1, 2, unreported=2)
+    assert total == Usage(11, 7, unreported=3)
+    assert Usage() + Usage(3, 4) == Usage(3, 4)
+    assert Usage(3, 4).complete and not Usage.not_reported().complete

@@ -1,0 +1,70 @@
+"""A model call whose provider reported no usage records no token data point (a 0 would read as
+what it cost): its span says how many responses were silent, and a counter adds them up."""
+
+from __future__ import annotations
+
+from agentgen.runtime import ModelPlanner, Runtime, Usage
+from agentgen.runtime.messages import Message, TextPart
+from agentgen.runtime.model_client import ModelRequest, ModelResponse
+from tests.otel import delta, named, recorder
+from tests.runtime.agents import records_definition
+
+
+class Replies:
+    def __init__(self, usage: Usage | None) -> None:
+        self.usage = usage
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        reply = Message("assistant", (TextPart("fine"),))
+        if self.usage is None:
+            return ModelResponse(reply)  # says nothing about usage
+        return ModelResponse(reply, self.usage)
+
+
+async def _run(model: str, usage: Usage | None) -> None:
+    rt = Runtime()
+    rt.register_model("m", Replies(usage))
+    definition = records_definition(specs=())
+    rt.register_agent(definition, planner=ModelPlanner("m", model=model), executors={})
+    await rt.client("test.agent").run("go")
+
+
+def _tokens(points: dict, model: str) -> dict:  # type: ignore[type-arg]
+    return {k: p for k, p in points.items() if dict(k[1])["gen_ai.request.model"] == model}
+
+
+async def test_an_unreported_response_records_no_token_point_and_is_counted() -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    await _run("silent-model", None)
+    after = otel.points()
+    assert _tokens(delta(before, after, "gen_ai.client.token.usage"), "silent-model") == {}
+    [(key, counted)] = _tokens(
+        delta(before, after, "agentgen.client.usage.unreported"), "silent-model"
+    ).items()
+    assert counted.count == 1
+    assert dict(key[1])["gen_ai.agent.id"] == "test.agent"
+    [span] = named(otel.agentgen_spans(), "chat silent-model")
+    attributes = dict(span.attributes or {})
+    assert attributes["agentgen.usage.unreported_responses"] == 1
+    assert "gen_ai.usage.input_tokens" not in attributes
+    assert "gen_ai.usage.output_tokens" not in attributes
+
+
+async def test_a_reported_response_records_its_tokens_and_no_unreported_count() -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    await _run("counted-model", Usage(7, 0))
+    after = otel.points()
+    tokens = _tokens(delta(before, after, "gen_ai.client.token.usage"), "counted-model")
+    assert sorted((dict(k[1])["gen_ai.token.type"], p.total) for k, p in tokens.items()) == [
+        ("input", 7),
+        ("output", 0),
+    ]
+    assert _tokens(delta(before, after, "agentgen.client.usage.unreported"), "counted-model") == {}
+    [span] = named(otel.agentgen_spans(), "chat counted-model")
+    attributes = dict(span.attributes or {})
+    assert attributes["gen_ai.usage.input_tokens"] == 7
+    assert "agentgen.usage.unreported_responses" not in attributes
