@@ -325,8 +325,12 @@ def _total(usage: Sequence[Usage]) -> TraceEvent:
     text = f"{tokens_in:,} input + {tokens_out:,} output tokens, the sum of {count} ({each})"
     if unreported:
         # The totals are a lower bound: said on the line, never left to be read as the cost.
-        silent = f"{unreported:,} provider response{'s' if unreported != 1 else ''}"
-        text = f"at least {text}; {silent} reported no usage, and what they cost is not counted"
+        silent = (
+            "1 provider response reported no usage, and what it cost"
+            if unreported == 1
+            else f"{unreported:,} provider responses reported no usage, and what they cost"
+        )
+        text = f"at least {text}; {silent} is not counted"
     return TraceEvent("usage", text, usage=tuple(usage))
 
 

@@ -201,7 +201,7 @@ async def test_a_response_without_usage_is_counted_as_unreported_not_as_zero() -
     [total] = [event for event in events(outcome) if event.kind == "usage"]
     assert total.text == (
         "at least 0 input + 0 output tokens, the sum of 1 model response (not reported); "
-        "1 provider response reported no usage, and what they cost is not counted"
+        "1 provider response reported no usage, and what it cost is not counted"
     )
 
 
@@ -222,3 +222,40 @@ def test_usage_adds_up_across_responses_and_keeps_the_unreported_ones() -> None:
     assert total == Usage(11, 7, unreported=3)
     assert Usage() + Usage(3, 4) == Usage(3, 4)
     assert Usage(3, 4).complete and not Usage.not_reported().complete
+
+
+def _reply(usage: dict[str, object]) -> Message:
+    return Message("assistant", (TextPart("x"),), {USAGE_METADATA_KEY: usage})
+
+
+def test_the_trace_says_the_totals_are_a_lower_bound() -> None:
+    reported = _reply({"model": "m", "input_tokens": 10, "output_tokens": 5})
+    silent = _reply(
+        {"model": "m", "input_tokens": 0, "output_tokens": 0, "unreported_responses": 1}
+    )
+    partly = _reply(
+        {"model": "m", "input_tokens": 3, "output_tokens": 4, "unreported_responses": 2}
+    )
+    [one] = [e for e in events([reported, silent]) if e.kind == "usage"]
+    assert one.text == (
+        "at least 10 input + 5 output tokens, the sum of 2 model responses (10 + 5, not "
+        "reported); 1 provider response reported no usage, and what it cost is not counted"
+    )
+    [three] = [e for e in events([reported, silent, partly]) if e.kind == "usage"]
+    assert three.text == (
+        "at least 13 input + 9 output tokens, the sum of 3 model responses (10 + 5, not "
+        "reported, 3 + 4 and 2 not reported); 3 provider responses reported no usage, and "
+        "what they cost is not counted"
+    )
+    assert [u.unreported for u in three.usage] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("count", [-1, "1", 1.0, None])
+def test_a_malformed_unreported_count_is_named(count: object) -> None:
+    from agentgen.runtime.trace import TraceError
+
+    broken = _reply(
+        {"model": "m", "input_tokens": 1, "output_tokens": 1, "unreported_responses": count}
+    )
+    with pytest.raises(TraceError, match="message 0 .assistant.: 'agentgen.usage' is malformed"):
+        events([broken])
