@@ -306,8 +306,9 @@ async def run_quickstart(
     outcome = await chat.new_client(rt).run(prompt)
     print_trace(outcome, file=out, tools=first.tools)
     responses = [u for event in events(outcome) if event.kind == "usage" for u in event.usage]
-    usage = Usage(sum(u.input_tokens for u in responses), sum(u.output_tokens for u in responses))
-    return QuickstartResult(outcome.final_text, usage, len(responses), tuple(weather.cities))
+    return QuickstartResult(
+        outcome.final_text, outcome.usage, len(responses), tuple(weather.cities)
+    )
 
 
 def _parser() -> argparse.ArgumentParser:

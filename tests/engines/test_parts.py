@@ -28,7 +28,7 @@ from agentgen.runtime.engines.temporal.settings import LONGEST_DURATION
 from agentgen.runtime.engines.temporal.wire import CallTask, RunInput, WorkflowState
 from agentgen.runtime.failures import UNPRINTABLE
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
+from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError, Usage
 from agentgen.runtime.runs.catalog import RegistryReadError, VersionMismatchError
 from agentgen.runtime.runs.loop import RunState
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError, RunRequest
@@ -110,6 +110,25 @@ def test_run_state_and_checkpoints_roundtrip() -> None:
     request = ConfirmationRequest("r", "a", "t", "c", None, "ok?", {"n": Decimal("2.5")})
     assert roundtrip(request) == request
     assert roundtrip(CallTask(RunContext("r", "a"), checkpoint, True)).accepted == checkpoint
+
+
+def test_usage_and_the_model_timeout_cross_and_older_payloads_read_as_before() -> None:
+    usage = Usage(12, 3, unreported=2)
+    planned = Planned(Message("assistant", (TextPart("ok"),)), usage=usage)
+    assert roundtrip(planned).usage == usage
+    policy = RunPolicy(max_tool_calls=3, model_timeout=2.5)
+    assert roundtrip(RunRequest("a", (Message.user("go"),), policy=policy)).policy == policy
+    state: WorkflowState = RunState(
+        run=RunContext("r", "a"), policy=policy, transcript=[Message.user("go")], usage=usage
+    )
+    assert roundtrip(RunInput(state=state)).state.usage == usage
+    # Payloads written before these fields existed (histories of runs started before).
+    old_planned = {"message": Message("assistant", ()).to_json(), "decisions": []}
+    assert decode(old_planned, Planned).usage == Usage()
+    assert decode({"max_tool_calls": 3}, RunPolicy).model_timeout is None
+    old_state = encode(RunState(RunContext("r", "a"), RunPolicy(), []), RunState)
+    del old_state["usage"]
+    assert decode(old_state, RunState).usage == Usage()
 
 
 def test_unknown_payloads_and_fields_are_refused() -> None:
