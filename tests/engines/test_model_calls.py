@@ -5,8 +5,6 @@ planning activity's own would preempt is refused before the run starts, and the 
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from agentgen.runtime import ModelTimeoutError, RunError, Usage
@@ -17,23 +15,9 @@ from agentgen.runtime.model_client import ModelRequest, ModelResponse
 from tests.engines.conftest import Harness
 from tests.engines.test_durable import attempts, events
 from tests.runtime.agents import records_definition, register
+from tests.runtime.test_model_calls import Hanging
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-class Hanging:
-    def __init__(self) -> None:
-        self.started = 0
-        self.cancelled = 0
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        self.started += 1
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-        raise AssertionError("never set")
 
 
 async def test_a_model_timeout_fails_the_durable_run_without_a_retry(durable: Harness) -> None:
