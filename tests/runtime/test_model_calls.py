@@ -134,6 +134,34 @@ async def test_calls_within_the_limit_are_unchanged() -> None:
     assert outcome.final_text == "fine"
 
 
+async def test_a_child_run_that_times_out_is_its_parents_agent_failed_tool_error() -> None:
+    import importlib
+    import json
+
+    from agentgen.runtime.messages import ToolResultPart
+    from tests.runtime.agents import ScriptedPlanner, answer, calls
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    model = Hanging()
+    # The runtime's policy bounds every run, child runs included (a run's own policy does not
+    # pass to its children, as for every RunPolicy field).
+    rt = Runtime(policy=RunPolicy(model_timeout=0.05))
+    rt.register_model("expert", model)
+    rt.register_agent(sink.expert_definition(), planner=ModelPlanner("expert"), executors={})
+    planner = ScriptedPlanner([calls(("ask_expert.ask", {"question": "q"})), answer("relayed")])
+    rt.register_agent(sink.triage_definition(), planner=planner, executors={})
+    outcome = await rt.client("helpdesk.triage").run("ask")
+    assert outcome.final_text == "relayed"
+    result = outcome.transcript[2].parts[0]
+    assert isinstance(result, ToolResultPart) and result.is_error
+    error = json.loads(result.content)["error"]
+    assert error["kind"] == "agent_failed"
+    assert error["message"].startswith(
+        "agent helpdesk.expert failed: ModelTimeoutError: agent 'helpdesk.expert' (run "
+    )
+    assert model.cancelled == 1
+
+
 @pytest.mark.parametrize("value", [0, -1, 0.0, math.nan, math.inf, True, "5", [5]])
 def test_model_timeout_must_be_positive_finite_seconds(value: object) -> None:
     with pytest.raises(TypeError, match="model_timeout must be None or a positive, finite"):
