@@ -10,10 +10,17 @@ its round with it).
 
 from __future__ import annotations
 
-__all__ = ["UNPRINTABLE", "message_of"]
+__all__ = ["UNPRINTABLE", "Cancellation", "message_of"]
 
 #: What stands for the message of an exception whose ``__str__`` failed (``traceback``'s words).
 UNPRINTABLE = "<exception str() failed>"
+
+
+class Cancellation(Exception):
+    """Base of the errors that report a cancellation the caller asked for (a durable run
+    cancelled by its client), not a failure: telemetry reports them as cancelled, like
+    ``asyncio.CancelledError``. Here, below every layer, so that telemetry can tell them
+    without importing the engine that raises them."""
 
 
 def message_of(exc: BaseException) -> str:

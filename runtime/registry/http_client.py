@@ -231,13 +231,16 @@ class HttpRegistryClient:
         attempt = 0
         while True:
             problem: str
+            kind: str  # what went wrong without the words that came with it (telemetry's)
             try:
                 response = await self._send(path, content, timeout)
             except httpx2.TransportError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
+                kind = type(exc).__name__
+                problem = f"{kind}: {exc}"
             else:
                 if response.status_code >= 500:
-                    problem = f"HTTP {response.status_code}: {response.text[:200]}"
+                    kind = f"HTTP {response.status_code}"
+                    problem = f"{kind}: {response.text[:200]}"
                 elif response.status_code >= 400:
                     raise self._refusal(response)
                 else:
@@ -256,7 +259,7 @@ class HttpRegistryClient:
                     f"{attempt + 1} attempt(s): {problem}",
                 )
             delay = self.retry.delay(attempt)
-            registry_retry(self.name, path, attempt + 1, problem, delay)
+            registry_retry(self.name, path, attempt + 1, kind, delay, detail=problem)
             await asyncio.sleep(delay)
             attempt += 1
 

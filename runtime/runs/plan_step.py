@@ -28,6 +28,8 @@ from agentgen.runtime.runs.policy import EffectivePolicy, merge, missing_labels
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError
 from agentgen.runtime.runs.results import outcome_of, tool_error
 from agentgen.runtime.runs.steps import Decision, Limits, Planned, PlanTask
+from agentgen.runtime.telemetry.config import active
+from agentgen.runtime.telemetry.exceptions import described
 from agentgen.runtime.telemetry.spans import Planning
 from agentgen.runtime.trace.events import TraceError, loaded_tools
 
@@ -59,7 +61,7 @@ def _loaded(messages: Sequence[Message]) -> int | None:
     try:
         return len(loaded_tools(messages))
     except TraceError as exc:
-        _LOG.warning("tools loaded not counted: %s", exc)
+        _LOG.warning("tools loaded not counted: %s", described(exc, active().capture_payloads))
         return None
 
 

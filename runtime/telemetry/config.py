@@ -37,7 +37,9 @@ class Telemetry:
     calls are made). ``capture_payloads=True`` records tool-call arguments and results on
     ``execute_tool`` spans (``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``), the
     confirmation prompt on confirmation spans, and both in DEBUG logs; without it they appear in
-    no span, metric or log record.
+    no span, metric or log record. It governs the words of error messages too: without it a
+    failure is reported by its type, kind or code and a stacktrace without messages
+    (``agentgen.runtime.telemetry.exceptions``).
     """
 
     enabled: bool = True

@@ -26,6 +26,7 @@ __all__ = [
     "INPUT_TOKENS",
     "OPERATION",
     "OPERATION_DURATION",
+    "OUTCOME",
     "OUTPUT_TOKENS",
     "PARENT_RUN_ID",
     "PARENT_TOOL_CALL_ID",
@@ -106,6 +107,10 @@ RUN_ID = "agentgen.run.id"
 PARENT_RUN_ID = "agentgen.parent_run.id"
 PARENT_TOOL_CALL_ID = "agentgen.parent_tool_call.id"
 ENGINE = "agentgen.engine"
+#: How an operation ended when that is neither a success nor a failure: ``cancelled`` (its
+#: caller withdrew it), on its span (whose status stays unset) and on its duration metric
+#: (which then has no ``error.type``).
+OUTCOME = "agentgen.outcome"
 RUN_TOOL_CALLS = "agentgen.run.tool_calls"
 RUN_CHILD_RUNS = "agentgen.run.child_runs"
 #: On a model call's span: how many of its provider responses reported no usage (its token

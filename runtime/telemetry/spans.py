@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
@@ -42,9 +41,15 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AttributeValue
 
-from agentgen.runtime.failures import UNPRINTABLE, message_of
 from agentgen.runtime.telemetry import instruments, names
 from agentgen.runtime.telemetry.config import active, first_attempt
+from agentgen.runtime.telemetry.exceptions import (
+    CANCELLED,
+    cancelled,
+    described,
+    error_type,
+    exception_event,
+)
 
 __all__ = [
     "ChatCall",
@@ -71,12 +76,6 @@ CONFIRM_LOG = logging.getLogger("agentgen.confirm")
 REGISTRY_LOG = logging.getLogger("agentgen.registry")
 
 Attributes = dict[str, AttributeValue]
-
-
-def _error_type(exc: BaseException) -> str:
-    """A low-cardinality name for a failure: a registry's error code, else the type name."""
-    code = getattr(exc, "code", None)
-    return code if isinstance(code, str) and code else type(exc).__name__
 
 
 #: Providers that record nothing: the API's defaults before an SDK is installed.
@@ -130,21 +129,15 @@ def _metering() -> bool:
     return _Seen.metering
 
 
-def _record_exception(span: Span, exc: BaseException) -> None:
-    """The span's ``exception`` event. The SDK reads the exception's message with ``str``:
-    one whose ``__str__`` raises is recorded by its type (and traceback) alone, rather than
-    replacing the operation's own exception with the formatting's."""
-    try:
-        span.record_exception(exc)
-    except Exception:
-        span.add_event(
-            "exception",
-            {
-                "exception.type": type(exc).__qualname__,
-                "exception.message": UNPRINTABLE,
-                "exception.stacktrace": "".join(traceback.format_exception(exc)),
-            },
-        )
+def _ended(exc: BaseException | None, attributes: Attributes) -> Attributes:
+    """A duration metric's attributes for an operation that ended with ``exc``: a failure's
+    ``error.type``, a cancellation's ``agentgen.outcome``, nothing more for a success."""
+    if exc is not None:
+        if cancelled(exc):
+            attributes[names.OUTCOME] = CANCELLED
+        else:
+            attributes[names.ERROR_TYPE] = error_type(exc)
+    return attributes
 
 
 class _Operation:
@@ -189,12 +182,15 @@ class _Operation:
             assert self.span is not None
             self.span.set_attribute(key, value)
 
-    def fail(self, error_type: str, description: str) -> None:
-        """Mark the operation as failed (an outcome, not an exception)."""
+    def fail(self, kind: str, detail: str | None = None) -> None:
+        """Mark the operation as failed (an outcome, not an exception): ``kind`` is its
+        ``error.type`` and, without ``capture_payloads``, its status description; ``detail``,
+        which may quote values, replaces it there only with ``capture_payloads``."""
         if self.recording:
             assert self.span is not None
-            self.span.set_attribute(names.ERROR_TYPE, error_type)
-            self.span.set_status(Status(StatusCode.ERROR, description))
+            self.span.set_attribute(names.ERROR_TYPE, kind)
+            shown = detail if detail and active().capture_payloads else kind
+            self.span.set_status(Status(StatusCode.ERROR, shown))
 
     def elapsed(self) -> float:
         return time.perf_counter() - self._started
@@ -213,8 +209,13 @@ class _Operation:
         try:
             if exc is not None and self.recording:
                 assert self.span is not None
-                _record_exception(self.span, exc)
-                self.fail(_error_type(exc), f"{type(exc).__name__}: {message_of(exc)}")
+                if cancelled(exc):  # withdrawn by the caller: not an error (status unset)
+                    self.span.set_attribute(names.OUTCOME, CANCELLED)
+                else:
+                    capture = active().capture_payloads
+                    self.span.add_event("exception", exception_event(exc, capture))
+                    self.span.set_attribute(names.ERROR_TYPE, error_type(exc))
+                    self.span.set_status(Status(StatusCode.ERROR, described(exc, capture)))
             self.closing(exc)
         finally:
             if self.tracing:
@@ -278,13 +279,19 @@ class Run(_Operation):
         )
 
     def closing(self, exc: BaseException | None) -> None:
-        if isinstance(exc, Exception):  # a cancelled task is not a failure of the run
-            RUN_LOG.warning(
-                "run %s: agent %s failed: %s: %s",
+        if exc is not None and cancelled(exc):  # withdrawn by its caller: not a failure
+            RUN_LOG.info(
+                "run %s: agent %s cancelled after %.3f s",
                 self.run_id,
                 self.agent_id,
-                type(exc).__name__,
-                message_of(exc),
+                self.elapsed(),
+            )
+        elif isinstance(exc, Exception):
+            RUN_LOG.warning(
+                "run %s: agent %s failed: %s",
+                self.run_id,
+                self.agent_id,
+                described(exc, active().capture_payloads),
             )
 
 
@@ -492,9 +499,7 @@ class ChatCall(_Operation):
     def closing(self, exc: BaseException | None) -> None:
         _CHAT.reset(self._reset)
         if self.metering:
-            attributes = self._metric_attributes()
-            if exc is not None:
-                attributes[names.ERROR_TYPE] = _error_type(exc)
+            attributes = _ended(exc, self._metric_attributes())
             instruments.OPERATION_DURATION.record(self.elapsed(), attributes)
 
 
@@ -564,7 +569,7 @@ def searched(
     with SearchRound(query, executed_by=executed_by) as search:
         search.found(loaded)
         if error:
-            search.fail(error, f"the search failed: {error}")
+            search.fail(error)
 
 
 # --- tool execution --------------------------------------------------------------------------
@@ -615,7 +620,7 @@ class ToolExecution(_Operation):
         if capture:
             self.set(names.CALL_RESULT, result)
         if outcome != "ok":
-            self.fail(outcome, f"{self.tool_id}: {outcome}")
+            self.fail(outcome)
         TOOL_LOG.info(
             "run %s: tool %s (call %s) %s in %.1f ms",
             self.run_id,
@@ -670,7 +675,8 @@ class Confirmation(_Operation):
         return self
 
     def decided(self, outcome: str, by: str | None = None, error: str | None = None) -> None:
-        """``outcome``: approved, denied, or failed (no decision: ``error`` says why)."""
+        """``outcome``: approved, denied, or failed (no decision: ``error`` says why, in words
+        that may quote the confirmer's answer: the status only with ``capture_payloads``)."""
         if not self.on:
             return
         self.set(names.CONFIRMATION_OUTCOME, outcome)
@@ -753,12 +759,9 @@ class RegistryRequest(_Operation):
         if self.attempts > 1:
             self.set(names.REGISTRY_ATTEMPTS, self.attempts)
         if self.metering:
-            attributes: Attributes = {
-                names.REGISTRY: self.registry,
-                names.REGISTRY_OPERATION: self.operation,
-            }
-            if exc is not None:
-                attributes[names.ERROR_TYPE] = _error_type(exc)
+            attributes = _ended(
+                exc, {names.REGISTRY: self.registry, names.REGISTRY_OPERATION: self.operation}
+            )
             instruments.REGISTRY_REQUEST.record(self.elapsed(), attributes)
 
 
@@ -766,10 +769,16 @@ class RegistryRequest(_Operation):
 RESOLVED_EVENT = "agentgen.registry.resolved"
 
 
-def registry_retry(registry: str, path: str, retry: int, problem: str, delay: float) -> None:
+def registry_retry(
+    registry: str, path: str, retry: int, problem: str, delay: float, detail: str | None = None
+) -> None:
     """A registry client retries a request that failed in transit (or was answered 5xx):
     ``retry`` is 1 for the first retry. An event on the registry request under way, and a
-    warning."""
+    warning. ``problem`` names what went wrong (an exception type, an HTTP status);
+    ``detail``, the words that came with it (an error's message, the answer's body), replaces
+    it only with ``capture_payloads``."""
+    if detail and active().capture_payloads:
+        problem = detail
     request = _REGISTRY.get()
     if request is not None and request.on:
         request.attempts = retry + 1

@@ -15,6 +15,7 @@ from opentelemetry.trace import StatusCode
 from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream, RetryPolicy
 from agentgen.runtime.runs.host import RegistryRegistration
 from agentgen.runtime.runs.registry_calls import bounded
+from agentgen.runtime.telemetry import Telemetry, activated
 from tests.engines.conftest import Harness
 from tests.engines.test_scenarios import payer, payer_runtime
 from tests.otel import delta, named, recorder
@@ -55,7 +56,8 @@ async def test_a_call_refused_at_admission_is_the_registry_spans_status() -> Non
     assert attributes(call)["agentgen.registry.token"] == token  # the saved, now replaced one
     assert attributes(call)["error.type"] == "call_not_admitted"
     assert call.status.status_code is StatusCode.ERROR
-    assert "the admission was replaced" in (call.status.description or "")
+    # The registry's words stay out unless payloads are captured: its type and code remain.
+    assert call.status.description == "RegistryError (call_not_admitted)"
     # The call never ran: no tool execution, and the model read why.
     assert named(spans, "execute_tool payments.pay") == []
     (plan,) = [s for s in spans if attributes(s).get("agentgen.plan.activity") == 2]
@@ -113,20 +115,32 @@ async def test_the_http_clients_retries_are_events_of_the_request_and_warnings(
     )
     registration = RegistryRegistration("company", client, HttpResultStream(client))
     caplog.set_level(logging.WARNING, logger="agentgen")
-    assert await bounded(registration, client.list_toolsets(), "list") == ["a"]
-    (span,) = named(otel.agentgen_spans(), "agentgen.registry.list company")
-    assert attributes(span)["agentgen.registry.attempts"] == 2
-    assert [(e.name, dict(e.attributes or {})) for e in span.events] == [
-        (
-            "agentgen.registry.retry",
-            {"agentgen.registry.retry": 1, "agentgen.registry.problem": "HTTP 503: store down"},
+    # The answer's body is the registry's words: named only when payloads are captured.
+    for telemetry, problem in (
+        (Telemetry(), "HTTP 503"),
+        (Telemetry(capture_payloads=True), "HTTP 503: store down"),
+    ):
+        otel.exporter.clear()
+        caplog.clear()
+        answers[:] = [
+            httpx2.Response(503, text="store down"),
+            httpx2.Response(200, json={"toolsets": ["a"]}),
+        ]
+        with activated(telemetry):
+            assert await bounded(registration, client.list_toolsets(), "list") == ["a"]
+        (span,) = named(otel.agentgen_spans(), "agentgen.registry.list company")
+        assert attributes(span)["agentgen.registry.attempts"] == 2
+        assert [(e.name, dict(e.attributes or {})) for e in span.events] == [
+            (
+                "agentgen.registry.retry",
+                {"agentgen.registry.retry": 1, "agentgen.registry.problem": problem},
+            )
+        ]
+        (warning,) = caplog.records
+        assert warning.name == "agentgen.registry"
+        assert warning.getMessage().startswith(
+            f"registry 'company': /toolsets/list failed ({problem}); retry 1 in "
         )
-    ]
-    (warning,) = caplog.records
-    assert warning.name == "agentgen.registry"
-    assert warning.getMessage().startswith(
-        "registry 'company': /toolsets/list failed (HTTP 503: store down); retry 1 in "
-    )
     await client.aclose()
 
 

@@ -23,12 +23,23 @@ class Garbled:
         raise AssertionError("one activity")
 
 
+@pytest.mark.parametrize(
+    ("capture", "said"),
+    [
+        (False, "TraceError"),  # its words may quote a transcript's content
+        (
+            True,
+            "TraceError: message 1 (assistant): 'agentgen.testing.search' must be a list of "
+            "searches",
+        ),
+    ],
+)
 async def test_unreadable_search_records_are_not_counted_and_the_run_answers(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, capture: bool, said: str
 ) -> None:
     otel = recorder()
     before = otel.points()
-    rt = Runtime()
+    rt = Runtime(telemetry=Telemetry(capture_payloads=capture))
     register(rt, Garbled())  # type: ignore[arg-type]
     caplog.set_level(logging.WARNING, logger="agentgen")
     outcome = await rt.client("test.agent").run("go")
@@ -38,8 +49,7 @@ async def test_unreadable_search_records_are_not_counted_and_the_run_answers(
     (warning,) = caplog.records
     assert (warning.name, warning.getMessage()) == (
         "agentgen.plan",
-        "tools loaded not counted: message 1 (assistant): 'agentgen.testing.search' must be a "
-        "list of searches",
+        f"tools loaded not counted: {said}",
     )
 
 

@@ -32,7 +32,7 @@ from agentgen.runtime.agents.definition import DefinitionError
 from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ContractError
 from agentgen.runtime.engines.temporal.payload_limits import PayloadTooLargeError
-from agentgen.runtime.failures import message_of
+from agentgen.runtime.failures import Cancellation, message_of
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 from agentgen.runtime.runs.catalog import (
     CatalogError,
@@ -56,8 +56,9 @@ from agentgen.runtime.runs.requests import (
 __all__ = ["RunCancelledError", "application_error", "retryable", "run_failure"]
 
 
-class RunCancelledError(RunError):
-    """A durable run was cancelled before it finished."""
+class RunCancelledError(RunError, Cancellation):
+    """A durable run was cancelled before it finished (a cancellation, not a failure: its
+    ``invoke_agent`` span says ``agentgen.outcome=cancelled``)."""
 
 
 #: Failures no repetition fixes (subclasses included).

@@ -1,0 +1,137 @@
+"""What agentgen's telemetry says about an exception: how it is classified, and which of its
+words leave the process.
+
+An exception's message is text someone else wrote: a tool's own failure can quote the
+argument it choked on (a token, a customer's address), a registry's validation error the
+value it refused, a provider's error the request back. Spans, metrics and logs are often read
+by more people than the application's own storage, so without ``capture_payloads`` telemetry
+carries what identifies a failure and nothing that may hold a value: the exception's type,
+agentgen's own error kind or a registry's code (``error.type``), the names the span already
+carries (agent, tool, toolset, run ID), and a stacktrace whose frames are kept but whose
+message lines are not (nor the notes added to it). With ``capture_payloads`` the message is
+recorded as the OpenTelemetry SDK records it.
+
+agentgen's own errors are treated the same: their messages name things, and some of those
+names come from a model (a tool ID it made up) or a registry (what it answered), so no class
+is trusted to be value-free.
+
+A cancellation is not a failure: the caller withdrew the operation (a cancelled task, a
+durable run cancelled by its client). OpenTelemetry leaves a span's status unset unless its
+operation failed, so a cancelled operation is reported by ``agentgen.outcome=cancelled``, with
+no ``error.type``; an operation that failed for its own reason while being cancelled raises
+that failure, and reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+
+from opentelemetry.util.types import AttributeValue
+
+from agentgen.runtime.failures import Cancellation, message_of
+
+__all__ = [
+    "CANCELLED",
+    "cancelled",
+    "described",
+    "error_type",
+    "exception_event",
+    "qualified_name",
+    "stacktrace_without_messages",
+    "summary",
+]
+
+
+#: The ``agentgen.outcome`` of a cancelled operation.
+CANCELLED = "cancelled"
+
+
+def cancelled(exc: BaseException) -> bool:
+    """Whether ``exc`` reports a cancellation rather than a failure."""
+    return isinstance(exc, asyncio.CancelledError | Cancellation)
+
+
+def error_type(exc: BaseException) -> str:
+    """A low-cardinality name for a failure: a registry's error code (or another error's
+    ``code``), else the type name."""
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) and code else type(exc).__name__
+
+
+def qualified_name(kind: type[BaseException]) -> str:
+    """The exception type as OpenTelemetry's ``exception.type`` spells it (builtins bare)."""
+    module = kind.__module__
+    return f"{module}.{kind.__qualname__}" if module and module != "builtins" else kind.__qualname__
+
+
+def summary(exc: BaseException) -> str:
+    """The words that identify a failure and hold no value: its type, and its code when it
+    has one (``RegistryError (invalid_payload)``)."""
+    kind = error_type(exc)
+    name = type(exc).__name__
+    return name if kind == name else f"{name} ({kind})"
+
+
+def described(exc: BaseException, capture: bool) -> str:
+    """A failure in a span's status or a log line: ``Type: message`` with ``capture``,
+    :func:`summary` without."""
+    if capture:
+        return f"{type(exc).__name__}: {message_of(exc)}"
+    return summary(exc)
+
+
+def exception_event(exc: BaseException, capture: bool) -> dict[str, AttributeValue]:
+    """The attributes of a span's ``exception`` event. With ``capture``, what the SDK's
+    ``record_exception`` records (an exception whose ``__str__`` raises is recorded as
+    unprintable rather than replacing the operation's own exception with the formatting's);
+    without, the type and a stacktrace without messages."""
+    if not capture:
+        return {
+            "exception.type": qualified_name(type(exc)),
+            "exception.stacktrace": stacktrace_without_messages(exc),
+        }
+    return {
+        "exception.type": qualified_name(type(exc)),
+        "exception.message": message_of(exc),
+        # traceback formats an exception whose __str__ raises as unprintable, itself.
+        "exception.stacktrace": "".join(traceback.format_exception(exc)),
+    }
+
+
+_CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
+_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
+def stacktrace_without_messages(exc: BaseException) -> str:
+    """The traceback Python prints for ``exc`` (its causes and contexts first, an exception
+    group's members after it), each exception's line reduced to its type: the frames say
+    where, and the source lines they quote are the program's, not its data."""
+    parts: list[str] = []
+    _chain(exc, parts, set(), "")
+    return "".join(parts)
+
+
+def _chain(exc: BaseException, parts: list[str], seen: set[int], indent: str) -> None:
+    seen.add(id(exc))
+    cause, context = exc.__cause__, exc.__context__
+    if cause is not None and id(cause) not in seen:
+        _chain(cause, parts, seen, indent)
+        parts.append(_indented(_CAUSE, indent))
+    elif context is not None and not exc.__suppress_context__ and id(context) not in seen:
+        _chain(context, parts, seen, indent)
+        parts.append(_indented(_CONTEXT, indent))
+    if exc.__traceback__ is not None:
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        parts.append(_indented("Traceback (most recent call last):\n" + frames, indent))
+    parts.append(f"{indent}{qualified_name(type(exc))}\n")
+    if isinstance(exc, BaseExceptionGroup):
+        for number, member in enumerate(exc.exceptions, 1):
+            parts.append(f"{indent}+---- {number} ----\n")
+            _chain(member, parts, seen, indent + "| ")
+
+
+def _indented(text: str, indent: str) -> str:
+    if not indent:
+        return text
+    return "".join(f"{indent}{line}" for line in text.splitlines(keepends=True))
