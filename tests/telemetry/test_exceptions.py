@@ -5,6 +5,8 @@ or an exception group's members')."""
 from __future__ import annotations
 
 import asyncio
+import re
+import traceback
 
 import pytest
 from opentelemetry.trace import StatusCode
@@ -126,3 +128,24 @@ def test_a_failed_confirmation_says_why_only_when_captured(capture: bool) -> Non
         assert SECRET in (confirmation.status.description or "")
     else:
         assert confirmation.status.description == "confirmation_failed"
+
+
+def recurse(depth: int) -> None:
+    if depth == 0:
+        raise ValueError(SECRET)
+    recurse(depth - 1)
+
+
+@pytest.mark.parametrize("depth", [0, 2, 3, 50])
+def test_the_stacktrace_is_pythons_without_carets_and_words(depth: int) -> None:
+    try:
+        try:
+            recurse(depth)
+        except ValueError as exc:
+            raise LookupError(SECRET) from exc
+    except LookupError as exc:
+        ours = stacktrace_without_messages(exc).splitlines()
+        pythons = "".join(traceback.format_exception(exc)).splitlines()
+    carets = re.compile(r"^\s*[~^]+\s*$")
+    words = re.compile(r"^(ValueError|LookupError): .*$")
+    assert ours == [words.sub(r"\1", line) for line in pythons if not carets.match(line)]
