@@ -134,13 +134,14 @@ def process(tree: Tree, *args: str, out: bool = True) -> Iterator[subprocess.Pop
 
 
 @contextlib.contextmanager
-def registry(tree: Tree, store: str) -> Iterator[tuple[str, int]]:
+def registry(tree: Tree, store: str, *options: str) -> Iterator[tuple[str, int]]:
+    """``agentgen registry serve`` on a free loopback port (``options``: more of its options)."""
     import httpx2
 
     port = free_port()
     with process(
         tree, sys.executable, "-m", "agentgen.codegen.cli", "registry", "serve", "--store", store,
-        "--port", str(port), "--log-level", "error", out=False,
+        "--port", str(port), "--log-level", "error", *options, out=False,
     ) as served:  # fmt: skip
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
