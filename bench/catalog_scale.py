@@ -269,7 +269,7 @@ class WireRegistry(TimedRegistry):
 
 
 def _answer(declaration: ToolsetDeclaration, token: str) -> bytes:
-    """The registry service's resolve answer for an admission (see ``service._resolved``)."""
+    """The registry service's resolve answer for an admission (see ``service._encode``)."""
     answer = ResolveResponse(toolset=declaration, registration_token=token)
     return answer.model_dump_json().encode()
 

@@ -26,7 +26,7 @@ from tests.runtime.test_contract_cache import activity, consuming_runtime, param
 
 
 def answer(declaration: ToolsetDeclaration, token: str) -> bytes:
-    """The registry service's resolve answer (as ``service._resolved`` encodes it)."""
+    """The registry service's resolve answer (as ``service._encode`` encodes it)."""
     body = ResolveResponse(toolset=declaration, registration_token=token).model_dump_json()
     return body.encode()
 
