@@ -119,7 +119,11 @@ class Probes:
         self.token = ""
         self.count = 0
 
-    async def post(self, path: str, body: dict[str, Any] | bytes) -> dict[str, Any]:
+    async def post(
+        self, path: str, body: dict[str, Any] | bytes, *, read: bool = True
+    ) -> dict[str, Any]:
+        """The answer, parsed unless ``read`` is false (a 5 MB resolve answer would hold this
+        process's loop, and with it the probes, for a quarter of a second)."""
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
         response = await self.client.post(
             f"{api.API_PREFIX}{path}",
@@ -128,6 +132,8 @@ class Probes:
         )
         if response.status_code != 200:
             raise RuntimeError(f"{path}: {response.status_code} {response.text[:300]}")
+        if not read:
+            return {"bytes": len(response.content)}
         answer: dict[str, Any] = response.json()
         return answer
 
@@ -238,7 +244,7 @@ async def repetition(probes: Probes, name: str, body: bytes) -> dict[str, float]
     }
     registered = await during(probes, probes.post("/providers/register", body), sample, "register")
     resolve = {"toolset": name}
-    await during(probes, probes.post("/toolsets/resolve", resolve), sample, "resolve")
+    await during(probes, probes.post("/toolsets/resolve", resolve, read=False), sample, "resolve")
     lease = {
         "toolset": name,
         "registration_token": registered["registration_token"],
@@ -247,7 +253,7 @@ async def repetition(probes: Probes, name: str, body: bytes) -> dict[str, float]
         "lease_ms": 3_600_000,
     }
     await during(probes, probes.post("/providers/renew", lease), sample, "renew")
-    await during(probes, probes.post("/toolsets/resolve", resolve), sample, "renewed")
+    await during(probes, probes.post("/toolsets/resolve", resolve, read=False), sample, "renewed")
     return sample
 
 

@@ -151,6 +151,15 @@ def _not_json(result_json: str) -> api.ErrorBody | None:
     return None
 
 
+async def _malformed(results: list[str]) -> list[api.ErrorBody | None]:
+    """Why each result is refused for not being JSON, or None. Checked in a worker thread when
+    the results are large (a registry whose body limit admits 5 MB registrations admits as much
+    in results: 0.8 MB of records take about 6 ms to parse)."""
+    if sum(len(result) for result in results) >= OFF_LOOP_BYTES:
+        return await asyncio.to_thread(lambda: [_not_json(result) for result in results])
+    return [_not_json(result) for result in results]
+
+
 def _error_body(error: RegistryError | None) -> api.ErrorBody | None:
     return None if error is None else api.ErrorBody(code=error.code, message=error.message)
 
@@ -346,7 +355,7 @@ def create_app(
     @post("/providers/complete", "record a call's result")
     async def complete(body: api.CompleteRequest, who: Principal = Who) -> api.OkResponse:
         who.require_provider(body.toolset)
-        malformed = _not_json(body.result_json)
+        [malformed] = await _malformed([body.result_json])
         if malformed is not None:
             raise RegistryError(malformed.code, malformed.message)
         await operations.complete(
@@ -369,7 +378,7 @@ def create_app(
     ) -> api.CompleteManyResponse:
         who.require_provider(body.toolset)
         # Each result is judged on its own: one that is not JSON is refused alone.
-        malformed = [_not_json(done.result_json) for done in body.completions]
+        malformed = await _malformed([done.result_json for done in body.completions])
         refusals = iter(
             await operations.complete_many(
                 body.toolset,

@@ -16,7 +16,7 @@ import pytest
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import schema_fingerprint
-from agentgen.runtime.registry import api
+from agentgen.runtime.registry import api, service
 from agentgen.runtime.registry.admission import CatalogEntry, catalog_key, lease_key
 from agentgen.runtime.registry.dispatch import OFF_LOOP_BYTES
 from agentgen.runtime.registry.operations import RegistryOperations
@@ -173,5 +173,51 @@ async def test_an_entry_the_registry_wrote_is_not_parsed_again(
     read = await ops.resolve_entry(name)
     assert parsed == []
     # What is kept is what parsing the stored form gives.
-    assert original(await store.get(catalog_key(name))) == read
+    stored = await store.get(catalog_key(name))
+    assert stored is not None and original(stored) == read
     assert read.toolset == toolset and list(read.provider_leases) == [lease_key("p1", "i1")]
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["complete", "complete_many"])
+async def test_other_requests_are_answered_while_a_large_result_is_checked(
+    monkeypatch: pytest.MonkeyPatch, batch: bool
+) -> None:
+    held = Held()
+    monkeypatch.setattr(service, "_not_json", held.around(service._not_json))
+    result_json = json.dumps({"said": "x" * OFF_LOOP_BYTES})
+
+    async with running_registry(SQLiteStore(":memory:")) as running:
+        async with httpx2.AsyncClient(base_url=running.url, timeout=20) as http:
+
+            async def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+                answer = await http.post(path, content=json.dumps(body).encode(), headers=JSON)
+                assert answer.status_code == 200, answer.text
+                data: dict[str, Any] = answer.json()
+                return data
+
+            token = (await post("/v1/providers/register", register_body()))["registration_token"]
+            ref = await post(
+                "/v1/calls",
+                {
+                    "toolset": "echo",
+                    "tool": "echo.say",
+                    "payload_json": '{"text": "hi"}',
+                    "meta": {"run_id": "run-1", "tool_call_id": "call-1"},
+                    "expected_registration_token": token,
+                },
+            )
+            lease = {"toolset": "echo", "provider_id": "p1", "incarnation_id": "i1"}
+            claim = {"registration_token": token, "claim_operation_id": "c1", "wait_ms": 1_000}
+            claimed = await post("/v1/providers/claim", {**lease, **claim})
+            assert [c["tool_use_id"] for c in claimed["calls"]] == [ref["tool_use_id"]]
+            done = {"tool_use_id": ref["tool_use_id"], "status": "completed"}
+            done["result_json"] = result_json
+            if batch:
+                path, body = "/v1/providers/complete_many", {**lease, "completions": [done]}
+            else:
+                path, body = "/v1/providers/complete", {**lease, **done}
+            complete = http.post(path, content=json.dumps(body).encode(), headers=JSON)
+            await held.others_answered_meanwhile(http, complete)
+            read = {"tool_use_id": ref["tool_use_id"], "registration_token": token, "wait_ms": 0}
+            outcome = await post("/v1/calls/result", read)
+    assert (outcome["status"], outcome["result_json"]) == ("completed", result_json)
