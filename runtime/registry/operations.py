@@ -45,6 +45,7 @@ __all__ = [
     "Registered",
     "RegistryOperations",
     "Result",
+    "declaration_text",
 ]
 
 #: How often a waiting consumer looks at its call again even without a wake-up (lease expiry
@@ -145,6 +146,13 @@ def _declaration_text(toolset: ToolsetDeclaration) -> str:
     if kept is None:
         kept = _DECLARATIONS.put(id(toolset), (toolset, toolset.model_dump_json()))
     return kept[1]
+
+
+def declaration_text(toolset: ToolsetDeclaration) -> str:
+    """``toolset.model_dump_json()``, made once for a declaration the registry holds (the
+    service sets it into resolve answers). Only reads the cache: callable from any thread."""
+    kept = _DECLARATIONS.peek(id(toolset))
+    return toolset.model_dump_json() if kept is None else kept[1]
 
 
 def _write_entry(entry: CatalogEntry) -> Write:

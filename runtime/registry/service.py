@@ -39,7 +39,11 @@ from agentgen.runtime.registry.dispatch import (
     error_answer,
     validation_answer,
 )
-from agentgen.runtime.registry.operations import Completion, RegistryOperations
+from agentgen.runtime.registry.operations import (
+    Completion,
+    RegistryOperations,
+    declaration_text,
+)
 from agentgen.runtime.registry.store import Store, StoreError
 from agentgen.runtime.registry.stores import open_store
 
@@ -92,9 +96,11 @@ def _key(entry: CatalogEntry) -> _Key:
 
 
 def _encode(entry: CatalogEntry) -> _Answer:
-    body = api.ResolveResponse(
-        toolset=entry.toolset, registration_token=entry.registration_token
-    ).model_dump_json()
+    """Exactly ``api.ResolveResponse(toolset=..., registration_token=...).model_dump_json()``,
+    around the declaration's text the registry made when it was registered (serialising 2,000
+    tools holds the interpreter for about 60 ms, even in a worker thread)."""
+    token = json.dumps(entry.registration_token)
+    body = f'{{"toolset":{declaration_text(entry.toolset)},"registration_token":{token}}}'
     encoded = body.encode()
     return _Answer(encoded, body, hashlib.sha256(encoded).hexdigest())
 

@@ -19,7 +19,7 @@ from agentgen.runtime.contracts.fingerprint import schema_fingerprint
 from agentgen.runtime.registry import api, service
 from agentgen.runtime.registry.admission import CatalogEntry, catalog_key, lease_key
 from agentgen.runtime.registry.dispatch import OFF_LOOP_BYTES
-from agentgen.runtime.registry.operations import RegistryOperations
+from agentgen.runtime.registry.operations import RegistryOperations, declaration_text
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
 from agentgen.runtime.registry.store import Store
 from tests.registry.conftest import FAST, running_registry
@@ -100,8 +100,11 @@ async def test_other_requests_are_answered_while_a_large_answer_is_encoded(
     name = f"wide{uuid.uuid4().hex[:12]}"  # an admission whose answer is not encoded yet
     toolset = wide_toolset(name)
     held = Held()
-    model = api.ResolveManyResponse if batch else api.ResolveResponse
-    monkeypatch.setattr(model, "model_dump_json", held.around(model.model_dump_json))
+    if batch:  # the batch's answer, which holds each toolset's as a JSON string
+        dump = held.around(api.ResolveManyResponse.model_dump_json)
+        monkeypatch.setattr(api.ResolveManyResponse, "model_dump_json", dump)
+    else:  # the toolset's answer, encoded once per admission
+        monkeypatch.setattr(service, "declaration_text", held.around(declaration_text))
     async with running_registry(SQLiteStore(":memory:")) as running:
         async with httpx2.AsyncClient(base_url=running.url, timeout=20) as http:
             body = register_body(toolset=toolset.to_json())
@@ -113,13 +116,13 @@ async def test_other_requests_are_answered_while_a_large_answer_is_encoded(
             path = "/v1/toolsets/resolve_many" if batch else "/v1/toolsets/resolve"
             ask = {"toolsets": [name]} if batch else {"toolset": name}
             resolve = http.post(path, content=json.dumps(ask).encode(), headers=JSON)
-            answer = (await held.others_answered_meanwhile(http, resolve)).json()
+            text = (await held.others_answered_meanwhile(http, resolve)).text
     if batch:
-        [entry] = answer["toolsets"]
+        [entry] = json.loads(text)["toolsets"]
         assert (entry["name"], entry["status"]) == (name, "resolved")
-        answer = json.loads(entry["answer"])
-    assert answer["registration_token"] == token
-    assert ToolsetDeclaration.model_validate(answer["toolset"]) == toolset
+        text = entry["answer"]
+    # Byte for byte the model's serialisation (clients keep its SHA-256 as the digest).
+    assert text == api.ResolveResponse(toolset=toolset, registration_token=token).model_dump_json()
 
 
 @pytest.mark.parametrize(
