@@ -569,9 +569,10 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
 def explain(design: Path, agent_id: str | None, as_json: bool) -> None:
     """Show what each agent of DESIGN loads up front and what it finds by search.
 
-    For every agent: each compiled tool with its source (local, agent, mcp), whether it is
-    immediate or deferred, its tags and its toolset's schema fingerprint; the registry sources
-    it reads (their tools are resolved at run time); and the size of the first model request
+    For every agent: its default run policy (the RunPolicy of the design: limits, the model
+    call timeout, tag filters); each compiled tool with its source (local, agent, mcp), whether
+    it is immediate or deferred, its tags and its toolset's schema fingerprint; the registry
+    sources it reads (their tools are resolved at run time); and the size of the first model request
     for OpenAI Responses and Anthropic Messages, in bytes and o200k tokens, as designed and with
     every tool eager. The requests are built by the real adapters and captured in memory:
     nothing is sent. Sizes need the provider SDKs (pip install 'agentgen[openai,anthropic]'),

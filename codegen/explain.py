@@ -1,5 +1,5 @@
-"""``agentgen explain``: what each agent loads up front, what it finds by search, and what the
-first model request costs.
+"""``agentgen explain``: what each agent loads up front, what it finds by search, what its
+default run policy bounds, and what the first model request costs.
 
 Everything is read from the generation model: the tool definitions handed to the adapters are
 the ones a planning catalog would advertise for the generated package (same IDs, titles,
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentgen.codegen.agent_views import AgentView, ToolView
+from agentgen.codegen.generation_model import PolicyModel
 from agentgen.runtime.adapters import tokens
 from agentgen.runtime.adapters.preview import (
     DEFAULT_MAX_TOKENS,
@@ -167,6 +168,37 @@ def _tool_json(tool: ToolView, advertised: frozenset[str]) -> dict[str, Any]:
     }
 
 
+def _policy_json(policy: PolicyModel) -> dict[str, Any]:
+    return {
+        "max_tool_calls": policy.max_tool_calls,
+        "max_consecutive_failed_tool_calls": policy.max_consecutive_failed_tool_calls,
+        "model_timeout": policy.model_timeout,
+        "tag_clauses": [
+            {"allowed_any": list(c.allowed_any), "denied_any": list(c.denied_any)}
+            for c in policy.tag_clauses
+        ],
+    }
+
+
+def _policy_text(policy: PolicyModel) -> str | None:
+    """The agent's default run policy in one line; None when it sets nothing."""
+    parts = []
+    if policy.max_tool_calls is not None:
+        parts.append(f"at most {policy.max_tool_calls} tool calls")
+    if policy.max_consecutive_failed_tool_calls is not None:
+        parts.append(
+            f"stop after {policy.max_consecutive_failed_tool_calls} failed tool calls in a row"
+        )
+    if policy.model_timeout is not None:
+        parts.append(f"each model call within {policy.model_timeout:g} seconds")
+    for clause in policy.tag_clauses:
+        if clause.allowed_any:
+            parts.append(f"only tools tagged {' or '.join(clause.allowed_any)}")
+        if clause.denied_any:
+            parts.append(f"no tools tagged {' or '.join(clause.denied_any)}")
+    return f"  run policy: {'; '.join(parts)}" if parts else None
+
+
 def _measure_json(measure: Measure | None) -> dict[str, Any] | None:
     if measure is None:
         return None
@@ -194,6 +226,7 @@ def render_json(design: str, explanations: Sequence[AgentExplanation]) -> dict[s
             {
                 "id": e.view.agent.id,
                 "description": e.view.agent.description,
+                "policy": _policy_json(e.view.agent.policy),
                 "tools": [_tool_json(t, e.advertised) for t in e.view.tools],
                 "toolsets": [
                     {
@@ -261,6 +294,9 @@ def _agent_text(e: AgentExplanation) -> list[str]:
         f"({len(view.tools) - deferred} immediate, {deferred} deferred), "
         f"{len(view.registry_reads)} registry source{'s' if len(view.registry_reads) != 1 else ''}",
     ]
+    policy = _policy_text(view.agent.policy)
+    if policy is not None:
+        lines.append(policy)
     if view.tools:
         rows = [["tool", "source", "loading", "tags", "toolset", "note"]]
         rows += [

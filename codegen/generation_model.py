@@ -212,6 +212,8 @@ class PolicyModel:
     max_tool_calls: int | None = None
     max_consecutive_failed_tool_calls: int | None = None
     tag_clauses: tuple[TagClauseModel, ...] = ()
+    #: Seconds (``ModelTimeout``); None leaves model calls to the client's own timeout.
+    model_timeout: float | None = None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ __all__ = ["registry"]
 
 
 def _duration_ms(value: str, option: str) -> int:
-    from agentgen.dsl.registries import parse_duration
+    from agentgen.dsl.durations import parse_duration
 
     try:
         return int(parse_duration(value) * 1000)

@@ -14,6 +14,7 @@ from agentgen.dsl.policy import (
     DenyTags,
     MaxConsecutiveFailedToolCalls,
     MaxToolCalls,
+    ModelTimeout,
     RunPolicy,
 )
 from agentgen.dsl.registries import (
@@ -70,6 +71,7 @@ __all__ = [
     "FromRegistry",
     "MaxConsecutiveFailedToolCalls",
     "MaxToolCalls",
+    "ModelTimeout",
     "NextCursor",
     "PromptTemplate",
     "PublishTo",

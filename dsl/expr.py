@@ -329,6 +329,9 @@ class RunPolicyExpr(Expr):
     max_tool_calls: int | None = None
     max_consecutive_failed_tool_calls: int | None = None
     tag_clauses: list[TagClauseExpr] = field(default_factory=list)
+    #: Seconds one model call of a run may take (``ModelTimeout``); None: the client's own.
+    model_timeout: float | None = None
+    model_timeout_loc: SourceLoc | None = None
 
     def eval_name(self) -> str:
         return "RunPolicy"

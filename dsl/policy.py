@@ -4,11 +4,12 @@ and again, with the same predicate, when a call is executed."""
 from __future__ import annotations
 
 from agentgen.dsl.call import Call, begin, open_scope
+from agentgen.dsl.durations import Duration, parse_duration
 from agentgen.dsl.expr import AgentExpr, RunPolicyExpr, TagClauseExpr
 
 
 def RunPolicy(*args: object) -> RunPolicyExpr:
-    """The agent's default run policy (``MaxToolCalls``, ``AllowTags``, ``DenyTags``...)."""
+    """The agent's default run policy (``MaxToolCalls``, ``ModelTimeout``, ``AllowTags``...)."""
     call = begin("RunPolicy")
     values, body = call.split_body(args)
     if values:
@@ -51,6 +52,28 @@ def MaxConsecutiveFailedToolCalls(count: int) -> None:
     _set_cap("MaxConsecutiveFailedToolCalls", "max_consecutive_failed_tool_calls", count)
 
 
+def ModelTimeout(duration: Duration) -> None:
+    """How long one model call of a run may take; a call still going then is cancelled and the
+    run fails with ``ModelTimeoutError``, instead of waiting on the model client's own timeout.
+
+    ``duration`` as for registry timeouts: seconds, a ``timedelta`` or ``"30s"``, ``"2m"``.
+    """
+    call = begin("ModelTimeout")
+    policy = call.expect((RunPolicyExpr,), "inside a RunPolicy body")
+    try:
+        seconds: float | None = parse_duration(duration, positive=True)
+    except ValueError as exc:
+        call.error(f"ModelTimeout {exc}")
+        seconds = None
+    if policy is None or seconds is None:
+        return
+    first = policy.model_timeout_loc
+    if first is not None:
+        call.error(f"ModelTimeout is already set for this RunPolicy (line {first.line}); keep one")
+        return
+    policy.model_timeout, policy.model_timeout_loc = seconds, call.loc
+
+
 def _tag_clause(func: str, tags: tuple[str, ...], *, allow: bool) -> None:
     call = begin(func)
     policy = call.expect((RunPolicyExpr,), "inside a RunPolicy body")
@@ -79,4 +102,11 @@ def DenyTags(*tags: str) -> None:
     _tag_clause("DenyTags", tags, allow=False)
 
 
-__all__ = ["AllowTags", "DenyTags", "MaxConsecutiveFailedToolCalls", "MaxToolCalls", "RunPolicy"]
+__all__ = [
+    "AllowTags",
+    "DenyTags",
+    "MaxConsecutiveFailedToolCalls",
+    "MaxToolCalls",
+    "ModelTimeout",
+    "RunPolicy",
+]

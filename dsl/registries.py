@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
-from datetime import timedelta
-
 from agentgen.dsl.call import Call, Invalid, begin, open_scope
+from agentgen.dsl.durations import Duration, parse_duration
 from agentgen.dsl.expr import (
     ExportExpr,
     RegistryExpr,
@@ -16,42 +14,6 @@ from agentgen.dsl.expr import (
     VersionExpr,
 )
 from agentgen.dsl.names import q, variable_name
-
-Duration = float | int | str | timedelta
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: object) -> float:
-    """Seconds from a number of seconds, a ``timedelta`` or a string such as ``"1m30s"``.
-
-    Raises ValueError with the reason.
-    """
-    if isinstance(value, bool):
-        raise ValueError("expected a duration, got bool")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, str):
-        text = value.strip()
-        pos, seconds = 0, 0.0
-        for match in _DURATION_PART.finditer(text):
-            if match.start() != pos:
-                break
-            seconds += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-            pos = match.end()
-        if not text or pos != len(text):
-            raise ValueError(
-                f"invalid duration {q(value)}: use a number of seconds or a string like "
-                '"250ms", "10s", "1m30s", "2h"'
-            )
-    else:
-        raise ValueError(f"expected a duration, got {type(value).__name__}")
-    if seconds < 0:
-        raise ValueError(f"must be non-negative, got {value}")
-    return seconds
 
 
 def Registry(name: str, *args: object) -> RegistryExpr:

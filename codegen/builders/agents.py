@@ -95,6 +95,7 @@ def build_agent(expr: AgentExpr, toolsets: Mapping[int, ToolsetModel]) -> AgentM
             policy.max_tool_calls,
             policy.max_consecutive_failed_tool_calls,
             tuple(TagClauseModel(c.allowed_any, c.denied_any) for c in policy.tag_clauses),
+            policy.model_timeout,
         )
         if policy is not None
         else PolicyModel(),

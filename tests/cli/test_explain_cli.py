@@ -104,6 +104,7 @@ def test_records_text_output() -> None:
     lines = out.splitlines()
     assert lines[0] == "agent assistant.assistant: Find and analyze records."
     assert lines[1] == "  3 compiled tools (1 immediate, 2 deferred), 0 registry sources"
+    assert "run policy" not in out  # the records agents set none
     rows = {line.split()[0]: line.split()[1:] for line in lines if "records." in line}
     assert rows["records.lookup"] == ["local", "immediate", "-", "assistant.records"]
     assert rows["records.search"] == ["local", "deferred", "-", "assistant.records"]
@@ -151,6 +152,15 @@ def test_kitchen_sink_sources_policy_and_fingerprints() -> None:
         "tickets.search", "tickets.more", "tickets.get", "tickets.refund", "tickets.ping",
         "tickets.open_folder",
     ]  # fmt: skip
+    assert triage["policy"] == {
+        "max_tool_calls": 12,
+        "max_consecutive_failed_tool_calls": None,
+        "model_timeout": 90.0,
+        "tag_clauses": [
+            {"allowed_any": ["support", "read"], "denied_any": []},
+            {"allowed_any": [], "denied_any": ["admin"]},
+        ],
+    }
     fingerprints = kitchen_sink_fingerprints()
     assert {t["toolset"]: t["fingerprint"] for t in triage["tools"]} == fingerprints
     assert {t["name"]: t["fingerprint"] for t in triage["toolsets"]} == fingerprints
@@ -175,6 +185,12 @@ def test_kitchen_sink_sources_policy_and_fingerprints() -> None:
         }
     ]
     reporter = agent(data, "reporting.reporter")
+    assert reporter["policy"] == {
+        "max_tool_calls": None,
+        "max_consecutive_failed_tool_calls": None,
+        "model_timeout": None,
+        "tag_clauses": [],
+    }
     assert loading(reporter) == {
         "tickets.search": ("local", "immediate"),
         "tickets.more": ("local", "immediate"),
@@ -184,6 +200,10 @@ def test_kitchen_sink_sources_policy_and_fingerprints() -> None:
 def test_kitchen_sink_text_marks_hidden_agent_and_mcp_tools() -> None:
     code, out, _ = run(str(KITCHEN_SINK), "--agent", "triage")
     assert code == 0
+    assert out.splitlines()[2] == (
+        "  run policy: at most 12 tool calls; each model call within 90 seconds; "
+        "only tools tagged support or read; no tools tagged admin"
+    )
     assert "runs agent helpdesk.expert; hidden by the agent's run policy" in out
     assert "MCP server weather_server" in out
     assert re.search(r"^  company\s+records\s+1\.2\.3\s+deferred$", out, re.MULTILINE)

@@ -194,6 +194,7 @@ def test_agent_definitions_and_deferred_lists(sink: Path) -> None:
     )  # fmt: skip
     assert definition.deferred_tool_ids == triage.DEFERRED_TOOL_IDS
     assert definition.policy.max_tool_calls == 12
+    assert definition.policy.model_timeout == 90.0
     assert [(c.allowed_any, c.denied_any) for c in definition.policy.tag_clauses] == [
         (("support", "read"), ()), ((), ("admin",)),
     ]  # fmt: skip

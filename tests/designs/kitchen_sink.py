@@ -29,6 +29,7 @@ from agentgen.dsl import (
     FromExternalMCP,
     FromRegistry,
     MaxToolCalls,
+    ModelTimeout,
     NextCursor,
     PromptTemplate,
     PublishTo,
@@ -208,6 +209,7 @@ with Service("helpdesk"):
             Deferred("add_note")
         with RunPolicy():
             MaxToolCalls(12)
+            ModelTimeout("1m30s")
             AllowTags("support", "read")
             DenyTags("admin")
 

@@ -70,11 +70,14 @@ with Registry("company"):
     SyncInterval("soon")  # <-
     Retry(-2)  # <-
     Retry(1, "5s", "1s")  # <-
+    CacheTTL(10**400)  # <-
 """,
         "Timeout must be non-negative, got -1",
         'SyncInterval invalid duration "soon"',
         "Retry max_retries must be non-negative, got -2",
         "Retry backoff_base (5s) must not exceed backoff_max (1s)",
+        # An int beyond any float is a design error, not an OverflowError out of the design.
+        "CacheTTL is too long: the number exceeds any float",
     )
 
 

@@ -281,6 +281,59 @@ with Service("svc"):
     )
 
 
+def test_model_timeout_takes_the_registry_duration_forms(designs: DesignRunner) -> None:
+    root = designs.load(
+        """
+from datetime import timedelta
+with Service("svc"):
+    Agent("seconds", "A.", lambda: RunPolicy(lambda: ModelTimeout(45)))
+    Agent("text", "A.", lambda: RunPolicy(lambda: ModelTimeout("1m30s")))
+    Agent("millis", "A.", lambda: RunPolicy(lambda: ModelTimeout("250ms")))
+    Agent("delta", "A.", lambda: RunPolicy(lambda: ModelTimeout(timedelta(minutes=2))))
+    Agent("unset", "A.", lambda: RunPolicy(lambda: MaxToolCalls(3)))
+"""
+    )
+    timeouts = {a.name: a.policy.model_timeout for a in root.agents() if a.policy is not None}
+    assert timeouts == {
+        "seconds": 45.0, "text": 90.0, "millis": 0.25, "delta": 120.0, "unset": None,
+    }  # fmt: skip
+
+
+def test_model_timeout_must_be_positive_finite_and_set_once(designs: DesignRunner) -> None:
+    bound = "must be a positive, finite duration, got {}; give the time allowed, or leave"
+    designs.check(
+        """
+with Service("svc"):
+    with Agent("a", "A."):
+        with RunPolicy():
+            ModelTimeout(0)  # <-
+            ModelTimeout("0s")  # <-
+            ModelTimeout(-1)  # <-
+            ModelTimeout(float("inf"))  # <-
+            ModelTimeout(float("nan"))  # <-
+            ModelTimeout("1" + "0" * 400 + "s")  # <-
+            ModelTimeout(10**400)  # <-
+            ModelTimeout(True)  # <-
+            ModelTimeout("soon")  # <-
+            ModelTimeout("30s")
+            ModelTimeout(60)  # <-
+    with Agent("b", "B."):
+        ModelTimeout("30s")  # <-
+""",
+        "ModelTimeout " + bound.format("0"),
+        "ModelTimeout " + bound.format('"0s"'),
+        "ModelTimeout " + bound.format("-1"),
+        "ModelTimeout " + bound.format("inf"),
+        "ModelTimeout " + bound.format("nan"),
+        "ModelTimeout " + bound.format('"1' + "0" * 400 + 's"'),
+        "ModelTimeout is too long: the number exceeds any float",
+        "ModelTimeout expected a duration, got bool",
+        'ModelTimeout invalid duration "soon": use a number of seconds or a string like',
+        "ModelTimeout is already set for this RunPolicy (line 15); keep one",
+        'ModelTimeout is not valid inside agent "b"; it belongs inside a RunPolicy body',
+    )
+
+
 def test_publish_to(designs: DesignRunner) -> None:
     root = designs.load(
         """

@@ -1,0 +1,58 @@
+"""Durations in designs: a number of seconds, a ``timedelta`` or a string such as ``"1m30s"``,
+read the same way by every setting that takes one (registry timeouts, ``ModelTimeout``)."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import timedelta
+
+from agentgen.dsl.names import q
+
+__all__ = ["Duration", "parse_duration"]
+
+Duration = float | int | str | timedelta
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: object, *, positive: bool = False) -> float:
+    """Seconds from a number of seconds, a ``timedelta`` or a string such as ``"1m30s"``.
+
+    ``positive`` is for a bound that must act: zero, infinity and NaN are refused too (a
+    non-negative setting lets them through). Raises ValueError with the reason.
+    """
+    if isinstance(value, bool):
+        raise ValueError("expected a duration, got bool")
+    if isinstance(value, int | float):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond any float
+            raise ValueError("is too long: the number exceeds any float") from None
+    elif isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, str):
+        text = value.strip()
+        pos, seconds = 0, 0.0
+        for match in _DURATION_PART.finditer(text):
+            if match.start() != pos:
+                break
+            seconds += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+            pos = match.end()
+        if not text or pos != len(text):
+            raise ValueError(
+                f"invalid duration {q(value)}: use a number of seconds or a string like "
+                '"250ms", "10s", "1m30s", "2h"'
+            )
+    else:
+        raise ValueError(f"expected a duration, got {type(value).__name__}")
+    if positive and not 0 < seconds < math.inf:  # NaN compares false with everything
+        shown = q(value) if isinstance(value, str) else value
+        raise ValueError(
+            f"must be a positive, finite duration, got {shown}; give the time allowed, or leave "
+            "the setting out for no bound"
+        )
+    if seconds < 0:
+        raise ValueError(f"must be non-negative, got {value}")
+    return seconds
