@@ -20,8 +20,10 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 def parse_duration(value: object, *, positive: bool = False) -> float:
     """Seconds from a number of seconds, a ``timedelta`` or a string such as ``"1m30s"``.
 
-    ``positive`` is for a bound that must act: zero, infinity and NaN are refused too (a
-    non-negative setting lets them through). Raises ValueError with the reason.
+    Infinity and NaN are refused whatever the form (``float("inf")``, ``"1e400"``-sized digit
+    strings): generated code would spell them as names that do not exist, and "no bound" is
+    said by leaving a setting out. ``positive`` is for a bound that must act: zero is refused
+    too. Raises ValueError with the reason.
     """
     if isinstance(value, bool):
         raise ValueError("expected a duration, got bool")
@@ -47,10 +49,11 @@ def parse_duration(value: object, *, positive: bool = False) -> float:
             )
     else:
         raise ValueError(f"expected a duration, got {type(value).__name__}")
-    if positive and not 0 < seconds < math.inf:  # NaN compares false with everything
+    if not math.isfinite(seconds) or (positive and seconds <= 0):
         shown = q(value) if isinstance(value, str) else value
+        kind = "a positive, finite" if positive else "a finite"
         raise ValueError(
-            f"must be a positive, finite duration, got {shown}; give the time allowed, or leave "
+            f"must be {kind} duration, got {shown}; give the time allowed, or leave "
             "the setting out for no bound"
         )
     if seconds < 0:

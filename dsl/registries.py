@@ -55,11 +55,11 @@ def APIVersion(version: str) -> None:
         registry.api_version = value
 
 
-def _duration_setting(func: str, attr: str, value: Duration) -> None:
+def _duration_setting(func: str, attr: str, value: Duration, *, positive: bool = False) -> None:
     call = begin(func)
     registry = _registry_scope(call)
     try:
-        seconds = parse_duration(value)
+        seconds = parse_duration(value, positive=positive)
     except ValueError as exc:
         call.error(f"{func} {exc}")
         return
@@ -68,8 +68,8 @@ def _duration_setting(func: str, attr: str, value: Duration) -> None:
 
 
 def Timeout(value: Duration) -> None:
-    """How long one registry request may take."""
-    _duration_setting("Timeout", "timeout", value)
+    """How long one registry request may take (a zero timeout would fail every request)."""
+    _duration_setting("Timeout", "timeout", value, positive=True)
 
 
 def SyncInterval(value: Duration) -> None:

@@ -72,12 +72,37 @@ with Registry("company"):
     Retry(1, "5s", "1s")  # <-
     CacheTTL(10**400)  # <-
 """,
-        "Timeout must be non-negative, got -1",
+        "Timeout must be a positive, finite duration, got -1",
         'SyncInterval invalid duration "soon"',
         "Retry max_retries must be non-negative, got -2",
         "Retry backoff_base (5s) must not exceed backoff_max (1s)",
         # An int beyond any float is a design error, not an OverflowError out of the design.
         "CacheTTL is too long: the number exceeds any float",
+    )
+
+
+def test_c1_settings_must_be_finite_and_a_timeout_positive(designs: DesignRunner) -> None:
+    # Generated registries.py spelled these as `timeout=nan`, `cache_ttl=inf`: names that do not
+    # exist, so the generated package failed on import.
+    designs.check(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Timeout(float("nan"))  # <-
+    SyncInterval(float("inf"))  # <-
+    CacheTTL("%ss")  # <-
+    Retry(1, 0.1, float("inf"))  # <-
+with Registry("zero"):
+    URL("https://zero.example")
+    Timeout(0)  # <-
+    CacheTTL(0)
+"""
+        % ("9" * 400),
+        "Timeout must be a positive, finite duration, got nan",
+        "SyncInterval must be a finite duration, got inf",
+        "CacheTTL must be a finite duration, got",
+        "Retry backoff_max must be a finite duration, got inf",
+        "Timeout must be a positive, finite duration, got 0",
     )
 
 

@@ -150,3 +150,13 @@ def test_a_redis_url_that_cannot_work_is_named(store: str, message: str) -> None
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("error: ") and message in result.stderr
     assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
+
+
+def test_an_infinite_duration_option_is_a_usage_error() -> None:
+    # A duration too long for a float became infinity, and int(inf) a traceback.
+    result = CliRunner().invoke(
+        main, ["registry", "serve", "--port", "0", "--call-timeout", "9" * 400 + "s"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for --call-timeout: must be a finite duration" in result.output
+    assert "Traceback" not in result.output
