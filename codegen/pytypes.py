@@ -409,12 +409,12 @@ class TypeModule:
         for item in metadata:
             if isinstance(item, _CONSTRAINTS):
                 (attr,) = [a for a in item.__dataclass_fields__]
-                kwargs.append(f"{attr}={getattr(item, attr)!r}")
+                kwargs.append(f"{attr}={self._bound(model, name, getattr(item, attr))}")
             elif isinstance(item, annotated_types.Interval | annotated_types.Len):
                 for attr in item.__dataclass_fields__:
                     value = getattr(item, attr)
                     if value is not None:
-                        kwargs.append(f"{attr}={value!r}")
+                        kwargs.append(f"{attr}={self._bound(model, name, value)}")
             elif isinstance(item, pydantic.StringConstraints):
                 for attr in item.__dataclass_fields__:
                     value = getattr(item, attr)
@@ -424,12 +424,12 @@ class TypeModule:
                         raise UnsupportedType(
                             model, name, f"string constraint {attr} is not supported"
                         )
-                    kwargs.append(f"{attr}={value!r}")
+                    kwargs.append(f"{attr}={self._bound(model, name, value)}")
             elif type(item).__name__ == "_PydanticGeneralMetadata":
                 for attr, value in vars(item).items():
                     if attr not in _FIELD_KWARGS:
                         raise UnsupportedType(model, name, f"constraint {attr} is not supported")
-                    kwargs.append(f"{attr}={value!r}")
+                    kwargs.append(f"{attr}={self._bound(model, name, value)}")
             elif (
                 isinstance(item, annotated_types.BaseMetadata)
                 and len(fields := getattr(item, "__dataclass_fields__", {})) == 1
@@ -439,7 +439,7 @@ class TypeModule:
                     raise UnsupportedType(
                         model, name, f"constraint {type(item).__name__} is not supported"
                     )
-                kwargs.append(f"{attr}={getattr(item, attr)!r}")
+                kwargs.append(f"{attr}={self._bound(model, name, getattr(item, attr))}")
             else:
                 raise UnsupportedType(
                     model, name, f"annotation metadata {type(item).__name__} is not supported"
@@ -507,6 +507,27 @@ class TypeModule:
             return self._pydantic_name(exported)
         shown = getattr(tp, "__qualname__", repr(tp))
         raise UnsupportedType(model, name, f"type {shown} is not supported in generated code")
+
+    def _bound(self, model: str, name: str, value: Any) -> str:
+        """A constraint's value as Python the generated module can evaluate: ``repr`` spells
+        infinity ``inf`` and a date ``datetime.date(...)``, names the module does not have."""
+        kind = type(value)
+        if value is None or kind in (bool, int, str):
+            return repr(value)
+        if kind is float:
+            return repr(value) if math.isfinite(value) else f'float("{value}")'
+        if kind is decimal.Decimal:
+            self.imports.add("decimal")
+            return f'_decimal.Decimal("{value}")'
+        if kind in (datetime.datetime, datetime.date, datetime.time):
+            self.imports.add("datetime")
+            return f'_datetime.{kind.__name__}.fromisoformat("{value.isoformat()}")'
+        if kind is datetime.timedelta:
+            self.imports.add("datetime")
+            return f"_datetime.timedelta(seconds={value.total_seconds()!r})"
+        raise UnsupportedType(
+            model, name, f"a constraint bound of type {kind.__name__} is not supported"
+        )
 
     def _literal(self, model: str, name: str | None, value: Any) -> str:
         if isinstance(value, enum.Enum):

@@ -8,6 +8,7 @@ literals; every decision was taken when the model was built.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -51,6 +52,8 @@ def escaped(text: str, keep: str = "") -> str:
 
 def py(value: Any) -> str:
     """A Python literal for a JSON-like value, strings in double quotes (black's style)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'  # repr() gives `inf`/`nan`, names Python does not have
     if value is None or isinstance(value, bool | int | float):
         return repr(value)
     if isinstance(value, str):

@@ -283,12 +283,10 @@ def _type_ref(
             )
         )
         return None
-    text = compact_json(schema)
-    surrogate = None if _utf8(text) else _surrogate(schema)
-    if surrogate is not None:
-        errors.append(_surrogate_error(expr, tool, f"{func} model {value.__qualname__}", surrogate))
+    if unsupported or name is None:  # reported (a NaN default, say, would be twice)
         return None
-    if unsupported or name is None:
+    text = _schema_text(schema, expr, tool, f"{func} model {value.__qualname__}", errors)
+    if text is None:
         return None
     return TypeRef("model", name, text, f"{types.types_module}.{name}")
 
@@ -302,16 +300,43 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _surrogate_error(
-    expr: TypeExpr | ServerDataExpr, tool: ToolExpr, what: str, found: tuple[str, str]
-) -> DesignError:
-    path, code = found
-    return DesignError(
-        expr.loc,
-        tool.where(),
-        f"{what}: its JSON Schema contains a lone surrogate ({code}) at {path}, which no UTF-8 "
-        "file, JSON document or provider request can carry; remove it from the model",
+def _schema_text(
+    schema: dict[str, Any],
+    expr: TypeExpr | ServerDataExpr,
+    tool: ToolExpr,
+    what: str,
+    errors: list[DesignError],
+) -> str | None:
+    """The compact JSON of a model's schema, or None after reporting why it cannot be
+    written: a lone surrogate, or a number JSON has no spelling for (a ``Field(le=inf)``, a
+    NaN default), which pydantic puts in a schema as is."""
+    try:
+        text = compact_json(schema)
+    except ValueError:  # allow_nan=False: infinity or NaN somewhere in the schema
+        problem = _json_problem(schema) or "holds a number JSON cannot write"
+        errors.append(
+            DesignError(
+                expr.loc,
+                tool.where(),
+                f"{what}: its JSON Schema cannot be written as JSON: {problem} (pydantic copies "
+                "defaults and bounds such as Field(le=float('inf')) into the schema); remove "
+                "the bound, or use a finite value",
+            )
+        )
+        return None
+    surrogate = None if _utf8(text) else _surrogate(schema)
+    if surrogate is None:
+        return text
+    path, code = surrogate
+    errors.append(
+        DesignError(
+            expr.loc,
+            tool.where(),
+            f"{what}: its JSON Schema contains a lone surrogate ({code}) at {path}, which no "
+            "UTF-8 file, JSON document or provider request can carry; remove it from the model",
+        )
     )
+    return None
 
 
 def _server_data(tool: ToolExpr, errors: list[DesignError]) -> tuple[ServerDataSpec, ...] | None:
@@ -329,10 +354,8 @@ def _server_data(tool: ToolExpr, errors: list[DesignError]) -> tuple[ServerDataS
             )
             ok = False
             continue
-        text = compact_json(schema)
-        surrogate = None if _utf8(text) else _surrogate(schema)
-        if surrogate is not None:
-            errors.append(_surrogate_error(data, tool, "ServerData schema", surrogate))
+        text = _schema_text(schema, data, tool, "ServerData schema", errors)
+        if text is None:
             ok = False
             continue
         found.append(ServerDataSpec(data.kind, data.audience, text, data.description))
