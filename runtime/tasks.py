@@ -1,4 +1,5 @@
-"""Stopping a helper task without losing a cancellation meant for its owner.
+"""Stopping a helper task without losing a cancellation meant for its owner, and bounding
+awaited work by a deadline that cannot be talked out of.
 
 A run waiting for its workflow keeps a task that answers confirmations; a provider serving a
 toolset keeps one that renews its lease. When the owner is done it cancels the helper and waits
@@ -10,8 +11,41 @@ task group shutting down): the owner would go on as if nobody had asked it to st
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
 
-__all__ = ["stop_task"]
+__all__ = ["DeadlinePassed", "stop_task", "within_deadline"]
+
+T = TypeVar("T")
+
+
+class DeadlinePassed(Exception):
+    """The work :func:`within_deadline` waited for outlived its deadline. It was cancelled; if
+    it then raised an error of its own (a client reporting "request aborted"), that error is
+    the ``__cause__``."""
+
+
+async def within_deadline(seconds: float, work: Awaitable[T]) -> T:
+    """``work``'s result, or :class:`DeadlinePassed` once ``seconds`` have passed.
+
+    ``asyncio.timeout`` alone reports a deadline only when the work lets its cancellation
+    through. Work that turns it into an error of its own, or swallows it and answers late
+    anyway, would hide that the limit fired; here the deadline decides. A ``TimeoutError``
+    the work raises before the deadline is its own and is raised as it is.
+    """
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            result = await work
+    except Exception as exc:
+        if deadline.expired():
+            raise DeadlinePassed(f"still running after {seconds:g} s") from (
+                None if isinstance(exc, TimeoutError) else exc
+            )
+        raise
+    if deadline.expired():  # the cancellation was swallowed, and the work answered late
+        raise DeadlinePassed(f"answered after its {seconds:g} s")
+    return result
 
 
 async def stop_task(task: asyncio.Task[object]) -> None:

@@ -15,7 +15,6 @@ they run through :class:`LocalCallSteps`, on Temporal as activities.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from collections.abc import Coroutine
@@ -59,6 +58,7 @@ from agentgen.runtime.runs.steps import (
     Route,
     Verdict,
 )
+from agentgen.runtime.tasks import DeadlinePassed, within_deadline
 from agentgen.runtime.telemetry.spans import Confirmation, ToolExecution
 
 __all__ = [
@@ -330,11 +330,10 @@ async def _within_tool_timeout(
     if limit is None:
         return await running
     try:
-        async with asyncio.timeout(limit) as deadline:
-            return await running
-    except TimeoutError:
-        if not deadline.expired():
-            raise  # not this deadline's: a TimeoutError of the step itself
+        # A tool that turns its cancellation into a failure, or swallows it and answers late,
+        # still answers outcome_unknown: the deadline passed, whatever the tool said after it.
+        return await within_deadline(limit, running)
+    except DeadlinePassed:
         spec = accepted.spec
         return tool_error(
             accepted.call,

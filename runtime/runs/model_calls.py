@@ -10,11 +10,18 @@ planner records it anywhere.
 
 from __future__ import annotations
 
-import asyncio
+from typing import Any
 
-from agentgen.runtime.model_client import ModelClient, ModelRequest, ModelResponse, Usage
+from agentgen.runtime.model_client import (
+    ModelClient,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+)
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.requests import ModelTimeoutError, RunError
+from agentgen.runtime.tasks import DeadlinePassed, within_deadline
 
 __all__ = ["ModelCalls", "check_model_timeout"]
 
@@ -58,17 +65,23 @@ class _Bounded:
             response = await self._client.complete(request)
         else:
             try:
-                async with asyncio.timeout(calls.timeout) as deadline:
-                    response = await self._client.complete(request)
-            except TimeoutError:
-                if deadline.expired():
-                    raise calls.timed_out(self._model_id, request) from None
-                raise  # the client's own timeout, before ours
-            if deadline.expired():
-                # The client swallowed the cancellation and answered late anyway.
-                raise calls.timed_out(self._model_id, request)
+                response = await within_deadline(calls.timeout, self._client.complete(request))
+            except DeadlinePassed as passed:
+                # Also when the client turned its cancellation into an error of its own, or
+                # swallowed it and answered late: the limit fired, and the run says so.
+                raise calls.timed_out(self._model_id, request) from passed.__cause__
+        if not isinstance(response, ModelResponse):
+            raise ModelError(
+                f"agent {calls.agent_id!r} (run {calls.run_id}): the client registered as "
+                f"{self._model_id!r} returned {type(response).__name__} from complete() "
+                f"for model {request.model!r}; a ModelClient returns a ModelResponse"
+            )
         calls.usage += response.usage
         return response
+
+    def __getattr__(self, name: str) -> Any:
+        # A planner may use more of the client it registered than ``complete``.
+        return getattr(self._client, name)
 
 
 def check_model_timeout(

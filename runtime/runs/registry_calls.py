@@ -13,7 +13,6 @@ bounds that with its own execution timeout.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -26,6 +25,7 @@ from agentgen.runtime.contracts.validation_errors import first_error
 from agentgen.runtime.failures import message_of
 from agentgen.runtime.registry.client import RegistryError, ResolvedToolset
 from agentgen.runtime.runs.host import RegistryRegistration
+from agentgen.runtime.tasks import DeadlinePassed, within_deadline
 from agentgen.runtime.telemetry.spans import RegistryRequest
 
 __all__ = [
@@ -98,15 +98,13 @@ def _version(resolved: ResolvedToolset) -> str | None:
 async def _bounded(registration: RegistryRegistration, request: Awaitable[T]) -> T:
     timeout = registration.timeout
     try:
-        async with asyncio.timeout(timeout) as deadline:
-            return await request
-    except TimeoutError:
-        if not deadline.expired():
-            raise  # the client's own TimeoutError: reported as the client's failure
+        return await within_deadline(timeout, request)
+    except DeadlinePassed as passed:
+        # A client's own TimeoutError before the deadline is raised as the client's failure.
         raise RegistryTimeoutError(
             f"timed out after {timeout:g} s (the registry's Timeout; declare a longer one in "
             "the design if it is expected to be this slow)"
-        ) from None
+        ) from passed.__cause__
 
 
 def checked_listing(names: Any) -> list[str]:

@@ -601,6 +601,29 @@ async def test_the_engine_tool_timeout_ends_a_hung_call_of_a_parallel_round() ->
     ]
 
 
+class Aborting(Hung):
+    """``search`` reports its own cancellation as a failure of its own (as a client library
+    reporting "request aborted" does)."""
+
+    async def search(self, args: types.SearchArgs, context: ToolContext) -> types.SearchResult:
+        try:
+            return await super().search(args, context)
+        except asyncio.CancelledError:
+            raise ConnectionError("request aborted") from None
+
+
+async def test_a_tool_that_turns_its_cancellation_into_a_failure_still_answers_unknown() -> None:
+    # The tool's "request aborted" was reported as tool_failed: the model was told the call
+    # failed (and could be retried) although the deadline had cut it at an unknown point.
+    executor = Aborting()
+    rt, _ = gated_runtime(
+        executor, [THREE, answer("after")], engine=InMemoryEngine(tool_timeout=0.01)
+    )
+    _, search, _ = results(await rt.client("test.agent").run("go"))
+    assert error_of(search)["kind"] == "outcome_unknown"
+    assert executor.gate.cancelled == ["search"]
+
+
 async def test_the_engine_tool_timeout_bounds_the_wait_for_a_registry_outcome() -> None:
     registry = Stalling("result")
     registry.publish(payments(), echo_handler)

@@ -287,3 +287,60 @@ def test_a_malformed_unreported_count_is_named(count: object) -> None:
     )
     with pytest.raises(TraceError, match="message 0 .assistant.: 'agentgen.usage' is malformed"):
         events([broken])
+
+
+async def test_a_client_that_turns_the_cancellation_into_its_own_error_still_times_out() -> None:
+    # An SDK may report its cancelled request as "request aborted": that error hid that the
+    # policy's limit had fired.
+    from agentgen.runtime.model_client import ModelError
+
+    class Aborting:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                raise ModelError("request aborted") from None
+            raise AssertionError("the event is never set")
+
+    rt = _runtime(Aborting())
+    with pytest.raises(ModelTimeoutError, match="model_timeout of 0.05 seconds") as caught:
+        await rt.client("test.agent").run("go", policy=RunPolicy(model_timeout=0.05))
+    assert str(caught.value.__cause__) == "request aborted"
+
+
+async def test_a_client_answering_something_else_than_a_model_response_is_named() -> None:
+    from agentgen.runtime.model_client import ModelError
+
+    class Loose:
+        async def complete(self, request: ModelRequest) -> object:
+            return {"text": "hi"}
+
+    rt = _runtime(Loose())
+    with pytest.raises(ModelError) as caught:
+        await rt.client("test.agent").run("go", run_id="run-9")
+    message = str(caught.value)
+    for said in ("'test.agent'", "run-9", "registered as 'slow'", "returned dict", "ModelResponse"):
+        assert said in message
+
+
+async def test_a_planner_reaches_the_rest_of_its_registered_client() -> None:
+    class Rich(ScriptedModel):
+        family = "scripted"
+
+    seen: list[str] = []
+
+    class Direct:
+        async def plan_start(self, input: PlanInput) -> PlanResult:
+            client = input.agent.model("slow")
+            seen.append(client.family)  # type: ignore[attr-defined]
+            response = await client.complete(ModelRequest("m", tuple(input.messages)))
+            return PlanResult(response.message)
+
+        async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
+            raise AssertionError("one activity")
+
+    rt = Runtime()
+    rt.register_model("slow", Rich([Answer("fine")]))
+    rt.register_agent(records_definition(specs=()), planner=Direct(), executors={})
+    outcome = await rt.client("test.agent").run("go", policy=RunPolicy(model_timeout=30))
+    assert (seen, outcome.final_text) == (["scripted"], "fine")

@@ -1,12 +1,14 @@
-"""Stopping a helper task: its cancellation is absorbed, its owner's is not."""
+"""Helper tasks and deadlines: a helper's cancellation is absorbed, its owner's is not; a deadline
+is reported however the work it bounds reacts to being cancelled."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
-from agentgen.runtime.tasks import stop_task
+from agentgen.runtime.tasks import DeadlinePassed, stop_task, within_deadline
 
 
 async def test_the_helpers_own_cancellation_is_absorbed() -> None:
@@ -80,3 +82,45 @@ async def test_another_error_of_the_helper_is_raised() -> None:
     await asyncio.sleep(0)
     with pytest.raises(RuntimeError, match="renewal failed while stopping"):
         await stop_task(task)
+
+
+async def test_within_deadline_passes_results_and_the_works_own_errors_through() -> None:
+    async def quick() -> str:
+        return "done"
+
+    async def own_timeout() -> str:
+        raise TimeoutError("the SDK's read timeout")
+
+    assert await within_deadline(5, quick()) == "done"
+    with pytest.raises(TimeoutError, match="the SDK's read timeout"):
+        await within_deadline(5, own_timeout())
+
+
+async def test_within_deadline_reports_the_deadline_however_the_work_reacts() -> None:
+    async def hangs() -> str:
+        await asyncio.Event().wait()
+        raise AssertionError("never set")
+
+    async def aborts() -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise ConnectionError("request aborted") from None
+        raise AssertionError("never set")
+
+    async def late() -> str:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+        return "late"
+
+    with pytest.raises(DeadlinePassed) as plain:
+        await within_deadline(0.01, hangs())
+    assert plain.value.__cause__ is None
+    with pytest.raises(DeadlinePassed) as aborted:
+        await within_deadline(0.01, aborts())
+    assert isinstance(aborted.value.__cause__, ConnectionError)
+    with pytest.raises(DeadlinePassed, match="answered after"):
+        await within_deadline(0.01, late())
+    # The caller's own cancellation count is back where it was: it is not left cancelled.
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
