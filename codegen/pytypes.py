@@ -524,7 +524,10 @@ class TypeModule:
             return f'_datetime.{kind.__name__}.fromisoformat("{value.isoformat()}")'
         if kind is datetime.timedelta:
             self.imports.add("datetime")
-            return f"_datetime.timedelta(seconds={value.total_seconds()!r})"
+            # Its own three integers: total_seconds() is a float, inexact past ~285 years.
+            parts = ("days", "seconds", "microseconds")
+            given = [f"{part}={getattr(value, part)}" for part in parts if getattr(value, part)]
+            return f"_datetime.timedelta({', '.join(given)})"
         raise UnsupportedType(
             model, name, f"a constraint bound of type {kind.__name__} is not supported"
         )

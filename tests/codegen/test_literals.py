@@ -178,7 +178,8 @@ class Window(BaseModel):
     day: date = Field(ge=date(2020, 1, 1))
     until: datetime = Field(lt=datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
     opens: time = Field(gt=time(8, 30))
-    lasts: timedelta = Field(le=timedelta(hours=2))
+    lasts: timedelta = Field(le=timedelta(hours=2), ge=timedelta(days=-999999, microseconds=7))
+    never: timedelta = Field(gt=timedelta(0))
     ratio: float = Field(ge=float("-inf"), le=float("inf"))
 
 with Toolset("windows") as Windows:
@@ -200,6 +201,11 @@ with Service("svc"):
     ]
     assert [m.gt for m in fields["opens"].metadata if hasattr(m, "gt")] == [time(8, 30)]
     assert [m.le for m in fields["lasts"].metadata if hasattr(m, "le")] == [timedelta(hours=2)]
+    # Exact to the microsecond (a float of seconds is not, this far out).
+    assert [m.ge for m in fields["lasts"].metadata if hasattr(m, "ge")] == [
+        timedelta(days=-999999, microseconds=7)
+    ]
+    assert [m.gt for m in fields["never"].metadata if hasattr(m, "gt")] == [timedelta(0)]
     assert [m.le for m in fields["ratio"].metadata if hasattr(m, "le")] == [math.inf]
     schema = types.Window.model_json_schema(mode="validation")
     assert {"$schema": specs.BOOK_SPEC.payload.schema()["$schema"], **schema} == (
@@ -208,7 +214,7 @@ with Service("svc"):
     with pytest.raises(ValidationError):
         types.Window(
             amount="2000", day="2021-01-01", until="2029-01-01T00:00:00Z", opens="09:00",
-            lasts=60, ratio=1.0,
+            lasts=60, never=1, ratio=1.0,
         )  # fmt: skip
 
 
