@@ -19,16 +19,28 @@ import click
 
 from agentgen.codegen.exits import EXIT_UNUSABLE, unusable
 
-__all__ = ["registry"]
+__all__ = ["MAX_DURATION_S", "registry"]
+
+#: The longest duration a serve option takes: 100 years, far from the 64-bit milliseconds the
+#: stores keep deadlines in.
+MAX_DURATION_S = 100 * 365 * 86_400
 
 
 def _duration_ms(value: str, option: str) -> int:
     from agentgen.dsl.durations import parse_duration
 
     try:
-        return int(parse_duration(value) * 1000)
+        seconds = parse_duration(value, hint=f"give the time allowed, or leave {option} out")
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=option) from None
+    if seconds > MAX_DURATION_S:
+        # Deadlines are stored as integer milliseconds (SQLite's 64-bit INTEGER, Redis scores):
+        # a longer one failed every call with an OverflowError once the registry was up.
+        raise click.BadParameter(
+            f"{value} is longer than the registry keeps ({MAX_DURATION_S // 86_400:,} days)",
+            param_hint=option,
+        )
+    return int(seconds * 1000)
 
 
 @click.group()

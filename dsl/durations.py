@@ -17,13 +17,16 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def parse_duration(value: object, *, positive: bool = False) -> float:
+def parse_duration(
+    value: object, *, positive: bool = False, hint: str = "give the time allowed"
+) -> float:
     """Seconds from a number of seconds, a ``timedelta`` or a string such as ``"1m30s"``.
 
     Infinity and NaN are refused whatever the form (``float("inf")``, ``"1e400"``-sized digit
     strings): generated code would spell them as names that do not exist, and "no bound" is
     said by leaving a setting out. ``positive`` is for a bound that must act: zero is refused
-    too. Raises ValueError with the reason.
+    too. Raises ValueError with the reason, ending with ``hint`` (what to do instead: the
+    caller knows what leaving its setting out means).
     """
     if isinstance(value, bool):
         raise ValueError("expected a duration, got bool")
@@ -52,10 +55,7 @@ def parse_duration(value: object, *, positive: bool = False) -> float:
     if not math.isfinite(seconds) or (positive and seconds <= 0):
         shown = q(value) if isinstance(value, str) else value
         kind = "a positive, finite" if positive else "a finite"
-        raise ValueError(
-            f"must be {kind} duration, got {shown}; give the time allowed, or leave "
-            "the setting out for no bound"
-        )
+        raise ValueError(f"must be {kind} duration, got {shown}; {hint}")
     if seconds < 0:
         raise ValueError(f"must be non-negative, got {value}")
     return seconds

@@ -61,7 +61,11 @@ def ModelTimeout(duration: Duration) -> None:
     call = begin("ModelTimeout")
     policy = call.expect((RunPolicyExpr,), "inside a RunPolicy body")
     try:
-        seconds: float | None = parse_duration(duration, positive=True)
+        seconds: float | None = parse_duration(
+            duration,
+            positive=True,
+            hint="give the time allowed, or leave the setting out for no bound",
+        )
     except ValueError as exc:
         call.error(f"ModelTimeout {exc}")
         seconds = None

@@ -59,7 +59,11 @@ def _duration_setting(func: str, attr: str, value: Duration, *, positive: bool =
     call = begin(func)
     registry = _registry_scope(call)
     try:
-        seconds = parse_duration(value, positive=positive)
+        seconds = parse_duration(
+            value,
+            positive=positive,
+            hint="give the time allowed, or leave the setting out for the registry's default",
+        )
     except ValueError as exc:
         call.error(f"{func} {exc}")
         return

@@ -152,11 +152,21 @@ def test_a_redis_url_that_cannot_work_is_named(store: str, message: str) -> None
     assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
 
 
-def test_an_infinite_duration_option_is_a_usage_error() -> None:
-    # A duration too long for a float became infinity, and int(inf) a traceback.
-    result = CliRunner().invoke(
-        main, ["registry", "serve", "--port", "0", "--call-timeout", "9" * 400 + "s"]
-    )
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        # Too long for a float: infinity, and int(inf) a traceback.
+        ("9" * 400 + "s", "must be a finite duration"),
+        # Finite but past 64-bit milliseconds: the registry started, then every call failed
+        # with an OverflowError from the store.
+        (
+            "9999999999999999999999h",
+            "9999999999999999999999h is longer than the registry keeps (36,500 days)",
+        ),
+    ],
+)
+def test_a_duration_option_the_registry_cannot_keep_is_a_usage_error(given: str, said: str) -> None:
+    result = CliRunner().invoke(main, ["registry", "serve", "--port", "0", "--call-timeout", given])
     assert result.exit_code == 2, result.output
-    assert "Invalid value for --call-timeout: must be a finite duration" in result.output
+    assert f"Invalid value for --call-timeout: {said}" in result.output
     assert "Traceback" not in result.output
