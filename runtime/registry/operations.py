@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -123,6 +124,10 @@ def _op_key(key: str, operation_id: str) -> str:
 #: Catalog entries by their stored form. Entries are read on every call but change rarely:
 #: each stored form is parsed once (the model is frozen, so sharing it is safe).
 _ENTRIES: LRU[str, CatalogEntry] = LRU(1024)
+#: The two caches are the process's, shared by every registry it serves (each LocalRegistry
+#: runs its service on a thread of its own) and by the worker threads that parse and check
+#: large bodies: each use of them holds this lock (parsing and serialising happen outside it).
+_CACHES = threading.Lock()
 
 
 def _entry(raw: str | None) -> CatalogEntry | None:
@@ -130,9 +135,12 @@ def _entry(raw: str | None) -> CatalogEntry | None:
 
 
 def _parse_entry(raw: str) -> CatalogEntry:
-    entry = _ENTRIES.get(raw)
+    with _CACHES:
+        entry = _ENTRIES.get(raw)
     if entry is None:
-        entry = _ENTRIES.put(raw, CatalogEntry.model_validate_json(raw))
+        parsed = CatalogEntry.model_validate_json(raw)
+        with _CACHES:
+            entry = _ENTRIES.put(raw, parsed)
     return entry
 
 
@@ -142,9 +150,12 @@ _DECLARATIONS: LRU[int, tuple[ToolsetDeclaration, str]] = LRU(1024)
 
 
 def _declaration_text(toolset: ToolsetDeclaration) -> str:
-    kept = _DECLARATIONS.get(id(toolset))
+    with _CACHES:
+        kept = _DECLARATIONS.get(id(toolset))
     if kept is None:
-        kept = _DECLARATIONS.put(id(toolset), (toolset, toolset.model_dump_json()))
+        text = toolset.model_dump_json()
+        with _CACHES:
+            kept = _DECLARATIONS.put(id(toolset), (toolset, text))
     return kept[1]
 
 
@@ -165,7 +176,8 @@ def _write_entry(entry: CatalogEntry) -> Write:
     rest = entry.model_dump_json(exclude={"toolset"})
     cut = rest.index(",")
     raw = f'{rest[:cut]},"toolset":{_declaration_text(entry.toolset)}{rest[cut:]}'
-    _ENTRIES.put(raw, entry)
+    with _CACHES:
+        _ENTRIES.put(raw, entry)
     return Write(raw)
 
 
@@ -198,7 +210,9 @@ class RegistryOperations:
         entries = await self.store.scan("toolset:")
         for key, raw in entries:
             try:
-                _ENTRIES.put(raw, admission.check_entry(key, raw))
+                checked = admission.check_entry(key, raw)
+                with _CACHES:
+                    _ENTRIES.put(raw, checked)
             except ValidationError as exc:
                 problems.append((key, error_summary(exc)))
             except ValueError as exc:
@@ -226,7 +240,8 @@ class RegistryOperations:
             return token, specs, request.toolset.model_dump_json()
 
         token, specs, text = await asyncio.to_thread(check)
-        _DECLARATIONS.put(id(request.toolset), (request.toolset, text))
+        with _CACHES:
+            _DECLARATIONS.put(id(request.toolset), (request.toolset, text))
         # Compiled by the checks, kept so that the first call does not pay for it.
         self._compiled.put(request.schema_fingerprint, specs)
         key = catalog_key(request.toolset.name)

@@ -255,3 +255,51 @@ async def test_an_entry_is_written_with_its_declaration_serialised_once_off_the_
     assert retired == CatalogEntry.model_validate_json(retired).model_dump_json()
     # Once per registration (in its worker thread), never for a lease change.
     assert len(threads) == 2 and threading.get_ident() not in threads
+
+
+def test_the_process_wide_caches_are_shared_safely_between_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every LocalRegistry serves on a thread of its own and worker threads parse large bodies,
+    # all through these module-level caches; unlocked, two threads evicting at once raised
+    # KeyError (or "dictionary changed size during iteration") and the cache grew past its size.
+    import sys
+    import threading
+
+    from agentgen.runtime.lru import LRU
+    from agentgen.runtime.registry import operations
+
+    class Declared:
+        """Stands for a declaration: only its text is asked for."""
+
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def model_dump_json(self) -> str:
+            return f'{{"n":{self.n}}}'
+
+    cache: LRU[int, tuple[object, str]] = LRU(4)
+    monkeypatch.setattr(operations, "_DECLARATIONS", cache)
+    declared = [Declared(n) for n in range(64)]
+    errors: list[BaseException] = []
+
+    def churn(offset: int) -> None:
+        try:
+            for round_ in range(100_000):
+                one = declared[(offset + round_) % len(declared)]
+                assert operations._declaration_text(one) == one.model_dump_json()  # type: ignore[arg-type]
+        except BaseException as exc:  # reported below, with the thread's own error
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=churn, args=(offset,)) for offset in (0, 7)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(cache.entries) <= 4
