@@ -269,7 +269,10 @@ class AnthropicMessagesModel:
             ).to_json(parts)
         return ModelResponse(
             Message("assistant", tuple(parts), metadata),
-            reported_usage(raw),
+            reported_usage(
+                raw,
+                cache_keys=("cache_creation_input_tokens", "cache_read_input_tokens"),
+            ),
             str(stop_reason) if stop_reason is not None else None,
         )
 

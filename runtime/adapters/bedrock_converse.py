@@ -207,7 +207,9 @@ def _decode(
             )
     return ModelResponse(
         Message("assistant", tuple(parts)),
-        reported_usage(raw, "inputTokens", "outputTokens"),
+        reported_usage(
+            raw, "inputTokens", "outputTokens", ("cacheReadInputTokens", "cacheWriteInputTokens")
+        ),
         _stop_reason(raw.get("stopReason"), what),
     )
 

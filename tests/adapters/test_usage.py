@@ -111,6 +111,31 @@ async def test_anthropic_reported_usage_is_kept() -> None:
     assert reply.usage == Usage(100, 0) and reply.usage.complete
 
 
+async def test_anthropic_input_read_from_or_written_to_the_prompt_cache_is_input() -> None:
+    # Anthropic's input_tokens leaves out what the prompt cache served or stored: with the
+    # tools cached (the adapter's default) a run's input read as a fraction of what it sent.
+    reply_json = message({"type": "text", "text": "Hi"})
+    reply_json["usage"] = {
+        "input_tokens": 12,
+        "cache_creation_input_tokens": 300,
+        "cache_read_input_tokens": 2_000,
+        "output_tokens": 5,
+    }
+    reply = await AnthropicMessagesModel(anthropic_client(anthropic_server(reply_json))).complete(
+        request(tools=())
+    )
+    assert reply.usage == Usage(2_312, 5) and reply.usage.complete
+
+
+async def test_anthropic_malformed_cache_count_is_unreported() -> None:
+    reply_json = message({"type": "text", "text": "Hi"})
+    reply_json["usage"] = {"input_tokens": 12, "cache_read_input_tokens": -1, "output_tokens": 5}
+    server = anthropic_server(reply_json)
+    model = AnthropicMessagesModel(anthropic_client(server, strict=False))
+    reply = await model.complete(request(tools=()))
+    assert reply.usage == Usage.not_reported()
+
+
 # --- Bedrock Converse -------------------------------------------------------------------------
 
 
@@ -164,3 +189,16 @@ async def test_bedrock_reported_usage_is_kept() -> None:
     model = BedrockConverseModel(_converse_client(_converse(usage)))
     reply = await model.complete(request(tools=()))
     assert reply.usage == Usage(50, 0) and reply.usage.complete
+
+
+async def test_bedrock_input_read_from_or_written_to_the_prompt_cache_is_input() -> None:
+    usage = {
+        "inputTokens": 10,
+        "outputTokens": 4,
+        "totalTokens": 1_214,
+        "cacheReadInputTokens": 1_000,
+        "cacheWriteInputTokens": 200,
+    }
+    model = BedrockConverseModel(_converse_client(_converse(usage)))
+    reply = await model.complete(request(tools=()))
+    assert reply.usage == Usage(1_210, 4)
