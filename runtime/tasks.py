@@ -11,12 +11,19 @@ task group shutting down): the owner would go on as if nobody had asked it to st
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable
 from typing import TypeVar
 
-__all__ = ["DeadlinePassed", "stop_task", "within_deadline"]
+__all__ = ["DeadlinePassed", "is_seconds", "stop_task", "within_deadline"]
 
 T = TypeVar("T")
+
+
+def is_seconds(value: object) -> bool:
+    """Whether ``value`` can be a deadline: a positive, finite number of seconds (NaN compares
+    false with everything; a bool is not a number here)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 class DeadlinePassed(Exception):

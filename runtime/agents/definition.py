@@ -7,13 +7,13 @@ reads exactly the declared sources when a planning activity builds its catalog.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from agentgen.runtime.agents.executors import refuse_wrong_arguments
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.tasks import is_seconds
 
 __all__ = [
     "AgentDefinition",
@@ -78,7 +78,7 @@ class RunPolicy:
                     "model_timeout",
                     self.model_timeout,
                     "None or a positive, finite number of seconds",
-                    self.model_timeout is None or _seconds(self.model_timeout),
+                    self.model_timeout is None or is_seconds(self.model_timeout),
                 ),
             ),
         )
@@ -86,11 +86,6 @@ class RunPolicy:
 
 def _count(value: object) -> bool:
     return value is None or (type(value) is int and value >= 0)
-
-
-def _seconds(value: object) -> bool:
-    """A positive, finite number (NaN compares false with everything; a bool is not one)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 class RegistryCatalog(Protocol):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.local import run_agent
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+from agentgen.runtime.tasks import is_seconds
 
 __all__ = ["InMemoryEngine"]
 
@@ -23,11 +22,7 @@ class InMemoryEngine:
     """
 
     def __init__(self, *, tool_timeout: float | None = None) -> None:
-        if tool_timeout is not None and not (
-            isinstance(tool_timeout, int | float)
-            and not isinstance(tool_timeout, bool)
-            and 0 < tool_timeout < math.inf
-        ):
+        if tool_timeout is not None and not is_seconds(tool_timeout):
             raise ValueError(
                 f"InMemoryEngine(tool_timeout={tool_timeout!r}): a tool timeout is a positive "
                 "number of seconds, or None to bound nothing"
