@@ -10,7 +10,7 @@ its round with it).
 
 from __future__ import annotations
 
-__all__ = ["UNPRINTABLE", "Cancellation", "message_of"]
+__all__ = ["UNPRINTABLE", "Cancellation", "CodedError", "message_of"]
 
 #: What stands for the message of an exception whose ``__str__`` failed (``traceback``'s words).
 UNPRINTABLE = "<exception str() failed>"
@@ -21,6 +21,17 @@ class Cancellation(Exception):
     cancelled by its client), not a failure: telemetry reports them as cancelled, like
     ``asyncio.CancelledError``. Here, below every layer, so that telemetry can tell them
     without importing the engine that raises them."""
+
+
+class CodedError(Exception):
+    """Base of agentgen's errors whose ``code`` names the failure from a vocabulary of
+    machine-readable codes (a registry's error codes): telemetry reports that code as the
+    failure's kind (``error.type``). Other exceptions may have a ``code`` too, and it can be
+    anything (``SystemExit``'s is its argument, which may be a message quoting a value), so
+    telemetry takes a code only from these. Here, below every layer, so that telemetry can
+    tell them without importing the registry."""
+
+    code: str
 
 
 def message_of(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.toolset_text import ToolsetText
+from agentgen.runtime.failures import CodedError
 
 __all__ = [
     "BatchResolver",
@@ -37,7 +38,7 @@ admission the call was made against was replaced before publication), ``admissio
 retry it)."""
 
 
-class RegistryError(Exception):
+class RegistryError(CodedError):
     """A registry refused or failed a request; ``code`` says how."""
 
     def __init__(self, code: ErrorCode, message: str) -> None:

@@ -20,25 +20,37 @@ durable run cancelled by its client). OpenTelemetry leaves a span's status unset
 operation failed, so a cancelled operation is reported by ``agentgen.outcome=cancelled``, with
 no ``error.type``; an operation that failed for its own reason while being cancelled raises
 that failure, and reports it.
+
+A ``CancelledError`` does not say who cancelled the task, though: Temporal ends an activity
+that timed out, missed its heartbeats or lost its worker by cancelling its task too, and that
+is the activity failing. The code that knows why a task is cancelled says so for the code it
+runs (:func:`explaining_cancellations`); telemetry cannot ask the engine itself, which is
+layered above it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import linecache
+import re
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import TracebackType
 
 from opentelemetry.util.types import AttributeValue
 
-from agentgen.runtime.failures import Cancellation, message_of
+from agentgen.runtime.failures import Cancellation, CodedError, message_of
 
 __all__ = [
     "CANCELLED",
+    "CancelCause",
     "cancelled",
     "described",
     "error_type",
     "exception_event",
+    "explaining_cancellations",
     "qualified_name",
     "stacktrace_without_messages",
     "summary",
@@ -49,16 +61,57 @@ __all__ = [
 CANCELLED = "cancelled"
 
 
+#: Says why the current task is being cancelled: ``None`` when its caller withdrew it, else
+#: the failure's low-cardinality kind (its ``error.type``).
+CancelCause = Callable[[], str | None]
+
+_CANCEL_CAUSE: ContextVar[CancelCause | None] = ContextVar("agentgen_cancel_cause", default=None)
+
+
+@contextmanager
+def explaining_cancellations(cause: CancelCause) -> Iterator[None]:
+    """Within the block (and the tasks it starts), a ``CancelledError`` is what ``cause``
+    says when it ends an operation: a withdrawal, or a failure of the kind it names. Set by
+    the code that runs the operations and knows who cancels them (a Temporal activity)."""
+    token = _CANCEL_CAUSE.set(cause)
+    try:
+        yield
+    finally:
+        _CANCEL_CAUSE.reset(token)
+
+
+def _failed_cancellation(exc: BaseException) -> str | None:
+    """The kind of failure ``exc`` reports when it is a ``CancelledError`` that is not a
+    withdrawal."""
+    if not isinstance(exc, asyncio.CancelledError):
+        return None
+    cause = _CANCEL_CAUSE.get()
+    return None if cause is None else cause()
+
+
 def cancelled(exc: BaseException) -> bool:
-    """Whether ``exc`` reports a cancellation rather than a failure."""
-    return isinstance(exc, asyncio.CancelledError | Cancellation)
+    """Whether ``exc`` reports a cancellation its caller asked for rather than a failure."""
+    if isinstance(exc, Cancellation):
+        return True
+    return isinstance(exc, asyncio.CancelledError) and _failed_cancellation(exc) is None
+
+
+#: The shape of a code telemetry reports: a short identifier, which no message is.
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def error_type(exc: BaseException) -> str:
-    """A low-cardinality name for a failure: a registry's error code (or another error's
-    ``code``), else the type name."""
-    code = getattr(exc, "code", None)
-    return code if isinstance(code, str) and code else type(exc).__name__
+    """A low-cardinality name for a failure: why a cancellation was one, an agentgen error's
+    code (a registry's), else the type name. A registry's code comes from its answer, so it is
+    taken only when it has the shape of one."""
+    failed = _failed_cancellation(exc)
+    if failed is not None:
+        return failed
+    if isinstance(exc, CodedError):
+        code = exc.code
+        if isinstance(code, str) and _CODE.fullmatch(code):
+            return code
+    return type(exc).__name__
 
 
 def qualified_name(kind: type[BaseException]) -> str:

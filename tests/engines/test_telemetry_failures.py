@@ -3,7 +3,8 @@ engines.
 
 A cancelled run (its task cancelled in memory, ``engine.cancel`` on Temporal) is not an
 error: its spans keep an unset status, say ``agentgen.outcome=cancelled`` and have no
-``error.type``, and so do the duration metrics of the operations it cut short. Without
+``error.type``, and so do the duration metrics of the operations it cut short. An activity
+Temporal cancels because it timed out is no withdrawal: it failed (``activity_timeout``). Without
 ``capture_payloads`` no failure's words reach agentgen's spans, events, metrics or logs (a
 tool's exception, a registry's refusal, a model's error can quote any value): only types,
 codes and names; with it, they do.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -27,7 +29,7 @@ from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.engines.temporal import RunCancelledError
-from agentgen.runtime.messages import Message
+from agentgen.runtime.messages import Message, ToolResultPart
 from agentgen.runtime.model_client import ModelError, ModelRequest, ModelResponse
 from agentgen.runtime.registry.client import CallRef, RegistryError
 from agentgen.runtime.runs.requests import RunRequest
@@ -285,3 +287,115 @@ async def test_a_run_that_fails_while_being_cancelled_reports_its_failure() -> N
         assert "agentgen.outcome" not in attributes(span)
     durations = delta(before, otel.points(), "gen_ai.client.operation.duration")
     assert [dict(k[1]).get("error.type") for k in durations] == ["ModelError"]
+
+
+# --- Temporal ending an activity -----------------------------------------------------------
+
+
+class StalledRecords(Records):
+    """An executor whose lookups never answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = asyncio.Event()
+
+    async def lookup(self, args: types.LookupArgs, context: ToolContext) -> types.Record:
+        self.started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answers")
+
+
+def failed_by_timeout(span: ReadableSpan) -> None:
+    assert span.status.status_code is StatusCode.ERROR, attributes(span)
+    assert attributes(span)["error.type"] == "activity_timeout"
+    assert span.status.description == "CancelledError (activity_timeout)"
+    assert "agentgen.outcome" not in attributes(span)
+    assert [e.name for e in span.events] == ["exception"]
+
+
+async def test_a_planning_activity_that_timed_out_is_reported_as_failed(durable: Harness) -> None:
+    """Temporal ends a timed-out activity by cancelling its task: its spans and model call
+    durations report the timeout as an error, not as a cancellation."""
+    settings = replace(durable.settings, planning_timeout=1.0, retry_maximum_attempts=1)
+    harness = replace(durable, settings=replace(settings, heartbeat_timeout=0.3))
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    rt = harness.runtime()
+    rt.register_model("stalled", Stalled())
+    with_records(rt, records_definition(), ModelPlanner("stalled"))
+    async with harness.serving(rt):
+        with pytest.raises(Exception, match="activity StartToClose timeout"):
+            await rt.client("test.agent").run("go", run_id=f"timeout-{id(rt)}")
+        for name in ("chat stalled", "plan test.agent"):
+            failed_by_timeout(await eventually(otel, name))
+
+    durations = delta(before, otel.points(), "gen_ai.client.operation.duration")
+    assert [dict(k[1]).get("error.type") for k in durations] == ["activity_timeout"]
+    assert ["agentgen.outcome" in dict(k[1]) for k in durations] == [False]
+
+
+async def test_a_tool_activity_that_timed_out_is_reported_as_failed(durable: Harness) -> None:
+    settings = replace(durable.settings, tool_timeout=1.0, retry_maximum_attempts=1)
+    harness = replace(durable, settings=replace(settings, heartbeat_timeout=0.3))
+    otel = recorder()
+    otel.exporter.clear()
+    records = StalledRecords()
+    rt = harness.runtime()
+    planner = ScriptedPlanner([calls(("records.lookup", {"id": "r1"})), answer()])
+    register(rt, planner, executor=records)
+    async with harness.serving(rt):
+        # A tool call is never repeated: the model reads the timed-out one as a tool error
+        # (its effect may have occurred), and answers.
+        await rt.client("test.agent").run("look it up", run_id=f"tool-timeout-{id(rt)}")
+        assert records.started.is_set()
+        failed_by_timeout(await eventually(otel, "execute_tool records.lookup"))
+    (result,) = planner.inputs[1].messages[-1].parts
+    assert isinstance(result, ToolResultPart) and result.is_error
+    assert json.loads(result.content)["error"]["kind"] == "outcome_unknown"
+
+
+async def test_a_tool_activity_cancelled_with_its_run_is_reported_cancelled(
+    durable: Harness,
+) -> None:
+    harness = durable_fast(durable)
+    otel = recorder()
+    otel.exporter.clear()
+    records = StalledRecords()
+    rt = harness.runtime()
+    planner = ScriptedPlanner([calls(("records.lookup", {"id": "r1"})), answer()])
+    register(rt, planner, executor=records)
+    async with harness.serving(rt):
+        request = RunRequest("test.agent", (Message.user("go"),), run_id=f"cancel-tool-{id(rt)}")
+        running = asyncio.create_task(rt.engine.run(rt, request))
+        await asyncio.wait_for(records.started.wait(), 30)
+        await harness.engine(rt).cancel(request.run_id or "")
+        with pytest.raises(RunCancelledError):
+            await running
+        cancelled_not_failed(await eventually(otel, "execute_tool records.lookup"))
+
+
+class Blocking(Stalled):
+    """A model client that blocks the event loop (a synchronous call) before it stalls: the
+    activity misses its heartbeats meanwhile."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        time.sleep(1.5)
+        return await super().complete(request)
+
+
+async def test_a_planning_activity_that_missed_its_heartbeats_is_reported_as_failed(
+    durable: Harness,
+) -> None:
+    settings = replace(durable.settings, heartbeat_timeout=0.5, retry_maximum_attempts=1)
+    harness = replace(durable, settings=settings)
+    otel = recorder()
+    otel.exporter.clear()
+    rt = harness.runtime()
+    rt.register_model("blocking", Blocking())
+    with_records(rt, records_definition(), ModelPlanner("blocking"))
+    async with harness.serving(rt):
+        with pytest.raises(Exception, match="activity Heartbeat timeout"):
+            await rt.client("test.agent").run("go", run_id=f"heartbeat-{id(rt)}")
+        for name in ("chat blocking", "plan test.agent"):
+            failed_by_timeout(await eventually(otel, name))

@@ -17,7 +17,9 @@ from agentgen.runtime.telemetry import Telemetry, activated
 from agentgen.runtime.telemetry.exceptions import (
     cancelled,
     described,
+    error_type,
     exception_event,
+    explaining_cancellations,
     stacktrace_without_messages,
     summary,
 )
@@ -112,6 +114,65 @@ def test_a_summary_is_the_type_and_the_code() -> None:
 )
 def test_what_counts_as_a_cancellation(exc: BaseException, expected: bool) -> None:
     assert cancelled(exc) is expected
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        SystemExit(f"card {SECRET} declined"),  # SystemExit's code is its argument
+        type("Coded", (Exception,), {"code": f"refused {SECRET}"})(),
+        RegistryError(f"refused {SECRET}", "a registry answering with a message as its code"),
+        RegistryError("Not_Found", "not an identifier: upper case"),
+        RegistryError("x" * 65, "not an identifier: too long"),
+    ],
+)
+def test_only_an_agentgen_error_code_shaped_as_an_identifier_is_its_type(
+    exc: BaseException,
+) -> None:
+    kind = type(exc).__name__
+    assert error_type(exc) == kind
+    assert summary(exc) == kind
+    assert described(exc, capture=False) == kind
+
+
+def test_a_registry_code_is_the_error_type() -> None:
+    assert error_type(RegistryError("provider_lease_lost", "lost")) == "provider_lease_lost"
+
+
+def test_a_cancellation_is_what_the_code_that_cancelled_it_says() -> None:
+    causes: dict[str, str | None] = {"why": "activity_timeout"}
+    with explaining_cancellations(lambda: causes["why"]):
+        assert not cancelled(asyncio.CancelledError())
+        assert error_type(asyncio.CancelledError()) == "activity_timeout"
+        assert summary(asyncio.CancelledError()) == "CancelledError (activity_timeout)"
+        assert error_type(RuntimeError("boom")) == "RuntimeError"  # only cancellations
+        assert cancelled(RunCancelledError("run 'r' was cancelled"))
+        causes["why"] = None  # a withdrawal
+        assert cancelled(asyncio.CancelledError())
+        assert error_type(asyncio.CancelledError()) == "CancelledError"
+    causes["why"] = "activity_timeout"
+    assert cancelled(asyncio.CancelledError())  # outside the block nobody explains
+
+
+async def test_an_explained_cancellation_ends_its_span_in_error() -> None:
+    otel = recorder()
+    otel.exporter.clear()
+
+    async def confirm() -> None:
+        with Confirmation("records.analyze", "c1", agent_id="a", run_id="r"):
+            await asyncio.Event().wait()
+
+    with activated(Telemetry()), explaining_cancellations(lambda: "activity_timeout"):
+        task = asyncio.create_task(confirm())  # the task inherits the explanation
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    (span,) = otel.agentgen_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.status.description == "CancelledError (activity_timeout)"
+    assert (span.attributes or {})["error.type"] == "activity_timeout"
+    assert "agentgen.outcome" not in (span.attributes or {})
 
 
 @pytest.mark.parametrize("capture", [False, True])

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from temporalio import activity
 
 from agentgen.runtime.agents.planning import RunContext
+from agentgen.runtime.engines.temporal.cancellations import Attempt
 from agentgen.runtime.engines.temporal.errors import application_error
 from agentgen.runtime.engines.temporal.payload_limits import (
     DEFAULT_MAX_PAYLOAD_BYTES,
@@ -45,20 +46,21 @@ from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.plan_step import plan
 from agentgen.runtime.runs.steps import Admission, Decision, Planned, PlanTask, Prepared
 from agentgen.runtime.telemetry.config import activated
+from agentgen.runtime.telemetry.exceptions import explaining_cancellations
 
 __all__ = ["RunActivities"]
 
 T = TypeVar("T")
 
 
-async def _heartbeating(work: Awaitable[T]) -> T:
+async def _heartbeating(work: Awaitable[T], attempt: Attempt) -> T:
     """Await ``work`` while heartbeating, a few times per heartbeat timeout."""
     timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
     interval = max(timeout.total_seconds() / 3, 0.05)
 
     async def beat() -> None:
         while True:
-            activity.heartbeat()
+            attempt.heartbeat()
             await asyncio.sleep(interval)
 
     beating = asyncio.create_task(beat())
@@ -71,10 +73,15 @@ async def _heartbeating(work: Awaitable[T]) -> T:
 async def _step(host: RunHost, work: Callable[[], Awaitable[T]], limit: int, run: RunContext) -> T:
     """Run a step under the host's telemetry (its spans hang under the SDK's ``RunActivity``
     span, which links them to the workflow); a retried attempt does not count again what the
-    first one counted. Its answer must fit in ``limit`` bytes."""
+    first one counted; a cancellation that is not its run's (a timeout) is reported as the
+    failure it is. Its answer must fit in ``limit`` bytes."""
+    attempt = Attempt()
     try:
-        with activated(host.telemetry, attempt=activity.info().attempt):
-            result = await _heartbeating(work())
+        with (
+            activated(host.telemetry, attempt=activity.info().attempt),
+            explaining_cancellations(attempt.cancellation_failure),
+        ):
+            result = await _heartbeating(work(), attempt)
         what = f"the answer of the {_WHAT.get(activity.info().activity_type, 'activity')}"
         check_payload(activity.payload_converter(), result, limit, what, run)
         return result
