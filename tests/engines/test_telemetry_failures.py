@@ -305,6 +305,24 @@ class StalledRecords(Records):
         raise AssertionError("never answers")
 
 
+def stalled_lookup(harness: Harness) -> tuple[Runtime, StalledRecords, ScriptedPlanner]:
+    """A runtime whose agent calls ``records.lookup``, which never answers, then answers."""
+    records = StalledRecords()
+    rt = harness.runtime()
+    planner = ScriptedPlanner([calls(("records.lookup", {"id": "r1"})), answer()])
+    register(rt, planner, executor=records)
+    return rt, records, planner
+
+
+class Blocking(Stalled):
+    """A model client that blocks the event loop (a synchronous call) before it stalls: the
+    activity misses its heartbeats meanwhile."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        time.sleep(1.5)
+        return await super().complete(request)
+
+
 def failed_by_timeout(span: ReadableSpan) -> None:
     assert span.status.status_code is StatusCode.ERROR, attributes(span)
     assert attributes(span)["error.type"] == "activity_timeout"
@@ -313,19 +331,29 @@ def failed_by_timeout(span: ReadableSpan) -> None:
     assert [e.name for e in span.events] == ["exception"]
 
 
-async def test_a_planning_activity_that_timed_out_is_reported_as_failed(durable: Harness) -> None:
-    """Temporal ends a timed-out activity by cancelling its task: its spans and model call
-    durations report the timeout as an error, not as a cancellation."""
-    settings = replace(durable.settings, planning_timeout=1.0, retry_maximum_attempts=1)
-    harness = replace(durable, settings=replace(settings, heartbeat_timeout=0.3))
+@pytest.mark.parametrize(
+    ("model", "timeouts", "failure"),
+    [
+        (Stalled, {"planning_timeout": 1.0, "heartbeat_timeout": 0.3}, "StartToClose"),
+        (Blocking, {"heartbeat_timeout": 0.5}, "Heartbeat"),
+    ],
+)
+async def test_a_planning_activity_that_timed_out_is_reported_as_failed(
+    durable: Harness, model: type[Stalled], timeouts: dict[str, float], failure: str
+) -> None:
+    """Temporal ends a timed-out activity (start-to-close, or heartbeats missed) by
+    cancelling its task: its spans and model call durations report the timeout as an error,
+    not as a cancellation."""
+    settings = replace(durable.settings, retry_maximum_attempts=1, **timeouts)
+    harness = replace(durable, settings=settings)
     otel = recorder()
     otel.exporter.clear()
     before = otel.points()
     rt = harness.runtime()
-    rt.register_model("stalled", Stalled())
+    rt.register_model("stalled", model())
     with_records(rt, records_definition(), ModelPlanner("stalled"))
     async with harness.serving(rt):
-        with pytest.raises(Exception, match="activity StartToClose timeout"):
+        with pytest.raises(Exception, match=f"activity {failure} timeout"):
             await rt.client("test.agent").run("go", run_id=f"timeout-{id(rt)}")
         for name in ("chat stalled", "plan test.agent"):
             failed_by_timeout(await eventually(otel, name))
@@ -340,10 +368,7 @@ async def test_a_tool_activity_that_timed_out_is_reported_as_failed(durable: Har
     harness = replace(durable, settings=replace(settings, heartbeat_timeout=0.3))
     otel = recorder()
     otel.exporter.clear()
-    records = StalledRecords()
-    rt = harness.runtime()
-    planner = ScriptedPlanner([calls(("records.lookup", {"id": "r1"})), answer()])
-    register(rt, planner, executor=records)
+    rt, records, planner = stalled_lookup(harness)
     async with harness.serving(rt):
         # A tool call is never repeated: the model reads the timed-out one as a tool error
         # (its effect may have occurred), and answers.
@@ -361,10 +386,7 @@ async def test_a_tool_activity_cancelled_with_its_run_is_reported_cancelled(
     harness = durable_fast(durable)
     otel = recorder()
     otel.exporter.clear()
-    records = StalledRecords()
-    rt = harness.runtime()
-    planner = ScriptedPlanner([calls(("records.lookup", {"id": "r1"})), answer()])
-    register(rt, planner, executor=records)
+    rt, records, _ = stalled_lookup(harness)
     async with harness.serving(rt):
         request = RunRequest("test.agent", (Message.user("go"),), run_id=f"cancel-tool-{id(rt)}")
         running = asyncio.create_task(rt.engine.run(rt, request))
@@ -373,29 +395,3 @@ async def test_a_tool_activity_cancelled_with_its_run_is_reported_cancelled(
         with pytest.raises(RunCancelledError):
             await running
         cancelled_not_failed(await eventually(otel, "execute_tool records.lookup"))
-
-
-class Blocking(Stalled):
-    """A model client that blocks the event loop (a synchronous call) before it stalls: the
-    activity misses its heartbeats meanwhile."""
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        time.sleep(1.5)
-        return await super().complete(request)
-
-
-async def test_a_planning_activity_that_missed_its_heartbeats_is_reported_as_failed(
-    durable: Harness,
-) -> None:
-    settings = replace(durable.settings, heartbeat_timeout=0.5, retry_maximum_attempts=1)
-    harness = replace(durable, settings=settings)
-    otel = recorder()
-    otel.exporter.clear()
-    rt = harness.runtime()
-    rt.register_model("blocking", Blocking())
-    with_records(rt, records_definition(), ModelPlanner("blocking"))
-    async with harness.serving(rt):
-        with pytest.raises(Exception, match="activity Heartbeat timeout"):
-            await rt.client("test.agent").run("go", run_id=f"heartbeat-{id(rt)}")
-        for name in ("chat blocking", "plan test.agent"):
-            failed_by_timeout(await eventually(otel, name))
