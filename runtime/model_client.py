@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from agentgen.runtime.messages import Message
 from agentgen.runtime.search.document import SearchDocument
+from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
     "USAGE_METADATA_KEY",
@@ -107,7 +108,7 @@ class Usage:
     output_tokens: int = 0
     #: Responses summed here whose usage the provider did not report (their tokens are not in
     #: the counts above).
-    unreported: int = 0
+    unreported: int = field(default=0, metadata=ADDED)
 
     @classmethod
     def not_reported(cls) -> Usage:

@@ -14,6 +14,7 @@ from typing import Protocol
 from agentgen.runtime.agents.executors import refuse_wrong_arguments
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.tasks import is_seconds
+from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
     "AgentDefinition",
@@ -44,7 +45,7 @@ class RunPolicy:
     #: Seconds one model call of the run (a model client's ``complete``, every search round
     #: of it included) may take; a call still going then is cancelled and the run fails with
     #: ``ModelTimeoutError``. None leaves model calls to the client's own timeout.
-    model_timeout: float | None = None
+    model_timeout: float | None = field(default=None, metadata=ADDED)
 
     def __post_init__(self) -> None:
         refuse_wrong_arguments(

@@ -41,6 +41,7 @@ from agentgen.runtime.runs.steps import (
     PlanTask,
     Prepared,
 )
+from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
     "CallSteps",
@@ -132,7 +133,7 @@ class RunState(Generic[A]):
     #: Planning activities started so far.
     activities: int = 0
     #: What the run's model calls cost so far.
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage, metadata=ADDED)
 
     @classmethod
     def start(cls, request: RunRequest, run_id: str) -> RunState[A]:
@@ -162,7 +163,7 @@ class RunResult(Generic[A]):
     child_runs: tuple[str, ...] = ()
     parent_run_id: str | None = None
     accepted: tuple[A, ...] = ()
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage, metadata=ADDED)
 
 
 def outcome(result: RunResult[Any], accepted: Sequence[AcceptedCall]) -> RunOutcome:

@@ -27,6 +27,7 @@ from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import Usage
 from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.requests import RunRequest
+from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
     "A",
@@ -97,7 +98,7 @@ class Planned(Generic[A]):
     limits: Limits = field(default_factory=Limits)
     #: What the activity's model calls cost (the responses the planner got from the clients
     #: it reached through ``input.agent.model``).
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage, metadata=ADDED)
 
 
 @dataclass(frozen=True)

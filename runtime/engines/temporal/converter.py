@@ -3,8 +3,10 @@
 Workflow inputs, activity tasks and results are the runtime's own dataclasses (messages, run
 contexts, policies, step values). Each is written as a JSON object, field by field, following
 its type hints, and read back the same way; the payload's metadata names the type (a stable
-name, so histories written by one release are read by the next). Messages use their own JSON
-form (metadata, native search records and all). Fields typed ``Any`` hold JSON values a
+name, so histories written by one release are read by the next). A field added to a type is left
+out while it holds its default (:mod:`agentgen.runtime.wire_fields`), so that a worker of the
+release before reads every payload of a run that does not use what it adds. Messages use their
+own JSON form (metadata, native search records and all). Fields typed ``Any`` hold JSON values a
 planner or a tool produced (arguments, structured answers, checkpoints): they keep exact
 numbers, written as ``{"exact": "<JSON text>"}`` when they hold ``Decimal`` values and as
 ``{"json": <value>}`` otherwise, so that a value comes back with the types it left with. A
@@ -62,6 +64,7 @@ from agentgen.runtime.runs.steps import (
     PlanTask,
     Prepared,
 )
+from agentgen.runtime.wire_fields import is_added
 
 __all__ = [
     "ENCODING",
@@ -117,6 +120,30 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+#: The default of a field every payload of its type writes.
+_ALWAYS = object()
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, Any, Any], ...]:
+    """Each field of ``cls`` (a dataclass): its name, type and, for a field added to it
+    (:data:`~agentgen.runtime.wire_fields.ADDED`), the default with which it is left out (else
+    :data:`_ALWAYS`). Its readers take a missing field for its default."""
+    hints = _hints(cls)
+    return tuple(
+        (f.name, hints[f.name], _default(f) if is_added(f) else _ALWAYS)
+        for f in dataclasses.fields(cls)
+    )
+
+
+def _default(field: dataclasses.Field[Any]) -> Any:
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    if field.default is dataclasses.MISSING:
+        raise TypeError(f"the added field {field.name!r} has no default to leave out")
+    return field.default
+
+
 def _optional(hint: Any) -> Any:
     """The type of ``X | None``; any other union is not a field type of the runtime's."""
     args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -142,10 +169,12 @@ def encode(value: Any, hint: Any) -> Any:
     if cls is Message:
         return value.to_json()
     if isinstance(cls, type) and dataclasses.is_dataclass(cls):
-        hints = _hints(cls)
-        return {
-            f.name: encode(getattr(value, f.name), hints[f.name]) for f in dataclasses.fields(cls)
-        }
+        written = {}
+        for name, field_hint, default in _fields(cls):
+            item = getattr(value, name)
+            if default is _ALWAYS or item != default:
+                written[name] = encode(item, field_hint)
+        return written
     if origin in (tuple, list, Sequence):
         item = typing.get_args(hint)[0]
         return [encode(v, item) for v in value]
