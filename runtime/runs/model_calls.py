@@ -23,18 +23,45 @@ from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.requests import ModelTimeoutError, RunError
 from agentgen.runtime.tasks import DeadlinePassed, within_deadline
 
-__all__ = ["ModelCalls", "check_model_timeout"]
+__all__ = ["ModelCalls", "UsageMeter", "check_model_timeout"]
+
+
+class UsageMeter:
+    """What a planning step's model calls cost so far, kept where its engine can read it.
+
+    An engine that retries a failed step keeps the meter's count across attempts (Temporal: in
+    the activity's heartbeats): the responses an attempt got before it failed were billed all
+    the same, and the step's answer counts them with its own.
+    """
+
+    def __init__(self, carried: Usage | None = None) -> None:
+        #: Earlier attempts' usage, then each response's added as it arrives.
+        self.usage = carried if carried is not None else Usage()
+
+    def add(self, usage: Usage) -> None:
+        self.usage += usage
 
 
 class ModelCalls:
     """The model clients of one planning activity, and the usage their responses reported."""
 
-    def __init__(self, host: RunHost, agent_id: str, run_id: str, timeout: float | None) -> None:
+    def __init__(
+        self,
+        host: RunHost,
+        agent_id: str,
+        run_id: str,
+        timeout: float | None,
+        meter: UsageMeter | None = None,
+    ) -> None:
         self._host = host
         self.agent_id = agent_id
         self.run_id = run_id
         self.timeout = timeout
-        self.usage = Usage()
+        self.meter = meter if meter is not None else UsageMeter()
+
+    @property
+    def usage(self) -> Usage:
+        return self.meter.usage
 
     def client(self, model_id: str) -> ModelClient:
         """The client registered as ``model_id`` (``LookupError`` when there is none)."""
@@ -76,7 +103,7 @@ class _Bounded:
                 f"{self._model_id!r} returned {type(response).__name__} from complete() "
                 f"for model {request.model!r}; a ModelClient returns a ModelResponse"
             )
-        calls.usage += response.usage
+        calls.meter.add(response.usage)
         return response
 
     def __getattr__(self, name: str) -> Any:

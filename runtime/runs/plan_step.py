@@ -23,7 +23,7 @@ from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.call_ids import claim_call_ids
 from agentgen.runtime.runs.catalog import PlanningCatalog, Refusal
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
-from agentgen.runtime.runs.model_calls import ModelCalls, check_model_timeout
+from agentgen.runtime.runs.model_calls import ModelCalls, UsageMeter, check_model_timeout
 from agentgen.runtime.runs.policy import EffectivePolicy, merge, missing_labels
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError
 from agentgen.runtime.runs.results import outcome_of, tool_error
@@ -39,15 +39,20 @@ _LOG = logging.getLogger("agentgen.plan")
 
 
 async def plan(
-    host: RunHost, task: PlanTask, *, limit: tuple[str, float] | None = None
+    host: RunHost,
+    task: PlanTask,
+    *,
+    limit: tuple[str, float] | None = None,
+    meter: UsageMeter | None = None,
 ) -> Planned[AcceptedCall]:
     """``limit`` is an engine's own time limit on the activity (its name and seconds), which
-    the run policy's model timeout must stay under."""
+    the run policy's model timeout must stay under; ``meter`` counts the model calls' usage
+    (an engine that retries the step starts it with the earlier attempts')."""
     kind = "start" if task.start else "final" if task.finalize else "resume"
     with Planning(task.run.agent_id, task.run.run_id, task.activity, kind) as span:
         if span.on:
             span.results([(r.tool_id, r.call_id, outcome_of(r)) for r in task.tool_results])
-        planned = await _plan(host, task, span, limit)
+        planned = await _plan(host, task, span, limit, meter)
         calls = planned.message.tool_calls()
         span.decided(len(calls), sum(1 for d in planned.decisions if d.accepted is not None))
         if not calls:
@@ -66,7 +71,11 @@ def _loaded(messages: Sequence[Message]) -> int | None:
 
 
 async def _plan(
-    host: RunHost, task: PlanTask, span: Planning, limit: tuple[str, float] | None
+    host: RunHost,
+    task: PlanTask,
+    span: Planning,
+    limit: tuple[str, float] | None,
+    meter: UsageMeter | None,
 ) -> Planned[AcceptedCall]:
     registration = host.agent(task.run.agent_id)
     definition = registration.definition
@@ -81,7 +90,7 @@ async def _plan(
     except ValueError as exc:
         raise RunError(f"agent {definition.id!r}: {exc}") from None
     check_model_timeout(policy.model_timeout, limit, definition.id, task.run.run_id)
-    models = ModelCalls(host, definition.id, task.run.run_id, policy.model_timeout)
+    models = ModelCalls(host, definition.id, task.run.run_id, policy.model_timeout, meter)
     if task.start:
         seen: dict[str, str] = {}
         for index, message in enumerate(task.messages):

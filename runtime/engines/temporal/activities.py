@@ -8,22 +8,25 @@ compiled tool by its ID in the agent's generated specs, a registry tool from its
 declaration, never from the current catalog.
 
 Failures leave as ``ApplicationError`` with their type name and message, marked non-retryable
-for the SPEC's typed errors (:mod:`.errors`). Every activity heartbeats while it runs, so that
-a lost worker is noticed within the heartbeat timeout rather than the activity's. An answer too
-large for Temporal fails the activity for good (:mod:`.payload_limits`): the SDK would not
-upload it, and repeating a planning activity asks the model again.
+for the SPEC's typed errors (:mod:`.errors`). Every activity heartbeats while it runs, so that a
+lost worker is noticed within the heartbeat timeout rather than the activity's; a planning
+activity's heartbeats also carry what its model calls cost, for its next attempt
+(:mod:`.attempts`). An answer too large for Temporal fails the activity for good
+(:mod:`.payload_limits`): the SDK would not upload it, and repeating a planning activity asks
+the model again.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import activity
 
 from agentgen.runtime.agents.planning import RunContext
+from agentgen.runtime.engines.temporal.attempts import AttemptUsage
 from agentgen.runtime.engines.temporal.cancellations import Attempt
 from agentgen.runtime.engines.temporal.errors import application_error
 from agentgen.runtime.engines.temporal.payload_limits import (
@@ -53,14 +56,16 @@ __all__ = ["RunActivities"]
 T = TypeVar("T")
 
 
-async def _heartbeating(work: Awaitable[T], attempt: Attempt) -> T:
-    """Await ``work`` while heartbeating, a few times per heartbeat timeout."""
+async def _heartbeating(
+    work: Awaitable[T], attempt: Attempt, details: Callable[[], Sequence[Any]]
+) -> T:
+    """Await ``work`` while heartbeating ``details()``, a few times per heartbeat timeout."""
     timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
     interval = max(timeout.total_seconds() / 3, 0.05)
 
     async def beat() -> None:
         while True:
-            attempt.heartbeat()
+            attempt.heartbeat(*details())
             await asyncio.sleep(interval)
 
     beating = asyncio.create_task(beat())
@@ -70,18 +75,24 @@ async def _heartbeating(work: Awaitable[T], attempt: Attempt) -> T:
         beating.cancel()
 
 
-async def _step(host: RunHost, work: Callable[[], Awaitable[T]], limit: int, run: RunContext) -> T:
+async def _step(
+    host: RunHost,
+    work: Callable[[], Awaitable[T]],
+    limit: int,
+    run: RunContext,
+    details: Callable[[], Sequence[Any]] = tuple,
+) -> T:
     """Run a step under the host's telemetry (its spans hang under the SDK's ``RunActivity``
     span, which links them to the workflow); a retried attempt does not count again what the
     first one counted; a cancellation that is not its run's (a timeout) is reported as the
-    failure it is. Its answer must fit in ``limit`` bytes."""
+    failure it is. Its answer must fit in ``limit`` bytes; its heartbeats carry ``details()``."""
     attempt = Attempt()
     try:
         with (
             activated(host.telemetry, attempt=activity.info().attempt),
             explaining_cancellations(attempt.cancellation_failure),
         ):
-            result = await _heartbeating(work(), attempt)
+            result = await _heartbeating(work(), attempt, details)
         what = f"the answer of the {_WHAT.get(activity.info().activity_type, 'activity')}"
         check_payload(activity.payload_converter(), result, limit, what, run)
         return result
@@ -128,9 +139,15 @@ class RunActivities:
         timeout = activity.info().start_to_close_timeout
         # The run policy's model timeout must fire before Temporal's own end of the activity.
         limit = ("TemporalSettings.planning_timeout", timeout.total_seconds()) if timeout else None
+        # Earlier attempts' model calls were billed too (their usage is in the heartbeats).
+        meter = AttemptUsage()
 
         async def work() -> Planned[dict[str, Any]]:
-            planned = await plan(self.host, task, limit=limit)
+            try:
+                planned = await plan(self.host, task, limit=limit, meter=meter)
+            except Exception:
+                meter.failed()
+                raise
             decisions = tuple(
                 Decision(d.call, d.accepted.to_json() if d.accepted else None, d.refused)
                 for d in planned.decisions
@@ -139,7 +156,7 @@ class RunActivities:
                 planned.message, planned.final_value, decisions, planned.limits, planned.usage
             )
 
-        return await _step(self.host, work, self.limit, task.run)
+        return await _step(self.host, work, self.limit, task.run, meter.details)
 
     @activity.defn(name=ACTIVITY_NAMES["prepare"])
     async def prepare(self, task: CallTask) -> Prepared:

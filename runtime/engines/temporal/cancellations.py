@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity
 
@@ -62,14 +63,14 @@ class Attempt:
         self.heartbeat_timeout = _seconds(info.heartbeat_timeout)
         self.heartbeat_missed = False
 
-    def heartbeat(self) -> None:
-        """Heartbeat, noting a gap longer than the heartbeat timeout (the event loop was
-        blocked): the server has given up on the attempt by then."""
+    def heartbeat(self, *details: Any) -> None:
+        """Heartbeat ``details``, noting a gap longer than the heartbeat timeout (the event loop
+        was blocked): the server has given up on the attempt by then."""
         now = time.monotonic()
         if self.heartbeat_timeout and now - self.beaten > self.heartbeat_timeout:
             self.heartbeat_missed = True
         self.beaten = now
-        activity.heartbeat()
+        activity.heartbeat(*details)
 
     def cancellation_failure(self) -> str | None:
         """``None`` when the cancellation is a withdrawal (its run was cancelled, or ended
