@@ -8,9 +8,14 @@ error naming the model and the field, never a silently weaker model.
 
 Supported: ``str int float bool None``, ``datetime``/``date``/``time``/``timedelta``,
 ``UUID``, ``Decimal``, ``Any``, ``list[T]``, ``dict[str, T]``, unions and optionals,
-``Literal`` of strings/numbers/booleans, ``Enum`` subclasses with string or integer values,
-nested models, types exported by ``pydantic`` (``HttpUrl``, ``EmailStr``...), ``Annotated``
-constraints (``ge gt le lt multiple_of min_length max_length pattern strict allow_inf_nan``).
+``Literal`` of strings/integers/booleans/None/enum members, ``Enum`` subclasses with string or
+integer values (aliases included), nested models, types exported by ``pydantic`` (``HttpUrl``,
+``EmailStr``, ``conint(...)``...), ``Annotated`` constraints (``ge gt le lt multiple_of
+min_length max_length pattern strict allow_inf_nan``), defaults of JSON values, enum members,
+``Decimal``, ``UUID`` and dates and times.
+
+Every model the generator accepts is checked against the design's by
+``tests/codegen/test_types_property.py`` (same JSON Schemas, same validation).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import enum
+import inspect
 import keyword
 import math
 import types
@@ -66,6 +72,11 @@ _CONFIG_KEYS = frozenset(
         "validate_by_alias", "serialize_by_alias",
     }
 )  # fmt: skip
+#: ``Field(...)`` arguments that belong to a field, not to a type inside its annotation
+#: (pydantic ignores them there, with a warning).
+_OUTER_ONLY = (
+    "default_factory", "alias", "validation_alias", "serialization_alias", "validate_default",
+)  # fmt: skip
 # Captured per field (aliases are rendered explicitly), so not written to the config.
 _CONFIG_CAPTURED = frozenset({"alias_generator"})
 #: Names a generated ``types.py`` imports or uses in annotations: a class of the design with
@@ -77,6 +88,47 @@ RESERVED_NAMES = frozenset(
         "list", "dict", "str", "int", "float", "bool", "__all__",
     }
 )  # fmt: skip
+
+
+def _docstring(doc: str | None) -> str | None:
+    """The docstring a generated class is given for a class with docstring ``doc``: pydantic
+    makes the schema's description ``inspect.cleandoc(doc)`` (kept trailing spaces on the first
+    line included; ``""`` for a docstring of blanks), so the generated docstring must clean to
+    the same text. A docstring of blanks is kept as it is (it is truthy, and cleans to ``""``).
+    """
+    if not doc:
+        return None
+    cleaned = inspect.cleandoc(doc)
+    return cleaned or doc
+
+
+def _scalar(value: str | int | bool | None) -> str:
+    """``repr`` of a string, an integer, a boolean or None; an integer too long for ``repr``
+    (over ``sys.get_int_max_str_digits()`` digits, which raises ValueError) in hexadecimal."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return repr(value)
+        except ValueError:
+            return hex(value)
+    return repr(value)
+
+
+def _once(model: str, name: str, constraints: list[str]) -> list[str]:
+    """``constraints`` (``gt=0``...), each of which must be given once: pydantic applies both
+    of ``Annotated[int, Field(gt=0)] = Field(gt=-5)`` but shows only the last in the schema,
+    and one ``Field(...)`` cannot say it twice."""
+    seen: dict[str, str] = {}
+    for item in constraints:
+        key = item.split("=", 1)[0]
+        if key in seen:
+            raise UnsupportedType(
+                model,
+                name,
+                f"constraint {key} is given twice ({seen[key]} and {item}, in the annotation "
+                "and in Field(...), say); give it once",
+            )
+        seen[key] = item
+    return constraints
 
 
 class UnsupportedType(Exception):
@@ -115,6 +167,9 @@ class ClassSource:
     #: A private module-level name bound to the class after its definition (``_Level =
     #: Level``), which annotations use where a field of their class is named like it.
     alias: str | None = None
+    #: The design class's name, given as ``__qualname__`` to a class written under another
+    #: name (``Field2``): pydantic names the class's ``$defs`` entry after its qualname.
+    qualname: str | None = None
 
     @property
     def is_enum(self) -> bool:
@@ -244,7 +299,10 @@ class TypeModule:
                     source = self._model(cls, name)
                 else:
                     source = self._enum(cls, name)
-                self.classes.append(replace(source, alias=self._aliases.get(id(cls))))
+                qualname = None if name == cls.__name__ else cls.__name__
+                self.classes.append(
+                    replace(source, alias=self._aliases.get(id(cls)), qualname=qualname)
+                )
             finally:
                 self._stack.pop()
                 self._in_progress.discard(id(cls))
@@ -300,9 +358,7 @@ class TypeModule:
                     self.problems.append(problem)
         finally:
             self._fields.pop()
-        doc = (model.__doc__ or "").strip() or None
-        if doc is not None and model.__doc__ == BaseModel.__doc__:
-            doc = None
+        doc = None if model.__doc__ == BaseModel.__doc__ else _docstring(model.__doc__)
         # ``model_config`` comes first in the class body, before any field binds its name.
         self._fields.append(frozenset())
         try:
@@ -347,10 +403,17 @@ class TypeModule:
                 cls.__qualname__, None, "enum values must be all strings or all integers"
             )
         self.imports.add("enum")
-        members = tuple(EnumMember(m.name, repr(m.value)) for m in cls)
-        doc = (cls.__doc__ or "").strip() or None
-        if doc is not None and cls.__doc__ in (enum.Enum.__doc__, "An enumeration."):
-            doc = None
+        # Aliases too (a member whose value repeats another's): pydantic lists their values
+        # in the schema's "enum", and Enum["ALIAS"] is part of the class.
+        members = tuple(
+            EnumMember(member_name, _scalar(member.value))
+            for member_name, member in cls.__members__.items()
+        )
+        doc = (
+            None
+            if cls.__doc__ in (enum.Enum.__doc__, "An enumeration.")
+            else _docstring(cls.__doc__)
+        )
         return ClassSource(name, base, doc, members=members)
 
     # ------------------------------------------------------------------ fields
@@ -380,6 +443,17 @@ class TypeModule:
             raise UnsupportedType(
                 model, name, "separate validation/serialization aliases are not supported"
             )
+        kwargs.extend(self._info_kwargs(model, name, info))
+        if not kwargs:
+            return FieldSource(name, annotation, None)
+        if not required and info.default_factory is None and len(kwargs) == 1:
+            return FieldSource(name, annotation, kwargs[0])
+        return FieldSource(name, annotation, f"{self._pydantic_name('Field')}({', '.join(kwargs)})")
+
+    def _info_kwargs(self, model: str, name: str, info: FieldInfo) -> list[str]:
+        """The ``Field(...)`` arguments of ``info`` other than its default and alias: those a
+        ``Field`` inside a nested ``Annotated[...]`` gives as well."""
+        kwargs: list[str] = []
         for attr in ("title", "description"):
             value = getattr(info, attr)
             if value is not None:
@@ -394,15 +468,13 @@ class TypeModule:
             if not isinstance(info.discriminator, str):
                 raise UnsupportedType(model, name, "only string discriminators are supported")
             kwargs.append(f"discriminator={info.discriminator!r}")
-        for flag in ("exclude", "frozen", "deprecated"):
+        if info.validate_default is not None:
+            kwargs.append(f"validate_default={info.validate_default!r}")
+        for flag in ("exclude", "frozen", "deprecated", "exclude_if", "field_title_generator"):
             if getattr(info, flag, None):
                 raise UnsupportedType(model, name, f"Field({flag}=...) is not supported")
-        kwargs.extend(self._constraints(model, name, info.metadata))
-        if not kwargs:
-            return FieldSource(name, annotation, None)
-        if not required and info.default_factory is None and len(kwargs) == 1:
-            return FieldSource(name, annotation, kwargs[0])
-        return FieldSource(name, annotation, f"{self._pydantic_name('Field')}({', '.join(kwargs)})")
+        kwargs.extend(_once(model, name, self._constraints(model, name, info.metadata)))
+        return kwargs
 
     def _constraints(self, model: str, name: str, metadata: list[Any]) -> list[str]:
         kwargs: list[str] = []
@@ -430,8 +502,10 @@ class TypeModule:
                     if attr not in _FIELD_KWARGS:
                         raise UnsupportedType(model, name, f"constraint {attr} is not supported")
                     kwargs.append(f"{attr}={self._bound(model, name, value)}")
+            elif item is None:
+                continue  # conint(), confloat()... leave None for the constraints not given
             elif (
-                isinstance(item, annotated_types.BaseMetadata)
+                isinstance(item, annotated_types.BaseMetadata | pydantic.types.AllowInfNan)
                 and len(fields := getattr(item, "__dataclass_fields__", {})) == 1
             ):
                 (attr,) = list(fields)
@@ -451,12 +525,13 @@ class TypeModule:
             return "None"
         if tp is Any:
             return self._typing_name("Any")
-        if tp in _SIMPLE:
+        # Only classes are looked up: ``Annotated[int, {"unit": "cm"}]`` cannot be hashed.
+        if isinstance(tp, type) and tp in _SIMPLE:
             simple = _SIMPLE[tp]
             if simple is None:
                 raise UnsupportedType(model, name, "bytes have no JSON form; use str (base64)")
             return self._builtin_name(simple)
-        if tp in _STDLIB:
+        if isinstance(tp, type) and tp in _STDLIB:
             module, attr = _STDLIB[tp]
             self.imports.add(module)
             return f"_{module}.{attr}"
@@ -467,11 +542,22 @@ class TypeModule:
             kwargs: list[str] = []
             for meta in args[1:]:
                 if isinstance(meta, FieldInfo):
-                    kwargs.extend(self._constraints(model, name, meta.metadata))
-                    if meta.description is not None:
-                        kwargs.append(f"description={meta.description!r}")
+                    given = [a for a in _OUTER_ONLY if getattr(meta, a) is not None]
+                    if meta.default is not PydanticUndefined:
+                        given.insert(0, "default")
+                    if given:
+                        raise UnsupportedType(
+                            model,
+                            name,
+                            f"Field({given[0]}=...) has no effect inside a nested "
+                            "Annotated[...] (pydantic ignores it there); remove it, or give "
+                            "it in the field's own Field(...)",
+                        )
+                    # All of it: a discriminator or a title there was once dropped.
+                    kwargs.extend(self._info_kwargs(model, name, meta))
                 else:
                     kwargs.extend(self._constraints(model, name, [meta]))
+            kwargs = _once(model, name, kwargs)
             if not kwargs:
                 return inner
             annotated = self._typing_name("Annotated")
@@ -480,12 +566,15 @@ class TypeModule:
             return " | ".join(self._annotation(model, name, a) for a in args)
         if origin is typing.Literal:
             for value in args:
-                if not isinstance(value, str | int | bool) or isinstance(value, enum.Enum):
+                if not (value is None or isinstance(value, str | int | bool | enum.Enum)):
                     raise UnsupportedType(
-                        model, name, "Literal values must be strings, integers or booleans"
+                        model,
+                        name,
+                        "Literal values must be strings, integers, booleans, None or enum "
+                        f"members (not {type(value).__name__})",
                     )
             literal = self._typing_name("Literal")
-            return f"{literal}[{', '.join(repr(a) for a in args)}]"
+            return f"{literal}[{', '.join(self._literal(model, name, a) for a in args)}]"
         if origin is list:
             (item,) = args or (Any,)
             return f"{self._builtin_name('list')}[{self._annotation(model, name, item)}]"
@@ -513,12 +602,26 @@ class TypeModule:
         infinity ``inf`` and a date ``datetime.date(...)``, names the module does not have."""
         kind = type(value)
         if value is None or kind in (bool, int, str):
-            return repr(value)
+            return _scalar(value)
         if kind is float:
             return repr(value) if math.isfinite(value) else f'float("{value}")'
+        written = self._stdlib_value(value)
+        if written is None:
+            raise UnsupportedType(
+                model, name, f"a constraint bound of type {kind.__name__} is not supported"
+            )
+        return written
+
+    def _stdlib_value(self, value: Any) -> str | None:
+        """A ``Decimal``, ``UUID``, date, time, datetime or timedelta as exact Python through
+        the module's private imports, or None for any other value."""
+        kind = type(value)
         if kind is decimal.Decimal:
             self.imports.add("decimal")
             return f'_decimal.Decimal("{value}")'
+        if kind is uuid.UUID:
+            self.imports.add("uuid")
+            return f'_uuid.UUID("{value}")'
         if kind in (datetime.datetime, datetime.date, datetime.time):
             self.imports.add("datetime")
             return f'_datetime.{kind.__name__}.fromisoformat("{value.isoformat()}")'
@@ -528,19 +631,20 @@ class TypeModule:
             parts = ("days", "seconds", "microseconds")
             given = [f"{part}={getattr(value, part)}" for part in parts if getattr(value, part)]
             return f"_datetime.timedelta({', '.join(given)})"
-        raise UnsupportedType(
-            model, name, f"a constraint bound of type {kind.__name__} is not supported"
-        )
+        return None
 
     def _literal(self, model: str, name: str | None, value: Any) -> str:
         if isinstance(value, enum.Enum):
             return f"{self._class_ref(type(value))}.{value.name}"
         if value is None or isinstance(value, bool | int | str):
-            return repr(value)
+            return _scalar(value)
         if isinstance(value, float):
             if not math.isfinite(value):
                 raise UnsupportedType(model, name, "NaN and infinite defaults are not supported")
             return repr(value)
+        written = self._stdlib_value(value)
+        if written is not None:
+            return written
         if isinstance(value, list | tuple):
             items = [self._literal(model, name, v) for v in value]
             text = ", ".join(items)

@@ -99,8 +99,12 @@ def test_type_classes_do_not_shadow_imports(generated: Path) -> None:
     types = module("toolsets.tools.types")
     text = (generated / "svc/toolsets/tools/types.py").read_text()
     for name in ("Field", "Any", "Annotated", "Literal", "BaseModel", "ConfigDict", "list"):
-        # Renamed, with the design's class name kept as the schema title.
-        assert f'\nclass {name}2(BaseModel):\n    model_config = ConfigDict(title="{name}")' in text
+        # Renamed, with the design's class name kept as the schema title and (through its
+        # qualname) as its $defs name.
+        assert (
+            f'\nclass {name}2(BaseModel):\n    __qualname__ = "{name}"\n'
+            f'    model_config = ConfigDict(title="{name}")'
+        ) in text
     for name in ("dict", "str", "int", "float", "bool"):
         assert f"\nclass {name}2(BaseModel):" in text
     # Modules are imported under private aliases: classes named like them keep their names.
@@ -165,7 +169,10 @@ def test_fields_do_not_shadow_what_other_fields_use(generated: Path) -> None:
     assert "\nclass Tree(BaseModel):\n    Tree: _Tree | None\n" in text
     assert "\n_Tree = Tree\n" in text and text.endswith("\nTree.model_rebuild()\n")
     # Names no field of the class shadows stay plain there.
-    field2 = '\nclass Field2(BaseModel):\n    model_config = ConfigDict(title="Field")\n'
+    field2 = (
+        '\nclass Field2(BaseModel):\n    __qualname__ = "Field"\n'
+        '    model_config = ConfigDict(title="Field")\n'
+    )
     assert field2 + "    value: int = 0\n" in text
     types = module("toolsets.tools.types")
     value = types.Everything.model_validate(

@@ -1,0 +1,267 @@
+"""Models the generated ``types.py`` once got wrong (found by test_types_property.py), each
+reproduced exactly now or refused as a design error on the line that uses it."""
+
+from __future__ import annotations
+
+import importlib
+import uuid
+from collections.abc import Iterator
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from agentgen.codegen.pipeline import check_file, generate
+from tests.codegen.helpers import importable as on_path
+from tests.conftest import DesignRunner
+
+TOOLSET = """
+with Toolset("notes") as Notes:
+    Tool("edit", "Edit.", lambda: Args(Note))
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Notes))
+"""
+
+
+@pytest.fixture
+def importable(tmp_path: Path) -> Iterator[Path]:
+    with on_path(tmp_path):
+        yield tmp_path
+
+
+def generated(designs: DesignRunner, folder: Path, models: str) -> tuple[ModuleType, Any]:
+    """The generated ``types`` module of a design whose tool ``edit`` takes ``Note``, and the
+    design's own ``Note``."""
+    design = designs.write(models + TOOLSET)
+    package = f"gen_{designs.count}"
+    result = generate(design, folder / package)
+    assert not result.errors, [e.format() for e in result.errors]
+    types = importlib.import_module(f"{package}.svc.toolsets.notes.types")
+    (tool,) = check_file(design).root.toolsets[0].tools
+    assert tool.args is not None
+    return types, tool.args.value
+
+
+def same_schemas(ours: Any, theirs: Any) -> None:
+    for mode in ("validation", "serialization"):
+        assert ours.model_json_schema(by_alias=True, mode=mode) == theirs.model_json_schema(
+            by_alias=True, mode=mode
+        )
+
+
+@pytest.mark.parametrize(
+    ("doc", "description"),
+    [(" padded ", "padded "), ("  ", "")],
+)
+def test_a_docstring_keeps_the_description_pydantic_reads(
+    designs: DesignRunner, importable: Path, doc: str, description: str
+) -> None:
+    # The generator wrote doc.strip(): pydantic's description is inspect.cleandoc(doc), which
+    # keeps the first line's trailing spaces, and is "" for a docstring of blanks.
+    model = f"from pydantic import BaseModel\nclass Note(BaseModel):\n    {doc!r}\n"
+    types, note = generated(designs, importable, model)
+    assert note.model_json_schema()["description"] == description
+    same_schemas(types.Note, note)
+
+
+def test_a_renamed_class_keeps_its_defs_name(designs: DesignRunner, importable: Path) -> None:
+    # A class named like a name types.py uses is written as Any2: its schema's $defs entry was
+    # "Any2", not the design's "Any".
+    types, note = generated(
+        designs,
+        importable,
+        """
+from pydantic import BaseModel
+class Any(BaseModel):
+    x: int
+class Note(BaseModel):
+    item: Any
+""",
+    )
+    assert "Any" in types.Note.model_json_schema()["$defs"]
+    same_schemas(types.Note, note)
+
+
+def test_a_constraint_given_twice_is_refused_with_the_line(designs: DesignRunner) -> None:
+    # Written as Field(1, gt=-5, gt=0): a SyntaxError in the generated module.
+    designs.check(
+        """
+from typing import Annotated
+from pydantic import BaseModel, Field
+class Note(BaseModel):
+    x: Annotated[int, Field(gt=0)] = Field(1, gt=-5)
+with Toolset("notes") as Notes:
+    Tool("edit", "Edit.", lambda: Args(Note))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Notes))
+""",
+        'Args model Note, field "x": constraint gt is given twice (gt=-5 and gt=0',
+    )
+
+
+def test_unhashable_annotation_metadata_is_refused_with_the_line(designs: DesignRunner) -> None:
+    # `tp in _SIMPLE` hashed the annotation: TypeError, "a bug in agentgen".
+    designs.check(
+        """
+from typing import Annotated
+from pydantic import BaseModel
+class Note(BaseModel):
+    x: list[Annotated[int, {"unit": "cm"}]]
+with Toolset("notes") as Notes:
+    Tool("edit", "Edit.", lambda: Args(Note))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Notes))
+""",
+        'Args model Note, field "x": annotation metadata dict is not supported',
+    )
+
+
+def test_an_integer_too_long_for_repr_is_a_design_error(designs: DesignRunner) -> None:
+    # repr(10**5000) raises ValueError (sys.get_int_max_str_digits()): "a bug in agentgen".
+    designs.check(
+        """
+from pydantic import BaseModel, Field
+class Note(BaseModel):
+    x: int = Field(default=10**5000, le=10**5000)
+with Toolset("notes") as Notes:
+    Tool("edit", "Edit.", lambda: Args(Note))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Notes))
+""",
+        "Args model Note has no JSON Schema: Exceeds the limit (4300 digits)",
+    )
+
+
+def test_constrained_type_functions_and_odd_literals_are_reproduced(
+    designs: DesignRunner, importable: Path
+) -> None:
+    # conint()/confloat() leave None in their metadata for the constraints not given, and
+    # confloat(allow_inf_nan=...) adds AllowInfNan: both were refused. So were Literal[None],
+    # Literal of enum members, and Decimal, UUID, date and timedelta defaults.
+    types, note = generated(
+        designs,
+        importable,
+        """
+import enum, uuid
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
+from typing import Literal
+from pydantic import BaseModel, conint, confloat
+
+class Level(str, enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+class Note(BaseModel):
+    count: conint(ge=-3, le=2**70) = 0
+    ratio: list[confloat(gt=0, allow_inf_nan=False)] = []
+    level: Literal[Level.HIGH, None] = None
+    amount: Decimal = Decimal("-0.50")
+    ref: uuid.UUID = uuid.UUID(int=5)
+    day: date = date(2020, 1, 2)
+    at: datetime = datetime(2020, 1, 2, 3, 4, 5, 6, tzinfo=timezone.utc)
+    opens: time = time(8, 30)
+    lasts: timedelta = timedelta(days=-1, microseconds=5)
+""",
+    )
+    same_schemas(types.Note, note)
+    defaults = {name: f.default for name, f in types.Note.model_fields.items()}
+    assert defaults["amount"] == Decimal("-0.50") and str(defaults["amount"]) == "-0.50"
+    assert defaults["ref"] == uuid.UUID(int=5)
+    assert defaults["day"] == date(2020, 1, 2)
+    assert defaults["at"] == datetime.fromisoformat("2020-01-02T03:04:05.000006+00:00")
+    assert defaults["opens"] == time(8, 30)
+    assert defaults["lasts"] == timedelta(days=-1, microseconds=5)
+    for bad in ({"count": -4}, {"ratio": [0]}, {"level": "low"}):
+        with pytest.raises(ValueError):
+            types.Note.model_validate(bad)
+    assert types.Note.model_validate({"level": "high"}).level == types.Level.HIGH
+
+
+def test_a_field_inside_a_nested_annotation_keeps_all_it_says(
+    designs: DesignRunner, importable: Path
+) -> None:
+    # Only the constraints and the description of a Field() inside list[Annotated[...]] were
+    # written: the discriminator (and a title, examples) silently went, so the generated model
+    # tried each variant in turn, and its schema lost the discriminator mapping.
+    types, note = generated(
+        designs,
+        importable,
+        """
+from typing import Annotated, Literal
+from pydantic import BaseModel, Field
+class Cat(BaseModel):
+    kind: Literal["cat"]
+class Dog(BaseModel):
+    kind: Literal["dog"]
+class Note(BaseModel):
+    pets: list[Annotated[Cat | Dog, Field(discriminator="kind", title="Pet", examples=[{}])]]
+""",
+    )
+    items = types.Note.model_json_schema()["properties"]["pets"]["items"]
+    assert items["discriminator"]["propertyName"] == "kind" and items["title"] == "Pet"
+    same_schemas(types.Note, note)
+    with pytest.raises(ValueError, match="union_tag_invalid"):
+        types.Note.model_validate({"pets": [{"kind": "cow"}]})
+
+
+@pytest.mark.filterwarnings("ignore:The 'default' attribute")
+def test_a_default_in_a_nested_annotation_is_refused_with_the_line(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        """
+from typing import Annotated
+from pydantic import BaseModel, Field
+class Note(BaseModel):
+    x: list[Annotated[int, Field(default=1)]]
+with Toolset("notes") as Notes:
+    Tool("edit", "Edit.", lambda: Args(Note))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Notes))
+""",
+        'Args model Note, field "x": Field(default=...) has no effect inside a nested '
+        "Annotated[...] (pydantic ignores it there); remove it, or give it in the field's own "
+        "Field(...)",
+    )
+
+
+def test_validate_default_is_kept(designs: DesignRunner, importable: Path) -> None:
+    # Field(validate_default=True) was dropped: the design's model refuses its own default,
+    # the generated one accepted it.
+    types, note = generated(
+        designs,
+        importable,
+        """
+from pydantic import BaseModel, Field
+class Note(BaseModel):
+    x: int = Field(default="seven", validate_default=True)
+""",
+    )
+    for model in (note, types.Note):
+        with pytest.raises(ValueError, match="int_parsing"):
+            model()
+
+
+def test_enum_aliases_are_kept(designs: DesignRunner, importable: Path) -> None:
+    # Iterating the enum skips aliases: the generated enum lacked LOW, so Level["LOW"] failed
+    # and its schema's "enum" listed "low" once where the design's lists it twice.
+    types, note = generated(
+        designs,
+        importable,
+        """
+import enum
+from pydantic import BaseModel
+class Level(str, enum.Enum):
+    MIN = "low"
+    LOW = "low"
+    HIGH = "high"
+class Note(BaseModel):
+    level: Level
+""",
+    )
+    assert types.Level["LOW"] is types.Level.MIN
+    same_schemas(types.Note, note)
