@@ -113,6 +113,29 @@ def _scalar(value: str | int | bool | None) -> str:
     return repr(value)
 
 
+def _field_order() -> list[str]:
+    """The order in which ``pydantic.Field(...)`` applies its constraints, whatever the order
+    of its arguments (the ones it groups, such as ``pattern``, come last)."""
+    every = pydantic.Field(
+        strict=True, gt=1, ge=1, lt=1, le=1, multiple_of=1, min_length=1, max_length=1,
+        pattern="a", allow_inf_nan=True, max_digits=1, decimal_places=1,
+    )  # fmt: skip
+    return [
+        attr
+        for item in every.metadata
+        for attr in (getattr(item, "__dataclass_fields__", None) or vars(item))
+    ]
+
+
+_FIELD_ORDER = _field_order()
+
+
+def _in_field_order(constraints: list[str]) -> bool:
+    """Whether ``constraints`` (``gt=0``...) are in the order ``Field(...)`` applies them."""
+    positions = [_FIELD_ORDER.index(item.split("=", 1)[0]) for item in constraints]
+    return positions == sorted(positions)
+
+
 def _once(model: str, name: str, constraints: list[str]) -> list[str]:
     """``constraints`` (``gt=0``...), each of which must be given once: pydantic applies both
     of ``Annotated[int, Field(gt=0)] = Field(gt=-5)`` but shows only the last in the schema,
@@ -195,6 +218,8 @@ class TypeModule:
     pydantic_names: set[str] = field(default_factory=lambda: {"BaseModel"})
     typing_names: set[str] = field(default_factory=set)
     _names: dict[int, str] = field(default_factory=dict)
+    #: The design's names of the classes written (``Field`` for a class written ``Field2``).
+    design_names: set[str] = field(default_factory=set)
     _taken: set[str] = field(default_factory=set)
     _in_progress: set[int] = field(default_factory=set)
     _stack: list[str] = field(default_factory=list)
@@ -238,6 +263,7 @@ class TypeModule:
             return self._names[key], False
         name = self._unique(cls.__name__ if cls.__name__.isidentifier() else "Model")
         self._names[key] = name
+        self.design_names.add(cls.__name__)
         return name, True
 
     def _shadowed(self, name: str) -> bool:
@@ -443,16 +469,32 @@ class TypeModule:
             raise UnsupportedType(
                 model, name, "separate validation/serialization aliases are not supported"
             )
-        kwargs.extend(self._info_kwargs(model, name, info))
+        kwargs.extend(self._info_kwargs(model, name, info, constraints=False))
+        # pydantic applies a field's constraints in their order, and Field(...) puts its own in
+        # a fixed one: where that differs (Annotated[constr(pattern=...), Field(multiple_of=
+        # ...)], whose multiple_of then checks the string after the pattern), each is written
+        # in the annotation as its own Field(...), in the design's order.
+        groups = [g for g in (self._constraints(model, name, [m]) for m in info.metadata) if g]
+        constraints = _once(model, name, [kw for group in groups for kw in group])
+        if _in_field_order(constraints):
+            kwargs.extend(constraints)
+        else:
+            fields = ", ".join(
+                f"{self._pydantic_name('Field')}({', '.join(group)})" for group in groups
+            )
+            annotation = f"{self._typing_name('Annotated')}[{annotation}, {fields}]"
         if not kwargs:
             return FieldSource(name, annotation, None)
         if not required and info.default_factory is None and len(kwargs) == 1:
             return FieldSource(name, annotation, kwargs[0])
         return FieldSource(name, annotation, f"{self._pydantic_name('Field')}({', '.join(kwargs)})")
 
-    def _info_kwargs(self, model: str, name: str, info: FieldInfo) -> list[str]:
+    def _info_kwargs(
+        self, model: str, name: str, info: FieldInfo, *, constraints: bool = True
+    ) -> list[str]:
         """The ``Field(...)`` arguments of ``info`` other than its default and alias: those a
-        ``Field`` inside a nested ``Annotated[...]`` gives as well."""
+        ``Field`` inside a nested ``Annotated[...]`` gives as well (its constraints too, unless
+        ``constraints`` is false)."""
         kwargs: list[str] = []
         for attr in ("title", "description"):
             value = getattr(info, attr)
@@ -473,7 +515,8 @@ class TypeModule:
         for flag in ("exclude", "frozen", "deprecated", "exclude_if", "field_title_generator"):
             if getattr(info, flag, None):
                 raise UnsupportedType(model, name, f"Field({flag}=...) is not supported")
-        kwargs.extend(_once(model, name, self._constraints(model, name, info.metadata)))
+        if constraints:
+            kwargs.extend(_once(model, name, self._constraints(model, name, info.metadata)))
         return kwargs
 
     def _constraints(self, model: str, name: str, metadata: list[Any]) -> list[str]:
@@ -539,7 +582,10 @@ class TypeModule:
         args = typing.get_args(tp)
         if origin is typing.Annotated:
             inner = self._annotation(model, name, args[0])
-            kwargs: list[str] = []
+            # One Field(...) per item, in their order: pydantic applies them one after the
+            # other (a constraint after a discriminator applies to the tagged union; merged
+            # into one Field, constraints come first and the discriminator then fails).
+            parts: list[str] = []
             for meta in args[1:]:
                 if isinstance(meta, FieldInfo):
                     given = [a for a in _OUTER_ONLY if getattr(meta, a) is not None]
@@ -554,14 +600,14 @@ class TypeModule:
                             "it in the field's own Field(...)",
                         )
                     # All of it: a discriminator or a title there was once dropped.
-                    kwargs.extend(self._info_kwargs(model, name, meta))
+                    kwargs = self._info_kwargs(model, name, meta)
                 else:
-                    kwargs.extend(self._constraints(model, name, [meta]))
-            kwargs = _once(model, name, kwargs)
-            if not kwargs:
+                    kwargs = self._constraints(model, name, [meta])
+                if kwargs:
+                    parts.append(f"{self._pydantic_name('Field')}({', '.join(kwargs)})")
+            if not parts:
                 return inner
-            annotated = self._typing_name("Annotated")
-            return f"{annotated}[{inner}, {self._pydantic_name('Field')}({', '.join(kwargs)})]"
+            return f"{self._typing_name('Annotated')}[{inner}, {', '.join(parts)}]"
         if origin in (typing.Union, types.UnionType):
             return " | ".join(self._annotation(model, name, a) for a in args)
         if origin is typing.Literal:

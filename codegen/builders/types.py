@@ -285,6 +285,22 @@ def _type_ref(
         return None
     if unsupported or name is None:  # reported (a NaN default, say, would be twice)
         return None
+    # pydantic names a class's $defs entry after the class, or, where two classes of one
+    # schema share a name, after their modules and qualnames ("_agentgen_design_1__A__Item"):
+    # generated classes live in another module, and the design's is named by load order.
+    # (Unless the module has problems: a class used by a model reported before is unwritten.)
+    for key in schema.get("$defs", {}) if not module.problems else ():
+        if key not in module.design_names:
+            errors.append(
+                DesignError(
+                    expr.loc,
+                    tool.where(),
+                    f"{func} model {value.__qualname__}: its JSON Schema names the type {q(key)} "
+                    "after its module, since two classes of the schema have the same name; "
+                    "generated code lives in another module: give the classes different names",
+                )
+            )
+            return None
     text = _schema_text(schema, expr, tool, f"{func} model {value.__qualname__}", errors)
     if text is None:
         return None

@@ -194,8 +194,12 @@ def plans(draw: st.DrawFn) -> Plan:
     )
     tools: list[str] = []
     for name in names:
-        # A class refers to the classes before it, and to itself by name (a string).
-        lines.append(f"class {name}(BaseModel):")
+        # A class refers to the classes before it, to itself and to the classes after it by
+        # name (a string; the design rebuilds them at the end), and may extend the one
+        # before it.
+        models = [c for c in tools if c != name]
+        base = draw(st.sampled_from(["BaseModel", *models[-1:]]))
+        lines.append(f"class {name}({base}):")
         if draw(st.booleans()):
             doc = draw(odd_text)
             if draw(st.booleans()):
@@ -211,7 +215,8 @@ def plans(draw: st.DrawFn) -> Plan:
             )
         fields = draw(st.lists(st.sampled_from(FIELD_NAMES), max_size=3, unique=True))
         for fname in fields:
-            annotation = draw(annotations(classes, name, ["E0"]))
+            later = [repr(n) for n in names if n not in tools]
+            annotation = draw(annotations([*classes, *later], name, ["E0"]))
             kwargs = []
             if draw(st.booleans()):
                 kwargs.append(f"default={draw(st.sampled_from(DEFAULTS))}")
@@ -231,6 +236,8 @@ def plans(draw: st.DrawFn) -> Plan:
             lines.append("    pass")
         classes.append(name)
         tools.append(name)
+    if draw(st.booleans()):
+        lines.extend(f"{name}.model_rebuild()" for name in tools)
     lines.append('with Toolset("fuzz") as Fuzz:')
     used: list[tuple[str, int, int]] = []
     for index, name in enumerate(tools):
@@ -243,12 +250,25 @@ def plans(draw: st.DrawFn) -> Plan:
     return Plan("\n".join(lines) + "\n", used, field_names)
 
 
-def outcome(model: type[pydantic.BaseModel], data: Any, *, strict: bool) -> Any:
-    """What validating ``data`` (as JSON) gives: the dumped value, or the errors' kinds."""
+def outcome(
+    model: type[pydantic.BaseModel], data: Any, *, strict: bool, renamed: dict[str, str]
+) -> Any:
+    """What validating ``data`` (as JSON) gives: the dumped value, or the errors' kinds.
+
+    An error inside a union names the member class by its ``__name__``, which a class
+    written under another name (``Field2`` for the design's ``Field``) does not share; its
+    ``__qualname__`` is the design's name, which ``renamed`` maps it back to.
+    """
     try:
         value = model.model_validate_json(json.dumps(data), strict=strict)
     except pydantic.ValidationError as exc:
-        return ("refused", sorted((e["type"], str(e["loc"])) for e in exc.errors()))
+        return (
+            "refused",
+            sorted(
+                (e["type"], str(tuple(renamed.get(str(part), part) for part in e["loc"])))
+                for e in exc.errors()
+            ),
+        )
     except Exception as exc:
         return ("raised", type(exc).__name__)
     try:
@@ -295,6 +315,11 @@ def check(plan: Plan, folder: Path, inputs: list[dict[str, Any]]) -> None:
     shown = f"design:\n{plan.source}\ngenerated types.py:\n{types_py}"
     with importable(folder):
         specs = importlib.import_module("gen.svc.toolsets.fuzz.specs")
+        renamed = {
+            cls.__name__: cls.__qualname__
+            for cls in vars(importlib.import_module("gen.svc.toolsets.fuzz.types")).values()
+            if isinstance(cls, type) and cls.__qualname__ != cls.__name__
+        }
         for index, tool in enumerate(toolset.tools):
             for expr, mode, spec in (
                 (tool.args, "validation", getattr(specs, f"T{index}_SPEC").payload),
@@ -315,8 +340,8 @@ def check(plan: Plan, folder: Path, inputs: list[dict[str, Any]]) -> None:
                 }
                 for data in inputs:
                     for strict in (False, True):
-                        theirs = outcome(design_model, data, strict=strict)
-                        ours = outcome(generated, data, strict=strict)
+                        theirs = outcome(design_model, data, strict=strict, renamed={})
+                        ours = outcome(generated, data, strict=strict, renamed=renamed)
                         assert ours == theirs, (
                             f"{data!r} (strict={strict})\n{ours}\n!=\n{theirs}\n{shown}"
                         )
@@ -326,7 +351,10 @@ def check(plan: Plan, folder: Path, inputs: list[dict[str, Any]]) -> None:
 def cases(draw: st.DrawFn) -> tuple[Plan, list[dict[str, Any]]]:
     plan = draw(plans())
     pool = st.sampled_from(SAMPLES) | st.lists(st.sampled_from(SAMPLES), max_size=2)
-    keys = st.sampled_from([*plan.field_names, "same", "v_in", "v_out", "kind", "plain", "é€"])
+    # Field names, and the aliases Field(...) and the alias generator give.
+    keys = st.sampled_from(
+        [*plan.field_names, "same", "v_in", "v_out", "kind", "plain", "é€", "\\d+", "anY"]
+    )
     inputs = draw(st.lists(st.dictionaries(keys, pool, max_size=4), min_size=1, max_size=4))
     return plan, inputs
 

@@ -265,3 +265,69 @@ class Note(BaseModel):
     )
     assert types.Level["LOW"] is types.Level.MIN
     same_schemas(types.Note, note)
+
+
+def test_nested_annotations_keep_their_order(designs: DesignRunner, importable: Path) -> None:
+    # Annotated[Annotated[U, Field(discriminator=...)], Field(min_length=1)] was written as one
+    # Field(discriminator=..., min_length=1): pydantic applies a Field's constraints before its
+    # discriminator, so the generated module failed on import ("'function-after' is not a
+    # valid discriminated union variant").
+    types, note = generated(
+        designs,
+        importable,
+        """
+from typing import Annotated, Literal
+from pydantic import BaseModel, Field
+class Cat(BaseModel):
+    kind: Literal["cat"]
+class Dog(BaseModel):
+    kind: Literal["dog"]
+class Note(BaseModel):
+    pets: list[Annotated[Annotated[Cat | Dog, Field(discriminator="kind")], Field(min_length=1)]]
+""",
+    )
+    same_schemas(types.Note, note)
+
+
+def test_two_classes_of_one_name_in_a_schema_are_refused(designs: DesignRunner) -> None:
+    # pydantic then names their $defs after the design's module ("_agentgen_design_2__A__Item",
+    # numbered by load order), which the generated classes (another module) cannot match.
+    designs.check(
+        """
+from pydantic import BaseModel
+class A:
+    class Item(BaseModel):
+        x: int
+class B:
+    class Item(BaseModel):
+        y: str
+class Note(BaseModel):
+    a: A.Item
+    b: B.Item
+with Toolset("notes") as Notes:
+    Tool("edit", "Edit.", lambda: Args(Note))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Notes))
+""",
+        "Args model Note: its JSON Schema names the type",
+    )
+
+
+def test_constraints_keep_the_order_pydantic_applies_them_in(
+    designs: DesignRunner, importable: Path
+) -> None:
+    # Written as one Field(multiple_of=0.5, pattern=...), which applies multiple_of first: the
+    # pattern then no longer fits the string schema and left the generated JSON Schema.
+    types, note = generated(
+        designs,
+        importable,
+        """
+from typing import Annotated
+from pydantic import BaseModel, Field, constr
+class Note(BaseModel):
+    x: Annotated[constr(pattern=r"^a$"), Field(multiple_of=0.5)] = "a"
+    y: Annotated[int, Field(le=5)] = Field(0, ge=0)
+""",
+    )
+    assert types.Note.model_json_schema()["properties"]["x"]["pattern"] == "^a$"
+    same_schemas(types.Note, note)
