@@ -36,6 +36,7 @@ import annotated_types
 import pydantic
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import PydanticUndefined
 
 _SIMPLE = {str: "str", int: "int", float: "float", bool: "bool", bytes: None}
@@ -111,6 +112,13 @@ def _scalar(value: str | int | bool | None) -> str:
         except ValueError:
             return hex(value)
     return repr(value)
+
+
+def _defs_name(name: str) -> str:
+    """The name of a class's ``$defs`` entry: pydantic keeps what follows the last dot and
+    replaces characters outside ``[a-zA-Z0-9.-_]`` (``create_model("odd name")`` is
+    ``odd_name``)."""
+    return GenerateJsonSchema().normalize_name(name.rsplit(".", 1)[-1])
 
 
 def _field_order() -> list[str]:
@@ -218,7 +226,8 @@ class TypeModule:
     pydantic_names: set[str] = field(default_factory=lambda: {"BaseModel"})
     typing_names: set[str] = field(default_factory=set)
     _names: dict[int, str] = field(default_factory=dict)
-    #: The design's names of the classes written (``Field`` for a class written ``Field2``).
+    #: The ``$defs`` names pydantic gives the design's classes written here, when no other
+    #: class of a schema has the same name (``Field`` for a class written ``Field2``).
     design_names: set[str] = field(default_factory=set)
     _taken: set[str] = field(default_factory=set)
     _in_progress: set[int] = field(default_factory=set)
@@ -263,7 +272,7 @@ class TypeModule:
             return self._names[key], False
         name = self._unique(cls.__name__ if cls.__name__.isidentifier() else "Model")
         self._names[key] = name
-        self.design_names.add(cls.__name__)
+        self.design_names.add(_defs_name(cls.__name__))
         return name, True
 
     def _shadowed(self, name: str) -> bool:

@@ -187,6 +187,11 @@ def plans(draw: st.DrawFn) -> Plan:
             "Annotated[Cat | Dog, Field(discriminator='kind', description='pet')]",
             "Union[Cat, Dog]",
         ])))  # fmt: skip
+    if draw(st.booleans()):
+        # A class named by create_model: no identifier, or one a generated module uses.
+        title = draw(st.sampled_from(["odd name", "Field", "é", "a.b"]))
+        lines.append(f"Odd = _pydantic.create_model({title!r}, a=(int, 0), __doc__=' D ')")
+        classes.append("Odd")
     field_names: list[str] = []
     count = draw(st.integers(1, 2))
     names = draw(

@@ -331,3 +331,22 @@ class Note(BaseModel):
     )
     assert types.Note.model_json_schema()["properties"]["x"]["pattern"] == "^a$"
     same_schemas(types.Note, note)
+
+
+def test_a_class_name_that_is_no_identifier_keeps_its_defs_name(
+    designs: DesignRunner, importable: Path
+) -> None:
+    # create_model("odd name") is written as class Model: its $defs entry was "Model", where
+    # pydantic names the design's "odd_name".
+    types, note = generated(
+        designs,
+        importable,
+        """
+from pydantic import BaseModel, create_model
+Odd = create_model("odd name", a=(int, 0))
+class Note(BaseModel):
+    odd: Odd
+""",
+    )
+    assert list(types.Note.model_json_schema()["$defs"]) == ["odd_name"]
+    same_schemas(types.Note, note)
