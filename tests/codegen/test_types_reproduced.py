@@ -45,6 +45,11 @@ def generated(designs: DesignRunner, folder: Path, models: str) -> tuple[ModuleT
     return types, tool.args.value
 
 
+def refused(designs: DesignRunner, models: str, fragment: str) -> None:
+    """Assert that the design whose tool ``edit`` takes ``Note`` is refused on that line."""
+    designs.check(models + TOOLSET.replace("Args(Note))", "Args(Note))  # <-"), fragment)
+
+
 def same_schemas(ours: Any, theirs: Any) -> None:
     for mode in ("validation", "serialization"):
         assert ours.model_json_schema(by_alias=True, mode=mode) == theirs.model_json_schema(
@@ -87,16 +92,13 @@ class Note(BaseModel):
 
 def test_a_constraint_given_twice_is_refused_with_the_line(designs: DesignRunner) -> None:
     # Written as Field(1, gt=-5, gt=0): a SyntaxError in the generated module.
-    designs.check(
+    refused(
+        designs,
         """
 from typing import Annotated
 from pydantic import BaseModel, Field
 class Note(BaseModel):
     x: Annotated[int, Field(gt=0)] = Field(1, gt=-5)
-with Toolset("notes") as Notes:
-    Tool("edit", "Edit.", lambda: Args(Note))  # <-
-with Service("svc"):
-    Agent("a", "A.", lambda: Use(Notes))
 """,
         'Args model Note, field "x": constraint gt is given twice (gt=-5 and gt=0',
     )
@@ -104,16 +106,13 @@ with Service("svc"):
 
 def test_unhashable_annotation_metadata_is_refused_with_the_line(designs: DesignRunner) -> None:
     # `tp in _SIMPLE` hashed the annotation: TypeError, "a bug in agentgen".
-    designs.check(
+    refused(
+        designs,
         """
 from typing import Annotated
 from pydantic import BaseModel
 class Note(BaseModel):
     x: list[Annotated[int, {"unit": "cm"}]]
-with Toolset("notes") as Notes:
-    Tool("edit", "Edit.", lambda: Args(Note))  # <-
-with Service("svc"):
-    Agent("a", "A.", lambda: Use(Notes))
 """,
         'Args model Note, field "x": annotation metadata dict is not supported',
     )
@@ -121,15 +120,12 @@ with Service("svc"):
 
 def test_an_integer_too_long_for_repr_is_a_design_error(designs: DesignRunner) -> None:
     # repr(10**5000) raises ValueError (sys.get_int_max_str_digits()): "a bug in agentgen".
-    designs.check(
+    refused(
+        designs,
         """
 from pydantic import BaseModel, Field
 class Note(BaseModel):
     x: int = Field(default=10**5000, le=10**5000)
-with Toolset("notes") as Notes:
-    Tool("edit", "Edit.", lambda: Args(Note))  # <-
-with Service("svc"):
-    Agent("a", "A.", lambda: Use(Notes))
 """,
         "Args model Note has no JSON Schema: Exceeds the limit (4300 digits)",
     )
@@ -212,16 +208,13 @@ class Note(BaseModel):
 def test_a_default_in_a_nested_annotation_is_refused_with_the_line(
     designs: DesignRunner,
 ) -> None:
-    designs.check(
+    refused(
+        designs,
         """
 from typing import Annotated
 from pydantic import BaseModel, Field
 class Note(BaseModel):
     x: list[Annotated[int, Field(default=1)]]
-with Toolset("notes") as Notes:
-    Tool("edit", "Edit.", lambda: Args(Note))  # <-
-with Service("svc"):
-    Agent("a", "A.", lambda: Use(Notes))
 """,
         'Args model Note, field "x": Field(default=...) has no effect inside a nested '
         "Annotated[...] (pydantic ignores it there); remove it, or give it in the field's own "
@@ -292,7 +285,8 @@ class Note(BaseModel):
 def test_two_classes_of_one_name_in_a_schema_are_refused(designs: DesignRunner) -> None:
     # pydantic then names their $defs after the design's module ("_agentgen_design_2__A__Item",
     # numbered by load order), which the generated classes (another module) cannot match.
-    designs.check(
+    refused(
+        designs,
         """
 from pydantic import BaseModel
 class A:
@@ -304,10 +298,6 @@ class B:
 class Note(BaseModel):
     a: A.Item
     b: B.Item
-with Toolset("notes") as Notes:
-    Tool("edit", "Edit.", lambda: Args(Note))  # <-
-with Service("svc"):
-    Agent("a", "A.", lambda: Use(Notes))
 """,
         "Args model Note: its JSON Schema names the type",
     )
