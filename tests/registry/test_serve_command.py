@@ -130,7 +130,7 @@ async def test_a_long_poll_cut_by_shutdown_is_answered_503(tmp_path: Path) -> No
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "service_unavailable"
     assert "shutting down" in response.json()["error"]["message"]
-    assert "Traceback" not in err.decode()
+    assert "Traceback" not in err.decode(), err.decode()  # the whole of it, to see where
 
 
 @pytest.mark.parametrize(
