@@ -666,19 +666,41 @@ class HttpResultStream:
         self.poll_ms = poll_ms
 
     async def await_result(self, ref: CallRef) -> CallOutcome:
+        """The admitted call's outcome. Asking for it is safe to repeat, so an outage of the
+        registry shorter than the call's result retention is waited out (retrying with the
+        client's backoff) instead of ending the wait while the call runs on."""
+        outage = 0  # failed polls in a row
         while True:
-            answer = await self.client.poll_result(ref, wait_ms=self.poll_ms)
+            try:
+                answer = await self.client.poll_result(ref, wait_ms=self.poll_ms)
+            except RegistryError as exc:
+                if exc.code != "service_unavailable" or not ref.result_expires_at_ms:
+                    raise
+                self._check_retained(ref)
+                delay = self.client.retry.delay(self.client.retry.max_retries + outage)
+                outage += 1
+                registry_retry(
+                    self.client.name, "/calls/result", outage, "service_unavailable", delay,
+                    detail=exc.message,
+                )  # fmt: skip
+                await asyncio.sleep(delay)
+                continue
+            outage = 0
             if answer.status == "pending":
-                if ref.result_expires_at_ms and time.time() * 1000 > ref.result_expires_at_ms:
-                    raise RegistryError(
-                        "outcome_unknown",
-                        f"call {ref.tool_use_id} outlived its result retention without an "
-                        "outcome; it may have run",
-                    )
+                self._check_retained(ref)
                 continue
             if answer.status == "call_not_admitted":
                 raise RegistryError("call_not_admitted", answer.message)
             return CallOutcome(answer.status, answer.result_json or "null", answer.message)
+
+    @staticmethod
+    def _check_retained(ref: CallRef) -> None:
+        if ref.result_expires_at_ms and time.time() * 1000 > ref.result_expires_at_ms:
+            raise RegistryError(
+                "outcome_unknown",
+                f"call {ref.tool_use_id} outlived its result retention without an outcome; it "
+                "may have run",
+            )
 
 
 def connect_registry(

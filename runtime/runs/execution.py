@@ -15,8 +15,10 @@ they run through :class:`LocalCallSteps`, on Temporal as activities.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
+import random
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +65,7 @@ from agentgen.runtime.telemetry.spans import Confirmation, ToolExecution
 
 __all__ = [
     "MAX_OVERLOAD_RETRIES",
+    "OVERLOAD_BACKOFF",
     "ExecutionContext",
     "LocalCallSteps",
     "admit",
@@ -76,8 +79,19 @@ __all__ = [
     "tool_error",
 ]
 
+#: Pauses (seconds, before a random cut of up to half) before each retry of an overloaded
+#: registry call: a provider that gave a call back is busy now, and asking again at once only
+#: finds it busy again (three retries used to land within a few milliseconds).
+OVERLOAD_BACKOFF = (0.25, 1.0, 4.0)
+
 #: How often an overloaded registry call is retried (with the same admission) before failing.
-MAX_OVERLOAD_RETRIES = 3
+MAX_OVERLOAD_RETRIES = len(OVERLOAD_BACKOFF)
+
+
+def overload_pause(retry: int) -> float:
+    """The pause before retry ``retry`` (0-based) of an overloaded call, jittered so that the
+    consumers a busy provider gave calls back to do not all come back at the same moment."""
+    return OVERLOAD_BACKOFF[retry] * (0.5 + random.random() / 2)
 
 
 @dataclass
@@ -400,7 +414,7 @@ async def admit(context: ExecutionContext, accepted: AcceptedCall) -> Admission:
             token=token,
         )
     except RegistryError as exc:
-        return Admission(result=_registry_failure(call, spec.id, exc))
+        return Admission(result=_registry_failure(call, spec.id, exc, admitted=False))
     except Exception as exc:  # the registry client's failure, not a bug of the run
         if unavailable(exc):
             return Admission(
@@ -450,7 +464,7 @@ async def _await_outcome(
         outcome = await stream.await_result(ref)
         retries = 0
         while outcome.status == "overloaded":
-            if retries == MAX_OVERLOAD_RETRIES:
+            if retries >= MAX_OVERLOAD_RETRIES:
                 # Nothing is in flight: the last retry's outcome was awaited above.
                 return tool_error(
                     call,
@@ -458,14 +472,20 @@ async def _await_outcome(
                     f"{spec.id}: the provider stayed overloaded after {retries} retries; the "
                     "call did not run",
                 )
-            retried = await bounded(
-                registration,
-                client.retry_tool(ref, expected_registration_token=token),
-                "retry",
-                toolset=binding.toolset,
-                tool=spec.id,
-                token=token,
-            )
+            await asyncio.sleep(overload_pause(retries))
+            try:
+                retried = await bounded(
+                    registration,
+                    client.retry_tool(ref, expected_registration_token=token),
+                    "retry",
+                    toolset=binding.toolset,
+                    tool=spec.id,
+                    token=token,
+                )
+            except RegistryError as exc:
+                # The call was given back unrun: a retry the registry no longer knows of did
+                # not run either; one it failed to answer may have been queued again.
+                return _registry_failure(call, spec.id, exc, admitted=exc.code != "not_found")
             if retried != ref:
                 return tool_error(
                     call,
@@ -476,7 +496,7 @@ async def _await_outcome(
             retries += 1
             outcome = await stream.await_result(ref)
     except RegistryError as exc:
-        return _registry_failure(call, spec.id, exc)
+        return _registry_failure(call, spec.id, exc, admitted=True)
     except Exception as exc:  # admitted, then the registry failed: the effect may exist
         return tool_error(
             call,
@@ -505,7 +525,17 @@ async def _await_outcome(
     )
 
 
-def _registry_failure(call: ToolCallPart, tool_id: str, exc: RegistryError) -> ToolResultPart:
+def _registry_failure(
+    call: ToolCallPart, tool_id: str, exc: RegistryError, *, admitted: bool
+) -> ToolResultPart:
+    """What the model reads when the registry refused or failed a request about ``call``.
+
+    Only the refusals that say the call did not run are read as such. Any other failure of a
+    request about an ``admitted`` call (the registry unreachable past the client's retries, the
+    call forgotten once its retention passed, a token refused while waiting) leaves its effect
+    possible: reporting it as a plain registry
+    error invited the model to issue the call again, and the first one ran.
+    """
     if exc.code == "call_not_admitted":
         return tool_error(
             call,
@@ -518,8 +548,30 @@ def _registry_failure(call: ToolCallPart, tool_id: str, exc: RegistryError) -> T
             "admission_conflict",
             f"{tool_id} was not retried: the admission it was accepted under was replaced",
         )
-    if exc.code == "not_found":
+    if exc.code == "not_found" and not admitted:
         return tool_error(call, "not_found", f"{tool_id} did not run: {exc.message}")
+    if admitted and exc.code == "outcome_unknown":
+        return tool_error(
+            call,
+            "outcome_unknown",
+            f"{tool_id}: {exc.message}; do not retry or issue a replacement call, because the "
+            "effect may have occurred",
+        )
+    if admitted:
+        return tool_error(
+            call,
+            "outcome_unknown",
+            f"{tool_id}: the registry failed after admitting the call ({exc}); the outcome is "
+            "unknown: do not retry or issue a replacement call, because the effect may have "
+            "occurred",
+        )
+    if exc.code == "service_unavailable":
+        return tool_error(
+            call,
+            "registry_unavailable",
+            f"{tool_id}: {exc}; the call may not have been admitted: do not repeat it before "
+            "checking",
+        )
     return tool_error(call, "registry_error", f"{tool_id}: {exc}")
 
 

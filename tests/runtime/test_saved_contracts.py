@@ -6,6 +6,8 @@ import hashlib
 import json
 from typing import Any
 
+import pytest
+
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.specs import BoundsSpec, ConfirmationSpec, PagingSpec
 from agentgen.runtime.contracts.wire import tool_schema
@@ -236,9 +238,13 @@ async def test_published_calls_keep_their_original_result() -> None:
     assert json.loads(outcome.transcript[2].parts[0].content) == {"kept": True}  # type: ignore[union-attr]
 
 
-async def test_overload_retries_are_bounded_and_every_retry_is_awaited() -> None:
+async def test_overload_retries_are_bounded_and_every_retry_is_awaited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from agentgen.runtime.registry.client import CallOutcome, CallRef
+    from agentgen.runtime.runs import execution
 
+    monkeypatch.setattr(execution, "OVERLOAD_BACKOFF", (0.0, 0.0, 0.0))
     registry = FakeRegistry()
     registry.publish(payments(), echo_handler)
     log: list[str] = []
@@ -259,6 +265,52 @@ async def test_overload_retries_are_bounded_and_every_retry_is_awaited() -> None
     )
     assert error_kind(outcome.transcript[2].parts[0]) == "overloaded"
     assert log == ["await", "retry", "await", "retry", "await", "retry", "await"]
+
+
+async def test_a_registry_failure_after_admission_is_an_unknown_outcome() -> None:
+    # Was "registry_error" with no warning: the model reissued a call that had run.
+    from agentgen.runtime.registry.client import CallOutcome, CallRef, RegistryError
+
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+
+    async def unreachable(ref: CallRef) -> CallOutcome:
+        raise RegistryError("service_unavailable", "registry 'company': /calls/result failed")
+
+    registry.await_result = unreachable  # type: ignore[method-assign]
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
+    )
+    part = outcome.transcript[2].parts[0]
+    assert error_kind(part) == "outcome_unknown"
+    assert "/calls/result failed" in part.content and "do not retry" in part.content  # type: ignore[union-attr]
+
+
+async def test_a_retry_the_registry_no_longer_knows_did_not_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentgen.runtime.registry.client import CallOutcome, CallRef, RegistryError
+    from agentgen.runtime.runs import execution
+
+    monkeypatch.setattr(execution, "OVERLOAD_BACKOFF", (0.0, 0.0, 0.0))
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+
+    async def overloaded(ref: CallRef) -> CallOutcome:
+        return CallOutcome("overloaded")
+
+    async def forgotten(ref: CallRef, *, expected_registration_token: str) -> CallRef:
+        raise RegistryError("not_found", f"call {ref.tool_use_id} not found")
+
+    registry.await_result = overloaded  # type: ignore[method-assign]
+    registry.retry_tool = forgotten  # type: ignore[method-assign]
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
+    )
+    part = outcome.transcript[2].parts[0]
+    assert error_kind(part) == "not_found" and "did not run" in part.content  # type: ignore[union-attr]
 
 
 async def test_saved_calls_of_sources_the_agent_no_longer_consumes_do_not_run() -> None:
