@@ -10,7 +10,8 @@ saved result contract. Every failure becomes a tool error result the model can r
 wrong, which fields); nothing here crashes a run.
 
 The run loop (:func:`~agentgen.runtime.runs.loop.run_call`) composes the steps; in process
-they run through :class:`LocalCallSteps`, on Temporal as activities.
+they run through :class:`~agentgen.runtime.runs.local.LocalCallSteps`, on Temporal as
+activities.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from agentgen.runtime.registry.client import (
 from agentgen.runtime.runs import confirmation
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
-from agentgen.runtime.runs.loop import describe_failure, run_call
+from agentgen.runtime.runs.loop import describe_failure
 from agentgen.runtime.runs.registry_calls import bounded, describe, unavailable
 from agentgen.runtime.runs.requests import RunRequest
 from agentgen.runtime.runs.results import outcome_of, tool_error
@@ -67,14 +68,12 @@ __all__ = [
     "MAX_OVERLOAD_RETRIES",
     "OVERLOAD_BACKOFF",
     "ExecutionContext",
-    "LocalCallSteps",
     "admit",
     "agent_result",
     "await_outcome",
     "call_executor",
     "decide",
     "deny",
-    "execute",
     "prepare",
     "tool_error",
 ]
@@ -104,41 +103,6 @@ class ExecutionContext:
     #: Longest a tool may run in process (an executor's call, the wait for a registry
     #: call's outcome); None bounds nothing (a durable engine bounds its activities itself).
     tool_timeout: float | None = None
-
-
-class LocalCallSteps:
-    """The execution steps run in process, against the context's host: the confirmer is the
-    runtime's, a child run runs on the host's engine."""
-
-    def __init__(self, context: ExecutionContext) -> None:
-        self.context = context
-
-    async def prepare(self, accepted: AcceptedCall) -> Prepared:
-        return prepare(self.context, accepted, confirmable=self.context.host.confirmer is not None)
-
-    async def confirm(self, request: ConfirmationRequest) -> ConfirmationDecision:
-        confirmer = self.context.host.confirmer
-        assert confirmer is not None  # prepare ends calls nobody can confirm
-        return await decide(confirmer, request)
-
-    async def deny(self, accepted: AcceptedCall, arguments: Any) -> ToolResultPart:
-        return deny(accepted, arguments)
-
-    async def execute(self, accepted: AcceptedCall) -> ToolResultPart:
-        return await call_executor(self.context, accepted)
-
-    async def admit(self, accepted: AcceptedCall) -> Admission:
-        return await admit(self.context, accepted)
-
-    async def await_outcome(self, accepted: AcceptedCall, ref: CallRef) -> ToolResultPart:
-        return await await_outcome(self.context, accepted, ref)
-
-    async def child(self, request: RunRequest) -> ChildOutcome:
-        outcome = await self.context.host.run(request)
-        return ChildOutcome(outcome.run_id, outcome.final_text, outcome.final_value)
-
-    async def agent_result(self, accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:
-        return agent_result(accepted, child)
 
 
 async def decide(confirmer: Confirmer, request: ConfirmationRequest) -> ConfirmationDecision:
@@ -179,13 +143,6 @@ def _is_verdict(answer: object) -> bool:
     if isinstance(answer, Verdict):
         return isinstance(answer.approved, bool)
     return isinstance(answer, bool)
-
-
-async def execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
-    """Execute one call in process, with the steps every run takes (prepare, confirm, run);
-    whatever goes wrong becomes the call's tool error result, so that the other calls of the
-    round keep their results."""
-    return await run_call(LocalCallSteps(context), accepted.call, accepted, context.children)
 
 
 def prepare(context: ExecutionContext, accepted: AcceptedCall, *, confirmable: bool) -> Prepared:

@@ -1,7 +1,7 @@
 """What a run needs from the application object that started it, as a narrow protocol.
 
-The run loop, its catalogs and its execution look up agents, models and registries and start
-child runs through :class:`RunHost`; :class:`agentgen.runtime.Runtime` implements it. Depending
+The run loop, its catalogs and its execution look up agents, models and registries through
+:class:`RunHost`; :class:`agentgen.runtime.Runtime` implements it. Depending
 on this protocol rather than on the ``Runtime`` class keeps the loop free of the application's
 wiring (and the import graph free of cycles), and lets a durable engine host runs its own way.
 """
@@ -19,7 +19,6 @@ from agentgen.runtime.contracts.limits import DEFAULT_REGISTRY_TIMEOUT
 from agentgen.runtime.model_client import ModelClient
 from agentgen.runtime.registry.client import RegistryClient, ResultStream
 from agentgen.runtime.runs.confirmation import Confirmer
-from agentgen.runtime.runs.requests import RunOutcome, RunRequest
 from agentgen.runtime.telemetry.config import Telemetry
 
 __all__ = ["AgentRegistration", "RegistryRegistration", "RegistrySettings", "RunHost"]
@@ -52,7 +51,8 @@ class RegistrySettings(Protocol):
 
 
 class RunHost(Protocol):
-    """The registrations a run reads, and how it starts child runs (agents exposed as tools)."""
+    """The registrations a run reads (its child runs, agents exposed as tools, read the same
+    host)."""
 
     @property
     def policy(self) -> RunPolicy:
@@ -72,7 +72,3 @@ class RunHost(Protocol):
     def model(self, model_id: str) -> ModelClient: ...
 
     def registry(self, name: str) -> RegistryRegistration: ...
-
-    async def run(self, request: RunRequest) -> RunOutcome:
-        """Run a (child) agent to completion on the host's engine."""
-        ...

@@ -1,55 +1,150 @@
 """Runs in process: the run loop with every step run directly, against the host.
 
 This is what the in-memory engine runs; a durable engine runs the same loop and the same step
-functions, as workflow code and activities.
+functions, as workflow code and activities. A child run (an agent exposed as a tool) runs here
+too, with its parent's tool timeout, so that what it cost reaches its parent even when it
+fails: the loop and the planning step in flight both know it, and nothing else would.
 """
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+from agentgen.runtime.messages import ToolResultPart
+from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.accepted import AcceptedCall
-from agentgen.runtime.runs.execution import ExecutionContext, LocalCallSteps
+from agentgen.runtime.runs.execution import (
+    ExecutionContext,
+    admit,
+    agent_result,
+    await_outcome,
+    call_executor,
+    decide,
+    deny,
+    prepare,
+)
 from agentgen.runtime.runs.host import RunHost
-from agentgen.runtime.runs.loop import RunState, drive, outcome
+from agentgen.runtime.runs.loop import ChildRunFailed, RunState, drive, outcome, run_call
+from agentgen.runtime.runs.model_calls import UsageMeter
 from agentgen.runtime.runs.plan_step import plan
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
-from agentgen.runtime.runs.steps import Planned, PlanTask
+from agentgen.runtime.runs.steps import (
+    Admission,
+    ChildOutcome,
+    ConfirmationDecision,
+    ConfirmationRequest,
+    Planned,
+    PlanTask,
+    Prepared,
+)
 from agentgen.runtime.telemetry.config import activated
 from agentgen.runtime.telemetry.spans import Run
 
-__all__ = ["LocalSteps", "run_agent"]
+__all__ = ["LocalCallSteps", "LocalSteps", "execute", "run_agent"]
+
+
+class LocalCallSteps:
+    """The execution steps run in process, against the context's host: the confirmer is the
+    runtime's, a child run runs in process with the context's tool timeout (as the in-memory
+    engine runs every run)."""
+
+    def __init__(self, context: ExecutionContext) -> None:
+        self.context = context
+
+    async def prepare(self, accepted: AcceptedCall) -> Prepared:
+        return prepare(self.context, accepted, confirmable=self.context.host.confirmer is not None)
+
+    async def confirm(self, request: ConfirmationRequest) -> ConfirmationDecision:
+        confirmer = self.context.host.confirmer
+        assert confirmer is not None  # prepare ends calls nobody can confirm
+        return await decide(confirmer, request)
+
+    async def deny(self, accepted: AcceptedCall, arguments: Any) -> ToolResultPart:
+        return deny(accepted, arguments)
+
+    async def execute(self, accepted: AcceptedCall) -> ToolResultPart:
+        return await call_executor(self.context, accepted)
+
+    async def admit(self, accepted: AcceptedCall) -> Admission:
+        return await admit(self.context, accepted)
+
+    async def await_outcome(self, accepted: AcceptedCall, ref: CallRef) -> ToolResultPart:
+        return await await_outcome(self.context, accepted, ref)
+
+    async def child(self, request: RunRequest) -> ChildOutcome:
+        spent = UsageMeter()
+        try:
+            child = await run_agent(
+                self.context.host, request, tool_timeout=self.context.tool_timeout, spent=spent
+            )
+        except Exception as exc:
+            raise ChildRunFailed(exc, spent.usage) from exc
+        return ChildOutcome(child.run_id, child.final_text, child.final_value, child.usage)
+
+    async def agent_result(self, accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:
+        return agent_result(accepted, child)
 
 
 class LocalSteps(LocalCallSteps):
     """Every step of a run, in process; accepted calls stay objects between steps."""
 
+    def __init__(self, context: ExecutionContext) -> None:
+        super().__init__(context)
+        #: What the planning step in flight has cost so far (it failed, if the run did).
+        self.planning = UsageMeter()
+
     async def plan(self, task: PlanTask) -> Planned[AcceptedCall]:
-        return await plan(self.context.host, task)
+        self.planning = UsageMeter()
+        planned = await plan(self.context.host, task, meter=self.planning)
+        self.planning = UsageMeter()  # the loop counts its answer's usage
+        return planned
 
     async def boundary(self, state: RunState[AcceptedCall]) -> None:
         """Nothing to do between rounds in process."""
 
 
+async def execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:
+    """Execute one call in process, with the steps every run takes (prepare, confirm, run);
+    whatever goes wrong becomes the call's tool error result, so that the other calls of the
+    round keep their results."""
+    steps = LocalCallSteps(context)
+    return await run_call(steps, accepted.call, accepted, context.children, UsageMeter())
+
+
 async def run_agent(
-    host: RunHost, request: RunRequest, *, tool_timeout: float | None = None
+    host: RunHost,
+    request: RunRequest,
+    *,
+    tool_timeout: float | None = None,
+    spent: UsageMeter | None = None,
 ) -> RunOutcome:
     """Run an agent to completion in process, as an ``invoke_agent`` span under the host's
     telemetry; ``tool_timeout`` bounds each of its tools (see
-    :class:`~agentgen.runtime.engines.memory.InMemoryEngine`)."""
+    :class:`~agentgen.runtime.engines.memory.InMemoryEngine`). ``spent`` is given what the
+    run's model calls cost (its child runs' included) however it ends: a run that fails has no
+    outcome to say it, and its parent counts it all the same."""
     registration = host.agent(request.agent_id)
     state: RunState[AcceptedCall] = RunState.start(request, request.run_id or uuid.uuid4().hex)
     steps = LocalSteps(ExecutionContext(host, registration, state.run, tool_timeout=tool_timeout))
-    with (
-        activated(host.telemetry),
-        Run(
-            request.agent_id,
-            state.run.run_id,
-            engine="memory",
-            parent_run_id=request.parent_run_id,
-            parent_tool_call_id=request.parent_tool_call_id,
-        ) as span,
-    ):
-        result = await drive(state, steps)
-        span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
+    try:
+        with (
+            activated(host.telemetry),
+            Run(
+                request.agent_id,
+                state.run.run_id,
+                engine="memory",
+                parent_run_id=request.parent_run_id,
+                parent_tool_call_id=request.parent_tool_call_id,
+            ) as span,
+        ):
+            result = await drive(state, steps)
+            span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
+    except Exception:
+        # The loop counted every step that answered; the step in flight failed.
+        if spent is not None:
+            spent.add(state.usage + steps.planning.usage)
+        raise
+    if spent is not None:
+        spent.add(result.usage)
     return outcome(result, result.accepted)

@@ -28,6 +28,7 @@ from agentgen.runtime.model_client import Usage
 from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.call_ids import claim_call_ids
+from agentgen.runtime.runs.model_calls import UsageMeter
 from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest
 from agentgen.runtime.runs.results import tool_error
 from agentgen.runtime.runs.steps import (
@@ -45,6 +46,7 @@ from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
     "CallSteps",
+    "ChildRunFailed",
     "RunResult",
     "RunState",
     "StepFailure",
@@ -68,6 +70,18 @@ class StepFailure(Exception):
         self.type_name = type_name
 
 
+class ChildRunFailed(Exception):
+    """A child run started for an agent tool and failed (``failure`` says how; its parent's
+    call answers ``agent_failed``). ``usage`` is what its model calls cost until then, its own
+    child runs' included: a lower bound (``usage.unreported``) where the engine could not
+    tell."""
+
+    def __init__(self, failure: BaseException, usage: Usage) -> None:
+        super().__init__(describe_failure(failure))
+        self.failure = failure
+        self.usage = usage
+
+
 def describe_failure(exc: BaseException) -> str:
     name = exc.type_name if isinstance(exc, StepFailure) else type(exc).__name__
     return f"{name}: {message_of(exc)}"
@@ -89,7 +103,8 @@ class CallSteps(Protocol[A_contra]):
     async def await_outcome(self, accepted: A_contra, ref: CallRef) -> ToolResultPart: ...
 
     async def child(self, request: RunRequest) -> ChildOutcome:
-        """Run the child run of an agent tool to completion (its failure raises)."""
+        """Run the child run of an agent tool to completion. A child run that failed raises
+        :class:`ChildRunFailed`; any other exception says it did not start."""
         ...
 
     async def agent_result(self, accepted: A_contra, child: ChildOutcome) -> ToolResultPart: ...
@@ -132,7 +147,7 @@ class RunState(Generic[A]):
     children: dict[str, str] = field(default_factory=dict)
     #: Planning activities started so far.
     activities: int = 0
-    #: What the run's model calls cost so far.
+    #: What the run's model calls cost so far, its child runs' included.
     usage: Usage = field(default_factory=Usage, metadata=ADDED)
 
     @classmethod
@@ -269,9 +284,11 @@ async def _execute_round(
         state.accepted_ids.append(decision.call.call_id)
         pending.append((len(results), decision.call, decision.accepted))
         results.append(None)
+    spent = UsageMeter()
     done = await _together(
-        [run_call(steps, call, accepted, state.children) for _, call, accepted in pending]
+        [run_call(steps, call, accepted, state.children, spent) for _, call, accepted in pending]
     )
+    state.usage += spent.usage
     for (index, _, _), part in zip(pending, done, strict=True):
         results[index] = part
     final = [r for r in results if r is not None]
@@ -306,19 +323,27 @@ async def _together(calls: Sequence[Awaitable[T]]) -> list[T]:
 
 
 async def run_call(
-    steps: CallSteps[A], call: ToolCallPart, accepted: A, children: dict[str, str]
+    steps: CallSteps[A],
+    call: ToolCallPart,
+    accepted: A,
+    children: dict[str, str],
+    spent: UsageMeter,
 ) -> ToolResultPart:
     """Run one accepted call through its steps; whatever goes wrong becomes the call's tool
     error result, so that the other calls of the round keep their results. A child run's ID
-    is recorded in ``children``."""
+    is recorded in ``children``, and what it cost (failed or not) added to ``spent``."""
     try:
-        return await _run_call(steps, call, accepted, children)
+        return await _run_call(steps, call, accepted, children, spent)
     except Exception as exc:
         return tool_error(call, "internal_error", f"{call.tool_id}: {describe_failure(exc)}")
 
 
 async def _run_call(
-    steps: CallSteps[A], call: ToolCallPart, accepted: A, children: dict[str, str]
+    steps: CallSteps[A],
+    call: ToolCallPart,
+    accepted: A,
+    children: dict[str, str],
+    spent: UsageMeter,
 ) -> ToolResultPart:
     prepared = await steps.prepare(accepted)
     if prepared.result is not None:
@@ -339,9 +364,17 @@ async def _run_call(
         try:
             child = await steps.child(request)
         except Exception as exc:
+            failure: BaseException = exc
+            if isinstance(exc, ChildRunFailed):
+                # Its model calls were billed all the same: the parent's usage counts them.
+                spent.add(exc.usage)
+                failure = exc.failure
             return tool_error(
-                call, "agent_failed", f"agent {request.agent_id} failed: {describe_failure(exc)}"
+                call,
+                "agent_failed",
+                f"agent {request.agent_id} failed: {describe_failure(failure)}",
             )
+        spent.add(child.usage)
         children[call.call_id] = child.run_id
         return await steps.agent_result(accepted, child)
     if prepared.route == "registry":

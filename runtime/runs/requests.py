@@ -75,7 +75,7 @@ class RunOutcome:
     parent_run_id: str | None = None
     #: Every call accepted during the run, with the contract it was accepted under.
     accepted_calls: tuple[AcceptedCall, ...] = ()
-    #: What the run's own model calls cost (its child runs report theirs): the tokens the
-    #: providers reported, and how many responses reported none (``usage.complete`` is False
-    #: then, and the counts leave those responses out).
+    #: What the run's model calls cost, its child runs' included (failed ones too): the tokens
+    #: the providers reported, and how many responses reported none (``usage.complete`` is
+    #: False then, and the counts leave those responses out).
     usage: Usage = field(default_factory=Usage)

@@ -178,3 +178,6 @@ class ChildOutcome:
     run_id: str
     final_text: str
     final_value: Any = None
+    #: What the child run's model calls cost, its own child runs' included (the parent's
+    #: usage counts it).
+    usage: Usage = field(default_factory=Usage, metadata=ADDED)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentgen.runtime.engines.temporal.attempts import KEY, earlier_usage
+from agentgen.runtime.engines.temporal.attempts import earlier_usage
+from agentgen.runtime.engines.temporal.usage_details import KEY
 from agentgen.runtime.model_client import Usage
 
 

@@ -316,7 +316,8 @@ async def test_a_retry_the_registry_no_longer_knows_did_not_run(
 async def test_saved_calls_of_sources_the_agent_no_longer_consumes_do_not_run() -> None:
     from agentgen.runtime.agents.planning import RunContext
     from agentgen.runtime.runs.accepted import AcceptedCall
-    from agentgen.runtime.runs.execution import ExecutionContext, execute
+    from agentgen.runtime.runs.execution import ExecutionContext
+    from agentgen.runtime.runs.local import execute
 
     registry = FakeRegistry()
     registry.publish(payments(), echo_handler)
@@ -341,7 +342,8 @@ async def test_saved_calls_of_sources_the_agent_no_longer_consumes_do_not_run() 
 async def test_saved_calls_outside_consumption_are_refused_before_confirmation() -> None:
     from agentgen.runtime.agents.planning import RunContext
     from agentgen.runtime.runs.accepted import AcceptedCall
-    from agentgen.runtime.runs.execution import ExecutionContext, execute
+    from agentgen.runtime.runs.execution import ExecutionContext
+    from agentgen.runtime.runs.local import execute
 
     registry = FakeRegistry()
     registry.publish(payments(), echo_handler)

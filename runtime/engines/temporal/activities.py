@@ -19,15 +19,15 @@ the model again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import activity
 
 from agentgen.runtime.agents.planning import RunContext
-from agentgen.runtime.engines.temporal.attempts import AttemptUsage
-from agentgen.runtime.engines.temporal.cancellations import Attempt
+from agentgen.runtime.engines.temporal.attempts import Attempt
+from agentgen.runtime.engines.temporal.cancellations import cancellation_failure
 from agentgen.runtime.engines.temporal.errors import application_error
 from agentgen.runtime.engines.temporal.payload_limits import (
     DEFAULT_MAX_PAYLOAD_BYTES,
@@ -56,16 +56,14 @@ __all__ = ["RunActivities"]
 T = TypeVar("T")
 
 
-async def _heartbeating(
-    work: Awaitable[T], attempt: Attempt, details: Callable[[], Sequence[Any]]
-) -> T:
-    """Await ``work`` while heartbeating ``details()``, a few times per heartbeat timeout."""
+async def _heartbeating(work: Awaitable[T], attempt: Attempt) -> T:
+    """Await ``work`` while heartbeating, a few times per heartbeat timeout."""
     timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
     interval = max(timeout.total_seconds() / 3, 0.05)
 
     async def beat() -> None:
         while True:
-            attempt.heartbeat(*details())
+            attempt.heartbeat()
             await asyncio.sleep(interval)
 
     beating = asyncio.create_task(beat())
@@ -80,26 +78,28 @@ async def _step(
     work: Callable[[], Awaitable[T]],
     limit: int,
     run: RunContext,
-    details: Callable[[], Sequence[Any]] = tuple,
+    attempt: Attempt | None = None,
 ) -> T:
     """Run a step under the host's telemetry (its spans hang under the SDK's ``RunActivity``
     span, which links them to the workflow); a retried attempt does not count again what the
     first one counted; a cancellation that is not its run's (a timeout) is reported as the
-    failure it is. Its answer must fit in ``limit`` bytes; its heartbeats carry ``details()``."""
-    attempt = Attempt()
+    failure it is. Its answer must fit in ``limit`` bytes. ``attempt`` sends its heartbeats
+    (a metered one's failure carries its final account of the usage)."""
+    attempt = attempt or Attempt()
     try:
         with (
             activated(host.telemetry, attempt=activity.info().attempt),
-            explaining_cancellations(attempt.cancellation_failure),
+            explaining_cancellations(lambda: cancellation_failure(attempt)),
         ):
-            result = await _heartbeating(work(), attempt, details)
+            result = await _heartbeating(work(), attempt)
         what = f"the answer of the {_WHAT.get(activity.info().activity_type, 'activity')}"
         check_payload(activity.payload_converter(), result, limit, what, run)
         return result
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        raise application_error(exc) from exc
+        details = attempt.failed() if attempt.metered else ()
+        raise application_error(exc, *details) from exc
 
 
 #: What each activity is, in words, by its registered name.
@@ -140,14 +140,10 @@ class RunActivities:
         # The run policy's model timeout must fire before Temporal's own end of the activity.
         limit = ("TemporalSettings.planning_timeout", timeout.total_seconds()) if timeout else None
         # Earlier attempts' model calls were billed too (their usage is in the heartbeats).
-        meter = AttemptUsage()
+        attempt = Attempt(metered=True)
 
         async def work() -> Planned[dict[str, Any]]:
-            try:
-                planned = await plan(self.host, task, limit=limit, meter=meter)
-            except Exception:
-                meter.failed()
-                raise
+            planned = await plan(self.host, task, limit=limit, meter=attempt)
             decisions = tuple(
                 Decision(d.call, d.accepted.to_json() if d.accepted else None, d.refused)
                 for d in planned.decisions
@@ -156,7 +152,7 @@ class RunActivities:
                 planned.message, planned.final_value, decisions, planned.limits, planned.usage
             )
 
-        return await _step(self.host, work, self.limit, task.run, meter.details)
+        return await _step(self.host, work, self.limit, task.run, attempt)
 
     @activity.defn(name=ACTIVITY_NAMES["prepare"])
     async def prepare(self, task: CallTask) -> Prepared:

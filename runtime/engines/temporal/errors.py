@@ -124,10 +124,12 @@ def retryable(exc: BaseException) -> bool:
     return True
 
 
-def application_error(exc: BaseException) -> ApplicationError:
-    """``exc`` as the failure of an activity: its type name and message, retried or not."""
+def application_error(exc: BaseException, *details: Any) -> ApplicationError:
+    """``exc`` as the failure of an activity: its type name and message, retried or not, and
+    ``details`` (what it cost, for a planning activity)."""
     return ApplicationError(
         message_of(exc) or type(exc).__name__,
+        *details,
         type=type(exc).__name__,
         non_retryable=not retryable(exc),
     )

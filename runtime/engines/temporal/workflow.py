@@ -34,8 +34,10 @@ from temporalio.exceptions import (
 
 with workflow.unsafe.imports_passed_through():
     from agentgen.runtime.agents.planning import RunContext
+    from agentgen.runtime.engines.temporal.attempts import failed_step_usage
     from agentgen.runtime.engines.temporal.payload_limits import check_payload
     from agentgen.runtime.engines.temporal.settings import TemporalSettings
+    from agentgen.runtime.engines.temporal.usage_details import usage_detail, usage_in
     from agentgen.runtime.engines.temporal.wire import (
         ACTIVITY_NAMES,
         ACTIVITY_WHAT,
@@ -51,8 +53,9 @@ with workflow.unsafe.imports_passed_through():
         WorkflowState,
     )
     from agentgen.runtime.messages import ToolCallPart, ToolResultPart
+    from agentgen.runtime.model_client import Usage
     from agentgen.runtime.registry.client import CallRef
-    from agentgen.runtime.runs.loop import RunState, StepFailure, drive
+    from agentgen.runtime.runs.loop import ChildRunFailed, RunState, StepFailure, drive
     from agentgen.runtime.runs.requests import RunError, RunRequest
     from agentgen.runtime.runs.results import tool_error
     from agentgen.runtime.runs.steps import (
@@ -95,7 +98,11 @@ class AgentRunWorkflow:
         try:
             return await drive(state, _WorkflowSteps(self, input, state.run))
         except RunError as exc:
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
+            raise _run_failure(str(exc), type(exc).__name__, state.usage) from None
+        except _PlanningFailed as failed:
+            # The run fails with the step's own error (its type and message), not a wrapper.
+            failure, usage = failed.failure, state.usage + failed.usage
+            raise _run_failure(str(failure), failure.type_name, usage) from None
 
     @workflow.query(name=STATUS_QUERY)
     def status(self) -> RunStatus:
@@ -119,6 +126,42 @@ class AgentRunWorkflow:
 
 class _Lost(Exception):
     """The worker running a step that is never repeated was lost (the step timed out)."""
+
+
+class _PlanningFailed(Exception):
+    """A planning activity failed for good: ``failure`` is its error, ``usage`` what its
+    attempts cost."""
+
+    def __init__(self, failure: StepFailure, usage: Usage) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+        self.usage = usage
+
+
+def _run_failure(message: str, type_name: str, usage: Usage) -> ApplicationError:
+    """The failure a run ends with: its error, and what its model calls cost until then (its
+    parent, if it is a child run, counts it)."""
+    return ApplicationError(message, usage_detail(usage), type=type_name, non_retryable=True)
+
+
+def _planning_usage(exc: BaseException | None) -> Usage:
+    """What a planning activity that failed for good cost: the final account its error carries,
+    or the last one its heartbeats carried when it timed out (then a lower bound)."""
+    cause = exc.cause if isinstance(exc, ActivityError) else None
+    if isinstance(cause, ApplicationError):
+        return failed_step_usage(cause.details)
+    if isinstance(cause, TimeoutError):
+        return failed_step_usage(cause.last_heartbeat_details)
+    return Usage.not_reported()
+
+
+def _child_usage(exc: ChildWorkflowError) -> Usage:
+    """What a failed child run cost, as its failure says; one unreported response when it says
+    nothing (terminated, timed out, or a worker of an older release ran it)."""
+    cause = exc.cause
+    details = cause.details if isinstance(cause, ApplicationError) else ()
+    usage = usage_in(details[-1]) if details else None
+    return usage if usage is not None else Usage.not_reported()
 
 
 def _failure(exc: FailureError) -> StepFailure:
@@ -177,7 +220,7 @@ class _WorkflowSteps:
                 raise asyncio.CancelledError() from exc
             if once and isinstance(exc.cause, TimeoutError):
                 raise _Lost() from None
-            raise _failure(exc) from None
+            raise _failure(exc) from exc  # the cause holds what the failure carries
         return result
 
     def _check(self, value: Any, what: str) -> None:
@@ -195,10 +238,7 @@ class _WorkflowSteps:
         try:
             return await self._activity("plan", task, Planned, timeout=timeout)
         except StepFailure as failure:
-            # The run fails with the step's own error (its type and message), not a wrapper.
-            raise ApplicationError(
-                str(failure), type=failure.type_name, non_retryable=True
-            ) from None
+            raise _PlanningFailed(failure, _planning_usage(failure.__cause__)) from None
 
     async def boundary(self, state: WorkflowState) -> None:
         info = workflow.info()
@@ -270,13 +310,15 @@ class _WorkflowSteps:
         except ChildWorkflowError as exc:
             if isinstance(exc.cause, CancelledError):
                 raise asyncio.CancelledError() from exc
-            raise _failure(exc) from None
+            raise ChildRunFailed(_failure(exc), _child_usage(exc)) from None
         finally:
             self.owner.children.remove(run_id)
-        return ChildOutcome(result.run_id, result.final_text, result.final_value)
+        return ChildOutcome(result.run_id, result.final_text, result.final_value, result.usage)
 
     async def agent_result(self, accepted: Checkpoint, child: ChildOutcome) -> ToolResultPart:
-        task = ResultTask(self._task(accepted), child)
+        # The step needs the answer, not its cost (left out, the payload is what workers of
+        # the previous release read).
+        task = ResultTask(self._task(accepted), dataclasses.replace(child, usage=Usage()))
         timeout = self.settings.step_timeout
         return await self._activity("agent_result", task, ToolResultPart, timeout=timeout)
 
