@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -119,6 +120,12 @@ def _channel(use_id: str) -> str:
 def _op_key(key: str, operation_id: str) -> str:
     lease = hashlib.sha256(key.encode()).hexdigest()[:32]
     return f"claimop:{lease}:{operation_id}"
+
+
+def _attempt_key(op_key: str) -> str:
+    """Which request of a claim operation is the one still wanted: a transport retry (same
+    operation) supersedes the request whose connection broke, which may still be waiting."""
+    return f"{op_key}:attempt"
 
 
 #: Catalog entries by their stored form. Entries are read on every call but change rarely:
@@ -541,6 +548,21 @@ class RegistryOperations:
             )
         if current.draining:
             return []
+        # This request becomes the operation's attempt: a request of the same operation still
+        # waiting (its client's connection broke, and the client retried) would otherwise take
+        # calls for nobody, claimed in this lease's name and answered to a closed connection.
+        attempt_key = _attempt_key(op_key)
+        attempt = uuid.uuid4().hex
+
+        def start(values: Mapping[str, str | None], now: int) -> Change[str | None]:
+            if values[op_key] is not None:  # claimed meanwhile: replay that
+                return Change(values[op_key])
+            return Change(None, writes={attempt_key: Write(attempt, now + _CLAIM_OP_RETENTION_MS)})
+
+        claimed_meanwhile = await self.store.transact([op_key, attempt_key], start)
+        if claimed_meanwhile is not None:
+            ids = claimed_meanwhile.split(",") if claimed_meanwhile else []
+            return await self._replay(ids, lease, operation_id)
         queue = _queue(name)
         deliveries = await self.store.receive(queue, lease, max_calls, wait_ms)
         if not deliveries:
@@ -556,8 +578,13 @@ class RegistryOperations:
             requeue: list[tuple[str, str]] = []
             notify: list[Notify] = []
             claimed: list[CallRecord] = []
+            superseded = values[attempt_key] != attempt
             for use_id in use_ids:
                 record = _record(values[record_key(use_id)])
+                if superseded:  # a retry of this operation waits for it: back in line
+                    if record is not None and record.state == "pending":
+                        requeue.append((queue, use_id))
+                    continue
                 new, mine = admission.claim(record, entry, lease, token, operation_id, now)
                 if new is not None:
                     writes.update(_write_record(new))
@@ -581,7 +608,7 @@ class RegistryOperations:
                 ack=[(queue, d.message_id) for d in deliveries],
             )
 
-        keys = [entry_key, op_key, *(record_key(use_id) for use_id in use_ids)]
+        keys = [entry_key, op_key, attempt_key, *(record_key(use_id) for use_id in use_ids)]
         return [_claimed(record) for record in await self.store.transact(keys, decide)]
 
     async def _replay(self, ids: list[str], lease: str, operation_id: str) -> list[ClaimedCall]:

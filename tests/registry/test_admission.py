@@ -246,6 +246,36 @@ async def test_corrupt_persisted_entries_are_reported_by_key(
 # --- calls ---------------------------------------------------------------------------------
 
 
+async def test_a_retried_claim_supersedes_the_request_still_waiting(
+    ops: RegistryOperations, store: Store
+) -> None:
+    # A provider's long poll lost its connection and its client retried the claim (same
+    # operation) while the registry's first request still waited: the first one took the next
+    # call, in the provider's name, for a closed connection; the provider never ran it and the
+    # consumer waited its whole timeout for outcome_unknown.
+    from agentgen.runtime.registry.operations import _attempt_key, _op_key
+
+    token = (await ops.register(registration())).registration_token
+    attempt = _attempt_key(_op_key("p1\x00i1", "op-1"))
+
+    async def attempt_changed(than: str | None) -> str:
+        for _ in range(500):
+            value = await store.get(attempt)
+            if value is not None and value != than:
+                return value
+            await asyncio.sleep(0.01)
+        raise AssertionError("the claim never started waiting")
+
+    orphan = asyncio.create_task(claim(ops, token, wait_ms=3_000))
+    first = await attempt_changed(None)
+    retry = asyncio.create_task(claim(ops, token, wait_ms=3_000))
+    await attempt_changed(first)
+    ref = await ops.call(call(token))
+    assert await retry == [ref["tool_use_id"]]
+    assert await orphan == []
+    assert await claim(ops, token, op="op-2", wait_ms=50) == []  # claimed once, by the retry
+
+
 async def test_a_call_runs_once_and_its_result_is_delivered(ops: RegistryOperations) -> None:
     token = (await ops.register(registration())).registration_token
     ref = await ops.call(call(token))
