@@ -51,9 +51,10 @@ async def ok(running: Running, path: str, body: Any, token: str | None) -> dict[
 
 
 async def register(running: Running, provider: str | None = PROVIDER) -> str:
-    token: str = (await ok(running, "/v1/providers/register", register_body(), provider))[
-        "registration_token"
-    ]
+    # A lease far longer than a test: these take about 4 s (long polls that find nothing), and
+    # a 5 s lease expired under load, ending a claimed call outcome_unknown.
+    body = register_body(lease_ms=60_000)
+    token: str = (await ok(running, "/v1/providers/register", body, provider))["registration_token"]
     return token
 
 
