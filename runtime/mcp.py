@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -50,23 +50,35 @@ __all__ = [
 
 
 class MCPCaller(Protocol):
-    """A client of an external MCP server (the application wires a real session)."""
+    """A client of an external MCP server (the application wires a real session).
 
-    async def call_tool(self, name: str, arguments: Any) -> Any: ...
+    ``result_schema`` is the JSON Schema of the tool's declared ``Return``: text results carry
+    no type, so the caller needs it to read ``"2024"`` as the string a ``-> str`` tool meant
+    (see :func:`tool_value`)."""
+
+    async def call_tool(
+        self, name: str, arguments: Any, result_schema: Mapping[str, Any] | None = None
+    ) -> Any: ...
 
 
 class MCPToolsetExecutor:
-    """Executor of an external MCP toolset: tool IDs map to the server's tool names."""
+    """Executor of an external MCP toolset: tool IDs map to the server's tool names and to
+    the declared result types, both from the toolset's generated ``MCP_DECLARATION``."""
 
-    def __init__(self, caller: MCPCaller, names: Mapping[str, str]) -> None:
+    def __init__(self, caller: MCPCaller, declaration: MCPDeclaration) -> None:
         self._caller = caller
-        self._names = MappingProxyType(dict(names))
+        self._declaration = declaration
+        self._results = MappingProxyType(
+            {spec.id: MappingProxyType(spec.result.schema()) for spec in declaration.specs}
+        )
 
     async def execute(self, tool_id: str, payload: Any, context: ToolContext) -> Any:
-        name = self._names.get(tool_id)
+        name = self._declaration.names.get(tool_id)
         if name is None:
-            raise UnknownToolError(f"MCP toolset has no tool {tool_id!r}")
-        return await self._caller.call_tool(name, payload)
+            raise UnknownToolError(
+                f"MCP {self._declaration.subject} has no tool {tool_id!r}"
+            )
+        return await self._caller.call_tool(name, payload, self._results.get(tool_id))
 
 
 class ToolSession(Protocol):
@@ -103,14 +115,18 @@ class MCPToolError(Exception):
 
 
 class MCPResultError(ValueError):
-    """The server's result has no JSON value: content other than text (images, audio,
-    resources) and no structured content. Nothing in a tool's JSON result contract could
-    hold it, so the call fails rather than handing the model a placeholder."""
+    """The server's result has no JSON value: content other than text (images, audio, binary
+    or linked resources) and no structured content. Nothing in a tool's JSON result contract
+    could hold that content, so the call fails, naming every kind the result held, rather than
+    handing the model a placeholder or only the text beside it."""
 
     def __init__(self, tool: str, kinds: Sequence[str]) -> None:
+        held = [kind for kind in kinds if kind != "text"]
+        beside = " beside text" if "text" in kinds else ""
         super().__init__(
-            f"MCP tool {tool!r} returned {', '.join(kinds)} content and no structured content; "
-            "only structured content or text has a JSON value"
+            f"MCP tool {tool!r} returned {', '.join(held)} content{beside} and no structured "
+            f"content; a tool result is one JSON value, which cannot hold {', '.join(held)} "
+            "content: have the server send structured content, or text only"
         )
         self.tool = tool
         self.kinds = tuple(kinds)
@@ -143,8 +159,11 @@ class SessionCaller:
         await check_mcp_server(session, declaration)
         return cls(session)
 
-    async def call_tool(self, name: str, arguments: Any) -> Any:
-        """Call ``name`` with the validated ``arguments`` and return the result's JSON value.
+    async def call_tool(
+        self, name: str, arguments: Any, result_schema: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Call ``name`` with the validated ``arguments`` and return the result's JSON value,
+        its text read by ``result_schema`` (the declared ``Return``; see :func:`tool_value`).
 
         Raises :class:`MCPToolError` when the server reports the call failed and
         :class:`MCPResultError` when the result has no JSON value; errors of the session
@@ -152,7 +171,7 @@ class SessionCaller:
         breaks the server's own output schema) propagate as the SDK raised them.
         """
         result = await self._session.call_tool(name, tool_arguments(arguments))
-        return tool_value(name, result)
+        return tool_value(name, result, result_schema)
 
 
 def tool_arguments(payload: Any) -> dict[str, Any]:
@@ -173,40 +192,122 @@ def tool_arguments(payload: Any) -> dict[str, Any]:
     return value
 
 
-def tool_value(name: str, result: CallToolResult) -> Any:
-    """The JSON value of the result of MCP tool ``name``.
+def tool_value(
+    name: str, result: CallToolResult, result_schema: Mapping[str, Any] | None = None
+) -> Any:
+    """The JSON value of the result of MCP tool ``name``, read as the tool's declared result
+    schema (``result_schema``, the JSON Schema of its ``Return``) says.
 
     In order of preference:
 
     * ``structuredContent`` when the server sent it (even ``null``): it is the typed result
       the MCP spec intends for programmatic callers, while the text beside it is a rendering.
-    * No content at all: ``null`` (what a tool without ``Return`` answers).
-    * One text block: its JSON value when the text is JSON (servers that predate structured
-      output serialize results into text), else the text itself.
-    * Several text blocks: the list of their values, each read as above; the SDK's own
-      ``MCPServer`` renders an unstructured list one block per item.
+    * Text content (text blocks, and embedded resources that hold text), read by the declared
+      type, since text alone cannot say whether ``2024`` is a number or a string:
+
+      - a string result is the text of the one block, as it is (``"2024"``, ``"true"``);
+      - an array result has one item per block, each read by the declared item type: the
+        SDK's own ``MCPServer`` renders an unstructured list one block per item, so one block
+        is a one-item array and no block the empty array;
+      - any other result (or none declared): no block is ``null``, one block its JSON value
+        when the text is JSON (servers that predate structured output serialize results into
+        text) else the text itself, several blocks the list of their values.
 
     Raises :class:`MCPToolError` for an ``isError`` result, whatever it holds, and
-    :class:`MCPResultError` for non-text content without structured content.
+    :class:`MCPResultError` for content that is not text (images, audio, binary or linked
+    resources) without structured content, even beside text: a JSON value cannot hold it, and
+    passing on only the text would drop part of the answer unseen.
     """
     if result.is_error:
-        texts = [block.text for block in result.content if block.type == "text"]
-        raise MCPToolError(name, "\n".join(texts) or "(no message)", result)
+        raise MCPToolError(name, _error_message(result), result)
     if result.structured_content is not None or "structured_content" in result.model_fields_set:
         return result.structured_content
-    others = [block.type for block in result.content if block.type != "text"]
+    texts: list[str] = []
+    others: list[str] = []
+    for block in result.content:
+        text = _block_text(block)
+        if text is None:
+            others.append(_kind(block))
+        else:
+            texts.append(text)
     if others:
-        raise MCPResultError(name, sorted(set(others)))
-    values = [_text_value(block) for block in result.content]
-    if not values:
+        raise MCPResultError(name, sorted({*others, *(["text"] if texts else [])}))
+    return _texts_value(texts, result_schema)
+
+
+#: The longest message an ``isError`` result's structured content gives (its compact JSON).
+MAX_ERROR_JSON = 2000
+
+
+def _error_message(result: CallToolResult) -> str:
+    """What the model reads of a failed call: its text, else its structured content (bounded),
+    else which content it held."""
+    texts = [text for block in result.content if (text := _block_text(block)) is not None]
+    if texts:
+        return "\n".join(texts)
+    if result.structured_content is not None:
+        shown = encode_exact(result.structured_content)
+        if len(shown) > MAX_ERROR_JSON:
+            more = len(shown) - MAX_ERROR_JSON
+            shown = f"{shown[:MAX_ERROR_JSON]}... ({more} more characters)"
+        return shown
+    kinds = sorted({_kind(block) for block in result.content})
+    return f"(no message; {', '.join(kinds)} content)" if kinds else "(no message)"
+
+
+def _block_text(block: ContentBlock) -> str | None:
+    """The text a content block holds: a text block's, or an embedded text resource's."""
+    if block.type == "text":
+        return block.text
+    if block.type == "resource":
+        text = getattr(block.resource, "text", None)
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _kind(block: ContentBlock) -> str:
+    if block.type == "resource":
+        return "binary resource"
+    return block.type.replace("_", " ")
+
+
+def _texts_value(texts: Sequence[str], schema: Mapping[str, Any] | None) -> Any:
+    shape = _shape(schema)
+    if shape == "array":
+        assert schema is not None
+        items = schema.get("items")
+        return [_text_value(text, items if isinstance(items, Mapping) else None) for text in texts]
+    if not texts:
         return None
-    return values[0] if len(values) == 1 else values
+    if len(texts) == 1:
+        return _text_value(texts[0], schema)
+    return [_text_value(text, None) for text in texts]
 
 
-def _text_value(block: ContentBlock) -> Any:
-    assert block.type == "text"
+def _text_value(text: str, schema: Mapping[str, Any] | None) -> Any:
+    if _shape(schema) == "string":
+        return text
     try:
         # Exact numbers, as the runtime's own codecs parse JSON (``1.10`` stays ``1.10``).
-        return decode_exact(block.text)
+        return decode_exact(text)
     except ValueError:
-        return block.text
+        return text
+
+
+def _shape(schema: Mapping[str, Any] | None) -> Literal["string", "array"] | None:
+    """``string`` or ``array`` when ``schema`` (read at its top level) admits, beside ``null``,
+    only strings or only arrays; else None."""
+    if schema is None:
+        return None
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        declared = [declared]
+    if isinstance(declared, list):
+        kinds = {kind for kind in declared if kind != "null"}
+        if kinds == {"string"}:
+            return "string"
+        return "array" if kinds == {"array"} else None
+    values = schema.get("enum", [schema["const"]] if "const" in schema else None)
+    if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+        return "string"
+    return None

@@ -4,7 +4,7 @@ A real ``MCPServer`` runs in-process and a real ``ClientSession`` talks to it th
 in-memory transport (JSON-RPC over memory streams, the initialize handshake included) or, in
 the ``modern`` variant, the SDK's direct in-process dispatch at the newest protocol version.
 No network, no subprocess. The session is wired into a ``Runtime`` exactly as generated
-``register_*`` functions do it: ``MCPToolsetExecutor(SessionCaller(session), MCP_TOOL_NAMES)``.
+``register_*`` functions do it: ``MCPToolsetExecutor(SessionCaller(session), MCP_DECLARATION)``.
 The kitchen-sink design's ``weather`` toolset is generated for the test; a second toolset,
 ``almanac``, is built by hand from JSON Schemas as dynamic specs are.
 """
@@ -32,6 +32,7 @@ from agentgen.runtime.agents.definition import AgentDefinition
 from agentgen.runtime.agents.planning import PlanResumeInput
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.contracts.specs import ToolSpec, schema_type
+from agentgen.runtime.mcp_check import MCPDeclaration
 from agentgen.runtime.mcp import (
     MCPResultError,
     MCPToolError,
@@ -192,6 +193,20 @@ ALMANAC_NAMES = {
 }
 
 
+def almanac(specs: tuple[ToolSpec, ...], names: dict[str, str]) -> MCPDeclaration:
+    """A hand-made declaration, as generated ``MCP_DECLARATION``s are."""
+    return MCPDeclaration(
+        toolset="helpdesk.almanac",
+        service="weather_server",
+        server_toolset="almanac",
+        names=names,
+        specs=specs,
+    )
+
+
+ALMANAC_DECLARATION = almanac(ALMANAC, ALMANAC_NAMES)
+
+
 async def run(
     weather: ModuleType, caller: SessionCaller, *turns: tuple[str, dict[str, Any]]
 ) -> tuple[RunOutcome, ScriptedPlanner]:
@@ -204,8 +219,8 @@ async def run(
         ),
         planner=planner,
         executors={
-            weather.TOOLSET: MCPToolsetExecutor(caller, weather.MCP_TOOL_NAMES),
-            "helpdesk.almanac": MCPToolsetExecutor(caller, ALMANAC_NAMES),
+            weather.TOOLSET: MCPToolsetExecutor(caller, weather.MCP_DECLARATION),
+            "helpdesk.almanac": MCPToolsetExecutor(caller, ALMANAC_DECLARATION),
         },
     )
     return await rt.client(AGENT).run("What is the weather?"), planner
@@ -435,7 +450,11 @@ async def test_cancelling_a_run_in_an_mcp_call_propagates_and_keeps_the_session(
         rt.register_agent(
             AgentDefinition(id=AGENT, description="Slow questions.", specs=(slow_spec,)),
             planner=ScriptedPlanner([calls(("almanac.slow", {"city": "Oslo"})), answer()]),
-            executors={"helpdesk.almanac": MCPToolsetExecutor(caller, {"almanac.slow": "slow"})},
+            executors={
+                "helpdesk.almanac": MCPToolsetExecutor(
+                    caller, almanac((slow_spec,), {"almanac.slow": "slow"})
+                )
+            },
         )
         running = asyncio.create_task(rt.client(AGENT).run("Slow?"))
         await started.wait()
