@@ -146,7 +146,9 @@ def _tool_note(tool: ToolView, advertised: frozenset[str]) -> str:
     if tool.source == "agent" and tool.tool.agent_id:
         notes.append(f"runs agent {tool.tool.agent_id}")
     if tool.source == "mcp" and tool.toolset.mcp_service:
-        notes.append(f"MCP server {tool.toolset.mcp_service}")
+        renamed = tool.tool.server_name != tool.tool.name
+        called = f" (calls its tool {tool.tool.server_name})" if renamed else ""
+        notes.append(f"MCP server {tool.toolset.mcp_service}{called}")
     if tool.tool.id not in advertised:
         notes.append("hidden by the agent's run policy")
     return "; ".join(notes)
@@ -165,6 +167,7 @@ def _tool_json(tool: ToolView, advertised: frozenset[str]) -> dict[str, Any]:
         "advertised": tool.tool.id in advertised,
         "agent_id": tool.tool.agent_id,
         "mcp_server": tool.toolset.mcp_service,
+        "mcp_tool": tool.tool.server_name if tool.source == "mcp" else None,
     }
 
 

@@ -79,6 +79,9 @@ class ToolModel:
     paging: PagingSpec | None
     server_data: tuple[ServerDataSpec, ...]
     required_labels: tuple[str, ...]
+    #: The name ``tools/call`` sends for a tool of an external MCP toolset: the design's name
+    #: unless ``MCPName`` gives the server's own.
+    server_name: str = ""
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,15 @@ class ToolExpr(Expr):
     bounds: BoundsExpr | None = None
     server_data: list[ServerDataExpr] = field(default_factory=list)
     required_labels: list[str] = field(default_factory=list)
+    #: The tool's name on its external MCP server when it differs from ``name``
+    #: (``MCPName(...)``), and where the design set it.
+    mcp_name: str | None = None
+    mcp_name_loc: SourceLoc | None = None
+
+    @property
+    def server_name(self) -> str:
+        """The name ``tools/call`` sends for a tool of an external MCP toolset."""
+        return self.mcp_name if self.mcp_name is not None else self.name
 
     def eval_name(self) -> str:
         return f"tool {q(self.name)}"

@@ -5,9 +5,10 @@ names and parts of the fixed tool IDs (``toolset.tool``), so they must be lower 
 identifiers without a double underscore or a trailing underscore (``a__b`` and ``a_`` would
 camel-case like ``a_b`` and ``a`` in generated class names). Tools of external MCP servers keep
 the server's names, which may use dashes and capitals; their Python identifiers are derived (and
-collisions rejected). Names are ASCII: provider tool names allow only ``[A-Za-z0-9_-]``, and
-a non-ASCII identifier would reach models as ``_``s; a non-ASCII name is answered with its
-transliteration as the suggestion instead.
+collisions rejected). Server names beyond that (dots, a leading digit) are given with
+``MCPName`` beside a design name. Names are ASCII: provider tool names allow only
+``[A-Za-z0-9_-]``, and a non-ASCII identifier would reach models as ``_``s; a non-ASCII name is
+answered with its transliteration as the suggestion instead.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from anyascii import anyascii
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 MCP_TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 MAX_NAME_LENGTH = 64
+#: A tool name as MCP servers may spell it (the MCP spec's rule, which the SDK enforces):
+#: what ``MCPName`` accepts.
+MCP_SERVER_TOOL_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 
 def q(value: str) -> str:
@@ -81,6 +85,18 @@ def python_identifier(name: str) -> str:
     return name.replace("-", "_").lower()
 
 
+def mcp_server_name_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a tool name on an MCP server, or None when it can."""
+    if not isinstance(value, str):
+        return f"MCPName takes the server's tool name as a string, got {type(value).__name__}"
+    if not MCP_SERVER_TOOL_NAME.match(value):
+        return (
+            f"MCPName {q(value)} is not an MCP tool name: 1 to 128 ASCII letters, digits, "
+            "'_', '-' and '.'"
+        )
+    return None
+
+
 def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | None:
     """Why ``value`` is not a valid ``kind`` name, or None when it is."""
     if not isinstance(value, str):
@@ -88,9 +104,15 @@ def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | N
     if not value:
         return f"{kind} name cannot be empty"
     if len(value) > MAX_NAME_LENGTH:
+        mapped = (
+            "; name the tool within the limit and call the server's tool by its own name "
+            f"with MCPName({q(value)}) in its body"
+            if mcp_tool and MCP_SERVER_TOOL_NAME.match(value)
+            else ""
+        )
         return (
             f"{kind} name {q(value)} is longer than {MAX_NAME_LENGTH} characters "
-            f"({len(value)}); shorten it"
+            f"({len(value)}); shorten it{mapped}"
         )
     pattern = MCP_TOOL_NAME if mcp_tool else IDENTIFIER
     if not pattern.match(value):
@@ -105,6 +127,11 @@ def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | N
                 "names become Python packages, tool IDs and provider tool names)"
             )
         hint = f"; try {q(suggestion)}" if suggestion and suggestion != value else ""
+        if mcp_tool and hint and MCP_SERVER_TOOL_NAME.match(value):
+            hint = (
+                f"; try {q(suggestion)} with MCPName({q(value)}) in its body, which calls the "
+                "server's tool by its own name"
+            )
         return f"{kind} name {q(value)} must be {rule}{hint}"
     if not mcp_tool and ("__" in value or value.endswith("_")):
         suggestion = sanitize(value)

@@ -25,7 +25,7 @@ from agentgen.dsl.expr import (
     TypeExpr,
     UseExpr,
 )
-from agentgen.dsl.names import q
+from agentgen.dsl.names import mcp_server_name_problem, q
 
 _AUDIENCES: tuple[ServerDataAudience, ...] = ("timeline", "internal", "evidence")
 
@@ -193,6 +193,39 @@ def Args(value: Any) -> None:
 def Return(value: Any) -> None:
     """The tool's result type: a pydantic model (JSON Schema dict for external MCP tools)."""
     _set_type("Return", value)
+
+
+def MCPName(name: str) -> None:
+    """The tool's name on its external MCP server, when the design names the tool otherwise.
+
+    Design tool names become tool IDs and provider tool names, so they are restricted; MCP
+    servers may name tools with dots, leading digits or underscores, or up to 128 characters
+    (``files.read``). ``Tool("read_file", ..., lambda: MCPName("files.read"))`` keeps the
+    design's name for models and calls ``files.read`` on the server.
+    """
+    call = begin("MCPName")
+    tool = call.expect((ToolExpr,), "inside a Tool body")
+    if tool is None:
+        return
+    toolset = tool.parent
+    if not (isinstance(toolset, ToolsetExpr) and isinstance(toolset.source, ExternalMCPSource)):
+        call.error(
+            f"MCPName is only valid for tools of FromExternalMCP toolsets ({tool.eval_name()} "
+            "is not one): it names the tool on the MCP server"
+        )
+        return
+    problem = mcp_server_name_problem(name)
+    if problem is not None:
+        call.error(problem)
+        return
+    if tool.mcp_name_loc is not None:
+        call.error(
+            f"MCPName is already set for {tool.eval_name()} (line {tool.mcp_name_loc.line})",
+            related=(tool.mcp_name_loc,),
+        )
+        return
+    tool.mcp_name = name
+    tool.mcp_name_loc = call.loc
 
 
 def Title(text: str) -> None:
@@ -425,6 +458,7 @@ __all__ = [
     "DeniedResultTemplate",
     "Description",
     "FromExternalMCP",
+    "MCPName",
     "NextCursor",
     "PromptTemplate",
     "RequiredLabels",

@@ -277,7 +277,25 @@ class _Validator:
                 )
             identifiers.setdefault(ident, tool)
             self.tool(tool)
+        if isinstance(toolset.source, ExternalMCPSource):
+            self.server_names(toolset)
         self.paging(toolset)
+
+    def server_names(self, toolset: ToolsetExpr) -> None:
+        """Two tools of an external MCP toolset cannot call the same server tool: the
+        server's name is what ``tools/call`` and the start-up check use."""
+        calling: dict[str, ToolExpr] = {}
+        for tool in toolset.tools:
+            other = calling.setdefault(tool.server_name, tool)
+            if other is not tool and other.name != tool.name:
+                self.error(
+                    tool,
+                    f"{tool.eval_name()} and {other.eval_name()} (line {other.loc.line}) both "
+                    f"call the MCP server's tool {q(tool.server_name)} in {toolset.eval_name()}; "
+                    "give each its own MCPName",
+                    loc=tool.mcp_name_loc or tool.loc,
+                    related=(other.mcp_name_loc or other.loc,),
+                )
 
     def tool(self, tool: ToolExpr) -> None:
         if tool.description is None:

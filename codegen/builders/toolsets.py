@@ -114,6 +114,7 @@ def _tool(
         paging=paging,
         server_data=types.server_data,
         required_labels=tuple(expr.required_labels),
+        server_name=expr.server_name,
     )
 
 

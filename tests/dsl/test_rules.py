@@ -68,6 +68,78 @@ Bad = Toolset("bad", FromExternalMCP("", "bad"), lambda: Tool("x", "X."))  # <-
     )
 
 
+def test_mcp_name_maps_a_design_tool_to_the_servers_name(designs: DesignRunner) -> None:
+    # Server names may have dots, leading digits or underscores and up to 128 characters; the
+    # design's name stays a valid agentgen name, MCPName says what tools/call sends.
+    long = "a" * 128
+    root = designs.load(
+        f"""
+def tools():
+    Tool("read", "Read a file.", lambda: MCPName("files.read"))
+    Tool("codes", "2FA codes.", lambda: MCPName("2fa_codes"))
+    Tool("hidden", "Hidden.", lambda: MCPName("_hidden"))
+    Tool("long", "Long.", lambda: MCPName("{long}"))
+    Tool("plain", "Plain.")
+    Tool("same", "Same.", lambda: MCPName("same"))
+Files = Toolset("files", FromExternalMCP("fs", "files"), tools)
+"""
+    )
+    (files,) = root.toolsets
+    assert {tool.name: tool.server_name for tool in files.tools} == {
+        "read": "files.read",
+        "codes": "2fa_codes",
+        "hidden": "_hidden",
+        "long": long,
+        "plain": "plain",
+        "same": "same",
+    }
+
+
+def test_mcp_name_is_checked_on_its_line(designs: DesignRunner) -> None:
+    long = "a" * 129
+    designs.check(
+        f"""
+def tools():
+    Tool("files.read", "Read a file.")  # <-
+    Tool("read", "Read.", lambda: MCPName("files.read"))
+    Tool("stat", "Stat.", lambda: (
+        MCPName("files.read"),  # <-
+    ))
+    Tool("plain", "Plain.")
+    Tool("other", "Other.", lambda: MCPName("plain"))  # <-
+    Tool("spaced", "Spaced.", lambda: MCPName("files read"))  # <-
+    Tool("long", "Long.", lambda: MCPName("{long}"))  # <-
+    Tool("twice", "Twice.", lambda: (MCPName("a"), MCPName("b")))  # <-
+    Tool("typed", "Typed.", lambda: MCPName(3))  # <-
+Files = Toolset("files", FromExternalMCP("fs", "files"), tools)
+Toolset("local", lambda: Tool("x", "X.", lambda: MCPName("y")))  # <-
+MCPName("top")  # <-
+""",
+        "tool name \"files.read\" must be letters, digits, '_' and '-', starting with a letter; "
+        'try "files_read" with MCPName("files.read") in its body',
+        'tool "stat" and tool "read" (line 5) both call the MCP server\'s tool "files.read" in '
+        'toolset "files"; give each its own MCPName',
+        'tool "other" and tool "plain" (line 9) both call the MCP server\'s tool "plain"',
+        'MCPName "files read" is not an MCP tool name: 1 to 128 ASCII letters, digits',
+        f'MCPName "{long}" is not an MCP tool name',
+        'MCPName is already set for tool "twice" (line 13)',
+        "MCPName takes the server's tool name as a string, got int",
+        'MCPName is only valid for tools of FromExternalMCP toolsets (tool "x" is not one)',
+        "MCPName is not valid at the top level of the design; it belongs inside a Tool body",
+    )
+
+
+def test_an_overlong_mcp_tool_name_points_to_mcp_name(designs: DesignRunner) -> None:
+    long = "get_" + "x" * 70
+    designs.check(
+        f"""
+Toolset("mcp", FromExternalMCP("srv", "mcp"), lambda: Tool("{long}", "L."))  # <-
+""",
+        f'tool name "{long}" is longer than 64 characters (74); shorten it; name the tool within '
+        f'the limit and call the server\'s tool by its own name with MCPName("{long}") in its body',
+    )
+
+
 def test_confirmation_requires_both_templates_that_parse_and_name_arguments(
     designs: DesignRunner,
 ) -> None:

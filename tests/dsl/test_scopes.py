@@ -16,7 +16,7 @@ VOCABULARY = [
     "Service", "Agent", "Toolset", "Tool", "Args", "Return", "Title", "Description", "Tags",
     "Use", "Export", "Deferred", "Registry", "URL", "Version", "FromRegistry", "PublishTo",
     "FromExternalMCP", "Confirmation", "BoundedResult", "Cursor", "NextCursor", "ContinueWith",
-    "ServerData", "RunPolicy", "ModelTimeout",
+    "ServerData", "RunPolicy", "ModelTimeout", "MCPName",
 ]  # fmt: skip
 
 
