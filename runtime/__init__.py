@@ -194,6 +194,9 @@ if TYPE_CHECKING:
     from agentgen.runtime.mcp import (
         SessionCaller as SessionCaller,
     )
+    from agentgen.runtime.mcp_changes import (
+        ToolListChanges as ToolListChanges,
+    )
     from agentgen.runtime.mcp_check import (
         MCPCheckError as MCPCheckError,
     )
@@ -474,6 +477,7 @@ __all__ = [
     "ToolContext",
     "ToolDefinition",
     "ToolIdentityError",
+    "ToolListChanges",
     "ToolOverloadedError",
     "ToolResultPart",
     "ToolSchema",
@@ -616,6 +620,7 @@ _HOMES: dict[str, str] = {
     "MCPToolError": "agentgen.runtime.mcp",
     "MCPToolsetExecutor": "agentgen.runtime.mcp",
     "SessionCaller": "agentgen.runtime.mcp",
+    "ToolListChanges": "agentgen.runtime.mcp_changes",
     "MCPCheckError": "agentgen.runtime.mcp_check",
     "MCPDeclaration": "agentgen.runtime.mcp_check",
     "MCPServerCheck": "agentgen.runtime.mcp_check",

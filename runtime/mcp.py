@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from agentgen.runtime.agents.executors import ToolContext, UnknownToolError
 from agentgen.runtime.contracts.codecs import decode_exact, encode_exact
+from agentgen.runtime.mcp_changes import Recheck, ToolListChanges
 from agentgen.runtime.mcp_check import MCPDeclaration, ToolListing, check_mcp_server
 
 if TYPE_CHECKING:
@@ -75,9 +76,7 @@ class MCPToolsetExecutor:
     async def execute(self, tool_id: str, payload: Any, context: ToolContext) -> Any:
         name = self._declaration.names.get(tool_id)
         if name is None:
-            raise UnknownToolError(
-                f"MCP {self._declaration.subject} has no tool {tool_id!r}"
-            )
+            raise UnknownToolError(f"MCP {self._declaration.subject} has no tool {tool_id!r}")
         return await self._caller.call_tool(name, payload, self._results.get(tool_id))
 
 
@@ -142,22 +141,35 @@ class SessionCaller:
 
     def __init__(self, session: ToolSession) -> None:
         self._session = session
+        self._recheck: Recheck | None = None
 
     @classmethod
     async def checked(
-        cls, session: ToolListingSession, declaration: MCPDeclaration
+        cls,
+        session: ToolListingSession,
+        declaration: MCPDeclaration,
+        changes: ToolListChanges | None = None,
     ) -> SessionCaller:
         """A caller over ``session`` once its server has passed
         :func:`~agentgen.runtime.mcp_check.check_mcp_server` against ``declaration`` (the
         toolset's generated ``MCP_DECLARATION``): every declared tool served, with an input
         schema that takes what the design sends.
 
+        ``changes``, the session's ``message_handler``, makes the caller check again before
+        its next call whenever the server announced ``tools/list_changed``: a call then fails
+        with the mismatch rather than reach a server that no longer serves the design, and the
+        fresh listing renews the SDK's cached output schemas.
+
         Raises :class:`~agentgen.runtime.mcp_check.MCPServerMismatch` (every problem at once)
         or :class:`~agentgen.runtime.mcp_check.MCPCheckError` (``tools/list`` failed) before
         any run can call the server.
         """
+        seen = changes.count if changes is not None else 0
         await check_mcp_server(session, declaration)
-        return cls(session)
+        caller = cls(session)
+        if changes is not None:
+            caller._recheck = Recheck(session, declaration, changes, seen)
+        return caller
 
     async def call_tool(
         self, name: str, arguments: Any, result_schema: Mapping[str, Any] | None = None
@@ -165,11 +177,15 @@ class SessionCaller:
         """Call ``name`` with the validated ``arguments`` and return the result's JSON value,
         its text read by ``result_schema`` (the declared ``Return``; see :func:`tool_value`).
 
-        Raises :class:`MCPToolError` when the server reports the call failed and
-        :class:`MCPResultError` when the result has no JSON value; errors of the session
+        Raises :class:`MCPToolError` when the server reports the call failed,
+        :class:`MCPResultError` when the result has no JSON value, and the check's
+        :class:`~agentgen.runtime.mcp_check.MCPCheckError` when the server announced changed
+        tools and no longer serves what the design declares; errors of the session
         itself (protocol errors, an unknown tool, the SDK rejecting structured content that
         breaks the server's own output schema) propagate as the SDK raised them.
         """
+        if self._recheck is not None:
+            await self._recheck.current()
         result = await self._session.call_tool(name, tool_arguments(arguments))
         return tool_value(name, result, result_schema)
 

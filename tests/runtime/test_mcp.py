@@ -32,7 +32,6 @@ from agentgen.runtime.agents.definition import AgentDefinition
 from agentgen.runtime.agents.planning import PlanResumeInput
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.contracts.specs import ToolSpec, schema_type
-from agentgen.runtime.mcp_check import MCPDeclaration
 from agentgen.runtime.mcp import (
     MCPResultError,
     MCPToolError,
@@ -42,6 +41,7 @@ from agentgen.runtime.mcp import (
     tool_arguments,
     tool_value,
 )
+from agentgen.runtime.mcp_check import MCPDeclaration
 from agentgen.runtime.messages import ToolResultPart
 from agentgen.runtime.runs.requests import RunOutcome
 from agentgen.runtime.search.document import search_document

@@ -131,9 +131,7 @@ async def call(mode: str, tool: str, args: dict[str, Any]) -> ToolResultPart:
             AgentDefinition(id=AGENT, description="Almanac questions.", specs=SPECS),
             planner=ScriptedPlanner([calls((f"almanac.{tool}", args)), answer()]),
             executors={
-                "helpdesk.almanac": MCPToolsetExecutor(
-                    SessionCaller(client.session), DECLARATION
-                )
+                "helpdesk.almanac": MCPToolsetExecutor(SessionCaller(client.session), DECLARATION)
             },
         )
         outcome = await rt.client(AGENT).run("Almanac?")
