@@ -146,6 +146,9 @@ def test_kitchen_sink_sources_policy_and_fingerprints() -> None:
     assert tools["tickets.ping"]["tags"] == ["support"]
     assert tools["ask_expert.ask"]["agent_id"] == "helpdesk.expert"
     assert tools["weather.get-forecast"]["mcp_server"] == "weather_server"
+    # The name tools/call sends (the design's, as the kitchen sink gives no MCPName).
+    assert tools["weather.get-forecast"]["mcp_tool"] == "get-forecast"
+    assert tools["tickets.search"]["mcp_tool"] is None
     # The agent's run policy (AllowTags("support", "read")) lets only tagged tools through:
     # every tickets tool carries its toolset's "support".
     assert [t for t, tool in tools.items() if tool["advertised"]] == [

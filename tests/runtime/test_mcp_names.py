@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -143,3 +144,19 @@ async def test_an_unchecked_call_of_a_missing_server_tool_names_it(
         outcome = await rt.client(bot.AGENT_ID).run("Read the motd.")
     error = error_of(results(outcome)["files.read"])
     assert "MCP tool 'files.read' reported an error: Unknown tool: files.read" in error["message"]
+
+
+def test_explain_names_the_servers_tool(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from agentgen.codegen.cli import main
+
+    design = tmp_path / "design.py"
+    design.write_text(DESIGN)
+    text = CliRunner().invoke(main, ["explain", str(design), "--agent", "bot"])
+    assert text.exit_code == 0, text.output
+    assert "MCP server fs_server (calls its tool files.read)" in text.output
+    shown = CliRunner().invoke(main, ["explain", str(design), "--agent", "bot", "--json"])
+    tools = {tool["id"]: tool for tool in json.loads(shown.output)["agents"][0]["tools"]}
+    assert tools["files.read"]["mcp_tool"] == "files.read"
+    assert tools["files.codes"]["mcp_tool"] == "2fa-codes"
