@@ -14,15 +14,35 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-__all__ = ["Message", "Part", "Role", "TextPart", "ToolCallPart", "ToolResultPart"]
+__all__ = [
+    "PHASES",
+    "Message",
+    "Part",
+    "Phase",
+    "Role",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+]
 
 Role = Literal["system", "user", "assistant", "tool"]
+#: How a provider labels assistant text (OpenAI Responses' ``phase``): ``commentary`` is said
+#: on the way (before a search or a call), ``final_answer`` is the answer.
+Phase = Literal["commentary", "final_answer"]
+PHASES: tuple[Phase, ...] = ("commentary", "final_answer")
 
 
 @dataclass(frozen=True)
 class TextPart:
+    """One block of text (one provider text block or output message).
+
+    ``phase`` is the provider's own label of assistant text, kept so that the adapter that got
+    it sends it back on replay (OpenAI asks for that); ``None`` when the provider gave none.
+    """
+
     text: str
     kind: Literal["text"] = "text"
+    phase: Phase | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +107,16 @@ class Message:
 
     @property
     def text(self) -> str:
-        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+        """The message's text: its text parts, a blank line between two of them, leaving out
+        those the provider labelled commentary when others remain (the run's final text and
+        a structured answer are the answer, not what the model said on the way).
+
+        Each part is a separate block (a provider text block, an output message, a search
+        round's text): glued together, the last sentence of one would run into the next.
+        """
+        texts = [p for p in self.parts if isinstance(p, TextPart) and p.text]
+        answer = [p for p in texts if p.phase != "commentary"] or texts
+        return "\n\n".join(p.text for p in answer)
 
     def tool_calls(self) -> list[ToolCallPart]:
         return [p for p in self.parts if isinstance(p, ToolCallPart)]
@@ -124,11 +153,12 @@ class Message:
 
 
 def _part_json(part: Part) -> dict[str, Any]:
-    return {k: v for k, v in part.__dict__.items()}
+    # A text part without a phase is stored as before phases existed.
+    return {k: v for k, v in part.__dict__.items() if not (k == "phase" and v is None)}
 
 
 _PART_FIELDS: dict[str, tuple[type[Part], dict[str, type], frozenset[str]]] = {
-    "text": (TextPart, {"text": str}, frozenset()),
+    "text": (TextPart, {"text": str, "phase": str}, frozenset({"phase"})),
     "tool_call": (ToolCallPart, {"call_id": str, "tool_id": str, "arguments": str}, frozenset()),
     "tool_result": (
         ToolResultPart,
@@ -154,4 +184,6 @@ def _part(data: Mapping[str, Any]) -> Part:
     for name, value in fields.items():
         if not isinstance(value, types[name]):
             raise ValueError(f"{kind} part field {name!r} must be a {types[name].__name__}")
+    if fields.get("phase", PHASES[0]) not in PHASES:
+        raise ValueError(f"text part phase {fields['phase']!r} is not one of {', '.join(PHASES)}")
     return cls(**fields)

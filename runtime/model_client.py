@@ -156,7 +156,15 @@ class ModelClient(Protocol):
 
 
 class ModelError(Exception):
-    """A model adapter failed; the message names the provider and what to do."""
+    """A model adapter failed; the message names the provider and what to do.
+
+    ``usage`` is what the responses the failed call had already received cost (an adapter's
+    search rounds before a later one failed, or a reply refused once it was generated): they
+    were billed, so the run counts them. ``None`` when no response arrived, or the client does
+    not say.
+    """
+
+    usage: Usage | None = None
 
 
 class ToolSearchUnsupportedError(ModelError):

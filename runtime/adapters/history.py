@@ -20,7 +20,7 @@ module. Every refusal says what is wrong and what to do; nothing is patched or r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from agentgen.runtime.adapters.anchors import describe, require_mapping
@@ -33,6 +33,7 @@ from agentgen.runtime.adapters.errors import (
 )
 from agentgen.runtime.contracts.canonical import canonical_bytes
 from agentgen.runtime.messages import Message, Part, ToolCallPart, ToolResultPart
+from agentgen.runtime.model_client import ModelError
 
 __all__ = [
     "FINGERPRINT_KEY",
@@ -41,6 +42,7 @@ __all__ = [
     "claim_call_id",
     "read_sealed",
     "require_records",
+    "require_unicode",
     "seal",
     "verify",
 ]
@@ -168,10 +170,60 @@ def _fingerprint(parts: Sequence[Part], record: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_bytes(body)).hexdigest()
 
 
-def seal(parts: Sequence[Part], record: Mapping[str, Any]) -> dict[str, Any]:
+def seal(
+    parts: Sequence[Part], record: Mapping[str, Any], what: str = "the model's reply"
+) -> dict[str, Any]:
     """The record to store with a message, with the fingerprint of it and of the message's
-    calls (their IDs and tools, and where records sit between the parts)."""
-    return {**record, FINGERPRINT_KEY: _fingerprint(parts, record)}
+    calls (their IDs and tools, and where records sit between the parts).
+
+    ``what`` names the reply the records come from: text that is not valid Unicode (a lone
+    UTF-16 surrogate, which JSON can spell as ``\\ud83d``) can be neither fingerprinted nor
+    stored, and the reply is refused naming where it is.
+    """
+    try:
+        fingerprint = _fingerprint(parts, record)
+    except UnicodeEncodeError:
+        calls = [[p.call_id, p.tool_id] for p in parts if isinstance(p, ToolCallPart)]
+        require_unicode({"calls": calls, "records": record}, what)
+        raise  # pragma: no cover - require_unicode found the text UTF-8 cannot encode
+    return {**record, FINGERPRINT_KEY: fingerprint}
+
+
+def require_unicode(value: object, what: str) -> None:
+    """Refuse provider output holding text that is not valid Unicode: a lone UTF-16
+    surrogate (JSON can spell one, ``\\ud83d``: half of an emoji) can be neither sent back
+    nor stored as UTF-8, so the reply is refused naming where it is, rather than failing later
+    with a bare ``UnicodeEncodeError``."""
+    where = _lone_surrogate(value, "$")
+    if where is not None:
+        raise ModelError(
+            f"{what} holds text that is not valid Unicode (a lone UTF-16 surrogate, such as "
+            f"half of an emoji) at {where}; it can be neither replayed nor stored, so the reply "
+            "is refused: retry the request"
+        )
+
+
+def _lone_surrogate(value: object, path: str) -> str | None:
+    """The path of the first text in ``value`` that UTF-8 cannot encode, if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path} ({value!r})"
+        return None
+    items: Iterable[tuple[object, object]]
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        inner = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]"
+        found = _lone_surrogate(key, path) or _lone_surrogate(item, inner)
+        if found is not None:
+            return found
+    return None
 
 
 def read_sealed(value: object, where: str, version: int, keys: Collection[str]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from agentgen.runtime.adapters.openai_search import (
 )
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 
-__all__ = ["Platform", "Replay", "encode_history"]
+__all__ = ["Platform", "Replay", "assistant_message", "encode_history"]
 
 Platform = Literal["openai", "bedrock"]
 
@@ -49,6 +49,15 @@ class Replay:
     search_call_ids: set[str] = field(default_factory=set)
     #: Every historical tool call ID, so that new calls cannot reuse one.
     call_ids: frozenset[str] = frozenset()
+
+
+def assistant_message(part: TextPart) -> dict[str, Any]:
+    """An assistant text as input, with the ``phase`` it was given (the API asks for it back:
+    dropping it can degrade the model's performance)."""
+    item: dict[str, Any] = {"type": "message", "role": "assistant", "content": part.text}
+    if part.phase is not None:
+        item["phase"] = part.phase
+    return item
 
 
 def _retained(loaded: LoadedTool, current: Mapping[str, dict[str, Any]]) -> bool:
@@ -115,9 +124,7 @@ class _Encoder:
                 self._record(what, element)
             elif isinstance(element, TextPart):
                 if element.text:
-                    self.replay.input.append(
-                        {"type": "message", "role": "assistant", "content": element.text}
-                    )
+                    self.replay.input.append(assistant_message(element))
             elif isinstance(element, ToolCallPart):
                 self._call(what, element, namespaces.get(element.call_id))
             else:
@@ -149,7 +156,9 @@ class _Encoder:
                 )
             self.replay.search_call_ids.add(call.call_id)
             self.unresolved[call.call_id] = what
-            self.replay.input.append(call.record)
+            # Without its output-item ID: the reasoning item that produced it is not stored,
+            # and the API refuses an item ID replayed without its reasoning item.
+            self.replay.input.append({k: v for k, v in call.record.items() if k != "id"})
         elif kind == "tool_search_output":
             output = parse_search_output(item, what)
             if self.unresolved.pop(output.call_id, None) is None:
@@ -183,10 +192,22 @@ class _Encoder:
                     f"{namespace!r}, but loaded tools live in a namespace named after them "
                     f"({name!r}); {REMEDY}"
                 )
+            if name not in self.loaded_as:
+                raise HistoryReplayError(
+                    f"{what}: call {part.call_id!r} to {part.tool_id!r} was made in namespace "
+                    f"{namespace!r}, which no search output kept in the transcript declares "
+                    "(the exchange whose search loaded it was dropped, by compact() for "
+                    "instance): compact from an earlier exchange, or start a new conversation"
+                )
             item["namespace"] = namespace
         else:
             form = self.loaded_as.get(name)
-            if form == "namespace" or (form == "function" and self.platform == "bedrock"):
+            # A plain call to a tool this request declares in a namespace is looked up in the
+            # default namespace, where it is not; Bedrock also rejects plain calls to loaded
+            # bare functions.
+            if (form == "namespace" and name in self.replay.namespaces) or (
+                form == "function" and self.platform == "bedrock"
+            ):
                 where = "Bedrock rejects" if self.platform == "bedrock" else "the API rejects"
                 raise MissingNamespaceHistoryError(
                     f"{what}: call {part.call_id!r} to dynamically loaded tool {part.tool_id!r} "

@@ -27,9 +27,14 @@ from agentgen.runtime.adapters.errors import (
     OutputBudgetError,
     ToolIdentityError,
 )
-from agentgen.runtime.adapters.history import claim_call_id
+from agentgen.runtime.adapters.history import claim_call_id, require_unicode
 from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap, shared_table
-from agentgen.runtime.adapters.openai_replay import Platform, Replay, encode_history
+from agentgen.runtime.adapters.openai_replay import (
+    Platform,
+    Replay,
+    assistant_message,
+    encode_history,
+)
 from agentgen.runtime.adapters.openai_search import (
     METADATA_KEY,
     SEARCH_TOOL,
@@ -42,7 +47,7 @@ from agentgen.runtime.adapters.openai_search import (
 )
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.adapters.usage import reported_usage
-from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart
+from agentgen.runtime.messages import PHASES, Message, Part, Phase, TextPart, ToolCallPart
 from agentgen.runtime.model_client import ModelError, ModelRequest, ModelResponse, Usage
 from agentgen.runtime.search.document import search_text
 from agentgen.runtime.search.index import (
@@ -56,6 +61,9 @@ from agentgen.runtime.search.index import (
 from agentgen.runtime.telemetry.spans import SearchRound, model_response
 
 __all__ = ["OpenAIResponsesModel"]
+
+#: The least ``max_output_tokens`` the Responses API takes (it answers 400 below it).
+MIN_OUTPUT_TOKENS = 16
 
 _BEDROCK_HOSTS = ("bedrock-runtime.", "bedrock-runtime-fips.", "bedrock-mantle.")
 
@@ -119,7 +127,13 @@ class OpenAIResponsesModel:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         invocation = _Invocation(self, request)
-        return await invocation.run()
+        try:
+            return await invocation.run()
+        except ModelError as exc:
+            # The rounds answered before the failure were billed all the same.
+            if invocation.rounds and exc.usage is None:
+                exc.usage = invocation.usage
+            raise
 
     async def _create(self, body: Mapping[str, Any], model: str) -> dict[str, Any]:
         try:
@@ -169,13 +183,32 @@ class _Invocation:
         self.records: list[Anchored] = []
         self.namespaces: dict[str, str] = {}
         self.usage = Usage()
+        #: Responses received so far (their usage is in ``usage``, even when one fails).
+        self.rounds = 0
         #: Whether a message of the reply holds a refusal (reported as stop reason "refusal").
         self.refused = False
         self._index: SearchIndex | None = None
 
     def body(self) -> dict[str, Any]:
         request, selection = self.request, self.selection
-        tools = [function_tool(tool, self.names.name(tool.id)) for tool in selection.eager]
+        loaded = self.replay.namespaces
+        if selection.forced is not None and self.names.name(selection.forced.id) in loaded:
+            name = self.names.name(selection.forced.id)
+            raise ModelError(
+                f"{self.provider}: the request for model {request.model!r} forces tool "
+                f"{selection.forced.id!r}, which a search of this conversation loaded into its "
+                f"namespace {name!r}: tool_choice can only name a top-level function, and a call "
+                "made without the namespace could not be replayed once the tool is offered "
+                "only in it again; let the model call it (tool choice 'auto' or 'any'), or "
+                "start a new conversation"
+            )
+        # A tool a search loaded stays in its namespace (the replayed output declares it): it is
+        # not declared again at the top level, so every call to it carries the namespace.
+        tools = [
+            function_tool(tool, name)
+            for tool in selection.eager
+            if (name := self.names.name(tool.id)) not in loaded
+        ]
         if selection.discovery:
             tools.append(dict(SEARCH_TOOL))
         budget = request.max_tokens
@@ -193,6 +226,9 @@ class _Invocation:
             body["instructions"] = request.system
         if tools:
             body["tools"] = tools
+        if tools or loaded or self.replay.bare:
+            # The choice covers what the replayed search outputs loaded too: with every tool
+            # deferred, a final-answer-only request has no top-level tool but loaded ones.
             choice = selection.choice
             if choice.mode == "none":
                 body["tool_choice"] = "none"
@@ -210,10 +246,11 @@ class _Invocation:
         budget = self.request.max_tokens
         while True:
             raw = await self.adapter._create(body, self.request.model)
-            _check_status(raw, self.provider, self.request.model)
+            self.rounds += 1
             round_usage = reported_usage(raw)
             self.usage += round_usage
-            searches, calls, continuation = self._read_output(raw)
+            _check_status(raw, self.provider, self.request.model)
+            searches, calls, continuation = self._read_output(raw, body)
             outputs = [self._answer(search) for search in searches]
             for output in outputs:
                 self.records.append((len(self.parts), output))
@@ -223,9 +260,16 @@ class _Invocation:
             assert budget is not None  # discovery requires it (checked in body())
             what = f"{self.provider}: model {self.request.model!r}"
             if raw.get("status") == "incomplete":
-                raise OutputBudgetError(
-                    f"{what} hit the output limit while searching for tools; raise max_tokens "
-                    f"(now {budget})"
+                reason = _incomplete_reason(raw)
+                if reason == "max_output_tokens":
+                    raise OutputBudgetError(
+                        f"{what} hit the output limit while searching for tools; raise "
+                        f"max_tokens (now {budget})"
+                    )
+                raise ModelError(
+                    f"{what}: response {raw.get('id')!r} was cut short while searching for "
+                    f"tools (incomplete: {reason!r}), not by the output limit; the search "
+                    "round holds no complete answer, so the reply is refused"
                 )
             if not round_usage.complete or round_usage.output_tokens <= 0:
                 said = "no usage" if not round_usage.complete else "no output tokens"
@@ -234,10 +278,12 @@ class _Invocation:
                     "budget cannot be enforced"
                 )
             remaining = budget - self.usage.output_tokens
-            if remaining <= 0:
+            if remaining < MIN_OUTPUT_TOKENS:
+                left = "the whole" if remaining <= 0 else f"all but {remaining} tokens of the"
                 raise OutputBudgetError(
-                    f"{what}: tool search used the whole output budget of {budget} tokens "
-                    "before the model called a tool or answered; raise max_tokens"
+                    f"{what}: tool search used {left} output budget of {budget} tokens "
+                    "before the model called a tool or answered (the API takes no "
+                    f"max_output_tokens below {MIN_OUTPUT_TOKENS}); raise max_tokens"
                 )
             for output in outputs:
                 self.replay.namespaces.update(tool["name"] for tool in output["tools"])
@@ -245,7 +291,7 @@ class _Invocation:
             body["max_output_tokens"] = remaining
 
     def _read_output(
-        self, raw: Mapping[str, Any]
+        self, raw: Mapping[str, Any], body: Mapping[str, Any]
     ) -> tuple[list[SearchCall], list[ToolCallPart], list[dict[str, Any]]]:
         """Turn a response's output items into parts and records, in their order.
 
@@ -257,7 +303,8 @@ class _Invocation:
         calls: list[ToolCallPart] = []
         continuation: list[dict[str, Any]] = []
         output = raw.get("output")
-        for item in output if isinstance(output, list) else []:
+        for position, item in enumerate(output if isinstance(output, list) else []):
+            require_unicode(item, f"{what}: output[{position}]")
             kind = item.get("type")
             if kind == "tool_search_call":
                 search = self._search_call(item, what)
@@ -265,6 +312,7 @@ class _Invocation:
                 self.records.append((len(self.parts), search.record))
                 continuation.append(search.record)
             elif kind == "function_call":
+                _require_complete_call(raw, item, what, body.get("max_output_tokens"))
                 part, namespace = self._call(item, what)
                 calls.append(part)
                 self.parts.append(part)
@@ -280,10 +328,11 @@ class _Invocation:
                 continuation.append(encoded)
             elif kind == "message":
                 text = "".join(_message_text(item, what))
-                self.parts.append(TextPart(text))
+                said = TextPart(text, phase=_phase(item, what))
+                self.parts.append(said)
                 self.refused |= any(c.get("type") == "refusal" for c in item.get("content") or ())
                 if text:
-                    continuation.append({"type": "message", "role": "assistant", "content": text})
+                    continuation.append(assistant_message(said))
             elif kind == "reasoning":
                 continuation.append(item)
             else:
@@ -310,6 +359,11 @@ class _Invocation:
         if not all(isinstance(value, str) for value in (name, call_id, arguments)):
             raise ModelError(f"{what} holds a function_call without name, call_id or arguments")
         assert isinstance(name, str) and isinstance(call_id, str) and isinstance(arguments, str)
+        if self.selection.choice.mode == "none":
+            raise ToolIdentityError(
+                f"{what} called {name!r}, though the request's tool choice was 'none' (no tool "
+                "may be called: a final-answer-only request); the reply is refused"
+            )
         taken = (self.replay.call_ids, self.call_ids)
         self.call_ids.add(claim_call_id(what, name, call_id, "call ID", *taken))
         tool_id = self.names.tool_id(name)
@@ -325,7 +379,9 @@ class _Invocation:
                     f"loaded it there (loaded tools are called in the namespace {name!r} their "
                     "search output declared)"
                 )
-        elif tool_id not in self.eager_ids and name not in self.replay.bare:
+        elif name in self.replay.namespaces or (
+            tool_id not in self.eager_ids and name not in self.replay.bare
+        ):
             raise ToolIdentityError(
                 f"{what} called deferred tool {tool_id!r} without the namespace {name!r} it "
                 "was loaded in"
@@ -359,9 +415,9 @@ class _Invocation:
         if self.records or self.namespaces or called:
             # Messages with calls always carry their (sealed) records, even without a search:
             # a message whose records were lost is then recognised on replay.
-            metadata[METADATA_KEY] = SearchMetadata(tuple(self.records), self.namespaces).to_json(
-                self.parts
-            )
+            what = f"{self.provider}: response {raw.get('id')!r} of model {self.request.model!r}"
+            records = SearchMetadata(tuple(self.records), self.namespaces)
+            metadata[METADATA_KEY] = records.to_json(self.parts, what)
         message = Message("assistant", tuple(self.parts), metadata)
         stop_reason = _stop_reason(raw, called)
         if self.refused and stop_reason == "end_turn":
@@ -439,8 +495,48 @@ def _message_text(item: Mapping[str, Any], what: str) -> Iterator[str]:
             )
 
 
+def _incomplete_reason(raw: Mapping[str, Any]) -> str | None:
+    reason = (raw.get("incomplete_details") or {}).get("reason")
+    return reason if isinstance(reason, str) else None
+
+
+def _require_complete_call(
+    raw: Mapping[str, Any], item: Mapping[str, Any], what: str, budget: object
+) -> None:
+    """Refuse a function call the response cut short: its arguments are not what the model
+    meant to send (a truncated JSON text), so it can be neither run nor replayed."""
+    status = item.get("status")
+    if status in (None, "completed"):
+        return
+    name = item.get("name")
+    reason = _incomplete_reason(raw)
+    if reason == "max_output_tokens":
+        raise OutputBudgetError(
+            f"{what} was cut off by the output limit while writing a call to {name!r} "
+            f"(status {status!r}, its arguments are incomplete); raise max_tokens (this "
+            f"round could produce {budget} tokens)"
+        )
+    status_of = raw.get("status")
+    cause = f"incomplete: {reason!r}" if reason else f"the response has status {status_of!r}"
+    raise ModelError(
+        f"{what} holds a call to {name!r} with status {status!r} ({cause}): its arguments are "
+        "incomplete, so the reply is refused"
+    )
+
+
+def _phase(item: Mapping[str, Any], what: str) -> Phase | None:
+    """The message's ``phase`` label, kept so that replay can send it back as the API asks."""
+    phase = item.get("phase")
+    if phase is None or phase in PHASES:
+        return cast(Phase | None, phase)
+    raise ModelError(
+        f"{what} holds message {item.get('id')!r} with phase {phase!r}, which this adapter "
+        f"does not know (only {', '.join(PHASES)})"
+    )
+
+
 def _stop_reason(raw: Mapping[str, Any], called: bool) -> str:
     if raw.get("status") == "incomplete":
-        reason = (raw.get("incomplete_details") or {}).get("reason")
+        reason = _incomplete_reason(raw)
         return "max_tokens" if reason == "max_output_tokens" else str(reason or "incomplete")
     return "tool_use" if called else "end_turn"

@@ -247,14 +247,15 @@ class SearchMetadata:
     records: tuple[Anchored, ...] = ()
     namespaces: Mapping[str, str] | None = None
 
-    def to_json(self, parts: Sequence[Part]) -> dict[str, Any]:
-        """The stored form, sealed with the fingerprint of the records and ``parts``."""
+    def to_json(self, parts: Sequence[Part], what: str = "the model's reply") -> dict[str, Any]:
+        """The stored form, sealed with the fingerprint of the records and ``parts`` (``what``
+        names the reply they come from)."""
         record = {
             "version": _VERSION,
             "records": [{"at": at, "item": item} for at, item in self.records],
             "namespaces": dict(self.namespaces or {}),
         }
-        return seal(parts, record)
+        return seal(parts, record, what)
 
     @classmethod
     def from_json(cls, value: object, parts: Sequence[Part], what: str) -> SearchMetadata:

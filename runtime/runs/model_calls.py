@@ -88,15 +88,21 @@ class _Bounded:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         calls = self._calls
-        if calls.timeout is None:
-            response = await self._client.complete(request)
-        else:
-            try:
-                response = await within_deadline(calls.timeout, self._client.complete(request))
-            except DeadlinePassed as passed:
-                # Also when the client turned its cancellation into an error of its own, or
-                # swallowed it and answered late: the limit fired, and the run says so.
-                raise calls.timed_out(self._model_id, request) from passed.__cause__
+        try:
+            if calls.timeout is None:
+                response = await self._client.complete(request)
+            else:
+                try:
+                    response = await within_deadline(calls.timeout, self._client.complete(request))
+                except DeadlinePassed as passed:
+                    # Also when the client turned its cancellation into an error of its own, or
+                    # swallowed it and answered late: the limit fired, and the run says so.
+                    raise calls.timed_out(self._model_id, request) from passed.__cause__
+        except ModelError as exc:
+            # A call that failed after some of its responses arrived was billed for them.
+            if exc.usage is not None:
+                calls.meter.add(exc.usage)
+            raise
         if not isinstance(response, ModelResponse):
             raise ModelError(
                 f"agent {calls.agent_id!r} (run {calls.run_id}): the client registered as "

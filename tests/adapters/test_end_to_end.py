@@ -9,9 +9,10 @@ from agentgen.runtime import transcript
 from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel
 from agentgen.runtime.adapters.anthropic_search import METADATA_KEY as ANTHROPIC_KEY
 from agentgen.runtime.adapters.openai_search import METADATA_KEY as OPENAI_KEY
+from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.app import Runtime
-from agentgen.runtime.messages import Message
+from agentgen.runtime.messages import Message, TextPart
 from tests.adapters.fakes import (
     anthropic_client,
     anthropic_server,
@@ -27,7 +28,7 @@ from tests.adapters.fakes import (
     text,
     tool_use,
 )
-from tests.runtime.agents import register
+from tests.runtime.agents import records_definition, register
 
 
 async def test_openai_search_execution_and_replay_through_the_runtime() -> None:
@@ -89,3 +90,47 @@ async def test_anthropic_search_execution_through_the_runtime() -> None:
     tool_result = server.bodies[1]["messages"][2]["content"][0]
     assert tool_result["tool_use_id"] == "toolu_1"
     assert json.loads(tool_result["content"]) == {"ids": ["r1"]}
+
+
+async def test_openai_final_answer_only_activity_of_an_all_deferred_agent() -> None:
+    # After the one call the policy allows, the run asks for a final answer (tool choice
+    # 'none'). Every tool is deferred, so that request has no top-level tool, but the replayed
+    # search output still declares records_search: 'none' must reach it.
+    server = openai_server(
+        response(search_call("s1", "search records")),
+        response(function_call("c1", "records_search", '{"query": "Ada"}', "records_search")),
+        response(text("Found r1.")),
+    )
+    rt = Runtime()
+    rt.register_model("gpt", OpenAIResponsesModel(openai_client(server)))
+    definition = records_definition(
+        deferred_tool_ids=("records.analyze", "records.lookup", "records.search"),
+        policy=RunPolicy(max_tool_calls=1),
+    )
+    planner = ModelPlanner("gpt", model="gpt-5.4", max_tokens=500)
+    register(rt, planner, definition)  # type: ignore[arg-type]
+    outcome = await rt.client("test.agent").run("Find Ada")
+    assert outcome.final_text == "Found r1."
+    final = server.bodies[-1]
+    assert "tools" not in final and final["tool_choice"] == "none"
+
+
+async def test_openai_commentary_of_a_search_round_is_not_the_final_text() -> None:
+    def said(value: str, phase: str, item_id: str) -> dict[str, object]:
+        return {**text(value, item_id), "phase": phase}
+
+    server = openai_server(
+        response(said("Let me find a tool.", "commentary", "m1"), search_call("s1", "records")),
+        response(said("I could not find Ada.", "final_answer", "m2")),
+    )
+    rt = Runtime()
+    rt.register_model("gpt", OpenAIResponsesModel(openai_client(server)))
+    register(rt, ModelPlanner("gpt", model="gpt-5.4", max_tokens=500))  # type: ignore[arg-type]
+    outcome = await rt.client("test.agent").run("Find Ada")
+    assert outcome.final_text == "I could not find Ada."
+    # The transcript keeps both, with their phases, for replay.
+    answer = outcome.transcript[-1]
+    assert [(p.text, p.phase) for p in answer.parts if isinstance(p, TextPart)] == [
+        ("Let me find a tool.", "commentary"),
+        ("I could not find Ada.", "final_answer"),
+    ]

@@ -9,7 +9,9 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx2
 import pytest
+from anthropic import AsyncAnthropic
 
 from agentgen.runtime.adapters import (
     AnthropicMessagesModel,
@@ -18,6 +20,7 @@ from agentgen.runtime.adapters import (
     DuplicateCallIdError,
     HistoryReplayError,
     MissingSearchRecordsError,
+    ModelError,
     OpenAIResponsesModel,
     TamperedHistoryError,
     anthropic_search,
@@ -35,6 +38,8 @@ from tests.adapters.fakes import (
     openai_client,
     openai_server,
     response,
+    search_result,
+    server_search,
     text,
     tool_use,
 )
@@ -42,7 +47,7 @@ from tests.adapters.test_anthropic_messages import MODEL as CLAUDE
 from tests.adapters.test_anthropic_messages import conversation
 from tests.adapters.test_bedrock_converse import Converse
 from tests.adapters.test_openai_replay import weather_exchange
-from tests.adapters.tools import INVOICE, RECORDS, request
+from tests.adapters.tools import INVOICE, RECORDS, WEATHER, request
 
 Send = Callable[[list[Message]], Awaitable[Server | None]]
 
@@ -295,3 +300,31 @@ async def test_bedrock_replies_reusing_a_call_id_are_refused() -> None:
         await BedrockConverseModel(converse.client).complete(
             request(USER, call("c1"), result("c1"), AGAIN, tools=(RECORDS,), model="m")
         )
+
+
+async def test_records_with_a_lone_surrogate_are_refused_by_name_not_crashed_on() -> None:
+    # A hosted search whose pattern holds half of an emoji (valid JSON, not valid Unicode):
+    # the records cannot be fingerprinted or stored as UTF-8.
+    reply = message(
+        server_search("srvtoolu_1", "weather"),
+        search_result("srvtoolu_1", "weather_lookup"),
+        tool_use("toolu_1", "weather_lookup", {"city": "Oslo"}),
+        stop_reason="tool_use",
+    )
+    raw = json.dumps(reply).replace('"weather"', '"weather \\ud83d"').encode()
+
+    def handler(sent: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=raw, headers={"content-type": "application/json"})
+
+    client = AsyncAnthropic(
+        api_key="sk-ant-test",
+        base_url="http://stub.local",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+    model = AnthropicMessagesModel(client)
+    with pytest.raises(ModelError) as caught:
+        await model.complete(request(tools=(RECORDS, WEATHER), model="claude-opus-4-7"))
+    message_text = str(caught.value)
+    assert "lone UTF-16 surrogate" in message_text
+    assert "input.pattern ('weather \\ud83d')" in message_text

@@ -19,16 +19,20 @@ from agentgen.runtime.adapters import (
 from agentgen.runtime.adapters.history import seal
 from agentgen.runtime.adapters.openai_search import METADATA_KEY
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
+from agentgen.runtime.model_client import ToolChoice
 from tests.adapters.fakes import (
     Server,
     function_call,
     openai_client,
     openai_server,
+    reasoning,
     response,
     search_call,
     text,
 )
 from tests.adapters.tools import INVOICE, RECORDS, WEATHER, request, tool
+
+WEATHER_CITY = {"city": {"type": "string"}}
 
 
 async def weather_exchange(server: Server, question: str, call_id: str) -> list[Message]:
@@ -254,3 +258,97 @@ async def test_a_new_search_may_not_reuse_a_historical_call_id() -> None:
     history = await weather_exchange(openai_server(), "Weather?", "c1")
     with pytest.raises(ModelError, match="reuses tool search call ID 's_c1'"):
         await replay([*history, Message.user("x")], response(search_call("s_c1", "alerts")))
+
+
+async def test_a_call_whose_loading_search_was_compacted_away_is_refused() -> None:
+    server = openai_server()
+    first = await weather_exchange(server, "Weather in Paris?", "c1")
+    # The next exchange calls the loaded tool again, without searching.
+    model = OpenAIResponsesModel(openai_client(server))
+    asked = Message.user("And Lyon?")
+    server.replies.append(
+        response(function_call("c2", "weather_lookup", '{"city":"Lyon"}', "weather_lookup"))
+    )
+    again = await model.complete(request(*first, asked))
+    result = Message("tool", (ToolResultPart("c2", "weather.lookup", '{"sky":"rain"}'),))
+    history = stored([*first, asked, again.message, result])
+    # Compacting to the last exchange drops the search that declared the namespace.
+    kept = list(transcript.compact(history, keep_last=3))
+    assert kept[0].text == "And Lyon?"
+    with pytest.raises(HistoryReplayError) as caught:
+        await replay(kept)
+    message = str(caught.value)
+    assert "call 'c2' to 'weather.lookup' was made in namespace 'weather_lookup'" in message
+    assert "no search output kept in the transcript declares" in message
+
+
+async def test_a_loaded_tool_made_immediate_stays_in_its_namespace() -> None:
+    history = await weather_exchange(openai_server(), "Weather?", "c1")
+    immediate = (RECORDS, tool("weather.lookup", WEATHER.description, WEATHER_CITY))
+    call = function_call("c2", "weather_lookup", '{"city":"Lyon"}', "weather_lookup")
+    server = openai_server(response(call), response(text("Rain.")))
+    model = OpenAIResponsesModel(openai_client(server))
+    asked = [*history, Message.user("And Lyon?")]
+    reply = await model.complete(request(*asked, tools=immediate))
+    # Declared once: in the replayed namespace, not again at the top level.
+    assert [t["name"] for t in server.bodies[0]["tools"]] == ["records_search"]
+    [output] = items(server, "tool_search_output")
+    assert [t["name"] for t in output["tools"]] == ["weather_lookup"]
+    # The call carries its namespace, so the conversation goes on replaying.
+    assert reply.message.tool_calls()[0].tool_id == "weather.lookup"
+    result = Message("tool", (ToolResultPart("c2", "weather.lookup", '{"sky":"rain"}'),))
+    await model.complete(request(*stored([*asked, reply.message, result]), tools=immediate))
+    assert items(server, "function_call")[-1]["namespace"] == "weather_lookup"
+
+
+async def test_a_plain_call_to_a_tool_loaded_in_its_namespace_is_refused() -> None:
+    history = await weather_exchange(openai_server(), "Weather?", "c1")
+    immediate = (RECORDS, tool("weather.lookup", WEATHER.description, WEATHER_CITY))
+    call = function_call("c2", "weather_lookup", '{"city":"Lyon"}')
+    with pytest.raises(ToolIdentityError, match="without the namespace 'weather_lookup'"):
+        await replay([*history, Message.user("And Lyon?")], response(call), tools=immediate)
+
+
+async def test_forcing_a_tool_a_search_loaded_is_refused_before_sending() -> None:
+    history = await weather_exchange(openai_server(), "Weather?", "c1")
+    server = openai_server()
+    model = OpenAIResponsesModel(openai_client(server))
+    with pytest.raises(ModelError) as caught:
+        await model.complete(
+            request(*history, Message.user("Lyon?"), choice=ToolChoice("tool", "weather.lookup"))
+        )
+    message = str(caught.value)
+    assert "forces tool 'weather.lookup'" in message and "namespace 'weather_lookup'" in message
+    assert server.bodies == []
+
+
+async def test_a_forced_call_replays_while_no_search_declares_its_namespace() -> None:
+    # Forced before any search loaded it: a plain call, replayed as one.
+    server = openai_server(response(function_call("c1", "weather_lookup", '{"city":"Oslo"}')))
+    model = OpenAIResponsesModel(openai_client(server))
+    asked = Message.user("Weather in Oslo?")
+    forced = await model.complete(request(asked, choice=ToolChoice("tool", "weather.lookup")))
+    result = Message("tool", (ToolResultPart("c1", "weather.lookup", '{"sky":"snow"}'),))
+    server = await replay(stored([asked, forced.message, result]))
+    assert "namespace" not in items(server, "function_call")[0]
+
+
+async def test_search_calls_replay_without_their_output_item_ids() -> None:
+    server = openai_server(
+        response(reasoning("rs_1"), search_call("s1", "weather", "tsc_1")),
+        response(function_call("c1", "weather_lookup", '{"city":"Paris"}', "weather_lookup")),
+    )
+    model = OpenAIResponsesModel(openai_client(server))
+    asked = Message.user("Weather?")
+    first = await model.complete(request(asked))
+    # Within the invocation the reasoning item goes back with it, and so does the item ID.
+    assert [(i["type"], i.get("id")) for i in server.bodies[1]["input"][1:3]] == [
+        ("reasoning", "rs_1"),
+        ("tool_search_call", "tsc_1"),
+    ]
+    result = Message("tool", (ToolResultPart("c1", "weather.lookup", "{}"),))
+    later = await replay(stored([asked, first.message, result]))
+    # Later the reasoning item is gone (never stored): an ID without it is refused by the API.
+    [call] = items(later, "tool_search_call")
+    assert "id" not in call and call["call_id"] == "s1"
+    assert first.message.metadata[METADATA_KEY]["records"][0]["item"]["id"] == "tsc_1"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
 import pytest
 from openai import AsyncOpenAI
 
@@ -436,3 +437,159 @@ def test_bedrock_factory_uses_the_sdk_bedrock_provider() -> None:
         "bedrock"
     )
     assert adapter(openai_server()).platform == "openai"
+
+
+# --- tool choice 'none', cut-short replies, budget floor, text ------------------------------
+
+
+async def loaded_weather(server: Any) -> list[Message]:
+    """A conversation whose search loaded weather_lookup (namespace) and called it once."""
+    server.replies[:0] = [
+        response(search_call("s1", "weather forecast"), output_tokens=30),
+        response(function_call("c1", "weather_lookup", '{"city":"Paris"}', "weather_lookup")),
+    ]
+    asked = Message.user("Weather in Paris?")
+    first = await adapter(server).complete(request(asked, tools=(WEATHER,)))
+    result = Message("tool", (ToolResultPart("c1", "weather.lookup", '{"sky":"sunny"}'),))
+    return [asked, first.message, result]
+
+
+async def test_tool_choice_none_reaches_the_tools_a_replayed_search_loaded() -> None:
+    server = openai_server(response(text("Sunny in Paris.")))
+    history = await loaded_weather(server)
+    # Every tool is deferred: a final-answer-only request has no top-level tool at all, but
+    # the replayed search output still declares the loaded namespace.
+    reply = await adapter(server).complete(
+        request(*history, tools=(WEATHER,), choice=ToolChoice("none"))
+    )
+    body = server.bodies[-1]
+    assert "tools" not in body
+    [output] = [item for item in body["input"] if item["type"] == "tool_search_output"]
+    assert [tool["name"] for tool in output["tools"]] == ["weather_lookup"]
+    assert body["tool_choice"] == "none"
+    assert reply.message.text == "Sunny in Paris."
+
+
+async def test_a_call_made_despite_tool_choice_none_is_refused() -> None:
+    server = openai_server(
+        response(function_call("c2", "weather_lookup", '{"city":"Lyon"}', "weather_lookup"))
+    )
+    history = await loaded_weather(server)
+    with pytest.raises(ToolIdentityError, match=r"'gpt-5\.4' called 'weather_lookup'.*'none'"):
+        await adapter(server).complete(
+            request(*history, tools=(WEATHER,), choice=ToolChoice("none"))
+        )
+
+
+async def test_nothing_callable_means_no_tool_choice() -> None:
+    server = openai_server(response(text("hi")))
+    await adapter(server).complete(request(tools=(), choice=ToolChoice("none")))
+    assert "tool_choice" not in server.bodies[0] and "tools" not in server.bodies[0]
+
+
+async def test_a_call_cut_off_by_the_output_limit_is_refused() -> None:
+    item = function_call("c1", "records_search", '{"name": "Ali')
+    item["status"] = "incomplete"
+    server = openai_server(response(item, status="incomplete", incomplete="max_output_tokens"))
+    with pytest.raises(OutputBudgetError) as caught:
+        await adapter(server).complete(request(tools=(RECORDS,), max_tokens=50))
+    message = str(caught.value)
+    assert "cut off by the output limit while writing a call to 'records_search'" in message
+    assert "raise max_tokens (this round could produce 50 tokens)" in message
+
+
+async def test_a_call_cut_short_for_another_reason_names_it() -> None:
+    item = function_call("c1", "records_search", '{"name": "Ali')
+    item["status"] = "incomplete"
+    server = openai_server(response(item, status="incomplete", incomplete="content_filter"))
+    with pytest.raises(ModelError, match="status 'incomplete' \\(incomplete: 'content_filter'\\)"):
+        await adapter(server).complete(request(tools=(RECORDS,)))
+
+
+async def test_a_search_round_cut_by_the_content_filter_is_not_called_a_budget_problem() -> None:
+    server = openai_server(
+        response(search_call("s1", "weather"), status="incomplete", incomplete="content_filter")
+    )
+    with pytest.raises(ModelError) as caught:
+        await adapter(server).complete(request())
+    assert not isinstance(caught.value, OutputBudgetError)
+    assert "incomplete: 'content_filter'" in str(caught.value)
+    assert "max_tokens" not in str(caught.value)
+
+
+async def test_a_round_is_never_given_less_than_the_apis_minimum_budget() -> None:
+    server = openai_server(response(search_call("s1", "weather"), output_tokens=990))
+    with pytest.raises(OutputBudgetError, match="all but 10 tokens of the output budget of 1000"):
+        await adapter(server).complete(request(max_tokens=1000))
+    # No second round was asked for with max_output_tokens=10 (the API refuses below 16).
+    assert len(server.bodies) == 1
+
+
+async def test_a_reply_with_a_lone_surrogate_is_refused_by_name() -> None:
+    # Valid JSON (an escaped lone surrogate, half of an emoji) that UTF-8 cannot carry back.
+    raw = json.dumps(response(search_call("s1", "weather"))).replace(
+        '"weather"', '"weather \\ud83d"'
+    )
+    bodies: list[bytes] = []
+
+    def handler(sent: httpx2.Request) -> httpx2.Response:
+        bodies.append(sent.content)
+        headers = {"content-type": "application/json"}
+        return httpx2.Response(200, content=raw.encode(), headers=headers)
+
+    client = AsyncOpenAI(
+        api_key="sk-test",
+        base_url="http://stub.local/v1",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+    with pytest.raises(ModelError) as caught:
+        await OpenAIResponsesModel(client).complete(request())
+    message = str(caught.value)
+    assert "response 'resp_1' of model 'gpt-5.4': output[0]" in message
+    assert "$.arguments.query" in message and "lone UTF-16 surrogate" in message
+    assert len(bodies) == 1
+
+
+async def test_phase_is_kept_and_commentary_is_not_the_answer() -> None:
+    def said(value: str, phase: str, item_id: str) -> dict[str, Any]:
+        return {**text(value, item_id), "phase": phase}
+
+    server = openai_server(
+        response(said("Let me find a tool.", "commentary", "m1"), search_call("s1", "weather")),
+        response(said('{"city": "Paris"}', "final_answer", "m2")),
+        response(text("ok")),
+    )
+    model = adapter(server)
+    reply = await model.complete(request())
+    # The next round gets the commentary back with its phase, as the API asks.
+    assert server.bodies[1]["input"][1] == {
+        "type": "message",
+        "role": "assistant",
+        "content": "Let me find a tool.",
+        "phase": "commentary",
+    }
+    assert [part.phase for part in reply.message.parts if isinstance(part, TextPart)] == [
+        "commentary",
+        "final_answer",
+    ]
+    assert reply.message.text == '{"city": "Paris"}'
+    # Stored and replayed: the phases go back too.
+    history = [Message.from_json(json.loads(json.dumps(m.to_json()))) for m in (reply.message,)]
+    await model.complete(request(Message.user("Weather?"), *history, Message.user("Thanks")))
+    assistant = [item for item in server.bodies[-1]["input"] if item.get("role") == "assistant"]
+    assert [item.get("phase") for item in assistant] == ["commentary", "final_answer"]
+
+
+async def test_a_phase_it_does_not_know_is_refused_not_dropped() -> None:
+    reply = response(text("x"))
+    reply["output"][0]["phase"] = "aside"
+    server = openai_server(reply)
+    client = AsyncOpenAI(
+        api_key="sk-test",
+        base_url="http://stub.local/v1",
+        http_client=server.http_client(),
+        max_retries=0,
+    )
+    with pytest.raises(ModelError, match="message 'msg_1' with phase 'aside'"):
+        await OpenAIResponsesModel(client).complete(request())

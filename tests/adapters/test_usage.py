@@ -16,6 +16,7 @@ from agentgen.runtime.adapters import (
     BedrockConverseModel,
     ModelError,
     OpenAIResponsesModel,
+    OutputBudgetError,
 )
 from agentgen.runtime.model_client import Usage
 from tests.adapters.fakes import (
@@ -79,6 +80,34 @@ async def test_openai_search_round_without_usage_is_refused() -> None:
     server = openai_server(_without_usage(response(search_call("s1", "weather")), "null"))
     with pytest.raises(ModelError, match="reported no usage for a search round"):
         await OpenAIResponsesModel(openai_client(server)).complete(request(max_tokens=400))
+
+
+async def test_openai_rounds_billed_before_a_failure_ride_on_the_error() -> None:
+    # Three search rounds use the whole budget: the call fails, but all three were billed.
+    server = openai_server(
+        response(search_call("s1", "weather"), output_tokens=400),
+        response(search_call("s2", "alerts"), output_tokens=400),
+        response(search_call("s3", "invoice"), output_tokens=200),
+    )
+    with pytest.raises(OutputBudgetError) as caught:
+        await OpenAIResponsesModel(openai_client(server)).complete(request(max_tokens=1000))
+    assert caught.value.usage == Usage(300, 1000)
+
+
+async def test_openai_a_round_without_usage_that_fails_counts_as_unreported() -> None:
+    reply = _without_usage(response(status="failed"), "absent")
+    reply["error"] = {"code": "server_error", "message": "boom"}
+    server = openai_server(response(search_call("s1", "weather"), output_tokens=30), reply)
+    with pytest.raises(ModelError, match="has status 'failed'") as caught:
+        await OpenAIResponsesModel(openai_client(server)).complete(request(max_tokens=400))
+    assert caught.value.usage == Usage(100, 30, unreported=1)
+
+
+async def test_openai_a_failure_before_any_response_carries_no_usage() -> None:
+    server = openai_server()  # HTTP 500: nothing was generated
+    with pytest.raises(ModelError) as caught:
+        await OpenAIResponsesModel(openai_client(server)).complete(request())
+    assert caught.value.usage is None
 
 
 # --- Anthropic Messages -----------------------------------------------------------------------

@@ -322,3 +322,39 @@ def test_a_message_of_the_wrong_shape_is_refused_when_it_is_built(
 ) -> None:
     with pytest.raises(error, match=message):
         Message(role, parts)
+
+
+def test_separate_text_blocks_are_not_glued_together() -> None:
+    # Claude's documented shape: text, a hosted search, more text (one message, two blocks).
+    message = Message(
+        "assistant",
+        (TextPart("I'll search for a tool."), TextPart(""), TextPart("No tool can do that.")),
+    )
+    assert message.text == "I'll search for a tool.\n\nNo tool can do that."
+
+
+def test_text_labelled_commentary_is_not_the_answer() -> None:
+    message = Message(
+        "assistant",
+        (
+            TextPart("Let me find a tool.", phase="commentary"),
+            TextPart('{"found": false}', phase="final_answer"),
+        ),
+    )
+    assert message.text == '{"found": false}'
+    # With nothing else to say, the commentary is the message's text.
+    only = Message("assistant", (TextPart("Looking.", phase="commentary"),))
+    assert only.text == "Looking."
+
+
+def test_a_phase_round_trips_and_its_absence_is_stored_as_before() -> None:
+    labelled = Message("assistant", (TextPart("Looking.", phase="commentary"), TextPart("x")))
+    assert stored(labelled) == labelled
+    assert labelled.to_json()["parts"] == [
+        {"text": "Looking.", "kind": "text", "phase": "commentary"},
+        {"text": "x", "kind": "text"},
+    ]
+    with pytest.raises(ValueError, match="phase 'aside' is not one of commentary, final_answer"):
+        Message.from_json(
+            {"role": "assistant", "parts": [{"kind": "text", "text": "x", "phase": "aside"}]}
+        )

@@ -16,7 +16,13 @@ from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput, RunContext
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.messages import Message, TextPart
-from agentgen.runtime.model_client import USAGE_METADATA_KEY, ModelRequest, ModelResponse
+from agentgen.runtime.model_client import (
+    USAGE_METADATA_KEY,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+)
+from agentgen.runtime.runs.model_calls import UsageMeter
 from agentgen.runtime.runs.plan_step import plan
 from agentgen.runtime.runs.policy import merge
 from agentgen.runtime.runs.steps import PlanTask
@@ -344,3 +350,26 @@ async def test_a_planner_reaches_the_rest_of_its_registered_client() -> None:
     rt.register_agent(records_definition(specs=()), planner=Direct(), executors={})
     outcome = await rt.client("test.agent").run("go", policy=RunPolicy(model_timeout=30))
     assert (seen, outcome.final_text) == (["scripted"], "fine")
+
+
+class FailsAfterBilling:
+    """A client whose call fails after responses it was billed for (an adapter's search
+    rounds), saying what they cost on the error."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        error = ModelError("the third search round used the whole budget")
+        error.usage = Usage(300, 1000)
+        raise error
+
+
+async def test_what_a_failed_call_was_billed_is_counted() -> None:
+    rt = _runtime(FailsAfterBilling())
+    meter = UsageMeter(Usage(5, 5))  # an earlier attempt's
+    task = PlanTask(
+        RunContext(run_id="run-9", agent_id="test.agent"),
+        RunPolicy(),
+        (Message("user", (TextPart("go"),)),),
+    )
+    with pytest.raises(ModelError, match="whole budget"):
+        await plan(rt, task, meter=meter)
+    assert meter.usage == Usage(305, 1005)
