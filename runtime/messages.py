@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from agentgen.runtime.wire_fields import ADDED
+
 __all__ = [
     "PHASES",
     "Message",
@@ -42,7 +44,7 @@ class TextPart:
 
     text: str
     kind: Literal["text"] = "text"
-    phase: Phase | None = None
+    phase: Phase | None = field(default=None, metadata=ADDED)
 
 
 @dataclass(frozen=True)

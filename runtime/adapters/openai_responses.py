@@ -266,10 +266,13 @@ class _Invocation:
                         f"{what} hit the output limit while searching for tools; raise "
                         f"max_tokens (now {budget})"
                     )
+                cause = "no reason given"
+                if reason:
+                    cause = f"incomplete: {reason!r}, not the output limit"
                 raise ModelError(
                     f"{what}: response {raw.get('id')!r} was cut short while searching for "
-                    f"tools (incomplete: {reason!r}), not by the output limit; the search "
-                    "round holds no complete answer, so the reply is refused"
+                    f"tools ({cause}); the search round holds no complete answer, so the reply "
+                    "is refused"
                 )
             if not round_usage.complete or round_usage.output_tokens <= 0:
                 said = "no usage" if not round_usage.complete else "no output tokens"

@@ -513,7 +513,7 @@ async def test_a_search_round_cut_by_the_content_filter_is_not_called_a_budget_p
     with pytest.raises(ModelError) as caught:
         await adapter(server).complete(request())
     assert not isinstance(caught.value, OutputBudgetError)
-    assert "incomplete: 'content_filter'" in str(caught.value)
+    assert "incomplete: 'content_filter', not the output limit" in str(caught.value)
     assert "max_tokens" not in str(caught.value)
 
 

@@ -246,3 +246,13 @@ def test_every_field_added_since_the_release_before_is_left_out_at_its_default()
             "(agentgen.runtime.wire_fields), so that older workers read payloads that do not "
             "use it"
         )
+
+
+def test_a_text_phase_crosses_and_text_without_one_is_written_as_before() -> None:
+    labelled = Message("assistant", (TextPart("Looking.", phase="commentary"), TextPart("Done.")))
+    written = encode(labelled, Message)
+    assert written["parts"] == [
+        {"text": "Looking.", "kind": "text", "phase": "commentary"},
+        {"text": "Done.", "kind": "text"},
+    ]
+    assert decode(written, Message) == labelled
