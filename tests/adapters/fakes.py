@@ -84,7 +84,9 @@ def openai_server(*replies: Reply) -> Server:
     return Server(check_openai, list(replies))
 
 
-def openai_client(server: Server, *, bedrock: bool = False) -> AsyncOpenAI:
+def openai_client(server: Server, *, bedrock: bool = False, strict: bool = True) -> AsyncOpenAI:
+    """``strict=False`` is the SDK's default (lenient) parsing, which lets content the SDK's
+    types do not know through to the adapter."""
     if bedrock:
         provider = openai.providers.bedrock(
             endpoint="runtime",
@@ -96,14 +98,14 @@ def openai_client(server: Server, *, bedrock: bool = False) -> AsyncOpenAI:
             provider=provider,
             http_client=server.http_client(),
             max_retries=0,
-            _strict_response_validation=True,
+            _strict_response_validation=strict,
         )
     return AsyncOpenAI(
         api_key="sk-test",
         base_url="http://stub.local/v1",
         http_client=server.http_client(),
         max_retries=0,
-        _strict_response_validation=True,
+        _strict_response_validation=strict,
     )
 
 
@@ -165,14 +167,17 @@ def function_call(
     return item
 
 
-def text(value: str, item_id: str = "msg_1") -> dict[str, Any]:
-    return {
+def text(value: str, item_id: str = "msg_1", phase: str | None = None) -> dict[str, Any]:
+    item = {
         "type": "message",
         "id": item_id,
         "role": "assistant",
         "status": "completed",
         "content": [{"type": "output_text", "text": value, "annotations": []}],
     }
+    if phase is not None:
+        item["phase"] = phase
+    return item
 
 
 def reasoning(item_id: str = "rs_1") -> dict[str, Any]:

@@ -116,12 +116,9 @@ async def test_openai_final_answer_only_activity_of_an_all_deferred_agent() -> N
 
 
 async def test_openai_commentary_of_a_search_round_is_not_the_final_text() -> None:
-    def said(value: str, phase: str, item_id: str) -> dict[str, object]:
-        return {**text(value, item_id), "phase": phase}
-
     server = openai_server(
-        response(said("Let me find a tool.", "commentary", "m1"), search_call("s1", "records")),
-        response(said("I could not find Ada.", "final_answer", "m2")),
+        response(text("Let me find a tool.", "m1", "commentary"), search_call("s1", "records")),
+        response(text("I could not find Ada.", "m2", "final_answer")),
     )
     rt = Runtime()
     rt.register_model("gpt", OpenAIResponsesModel(openai_client(server)))

@@ -364,14 +364,8 @@ async def test_a_response_that_did_not_finish_is_an_error(status: str) -> None:
 async def test_message_content_it_does_not_know_is_refused_not_dropped() -> None:
     reply = response(text("x"))  # validated before the content is changed
     reply["output"][0]["content"] = [{"type": "output_audio", "data": "AAAA", "transcript": "hi"}]
-    server = openai_server(reply)
     # The SDK's default (lenient) parsing lets unknown content through to the adapter.
-    client = AsyncOpenAI(
-        api_key="sk-test",
-        base_url="http://stub.local/v1",
-        http_client=server.http_client(),
-        max_retries=0,
-    )
+    client = openai_client(openai_server(reply), strict=False)
     with pytest.raises(ModelError, match="message 'msg_1' with content of type 'output_audio'"):
         await OpenAIResponsesModel(client).complete(request())
 
@@ -552,12 +546,9 @@ async def test_a_reply_with_a_lone_surrogate_is_refused_by_name() -> None:
 
 
 async def test_phase_is_kept_and_commentary_is_not_the_answer() -> None:
-    def said(value: str, phase: str, item_id: str) -> dict[str, Any]:
-        return {**text(value, item_id), "phase": phase}
-
     server = openai_server(
-        response(said("Let me find a tool.", "commentary", "m1"), search_call("s1", "weather")),
-        response(said('{"city": "Paris"}', "final_answer", "m2")),
+        response(text("Let me find a tool.", "m1", "commentary"), search_call("s1", "weather")),
+        response(text('{"city": "Paris"}', "m2", "final_answer")),
         response(text("ok")),
     )
     model = adapter(server)
@@ -584,12 +575,6 @@ async def test_phase_is_kept_and_commentary_is_not_the_answer() -> None:
 async def test_a_phase_it_does_not_know_is_refused_not_dropped() -> None:
     reply = response(text("x"))
     reply["output"][0]["phase"] = "aside"
-    server = openai_server(reply)
-    client = AsyncOpenAI(
-        api_key="sk-test",
-        base_url="http://stub.local/v1",
-        http_client=server.http_client(),
-        max_retries=0,
-    )
+    client = openai_client(openai_server(reply), strict=False)
     with pytest.raises(ModelError, match="message 'msg_1' with phase 'aside'"):
         await OpenAIResponsesModel(client).complete(request())
