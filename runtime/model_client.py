@@ -158,6 +158,12 @@ class ModelClient(Protocol):
 class ModelError(Exception):
     """A model adapter failed; the message names the provider and what to do.
 
+    ``status`` is the HTTP status of the provider's error answer, when it gave one.
+    ``transient`` says whether the same request may pass when sent again: a rate limit, an
+    overloaded or unavailable provider, a connection that broke. Durable engines retry those
+    and nothing else (a request the provider refused as invalid, a client that is not
+    configured, a reply the adapter refuses fail the same way every time).
+
     ``usage`` is what the responses the failed call had already received cost (an adapter's
     search rounds before a later one failed, or a reply refused once it was generated): they
     were billed, so the run counts them. ``None`` when no response arrived, or the client does
@@ -165,6 +171,13 @@ class ModelError(Exception):
     """
 
     usage: Usage | None = None
+
+    def __init__(
+        self, message: str = "", *, status: int | None = None, transient: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.transient = transient
 
 
 class ToolSearchUnsupportedError(ModelError):

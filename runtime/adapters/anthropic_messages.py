@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
-import anthropic
 from anthropic import AsyncAnthropic, AsyncAnthropicBedrock
 
 from agentgen.runtime.adapters.anchors import Anchored
@@ -41,7 +40,7 @@ from agentgen.runtime.adapters.anthropic_search import (
     SearchMetadata,
     change_message,
 )
-from agentgen.runtime.adapters.errors import ToolIdentityError
+from agentgen.runtime.adapters.errors import ToolIdentityError, request_failure, sdk_errors
 from agentgen.runtime.adapters.history import claim_call_id
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
@@ -63,6 +62,10 @@ AnthropicPlatform = Literal["anthropic", "bedrock"]
 #: Which models do is not published, so none are assumed; declare yours with
 #: ``AnthropicMessagesModel(..., tool_change_models=[...])``.
 TOOL_CHANGE_MODELS: tuple[str, ...] = ()
+
+#: What the client raises for a request it could not get answered: the SDK's errors, and on
+#: Bedrock botocore's (signing a request reads the AWS profile and credentials).
+_SDK_ERRORS = sdk_errors("anthropic", "botocore.exceptions")
 
 _RESERVED = {SEARCH_TOOL_NAME: "is the name of Claude's hosted tool search tool"}
 
@@ -206,10 +209,8 @@ class AnthropicMessagesModel:
                 response = await client.beta.messages.create(**body, betas=betas)
             else:
                 response = await client.messages.create(**body)
-        except anthropic.APIError as exc:
-            raise ModelError(
-                f"{self._provider}: the request for model {model!r} failed: {exc}"
-            ) from exc
+        except _SDK_ERRORS as exc:
+            raise request_failure(self._provider, model, exc) from exc
         raw: dict[str, Any] = response.to_dict(mode="json", warnings=False)
         model_response(
             self.provider_name, response_id=raw.get("id"), response_model=raw.get("model")

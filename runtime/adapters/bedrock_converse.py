@@ -24,6 +24,7 @@ from agentgen.runtime.adapters.errors import (
     HistoryReplayError,
     ToolIdentityError,
     call_arguments,
+    request_failure,
 )
 from agentgen.runtime.adapters.history import check_history, claim_call_id
 from agentgen.runtime.adapters.names import NameMap, shared_table
@@ -108,9 +109,7 @@ class BedrockConverseModel:
         try:
             raw = await asyncio.to_thread(self._client.converse, **kwargs)
         except (BotoCoreError, ClientError) as exc:
-            raise ModelError(
-                f"{_PROVIDER}: the request for model {request.model!r} failed: {exc}"
-            ) from exc
+            raise request_failure(_PROVIDER, request.model, exc) from exc
         metadata = raw.get("ResponseMetadata") if isinstance(raw, dict) else None
         request_id = metadata.get("RequestId") if isinstance(metadata, dict) else None
         model_response("aws.bedrock", response_id=request_id)

@@ -9,7 +9,9 @@ do about it.
 
 from __future__ import annotations
 
+import importlib
 import json
+from functools import cache
 from typing import Any
 
 from agentgen.runtime.messages import ToolCallPart
@@ -27,6 +29,9 @@ __all__ = [
     "TamperedHistoryError",
     "ToolIdentityError",
     "ToolSearchUnsupportedError",
+    "request_failure",
+    "sdk_errors",
+    "transient_status",
 ]
 
 
@@ -100,3 +105,110 @@ def call_arguments(what: str, part: ToolCallPart) -> dict[str, Any]:
             "a JSON object"
         )
     return arguments
+
+
+#: HTTP statuses of a provider's error answer that a later attempt can get past besides the
+#: server errors: a request timeout, a conflict, a rate limit.
+_TRANSIENT_CLIENT_STATUS = frozenset({408, 409, 429})
+
+#: Bedrock's error codes for a request that may pass later (the Converse and InvokeModel
+#: errors botocore's service model lists: a rate limit, a model not ready yet, a model timeout,
+#: an internal error, an unavailable service), for an answer whose HTTP status was lost.
+_TRANSIENT_AWS_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "ModelNotReadyException",
+        "ModelTimeoutException",
+        "InternalServerException",
+        "ServiceUnavailableException",
+    }
+)
+
+#: The SDKs' exceptions for a request that got no answer (a refused or broken connection, a
+#: timeout), by module: an attempt a moment later may get through.
+_CONNECTION_ERRORS = {
+    "openai": ("APIConnectionError",),
+    "anthropic": ("APIConnectionError",),
+    "botocore.exceptions": ("ConnectionError", "HTTPClientError"),
+}
+
+
+def transient_status(status: int) -> bool:
+    """Whether a provider's error answer with HTTP ``status`` may pass when sent again: a
+    timeout, conflict or rate limit, or any server error (Anthropic's 529 overloaded too)."""
+    return status in _TRANSIENT_CLIENT_STATUS or status >= 500
+
+
+@cache
+def _installed(names: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[type[Exception], ...]:
+    """The named exception classes of the SDKs that are installed (each is an optional extra)."""
+    found: list[type[Exception]] = []
+    for module_name, classes in names:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found.extend(getattr(module, name) for name in classes)
+    return tuple(found)
+
+
+def sdk_errors(*modules: str) -> tuple[type[Exception], ...]:
+    """What the named SDKs raise for a failed request: their base exception classes
+    (``anthropic.AnthropicError``, ``openai.OpenAIError``, and botocore's, which the Bedrock
+    clients raise while signing a request: a missing profile or credentials)."""
+    bases = {
+        "openai": ("OpenAIError",),
+        "anthropic": ("AnthropicError",),
+        "botocore.exceptions": ("BotoCoreError", "ClientError"),
+    }
+    return _installed(tuple((module, bases[module]) for module in modules))
+
+
+def _aws_error(exc: BaseException) -> tuple[int | None, str | None]:
+    """The HTTP status and error code of botocore's ``ClientError`` (its parsed ``response``)."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None, None
+    error = response.get("Error")
+    code = error.get("Code") if isinstance(error, dict) else None
+    metadata = response.get("ResponseMetadata")
+    status = metadata.get("HTTPStatusCode") if isinstance(metadata, dict) else None
+    return (status if isinstance(status, int) else None), (str(code) if code else None)
+
+
+def request_failure(provider: str, model: str, exc: BaseException) -> ModelError:
+    """The :class:`ModelError` for an SDK's failure to get an answer to a request for ``model``,
+    classified: an error answer keeps its HTTP status and is transient when its status (or
+    Bedrock's error code) says a later attempt may pass; a request that got no answer is
+    transient; anything else (the client could not even send it: a missing profile,
+    credentials or region) is a configuration mistake, permanent."""
+    status = getattr(exc, "status_code", None)  # openai's and anthropic's APIStatusError
+    code = None
+    if not isinstance(status, int):
+        status, code = _aws_error(exc)
+    detail = f"{type(exc).__name__}: {exc}"
+    if status is not None or code is not None:
+        transient = (status is not None and transient_status(status)) or (
+            code in _TRANSIENT_AWS_CODES
+        )
+        answered = f" with HTTP {status}" if status is not None else ""
+        remedy = (
+            "a later attempt may pass (durable runs retry it)"
+            if transient
+            else "the provider refused this request: fix what it names"
+        )
+        return ModelError(
+            f"{provider}: the request for model {model!r} failed{answered}: {detail}; {remedy}",
+            status=status,
+            transient=transient,
+        )
+    if isinstance(exc, _installed(tuple(_CONNECTION_ERRORS.items()))):
+        return ModelError(
+            f"{provider}: the request for model {model!r} got no answer: {detail}; a later "
+            "attempt may pass (durable runs retry it)",
+            transient=True,
+        )
+    return ModelError(
+        f"{provider}: the client could not send the request for model {model!r}: {detail}; "
+        "check the client's configuration (credentials, profile, region, endpoint)"
+    )

@@ -26,6 +26,7 @@ from agentgen.runtime.adapters.anchors import Anchored
 from agentgen.runtime.adapters.errors import (
     OutputBudgetError,
     ToolIdentityError,
+    request_failure,
 )
 from agentgen.runtime.adapters.history import claim_call_id, require_unicode
 from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap, shared_table
@@ -138,10 +139,8 @@ class OpenAIResponsesModel:
     async def _create(self, body: Mapping[str, Any], model: str) -> dict[str, Any]:
         try:
             response = await self._client.responses.create(**body)
-        except openai.APIError as exc:
-            raise ModelError(
-                f"{self._provider}: the request for model {model!r} failed: {exc}"
-            ) from exc
+        except openai.OpenAIError as exc:
+            raise request_failure(self._provider, model, exc) from exc
         raw: dict[str, Any] = cast(Any, response).to_dict(mode="json", warnings=False)
         model_response(
             self.provider_name, response_id=raw.get("id"), response_model=raw.get("model")

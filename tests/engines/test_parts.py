@@ -158,6 +158,7 @@ def test_unknown_payloads_and_fields_are_refused() -> None:
         (VersionMismatchError("v2"), False),
         (ToolSearchUnsupportedError("no search"), False),
         (ModelError("bad request"), False),
+        (ModelError("rate limited", status=429, transient=True), True),
         (MissingLabelsError("tenant"), False),
         (ScriptError("ran out"), False),
         (LookupError("agent not registered"), False),
@@ -183,6 +184,17 @@ def test_failed_runs_raise_the_runtimes_own_errors() -> None:
     other = run_failure("ConnectionResetError", "reset", "r1")
     assert type(other) is RunError
     assert str(other) == "run 'r1' failed: ConnectionResetError: reset"
+
+
+def test_a_step_failure_keeps_its_notes_in_the_activitys_message() -> None:
+    error = ModelError("anthropic: the request for model 'm' failed")
+    error.add_note("planning agent 'a' (run r1) with the model client registered as 'claude'")
+    failure = application_error(error)
+    assert failure.message == (
+        "anthropic: the request for model 'm' failed\n"
+        "planning agent 'a' (run r1) with the model client registered as 'claude'"
+    )
+    assert failure.non_retryable
 
 
 def test_a_step_failure_whose_message_cannot_be_read_fails_the_activity_as_itself() -> None:

@@ -1,10 +1,12 @@
 """Which failures a durable run retries, and how a failed run is reported to its client.
 
 A planning activity retries what may succeed when repeated (a registry or a provider that did
-not answer, a connection that broke, a rate limit) with backoff. The SPEC's typed errors never
-retry: a catalog that cannot be built (version mismatch, a source outside the agent's
+not answer, a connection that broke, a rate limit, an overloaded or unavailable provider: a
+:class:`ModelError` the adapter marked ``transient``) with backoff. The SPEC's typed errors
+never retry: a catalog that cannot be built (version mismatch, a source outside the agent's
 consumption, a duplicate tool... and a registry that answered wrongly), an adapter refusing a
-request (``ToolSearchUnsupportedError``, history replay errors, every ``ModelError``), a run
+request (``ToolSearchUnsupportedError``, history replay errors, every other ``ModelError``:
+the provider refused the request as invalid, the client is not configured...), a run
 that cannot start or go on (``RunError``), and mistakes no repetition fixes (an agent that is
 not registered, a scripted model that ran out). They fail the run with their message, and
 :func:`run_failure` raises them again in the client with their own type, as the in-memory
@@ -27,6 +29,7 @@ from agentgen.runtime.adapters.errors import (
     ProviderNameError,
     TamperedHistoryError,
     ToolIdentityError,
+    transient_status,
 )
 from agentgen.runtime.agents.definition import DefinitionError
 from agentgen.runtime.contracts.codecs import PayloadError
@@ -108,27 +111,28 @@ _BY_NAME: dict[str, type[Exception]] = {
     )
 }
 
-#: HTTP statuses a provider's client error may carry that a later attempt can get past.
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
-
-
 def retryable(exc: BaseException) -> bool:
     """Whether a step that failed with ``exc`` may succeed when repeated."""
-    if isinstance(exc, RegistryReadError):
+    if isinstance(exc, (RegistryReadError, ModelError)):
         return exc.transient
     if isinstance(exc, _PERMANENT):
         return False
-    status = getattr(exc, "status_code", None)  # the provider SDKs' HTTP errors
+    status = getattr(exc, "status_code", None)  # a provider SDK's HTTP error, unwrapped
     if isinstance(status, int) and 400 <= status < 500:
-        return status in _RETRYABLE_STATUS
+        return transient_status(status)
     return True
 
 
 def application_error(exc: BaseException, *details: Any) -> ApplicationError:
     """``exc`` as the failure of an activity: its type name and message, retried or not, and
-    ``details`` (what it cost, for a planning activity)."""
+    ``details`` (what it cost, for a planning activity).
+
+    The message keeps the exception's notes (one a line, as a traceback shows them): the model
+    planner notes whose run and model registration a model error was, which the adapter's own
+    message cannot say."""
+    notes = [note for note in getattr(exc, "__notes__", ()) if isinstance(note, str)]
     return ApplicationError(
-        message_of(exc) or type(exc).__name__,
+        "\n".join([message_of(exc) or type(exc).__name__, *notes]),
         *details,
         type=type(exc).__name__,
         non_retryable=not retryable(exc),
