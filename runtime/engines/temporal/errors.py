@@ -111,6 +111,7 @@ _BY_NAME: dict[str, type[Exception]] = {
     )
 }
 
+
 def retryable(exc: BaseException) -> bool:
     """Whether a step that failed with ``exc`` may succeed when repeated."""
     if isinstance(exc, (RegistryReadError, ModelError)):
