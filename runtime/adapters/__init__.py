@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from agentgen.runtime.adapters.errors import (
     BrokenHistoryError,
     DuplicateCallIdError,
+    EmptyReplyError,
     HistoryReplayError,
     MissingNamespaceHistoryError,
     MissingSearchRecordsError,
@@ -52,6 +53,7 @@ __all__ = [
     "BedrockConverseModel",
     "BrokenHistoryError",
     "DuplicateCallIdError",
+    "EmptyReplyError",
     "HistoryReplayError",
     "MissingNamespaceHistoryError",
     "MissingSearchRecordsError",

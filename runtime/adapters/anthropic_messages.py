@@ -40,7 +40,13 @@ from agentgen.runtime.adapters.anthropic_search import (
     SearchMetadata,
     change_message,
 )
-from agentgen.runtime.adapters.errors import ToolIdentityError, request_failure, sdk_errors
+from agentgen.runtime.adapters.errors import (
+    OutputBudgetError,
+    ToolIdentityError,
+    refuse_empty_reply,
+    request_failure,
+    sdk_errors,
+)
 from agentgen.runtime.adapters.history import claim_call_id
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
@@ -174,7 +180,7 @@ class AnthropicMessagesModel:
                     "otherwise keep those tools in the catalog or start a new conversation"
                 )
             betas.append(TOOL_CHANGES_BETA)
-        max_tokens = self.default_max_tokens if request.max_tokens is None else request.max_tokens
+        max_tokens = self._max_tokens(request)
         if max_tokens < 1:
             raise ModelError(f"{self._provider}: max_tokens must be positive, got {max_tokens}")
         body: dict[str, Any] = {
@@ -198,6 +204,9 @@ class AnthropicMessagesModel:
         if self.platform == "bedrock":
             body["extra_body"] = {"anthropic_version": BEDROCK_ANTHROPIC_VERSION}
         return body, betas
+
+    def _max_tokens(self, request: ModelRequest) -> int:
+        return self.default_max_tokens if request.max_tokens is None else request.max_tokens
 
     async def _create(
         self, body: Mapping[str, Any], betas: list[str], model: str
@@ -248,6 +257,8 @@ class AnthropicMessagesModel:
             [block for _, block in records], what, stored=False
         )
         stop_reason = raw.get("stop_reason")
+        if stop_reason == "max_tokens":
+            _refuse_cut(what, self._max_tokens(request), parts, unanswered)
         if stop_reason == "pause_turn" or unanswered:
             raise ModelError(
                 f"{what} paused its turn (stop_reason {stop_reason!r}) with hosted tool search "
@@ -261,6 +272,7 @@ class AnthropicMessagesModel:
             if definition is None:
                 raise ModelError(f"{what}: a search found {name!r}, which the request did not send")
             definitions.append(definition)
+        refuse_empty_reply(what, parts, stop_reason)
         metadata: dict[str, Any] = {}
         if records or replay.changes or any(isinstance(p, ToolCallPart) for p in parts):
             # Messages with calls always carry their (sealed) records, even without a search:
@@ -303,6 +315,24 @@ class AnthropicMessagesModel:
             )
         return ToolCallPart(
             call_id, tool_id, json.dumps(arguments if arguments is not None else {})
+        )
+
+
+def _refuse_cut(what: str, max_tokens: int, parts: list[Part], unanswered: list[str]) -> None:
+    """Refuse a reply cut at ``max_tokens`` where that leaves nothing to act on: a hosted
+    search without its result, or a tool call whose input may have been cut short (the last
+    call is the one being written; running it could act on half its arguments)."""
+    if unanswered:
+        raise OutputBudgetError(
+            f"{what} reached max_tokens ({max_tokens}) in the middle of a hosted tool search "
+            f"(server_tool_use {unanswered} has no result): raise max_tokens"
+        )
+    calls = [part for part in parts if isinstance(part, ToolCallPart)]
+    if calls:
+        raise OutputBudgetError(
+            f"{what} reached max_tokens ({max_tokens}) while calling {calls[-1].tool_id!r} "
+            f"(tool_use {calls[-1].call_id!r}, stop_reason 'max_tokens'): its input may be cut "
+            "short, so no call of the reply is run; raise max_tokens"
         )
 
 

@@ -31,7 +31,7 @@ from agentgen.runtime.adapters.anthropic_search import (
     parse_search_result,
     parse_server_tool_use,
 )
-from agentgen.runtime.adapters.errors import HistoryReplayError, call_arguments
+from agentgen.runtime.adapters.errors import HistoryReplayError, blank, call_arguments
 from agentgen.runtime.adapters.history import check_history, require_records
 from agentgen.runtime.adapters.names import NameMap, provider_name
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
@@ -129,6 +129,11 @@ class _Encoder:
         if message.role == "user":
             if any(not isinstance(part, TextPart) for part in message.parts):
                 raise HistoryReplayError(f"{what} may only hold text")
+            if blank(message.text):
+                raise HistoryReplayError(
+                    f"{what} holds no text (or only whitespace), which Claude rejects: give it "
+                    "text or remove it"
+                )
             self._append("user", [{"type": "text", "text": message.text}])
         elif message.role == "tool":
             self._append("user", [self._result(what, part) for part in message.parts])
@@ -191,7 +196,9 @@ class _Encoder:
             if isinstance(element, dict):
                 content.append(element)
             elif isinstance(element, TextPart):
-                if element.text:
+                # Claude rejects text blocks of only whitespace (which it writes at times before
+                # a call); they say nothing, so they are not sent.
+                if not blank(element.text):
                     content.append({"type": "text", "text": element.text})
             elif isinstance(element, ToolCallPart):
                 content.append(self._call(what, element))
@@ -201,6 +208,12 @@ class _Encoder:
                 )
         if isinstance(stored, Mapping):
             SearchMetadata.verify(stored, message.parts, what)
+        if not content:
+            raise HistoryReplayError(
+                f"{what} holds no call and no text but whitespace (an empty reply, which the "
+                "adapters refuse since), and Claude rejects a message without content: remove "
+                "it from the transcript"
+            )
         self._append("assistant", content)
 
     def _call(self, what: str, part: ToolCallPart) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
@@ -22,8 +23,11 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 from agentgen.runtime.adapters.anchors import describe
 from agentgen.runtime.adapters.errors import (
     HistoryReplayError,
+    OutputBudgetError,
     ToolIdentityError,
+    blank,
     call_arguments,
+    refuse_empty_reply,
     request_failure,
 )
 from agentgen.runtime.adapters.history import check_history, claim_call_id
@@ -40,20 +44,50 @@ from agentgen.runtime.model_client import (
 )
 from agentgen.runtime.telemetry.spans import model_response
 
-__all__ = ["BedrockConverseModel"]
+__all__ = ["ERROR_STATUS_MODELS", "BedrockConverseModel"]
 
 _PROVIDER = "bedrock converse"
+
+
+#: Model ID patterns (``fnmatch`` syntax) of the models whose tool results may carry
+#: ``status: "error"``: botocore documents the field as "only supported by Amazon Nova and
+#: Anthropic Claude 3 and 4 models" (Converse rejects it for others). Matched against the model
+#: ID as given, and its part after the last ``/`` of an ARN with and without its
+#: inference-profile prefix (``us.``, ``eu.``, ``global.``...). An ID that names no model (an
+#: application inference profile's or provisioned throughput's ARN) matches none: declare
+#: yours with ``BedrockConverseModel(..., error_status_models=[...])``.
+ERROR_STATUS_MODELS: tuple[str, ...] = (
+    "amazon.nova-*",
+    "anthropic.claude-3*",
+    "anthropic.claude-opus-4*",
+    "anthropic.claude-sonnet-4*",
+    "anthropic.claude-haiku-4*",
+)
 
 
 class BedrockConverseModel:
     """A :class:`~agentgen.runtime.model_client.ModelClient` over boto3's ``converse``.
 
     ``client`` is a boto3 ``bedrock-runtime`` client. boto3 is synchronous, so each call runs in
-    a worker thread and does not block the event loop.
+    a worker thread and does not block the event loop. ``error_status_models`` extends
+    :data:`ERROR_STATUS_MODELS`: models whose failed tool results are marked with Converse's
+    ``status: "error"``; for every other model a failed result says so in its content instead
+    (``{"error": ...}``).
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, error_status_models: Iterable[str] = ()) -> None:
         self._client = client
+        self.error_status_models = (*ERROR_STATUS_MODELS, *error_status_models)
+
+    def supports_error_status(self, model: str) -> bool:
+        """Whether tool results sent to ``model`` may carry ``status: "error"``."""
+        name = model.rsplit("/", 1)[-1]
+        candidates = (model, name, name.split(".", 1)[-1])
+        return any(
+            fnmatchcase(candidate, pattern)
+            for candidate in candidates
+            for pattern in self.error_status_models
+        )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         selection = select_tools(_PROVIDER, request)
@@ -69,13 +103,17 @@ class BedrockConverseModel:
             _PROVIDER, (tool.id for tool in request.tools), table=shared_table(request.tools)
         )
         call_ids = check_history(_PROVIDER, request.messages)
-        system, messages, used_tools = _encode_history(request.messages, names)
+        system, messages, used_tools = _encode_history(
+            request.messages, names, error_status=self.supports_error_status(request.model)
+        )
         if selection.forced is not None:
             advertised: tuple[ToolDefinition, ...] = (selection.forced,)
         elif selection.choice.mode == "none":
             # Converse cannot say "no tool", and rejects tool blocks in a history sent without a
-            # tool configuration; only then are the eager tools sent, and any call refused.
-            advertised = selection.eager if used_tools else ()
+            # tool configuration; only then are tools sent (and any call refused): the eager
+            # ones, and the deferred ones the conversation already called (forced calls), which
+            # the model has seen. Other deferred tools are never sent.
+            advertised = _answering_tools(request, selection.eager) if used_tools else ()
         else:
             advertised = selection.eager
         kwargs: dict[str, Any] = {"modelId": request.model, "messages": messages}
@@ -119,10 +157,30 @@ class BedrockConverseModel:
         return _decode(raw, request.model, names, callable_ids, set(call_ids))
 
 
+def _answering_tools(
+    request: ModelRequest, eager: tuple[ToolDefinition, ...]
+) -> tuple[ToolDefinition, ...]:
+    """The tools a tool-choice-``none`` request sends to carry a history with tool blocks: the
+    eager ones and the deferred ones the history called. Without any, Converse would reject the
+    request (tool blocks need a tool configuration), so it is refused here, saying why."""
+    called = {call.tool_id for message in request.messages for call in message.tool_calls()}
+    sent = eager + tuple(tool for tool in request.tools if tool.deferred and tool.id in called)
+    if not sent:
+        raise HistoryReplayError(
+            f"{_PROVIDER}: model {request.model!r} was asked to answer without tools (tool "
+            "choice none), but the conversation holds tool calls and results, which Converse "
+            "only accepts with a tool configuration, and the request offers none of the tools "
+            f"called ({sorted(called)}) nor any eager tool; offer the tools the conversation "
+            "called, or give the agent an eager tool"
+        )
+    return sent
+
+
 def _encode_history(
-    history: Sequence[Message], names: NameMap
+    history: Sequence[Message], names: NameMap, *, error_status: bool
 ) -> tuple[list[str], list[dict[str, Any]], bool]:
-    """Return leading system texts, the Converse messages, and whether tools were used."""
+    """Return leading system texts, the Converse messages, and whether tools were used.
+    ``error_status``: whether the model accepts ``status`` on tool results."""
     system: list[str] = []
     messages: list[dict[str, Any]] = []
     used_tools = False
@@ -143,8 +201,14 @@ def _encode_history(
                 f"{what} holds parts its role cannot have (calls belong to assistant messages, "
                 "results to tool messages)"
             )
-        blocks = [_block(what, part, names) for part in message.parts]
+        blocks = [_block(what, part, names, error_status) for part in message.parts]
         content = [block for block in blocks if block is not None]
+        if not content:
+            raise HistoryReplayError(
+                f"{what} holds no call, result or text but whitespace, and Converse rejects a "
+                "message without content (or with blank text): give it text or remove it from "
+                "the transcript (empty replies are refused by the adapters)"
+            )
         used_tools = used_tools or any("toolUse" in b or "toolResult" in b for b in content)
         if messages and messages[-1]["role"] == role:
             # Converse wants turns to alternate: tool results and the user's words are one turn.
@@ -154,9 +218,10 @@ def _encode_history(
     return system, messages, used_tools
 
 
-def _block(what: str, part: Part, names: NameMap) -> dict[str, Any] | None:
+def _block(what: str, part: Part, names: NameMap, error_status: bool) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
-        return {"text": part.text} if part.text else None
+        # Converse rejects blank text; whitespace says nothing, so it is not sent.
+        return None if blank(part.text) else {"text": part.text}
     if isinstance(part, ToolCallPart):
         arguments = call_arguments(what, part)
         name = names.add(part.tool_id)
@@ -166,9 +231,13 @@ def _block(what: str, part: Part, names: NameMap) -> dict[str, Any] | None:
         value = json.loads(part.content)
     except ValueError:
         value = None
+    if part.is_error and not error_status and not (isinstance(value, dict) and "error" in value):
+        # The model takes no status: the content says the call failed (the runtime's own tool
+        # errors already do, as {"error": ...}).
+        value = {"error": part.content if value is None else value}
     content = [{"json": value}] if isinstance(value, dict) else [{"text": part.content}]
     result: dict[str, Any] = {"toolUseId": part.call_id, "content": content}
-    if part.is_error:
+    if part.is_error and error_status:
         result["status"] = "error"
     return {"toolResult": result}
 
@@ -204,12 +273,21 @@ def _decode(
                 f"{what} holds a content block with keys {sorted(block)}, which this adapter "
                 "does not handle"
             )
+    stop_reason = _stop_reason(raw.get("stopReason"), what)
+    calls = [part for part in parts if isinstance(part, ToolCallPart)]
+    if stop_reason == "max_tokens" and calls:
+        raise OutputBudgetError(
+            f"{what} reached its output limit while calling {calls[-1].tool_id!r} (toolUseId "
+            f"{calls[-1].call_id!r}, stopReason 'max_tokens'): its input may be cut short, so "
+            "no call of the reply is run; raise max_tokens"
+        )
+    refuse_empty_reply(what, parts, stop_reason)
     return ModelResponse(
         Message("assistant", tuple(parts)),
         reported_usage(
             raw, "inputTokens", "outputTokens", ("cacheReadInputTokens", "cacheWriteInputTokens")
         ),
-        _stop_reason(raw.get("stopReason"), what),
+        stop_reason,
     )
 
 

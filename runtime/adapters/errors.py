@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from agentgen.runtime.messages import ToolCallPart
+from agentgen.runtime.messages import Part, TextPart, ToolCallPart
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 
 __all__ = [
     "BrokenHistoryError",
     "DuplicateCallIdError",
+    "EmptyReplyError",
     "HistoryReplayError",
     "MissingNamespaceHistoryError",
     "MissingSearchRecordsError",
@@ -29,6 +31,8 @@ __all__ = [
     "TamperedHistoryError",
     "ToolIdentityError",
     "ToolSearchUnsupportedError",
+    "blank",
+    "refuse_empty_reply",
     "request_failure",
     "sdk_errors",
     "transient_status",
@@ -88,8 +92,17 @@ class MissingNamespaceHistoryError(HistoryReplayError):
     from the transcript."""
 
 
+class EmptyReplyError(ModelError):
+    """The model's reply holds neither a tool call nor any text but whitespace: it is no
+    answer, and a transcript that stored it could not be replayed (Claude and Converse reject a
+    message without content, and text that is only whitespace). It is refused, never passed on
+    as an empty final answer; the message says the stop reason and what to do."""
+
+
 class OutputBudgetError(ModelError):
-    """Client-side tool search needs, and ran out of, the invocation's output token budget."""
+    """A reply ran out of its output token budget (``max_tokens``) where that leaves nothing
+    to act on: while searching for tools, or in the middle of a tool call whose arguments may
+    be cut short. The remedy is a larger ``max_tokens``, never a retry of the same request."""
 
 
 def call_arguments(what: str, part: ToolCallPart) -> dict[str, Any]:
@@ -211,4 +224,33 @@ def request_failure(provider: str, model: str, exc: BaseException) -> ModelError
     return ModelError(
         f"{provider}: the client could not send the request for model {model!r}: {detail}; "
         "check the client's configuration (credentials, profile, region, endpoint)"
+    )
+
+
+def blank(text: str) -> bool:
+    """Whether ``text`` says nothing (empty or whitespace only): providers reject such text
+    blocks, so replay never sends one."""
+    return not text.strip()
+
+
+def refuse_empty_reply(what: str, parts: Sequence[Part], stop_reason: object) -> None:
+    """Refuse a reply (``what`` names provider, reply and model) that holds no tool call and
+    no text but whitespace, with the remedy its stop reason calls for."""
+    if any(
+        isinstance(p, ToolCallPart) or (isinstance(p, TextPart) and not blank(p.text))
+        for p in parts
+    ):
+        return
+    if stop_reason == "max_tokens":
+        remedy = "the output limit was reached before any text: raise max_tokens"
+    elif stop_reason in ("end_turn", "stop_sequence", None):
+        remedy = (
+            "the model ended its turn without an answer (Claude does so at times right after "
+            "tool results): ask again, or add a user message asking it to go on"
+        )
+    else:
+        remedy = "the provider stopped the reply before any text: see its stop reason"
+    raise EmptyReplyError(
+        f"{what} holds no tool call and no text (stop reason {stop_reason!r}); it is no "
+        f"answer and is not kept: {remedy}"
     )

@@ -11,8 +11,10 @@ import pytest
 from agentgen.runtime import transcript
 from agentgen.runtime.adapters import (
     AnthropicMessagesModel,
+    EmptyReplyError,
     HistoryReplayError,
     ModelError,
+    OutputBudgetError,
     ProviderNameError,
     ToolIdentityError,
     ToolSearchUnsupportedError,
@@ -469,3 +471,80 @@ async def test_a_final_answer_only_request_keeps_found_tools_without_changes() -
     weather = [t for t in body["tools"] if t.get("name") == "weather_lookup"]
     assert weather and weather[0]["defer_loading"] is True
     assert all(m["role"] != "system" for m in body["messages"])
+
+
+@pytest.mark.parametrize(
+    ("content", "stop", "remedy"),
+    [
+        # Claude documents empty end_turn replies, right after tool results above all.
+        ((), "end_turn", "ask again, or add a user message asking it to go on"),
+        ((claude_text("\n\n"),), "end_turn", "ask again"),
+        ((), "max_tokens", "raise max_tokens"),
+        ((claude_text(" "),), "refusal", "see its stop reason"),
+    ],
+)
+async def test_a_reply_without_a_call_or_text_is_refused_not_kept(
+    content: tuple[dict[str, Any], ...], stop: str, remedy: str
+) -> None:
+    server = anthropic_server(message(*content, stop_reason=stop))
+    with pytest.raises(EmptyReplyError) as caught:
+        await adapter(server).complete(ask(tools=(RECORDS,)))
+    assert f"reply 'msg_1' of model {MODEL!r} holds no tool call and no text" in str(caught.value)
+    assert f"(stop reason {stop!r})" in str(caught.value) and remedy in str(caught.value)
+
+
+async def test_replay_never_sends_empty_content_or_blank_text() -> None:
+    server = anthropic_server(message(claude_text("ok")))
+    history = [
+        Message.user("Find Ada"),
+        Message("assistant", (TextPart("\n\n"), ToolCallPart("t1", "records.search", "{}"))),
+        Message("tool", (ToolResultPart("t1", "records.search", "[]"),)),
+    ]
+    await adapter(server).complete(ask(*history, tools=(RECORDS,)))
+    [sent] = server.bodies
+    assert sent["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "records_search", "input": {}}],
+    }
+
+
+@pytest.mark.parametrize("blank", ["", " \n"])
+async def test_a_stored_empty_reply_is_refused_before_sending(blank: str) -> None:
+    server = anthropic_server()
+    history = [Message.user("Hi"), Message("assistant", (TextPart(blank),)), Message.user("Hi?")]
+    with pytest.raises(HistoryReplayError, match=r"message 1 \(assistant\) holds no call and no"):
+        await adapter(server).complete(ask(*history, tools=(RECORDS,)))
+    assert server.bodies == []
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+async def test_a_user_message_without_text_is_refused_before_sending(blank: str) -> None:
+    server = anthropic_server()
+    with pytest.raises(HistoryReplayError, match=r"message 0 \(user\) holds no text"):
+        await adapter(server).complete(ask(Message.user(blank), tools=(RECORDS,)))
+    assert server.bodies == []
+
+
+async def test_a_call_cut_by_max_tokens_is_refused_naming_the_tool() -> None:
+    server = anthropic_server(
+        message(
+            claude_text("Looking up"),
+            tool_use("t1", "records_search", {"name": "Ad"}),
+            stop_reason="max_tokens",
+        )
+    )
+    with pytest.raises(OutputBudgetError) as caught:
+        await adapter(server).complete(ask(tools=(RECORDS,), max_tokens=64))
+    message_text = str(caught.value)
+    assert "reached max_tokens (64) while calling 'records.search' (tool_use 't1'" in message_text
+    assert message_text.endswith("raise max_tokens")
+
+
+async def test_a_search_cut_by_max_tokens_says_to_raise_max_tokens() -> None:
+    server = anthropic_server(
+        message(server_search("srvtoolu_1", "weather"), stop_reason="max_tokens")
+    )
+    with pytest.raises(OutputBudgetError) as caught:
+        await adapter(server).complete(ask(max_tokens=32))
+    assert "reached max_tokens (32) in the middle of a hosted tool search" in str(caught.value)
+    assert "raise max_tokens" in str(caught.value) and "retry" not in str(caught.value)

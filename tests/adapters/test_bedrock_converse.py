@@ -4,6 +4,7 @@ against the service model."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,8 +14,10 @@ from botocore.stub import Stubber  # type: ignore[import-untyped]
 
 from agentgen.runtime.adapters import (
     BedrockConverseModel,
+    EmptyReplyError,
     HistoryReplayError,
     ModelError,
+    OutputBudgetError,
     ToolIdentityError,
     ToolSearchUnsupportedError,
 )
@@ -197,19 +200,75 @@ async def test_tool_choice_none_with_tool_history_sends_eager_tools_but_refuses_
     assert "toolChoice" not in converse.calls[0]["toolConfig"]
 
 
-async def test_error_results_are_marked(converse: Converse) -> None:
-    converse.reply({"text": "Sorry."})
+def failed_call(content: str) -> list[Message]:
     call = ToolCallPart("t1", "records.search", "{}")
-    history = [
+    return [
         Message.user("x"),
         Message("assistant", (call,)),
-        Message("tool", (ToolResultPart("t1", "records.search", '"boom"', is_error=True),)),
+        Message("tool", (ToolResultPart("t1", "records.search", content, is_error=True),)),
     ]
+
+
+#: Model IDs botocore's "only supported by Amazon Nova and Anthropic Claude 3 and 4 models"
+#: covers, as foundation models, inference profiles and their ARNs.
+STATUS_MODELS = [
+    MODEL,
+    "anthropic.claude-3-5-haiku-20241022-v1:0",
+    "us.anthropic.claude-opus-4-1-20250805-v1:0",
+    "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+    "amazon.nova-pro-v1:0",
+    "eu.amazon.nova-lite-v1:0",
+    "arn:aws:bedrock:us-west-2:123456789012:inference-profile/us.amazon.nova-micro-v1:0",
+]
+
+
+@pytest.mark.parametrize("model", STATUS_MODELS)
+async def test_error_results_are_marked_for_models_that_take_a_status(
+    converse: Converse, model: str
+) -> None:
+    converse.reply({"text": "Sorry."})
     await BedrockConverseModel(converse.client).complete(
-        request(*history, tools=(RECORDS,), model=MODEL)
+        request(*failed_call('"boom"'), tools=(RECORDS,), model=model)
     )
     result = converse.calls[0]["messages"][-1]["content"][0]["toolResult"]
     assert result == {"toolUseId": "t1", "content": [{"text": '"boom"'}], "status": "error"}
+
+
+@pytest.mark.parametrize(
+    ("model", "content", "sent"),
+    [
+        ("meta.llama3-3-70b-instruct-v1:0", '"boom"', {"json": {"error": "boom"}}),
+        ("us.meta.llama4-scout-17b-instruct-v1:0", "not json", {"json": {"error": "not json"}}),
+        ("mistral.mistral-large-2407-v1:0", '{"code": 7}', {"json": {"error": {"code": 7}}}),
+        # The runtime's own tool errors already say so.
+        ("openai.gpt-oss-120b-1:0", '{"error": {"kind": "x"}}', {"json": {"error": {"kind": "x"}}}),
+        # Claude before 3 is not among the documented models.
+        ("anthropic.claude-v2:1", '"boom"', {"json": {"error": "boom"}}),
+        # An application inference profile's ARN does not say which model it runs.
+        (
+            "arn:aws:bedrock:us-west-2:123456789012:application-inference-profile/a1b2c3",
+            '"boom"',
+            {"json": {"error": "boom"}},
+        ),
+    ],
+)
+async def test_other_models_are_told_of_an_error_in_the_result_content(
+    converse: Converse, model: str, content: str, sent: dict[str, Any]
+) -> None:
+    converse.reply({"text": "Sorry."})
+    await BedrockConverseModel(converse.client).complete(
+        request(*failed_call(content), tools=(RECORDS,), model=model)
+    )
+    result = converse.calls[0]["messages"][-1]["content"][0]["toolResult"]
+    assert result == {"toolUseId": "t1", "content": [sent]}
+
+
+async def test_models_can_be_declared_to_take_an_error_status(converse: Converse) -> None:
+    converse.reply({"text": "Sorry."})
+    profile = "arn:aws:bedrock:us-west-2:123456789012:application-inference-profile/a1b2c3"
+    model = BedrockConverseModel(converse.client, error_status_models=[profile])
+    await model.complete(request(*failed_call('"boom"'), tools=(RECORDS,), model=profile))
+    assert converse.calls[0]["messages"][-1]["content"][0]["toolResult"]["status"] == "error"
 
 
 async def test_unknown_tool_calls_are_refused(converse: Converse) -> None:
@@ -295,3 +354,101 @@ async def test_a_stop_reason_converse_does_not_document_is_reported_as_received(
         request(tools=(RECORDS,), model=MODEL)
     )
     assert reply.stop_reason == "some_future_reason"
+
+
+@pytest.mark.parametrize(
+    ("content", "stop", "remedy"),
+    [
+        ((), "end_turn", "ask again, or add a user message asking it to go on"),
+        (({"text": " \n"},), "end_turn", "ask again"),
+        ((), "max_tokens", "raise max_tokens"),
+        ((), "content_filtered", "see its stop reason"),
+    ],
+)
+async def test_a_reply_without_a_call_or_text_is_refused_not_kept(
+    converse: Converse, content: tuple[dict[str, Any], ...], stop: str, remedy: str
+) -> None:
+    converse.reply(*content, stop=stop)
+    with pytest.raises(EmptyReplyError) as caught:
+        await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
+    assert f"reply of model {MODEL!r} holds no tool call and no text" in str(caught.value)
+    assert remedy in str(caught.value)
+
+
+async def test_replay_never_sends_empty_content_or_blank_text(converse: Converse) -> None:
+    converse.reply({"text": "One record."})
+    history = tool_history()
+    history[1] = Message("assistant", (TextPart("\n\n"), *history[1].tool_calls()))
+    await BedrockConverseModel(converse.client).complete(
+        request(*history, tools=(RECORDS,), model=MODEL)
+    )
+    assert converse.calls[0]["messages"][1]["content"] == [
+        {"toolUse": {"toolUseId": "t1", "name": "records_search", "input": {"name": "Ada"}}}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("history", "where"),
+    [
+        ([Message.user("Hi"), Message("assistant", ()), Message.user("Hi?")], "1 (assistant)"),
+        ([Message.user("Hi"), Message("assistant", (TextPart(" "),))], "1 (assistant)"),
+        ([Message.user("")], "0 (user)"),
+    ],
+)
+async def test_messages_without_content_are_refused_before_sending(
+    converse: Converse, history: list[Message], where: str
+) -> None:
+    with pytest.raises(HistoryReplayError, match=rf"message {re.escape(where)} holds no call"):
+        await BedrockConverseModel(converse.client).complete(
+            request(*history, tools=(RECORDS,), model=MODEL)
+        )
+    assert converse.calls == []
+
+
+async def test_a_call_cut_by_max_tokens_is_refused_naming_the_tool(converse: Converse) -> None:
+    converse.reply(
+        {"toolUse": {"toolUseId": "t9", "name": "records_search", "input": {"name": "A"}}},
+        stop="max_tokens",
+    )
+    with pytest.raises(OutputBudgetError) as caught:
+        await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
+    text = str(caught.value)
+    assert "while calling 'records.search' (toolUseId 't9', stopReason 'max_tokens')" in text
+    assert text.endswith("raise max_tokens")
+
+
+async def test_answering_without_tools_after_forced_calls_of_deferred_tools(
+    converse: Converse,
+) -> None:
+    # Every tool is deferred; the conversation called one by forcing it. Converse rejects tool
+    # blocks without a tool configuration, so the called tool is sent (and no call allowed).
+    converse.reply({"text": "Sunny."})
+    history = [
+        Message.user("Weather?"),
+        Message("assistant", (ToolCallPart("t1", "weather.lookup", '{"city": "Paris"}'),)),
+        Message("tool", (ToolResultPart("t1", "weather.lookup", '{"t": 1}'),)),
+    ]
+    reply = await BedrockConverseModel(converse.client).complete(
+        request(
+            *history, tools=(WEATHER, deferred(RECORDS)), choice=ToolChoice("none"), model=MODEL
+        )
+    )
+    assert reply.message.text == "Sunny."
+    [params] = converse.calls
+    names = [tool["toolSpec"]["name"] for tool in params["toolConfig"]["tools"]]
+    assert names == ["weather_lookup"] and "toolChoice" not in params["toolConfig"]
+
+
+async def test_answering_without_tools_when_no_called_tool_is_offered_is_refused(
+    converse: Converse,
+) -> None:
+    history = [
+        Message.user("Weather?"),
+        Message("assistant", (ToolCallPart("t1", "weather.lookup", "{}"),)),
+        Message("tool", (ToolResultPart("t1", "weather.lookup", "{}"),)),
+    ]
+    with pytest.raises(HistoryReplayError, match="only accepts with a tool configuration"):
+        await BedrockConverseModel(converse.client).complete(
+            request(*history, tools=(deferred(RECORDS),), choice=ToolChoice("none"), model=MODEL)
+        )
+    assert converse.calls == []

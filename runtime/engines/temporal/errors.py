@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 from agentgen.runtime.adapters.errors import (
     BrokenHistoryError,
     DuplicateCallIdError,
+    EmptyReplyError,
     HistoryReplayError,
     MissingNamespaceHistoryError,
     MissingSearchRecordsError,
@@ -102,6 +103,7 @@ _BY_NAME: dict[str, type[Exception]] = {
         ProviderNameError,
         ToolIdentityError,
         DuplicateCallIdError,
+        EmptyReplyError,
         HistoryReplayError,
         BrokenHistoryError,
         TamperedHistoryError,
