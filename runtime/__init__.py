@@ -33,6 +33,9 @@ if TYPE_CHECKING:
         BedrockConverseModel as BedrockConverseModel,
     )
     from agentgen.runtime.adapters import (
+        EmptyReplyError as EmptyReplyError,
+    )
+    from agentgen.runtime.adapters import (
         HistoryReplayError as HistoryReplayError,
     )
     from agentgen.runtime.adapters import (
@@ -234,6 +237,9 @@ if TYPE_CHECKING:
         AdvertisedTools as AdvertisedTools,
     )
     from agentgen.runtime.model_client import (
+        IncompleteAnswerError as IncompleteAnswerError,
+    )
+    from agentgen.runtime.model_client import (
         ModelClient as ModelClient,
     )
     from agentgen.runtime.model_client import (
@@ -400,12 +406,14 @@ __all__ = [
     "DefinitionError",
     "DuplicateToolError",
     "EmptyPayload",
+    "EmptyReplyError",
     "Engine",
     "FieldIssue",
     "HistoryReplayError",
     "HttpRegistryClient",
     "HttpResultStream",
     "InMemoryEngine",
+    "IncompleteAnswerError",
     "MCPCaller",
     "MCPCheckError",
     "MCPDeclaration",
@@ -572,6 +580,7 @@ _HOMES: dict[str, str] = {
     "ModelClient": "agentgen.runtime.model_client",
     "AdvertisedTools": "agentgen.runtime.model_client",
     "ModelError": "agentgen.runtime.model_client",
+    "IncompleteAnswerError": "agentgen.runtime.model_client",
     "ModelRequest": "agentgen.runtime.model_client",
     "ModelResponse": "agentgen.runtime.model_client",
     "ToolChoice": "agentgen.runtime.model_client",
@@ -633,6 +642,7 @@ _HOMES: dict[str, str] = {
     "MissingNamespaceHistoryError": "agentgen.runtime.adapters",
     "OpenAIResponsesModel": "agentgen.runtime.adapters",
     "OutputBudgetError": "agentgen.runtime.adapters",
+    "EmptyReplyError": "agentgen.runtime.adapters",
     "ProviderNameError": "agentgen.runtime.adapters",
     "ToolIdentityError": "agentgen.runtime.adapters",
 }

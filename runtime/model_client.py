@@ -18,8 +18,11 @@ from agentgen.runtime.search.document import SearchDocument
 from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
+    "FINISHED_STOP_REASONS",
+    "STOP_REASON_METADATA_KEY",
     "USAGE_METADATA_KEY",
     "AdvertisedTools",
+    "IncompleteAnswerError",
     "ModelClient",
     "ModelError",
     "ModelRequest",
@@ -37,6 +40,16 @@ __all__ = [
 #: the reply reported no usage (the counts leave their tokens out), so that a stored transcript
 #: still says it.
 USAGE_METADATA_KEY = "agentgen.usage"
+
+#: Where :class:`~agentgen.runtime.agents.model_planner.ModelPlanner` records why each reply
+#: stopped (``ModelResponse.stop_reason``, when the client said), in the assistant message's
+#: metadata; a run's outcome reports the final answer's (``RunOutcome.stop_reason``).
+STOP_REASON_METADATA_KEY = "agentgen.stop_reason"
+
+#: The stop reasons of a finished answer (``None``: the client did not say). Any other stop of
+#: a final answer (cut at ``max_tokens``, refused, filtered, a stop reason a provider added
+#: later) is not a finished answer.
+FINISHED_STOP_REASONS: frozenset[str | None] = frozenset({"end_turn", "stop_sequence", None})
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,3 +196,10 @@ class ModelError(Exception):
 class ToolSearchUnsupportedError(ModelError):
     """The adapter cannot load deferred tools by search; it refuses rather than loading them
     eagerly (which would change what the model sees without anyone deciding it)."""
+
+
+class IncompleteAnswerError(ModelError):
+    """A final answer (a reply without tool calls) stopped before it was finished: cut at
+    ``max_tokens`` or by the context window, refused, or blocked by a content filter or
+    guardrail. It is not passed off as the run's answer; the message names the agent, the run,
+    the model and the stop reason, and what to do."""

@@ -7,20 +7,32 @@ answers a parent's agent-as-tool call with a structured result contract, the mod
 answer with JSON matching it, and that JSON becomes the run's ``final_value``.
 
 Each model call is a ``chat {model}`` span (tokens, provider, finish reason), and each reply
-records its usage in its metadata (:data:`~agentgen.runtime.model_client.USAGE_METADATA_KEY`),
-so that a stored transcript still says what every reply cost, or that the provider did not say.
+records its usage and stop reason in its metadata
+(:data:`~agentgen.runtime.model_client.USAGE_METADATA_KEY`,
+:data:`~agentgen.runtime.model_client.STOP_REASON_METADATA_KEY`), so that a stored transcript
+still says what every reply cost (or that the provider did not say) and why it stopped.
+
+A final answer that did not finish (a stop reason outside
+:data:`~agentgen.runtime.model_client.FINISHED_STOP_REASONS`: cut at ``max_tokens``, refused,
+filtered) fails the run with :class:`~agentgen.runtime.model_client.IncompleteAnswerError`
+rather than passing for an answer, unless its stop reason is one the planner was told to accept
+(``accept_stop_reasons``): the outcome's ``stop_reason`` then says it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 
 from agentgen.runtime.agents.executors import refuse_wrong_arguments
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.contracts.codecs import decode_exact
 from agentgen.runtime.model_client import (
+    FINISHED_STOP_REASONS,
+    STOP_REASON_METADATA_KEY,
     USAGE_METADATA_KEY,
+    IncompleteAnswerError,
     ModelError,
     ModelRequest,
     ToolChoice,
@@ -38,9 +50,13 @@ class ModelPlanner:
         model: str | None = None,
         system: str | None = None,
         max_tokens: int = 4096,
+        accept_stop_reasons: Collection[str] = (),
     ) -> None:
         """``model_id`` is the registration name of the client (``rt.register_model``);
-        ``model`` the provider's model name (defaults to ``model_id``)."""
+        ``model`` the provider's model name (defaults to ``model_id``).
+        ``accept_stop_reasons`` are the stop reasons, besides those of a finished answer,
+        whose final answer is returned rather than refused (``("max_tokens",)`` for an answer
+        a hard output limit may cut); the outcome's ``stop_reason`` says which it was."""
         refuse_wrong_arguments(
             f"ModelPlanner({model_id!r})",
             (
@@ -53,6 +69,14 @@ class ModelPlanner:
                 ("model", model, "a string", model is None or isinstance(model, str)),
                 ("system", system, "a string", system is None or isinstance(system, str)),
                 ("max_tokens", max_tokens, "an int", type(max_tokens) is int),
+                (
+                    "accept_stop_reasons",
+                    accept_stop_reasons,
+                    "a collection of strings",
+                    not isinstance(accept_stop_reasons, str)
+                    and isinstance(accept_stop_reasons, Collection)
+                    and all(isinstance(reason, str) for reason in accept_stop_reasons),
+                ),
             ),
         )
         if max_tokens <= 0:
@@ -64,6 +88,7 @@ class ModelPlanner:
         self.model = model or model_id
         self.system = system
         self.max_tokens = max_tokens
+        self.accept_stop_reasons = frozenset(accept_stop_reasons)
 
     async def plan_start(self, input: PlanInput) -> PlanResult:
         return await self._plan(input, finalize=False)
@@ -120,6 +145,11 @@ class ModelPlanner:
             # Written only then, so that a reply whose usage was reported is recorded as before.
             recorded["unreported_responses"] = usage.unreported
         message = response.message.with_metadata(USAGE_METADATA_KEY, recorded)
+        stop_reason = response.stop_reason
+        if stop_reason is not None:
+            message = message.with_metadata(STOP_REASON_METADATA_KEY, stop_reason)
+        if not message.tool_calls():
+            self._refuse_unfinished(run.agent_id, run.run_id, stop_reason)
         if message.tool_calls() or _structured_schema(input.run.result_schema_json) is None:
             return PlanResult(message)
         try:
@@ -128,6 +158,51 @@ class ModelPlanner:
             # Not JSON: the parent refuses an answer that does not meet its contract.
             return PlanResult(message)
         return PlanResult(message, final_value=value)
+
+    def _refuse_unfinished(self, agent_id: str, run_id: str, stop_reason: str | None) -> None:
+        if stop_reason in FINISHED_STOP_REASONS or stop_reason in self.accept_stop_reasons:
+            return
+        assert stop_reason is not None  # None is a finished answer's
+        cause, remedy = _UNFINISHED.get(
+            stop_reason,
+            (
+                "a stop the planner does not know as the end of an answer",
+                "see the provider's documentation of it",
+            ),
+        )
+        raise IncompleteAnswerError(
+            f"planning agent {agent_id!r} (run {run_id}): the final answer of model "
+            f"{self.model!r} (the model client registered as {self.model_id!r}) stopped with "
+            f"stop reason {stop_reason!r} ({cause.format(max_tokens=self.max_tokens)}), so it "
+            f"is not the run's answer: {remedy}. To take such answers as they are, pass "
+            f"ModelPlanner(..., accept_stop_reasons=[{stop_reason!r}]); the outcome's "
+            "stop_reason then says it"
+        )
+
+
+#: Why a final answer stopped before it was finished, and what to do, by stop reason.
+_UNFINISHED = {
+    "max_tokens": (
+        "cut at max_tokens, {max_tokens}",
+        "raise ModelPlanner(max_tokens=...)",
+    ),
+    "model_context_window_exceeded": (
+        "the conversation filled the model's context window",
+        "shorten the conversation (compact the transcript) or use a model with a larger one",
+    ),
+    "refusal": (
+        "the model declined to answer",
+        "rephrase the request",
+    ),
+    "content_filter": (
+        "the provider's content filter blocked the answer",
+        "check the request against the provider's content policy",
+    ),
+    "guardrail_intervened": (
+        "a Bedrock guardrail blocked the answer",
+        "check the request against the guardrail's configuration",
+    ),
+}
 
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)

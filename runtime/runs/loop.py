@@ -24,7 +24,7 @@ from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.failures import message_of
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
-from agentgen.runtime.model_client import Usage
+from agentgen.runtime.model_client import STOP_REASON_METADATA_KEY, Usage
 from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.call_ids import claim_call_ids
@@ -194,7 +194,14 @@ def outcome(result: RunResult[Any], accepted: Sequence[AcceptedCall]) -> RunOutc
         parent_run_id=result.parent_run_id,
         accepted_calls=tuple(accepted),
         usage=result.usage,
+        stop_reason=_stop_reason(result.transcript),
     )
+
+
+def _stop_reason(transcript: Sequence[Message]) -> str | None:
+    """The final answer's stop reason, as its planner recorded it."""
+    value = transcript[-1].metadata.get(STOP_REASON_METADATA_KEY) if transcript else None
+    return value if isinstance(value, str) else None
 
 
 async def drive(state: RunState[A], steps: Steps[A]) -> RunResult[A]:

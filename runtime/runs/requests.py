@@ -79,3 +79,7 @@ class RunOutcome:
     #: the providers reported, and how many responses reported none (``usage.complete`` is
     #: False then, and the counts leave those responses out).
     usage: Usage = field(default_factory=Usage)
+    #: Why the final answer stopped, as the planner recorded it in the final message's metadata
+    #: (``agentgen.stop_reason``: ``end_turn``, ``stop_sequence``, or a stop its planner was
+    #: told to accept, e.g. ``max_tokens``); ``None`` when the planner did not say.
+    stop_reason: str | None = None

@@ -228,6 +228,10 @@ async def test_the_first_run_checks_consumed_registries_before_planning() -> Non
             r"ModelPlanner\('m'\): max_tokens must be an int, not '4096' \(str\)",
         ),
         (lambda: ModelPlanner("m", system=["be brief"]), r"system must be a string, not \['be"),  # type: ignore[arg-type]
+        (
+            lambda: ModelPlanner("m", accept_stop_reasons="max_tokens"),
+            r"accept_stop_reasons must be a collection of strings, not 'max_tokens'",
+        ),
         (lambda: RunPolicy(max_tool_calls="3"), r"max_tool_calls must be None or an int >= 0"),  # type: ignore[arg-type]
         (lambda: RunPolicy(max_consecutive_failed_tool_calls=-1), r"failed_tool_calls must be"),
         (lambda: RunPolicy(tag_clauses=["web"]), r"tag_clauses must be a tuple of TagClause"),  # type: ignore[arg-type]

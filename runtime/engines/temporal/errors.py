@@ -37,7 +37,11 @@ from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ContractError
 from agentgen.runtime.engines.temporal.payload_limits import PayloadTooLargeError
 from agentgen.runtime.failures import Cancellation, message_of
-from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
+from agentgen.runtime.model_client import (
+    IncompleteAnswerError,
+    ModelError,
+    ToolSearchUnsupportedError,
+)
 from agentgen.runtime.runs.catalog import (
     CatalogError,
     DuplicateToolError,
@@ -99,6 +103,7 @@ _BY_NAME: dict[str, type[Exception]] = {
         SourceRemovedError,
         UnconfiguredAgentExecutorError,
         ModelError,
+        IncompleteAnswerError,
         ToolSearchUnsupportedError,
         ProviderNameError,
         ToolIdentityError,
