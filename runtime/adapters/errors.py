@@ -146,6 +146,11 @@ _CONNECTION_ERRORS = {
 }
 
 
+#: The SDKs' exceptions for a request that was sent (the others of their families are raised
+#: before anything is sent: a client that is not configured).
+_API_ERRORS = {"openai": ("APIError",), "anthropic": ("APIError",)}
+
+
 def transient_status(status: int) -> bool:
     """Whether a provider's error answer with HTTP ``status`` may pass when sent again: a
     timeout, conflict or rate limit, or any server error (Anthropic's 529 overloaded too)."""
@@ -199,6 +204,8 @@ def request_failure(provider: str, model: str, exc: BaseException) -> ModelError
     code = None
     if not isinstance(status, int):
         status, code = _aws_error(exc)
+    if status is not None and status < 400:
+        status = None  # an answer the SDK could not read (its response validation), not an error
     detail = f"{type(exc).__name__}: {exc}"
     if status is not None or code is not None:
         transient = (status is not None and transient_status(status)) or (
@@ -221,6 +228,8 @@ def request_failure(provider: str, model: str, exc: BaseException) -> ModelError
             "attempt may pass (durable runs retry it)",
             transient=True,
         )
+    if isinstance(exc, _installed(tuple(_API_ERRORS.items()))):
+        return ModelError(f"{provider}: the request for model {model!r} failed: {detail}")
     return ModelError(
         f"{provider}: the client could not send the request for model {model!r}: {detail}; "
         "check the client's configuration (credentials, profile, region, endpoint)"

@@ -214,3 +214,24 @@ async def test_a_converse_endpoint_that_cannot_be_reached_is_retried() -> None:
     with pytest.raises(ModelError, match="got no answer") as caught:
         await BedrockConverseModel(client).complete(request(tools=(RECORDS,), model=CONVERSE))
     assert retryable(caught.value)
+
+
+async def test_an_answer_the_sdk_cannot_read_is_not_called_an_error_answer() -> None:
+    # A 200 whose body is not a message (strict response validation): no status, no retry.
+    model = AnthropicMessagesModel(
+        anthropic.AsyncAnthropic(
+            api_key="sk-ant-test",
+            base_url="http://stub.local",
+            max_retries=0,
+            http_client=httpx2.AsyncClient(
+                transport=httpx2.MockTransport(answering(200, {"type": "message"}))
+            ),
+            _strict_response_validation=True,
+        )
+    )
+    with pytest.raises(ModelError) as caught:
+        await model.complete(request(tools=(RECORDS,), model=CLAUDE))
+    assert f"anthropic: the request for model {CLAUDE!r} failed: APIResponseValidationError" in (
+        str(caught.value)
+    )
+    assert caught.value.status is None and not retryable(caught.value)
