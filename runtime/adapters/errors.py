@@ -224,8 +224,8 @@ def request_failure(provider: str, model: str, exc: BaseException) -> ModelError
         )
     if isinstance(exc, _installed(tuple(_CONNECTION_ERRORS.items()))):
         return ModelError(
-            f"{provider}: the request for model {model!r} got no answer: {detail}; a later "
-            "attempt may pass (durable runs retry it)",
+            f"{provider}: the request for model {model!r} failed without an answer: {detail}; "
+            "a later attempt may pass (durable runs retry it)",
             transient=True,
         )
     if isinstance(exc, _installed(tuple(_API_ERRORS.items()))):

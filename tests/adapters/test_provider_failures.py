@@ -51,6 +51,7 @@ def claude(handler: Handler) -> AnthropicMessagesModel:
             base_url="http://stub.local",
             max_retries=0,
             http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+            _strict_response_validation=True,
         )
     )
 
@@ -86,7 +87,9 @@ async def test_claude_error_answers_keep_their_status_and_retry_when_they_may_pa
 
 
 async def test_a_claude_request_that_got_no_answer_is_retried() -> None:
-    with pytest.raises(ModelError, match="got no answer.*a later attempt may pass") as caught:
+    with pytest.raises(
+        ModelError, match="failed without an answer.*a later attempt may pass"
+    ) as caught:
         await claude(unreachable).complete(request(tools=(RECORDS,), model=CLAUDE))
     assert caught.value.status is None and retryable(caught.value)
 
@@ -211,26 +214,17 @@ async def test_a_converse_endpoint_that_cannot_be_reached_is_retried() -> None:
         raise EndpointConnectionError(endpoint_url="https://bedrock-runtime.us-west-2.invalid")
 
     client.meta.events.register("before-send.bedrock-runtime.Converse", refuse)
-    with pytest.raises(ModelError, match="got no answer") as caught:
+    with pytest.raises(ModelError, match="failed without an answer") as caught:
         await BedrockConverseModel(client).complete(request(tools=(RECORDS,), model=CONVERSE))
     assert retryable(caught.value)
 
 
 async def test_an_answer_the_sdk_cannot_read_is_not_called_an_error_answer() -> None:
     # A 200 whose body is not a message (strict response validation): no status, no retry.
-    model = AnthropicMessagesModel(
-        anthropic.AsyncAnthropic(
-            api_key="sk-ant-test",
-            base_url="http://stub.local",
-            max_retries=0,
-            http_client=httpx2.AsyncClient(
-                transport=httpx2.MockTransport(answering(200, {"type": "message"}))
-            ),
-            _strict_response_validation=True,
-        )
-    )
     with pytest.raises(ModelError) as caught:
-        await model.complete(request(tools=(RECORDS,), model=CLAUDE))
+        await claude(answering(200, {"type": "message"})).complete(
+            request(tools=(RECORDS,), model=CLAUDE)
+        )
     assert f"anthropic: the request for model {CLAUDE!r} failed: APIResponseValidationError" in (
         str(caught.value)
     )

@@ -13,6 +13,7 @@ import pytest
 
 from agentgen.runtime.adapters import AnthropicMessagesModel, ModelError
 from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.app import Runtime
 from tests.adapters.fakes import claude_text, message
 from tests.engines.conftest import Harness
 from tests.engines.test_durable import attempts, events
@@ -44,6 +45,17 @@ class Provider:
         )
 
 
+def runtime(durable: Harness, provider: Provider) -> Runtime:
+    rt = durable.runtime()
+    rt.register_model("claude", provider.model())
+    rt.register_agent(
+        records_definition(specs=()),
+        planner=ModelPlanner("claude", model="claude-opus-4-7"),
+        executors={},
+    )
+    return rt
+
+
 def error(kind: str, text: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": text}}
 
@@ -54,13 +66,7 @@ async def test_a_rate_limited_or_overloaded_provider_is_asked_again(durable: Har
         (529, error("overloaded_error", "Overloaded")),
         (200, message(claude_text("fine"))),
     )
-    rt = durable.runtime()
-    rt.register_model("claude", provider.model())
-    rt.register_agent(
-        records_definition(specs=()),
-        planner=ModelPlanner("claude", model="claude-opus-4-7"),
-        executors={},
-    )
+    rt = runtime(durable, provider)
     async with durable.serving(rt):
         outcome = await rt.client("test.agent").run("go", run_id="rate-limited")
     assert outcome.final_text == "fine"
@@ -73,13 +79,7 @@ async def test_a_request_the_provider_refuses_fails_the_run_once_with_whose_it_w
     durable: Harness,
 ) -> None:
     provider = Provider((400, error("invalid_request_error", "messages: bad")))
-    rt = durable.runtime()
-    rt.register_model("claude", provider.model())
-    rt.register_agent(
-        records_definition(specs=()),
-        planner=ModelPlanner("claude", model="claude-opus-4-7"),
-        executors={},
-    )
+    rt = runtime(durable, provider)
     async with durable.serving(rt):
         with pytest.raises(ModelError) as caught:
             await rt.client("test.agent").run("go", run_id="refused-request")
