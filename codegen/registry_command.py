@@ -6,7 +6,6 @@ command: the generator's commands never load them.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import gc
 import signal
@@ -14,10 +13,14 @@ import socket
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
 from agentgen.codegen.exits import EXIT_UNUSABLE, unusable
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = ["MAX_DURATION_S", "registry"]
 
@@ -195,27 +198,40 @@ def serve(
     server = uvicorn.Server(
         uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=3)
     )
-    # uvicorn shuts down on SIGINT and SIGTERM, then raises the signal again with the handler
-    # it found: Ctrl-C's KeyboardInterrupt, and SIGTERM's default, which killed the process
-    # (exit 143, a failure to systemd and Kubernetes) after a clean shutdown. Both end here.
-    previous = signal.signal(signal.SIGTERM, _terminated)
+    stop = _Stop(server)
+    previous = {number: signal.signal(number, stop) for number in _STOP_SIGNALS}
     try:
-        with contextlib.suppress(KeyboardInterrupt):
-            server.run(sockets=[sock])
-    except _Terminated:
-        return  # stopped as asked, whether or not it had started
+        server.run(sockets=[sock])
     finally:
-        signal.signal(signal.SIGTERM, previous)
-    if not server.started:  # the application did not start (uvicorn logged why)
-        sys.exit(EXIT_UNUSABLE)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if not server.started and not stop.received:
+        sys.exit(EXIT_UNUSABLE)  # the application did not start (uvicorn logged why)
 
 
-class _Terminated(Exception):
-    """SIGTERM, raised again by uvicorn once it has shut down (or before it listened)."""
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _terminated(signum: int, frame: FrameType | None) -> None:
-    raise _Terminated
+class _Stop:
+    """The command's handler of SIGINT and SIGTERM, for as long as the server runs.
+
+    While it serves, uvicorn puts its own handlers in place; once it has shut down it puts this
+    one back and raises the signal again, meaning for the default handler (SIGTERM's killed the
+    process: exit 143, a failed stop to systemd and Kubernetes, after a clean shutdown). Here a
+    stop signal only asks the server to stop, so a stopped registry exits 0. It never raises:
+    the event loop still winds down after uvicorn is done (remaining tasks, the default
+    executor), and a signal arriving then (a second ``kill``, sent because the first stop took
+    a while) ran a handler that raised inside the loop's signal callback, printing a traceback
+    or failing the command as a bug.
+    """
+
+    def __init__(self, server: uvicorn.Server) -> None:
+        self.server = server
+        self.received = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.received = True
+        self.server.should_exit = True
 
 
 def _listen(host: str, port: int) -> socket.socket:
