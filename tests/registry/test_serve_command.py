@@ -192,7 +192,9 @@ def asyncio_run(main, *, debug=False, loop_factory=None):
             again.start()
             runner.get_loop().run_until_complete(asyncio.sleep(0.3))
             again.join()
+            print("signalled while winding down", file=sys.stderr, flush=True)
 
+assert uvicorn.server.asyncio_run  # what uvicorn.Server.run runs its event loop with
 uvicorn.server.asyncio_run = asyncio_run
 sys.argv = ["agentgen", "registry", "serve", "--store", "memory", "--port", "0"]
 run()
@@ -222,5 +224,6 @@ def test_a_signal_repeated_while_the_registry_winds_down_does_not_interrupt_it(
     finally:
         process.send_signal(stop)
         _, err = process.communicate(timeout=30)
+    assert "signalled while winding down" in err, err
     assert process.returncode == 0, err
     assert "Traceback" not in err, err
