@@ -294,6 +294,9 @@ if TYPE_CHECKING:
         HttpResultStream as HttpResultStream,
     )
     from agentgen.runtime.registry.http_client import (
+        RegistryConnections as RegistryConnections,
+    )
+    from agentgen.runtime.registry.http_client import (
         connect_registries as connect_registries,
     )
     from agentgen.runtime.registry.http_client import (
@@ -451,6 +454,7 @@ __all__ = [
     "RegistryBinding",
     "RegistryCatalog",
     "RegistryClient",
+    "RegistryConnections",
     "RegistryError",
     "RegistryNotRegisteredError",
     "RegistryReadError",
@@ -597,6 +601,7 @@ _HOMES: dict[str, str] = {
     "ToolCallMeta": "agentgen.runtime.registry.client",
     "HttpRegistryClient": "agentgen.runtime.registry.http_client",
     "HttpResultStream": "agentgen.runtime.registry.http_client",
+    "RegistryConnections": "agentgen.runtime.registry.http_client",
     "connect_registries": "agentgen.runtime.registry.http_client",
     "connect_registry": "agentgen.runtime.registry.http_client",
     "ProviderSetupError": "agentgen.runtime.registry.provider",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     )
     from agentgen.runtime.registry.local import LocalRegistry as LocalRegistry
     from agentgen.runtime.registry.provider import BatchCompleter as BatchCompleter
+    from agentgen.runtime.registry.provider import RegistryClock as RegistryClock
     from agentgen.runtime.registry.provider import ServeOptions as ServeOptions
     from agentgen.runtime.registry.provider import ServeReport as ServeReport
     from agentgen.runtime.registry.provider import (
@@ -43,6 +44,7 @@ __all__ = [
     "HttpResultStream",
     "Limits",
     "LocalRegistry",
+    "RegistryClock",
     "RetryPolicy",
     "ServeOptions",
     "ServeReport",
@@ -64,6 +66,7 @@ _HOMES = {
     "connect_registry": "http_client",
     "LocalRegistry": "local",
     "BatchCompleter": "provider",
+    "RegistryClock": "provider",
     "ServeOptions": "provider",
     "ServeReport": "provider",
     "ToolOverloadedError": "provider",

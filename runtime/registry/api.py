@@ -19,6 +19,10 @@ from agentgen.runtime.registry.admission import IDENTIFIER, CallMeta
 __all__ = [
     "API_PREFIX",
     "ERROR_STATUS",
+    "MAX_CLAIM_CALLS",
+    "MAX_PAYLOAD",
+    "MAX_WAIT_MS",
+    "TIME_HEADER",
     "CallRefBody",
     "CallRequestBody",
     "CheckAdmissionRequest",
@@ -83,6 +87,13 @@ Name = Annotated[str, Field(min_length=1, max_length=256, description="a toolset
 Ident = Annotated[str, Field(pattern=IDENTIFIER.pattern, max_length=128)]
 Millis = Annotated[int, Field(ge=0, le=2**53)]
 MAX_PAYLOAD = 1_000_000
+#: Most calls one claim takes, and longest a long poll may ask to wait.
+MAX_CLAIM_CALLS = 256
+MAX_WAIT_MS = 60_000
+#: The answer header carrying the registry's clock (Unix milliseconds) when it answered: the
+#: deadlines and expiries it hands out are on that clock, so clients measure them against it
+#: rather than against their own (which may be minutes off). Older services do not send it.
+TIME_HEADER = "x-registry-time-ms"
 
 
 class _Body(BaseModel):
@@ -258,8 +269,8 @@ class ResultRequest(_Body):
 
 
 class ClaimRequest(LeaseRequest):
-    max_calls: Annotated[int, Field(ge=1, le=256)] = 16
-    wait_ms: Annotated[int, Field(ge=0, le=60_000)] = 10_000
+    max_calls: Annotated[int, Field(ge=1, le=MAX_CLAIM_CALLS)] = 16
+    wait_ms: Annotated[int, Field(ge=0, le=MAX_WAIT_MS)] = 10_000
     #: Repeating a request with the same ID returns what it claimed (transport retries).
     claim_operation_id: Ident
 

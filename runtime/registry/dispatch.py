@@ -28,6 +28,7 @@ Anything else (``GET /health``, ``/openapi.json``, unknown paths and methods) go
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,7 @@ __all__ = [
 
 Endpoint = Callable[[Any, Principal], Awaitable[BaseModel | Response]]
 _JSON = [(b"content-type", b"application/json")]
+_TIME = api.TIME_HEADER.encode()
 #: Bodies this large or larger are parsed and validated off the event loop. The densest bodies
 #: (registrations: many small objects) cost about 0.1 ms per KiB, so a body just under it holds
 #: the loop for about 2 ms, and a thread hop (about 0.1 ms) is small beside what it saves.
@@ -73,7 +75,12 @@ class Answer:
     body: bytes
 
     async def send(self, send: Send) -> None:
-        headers = [*_JSON, (b"content-length", str(len(self.body)).encode())]
+        headers = [
+            *_JSON,
+            (b"content-length", str(len(self.body)).encode()),
+            # The registry's clock, which its deadlines and expiries are on (api.TIME_HEADER).
+            (_TIME, str(time.time_ns() // 1_000_000).encode()),
+        ]
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         await send({"type": "http.response.body", "body": self.body})
 

@@ -52,6 +52,7 @@ __all__ = [
     "ENV_TOKEN",
     "HttpRegistryClient",
     "HttpResultStream",
+    "RegistryConnections",
     "RetryPolicy",
     "connect_registries",
     "connect_registry",
@@ -182,6 +183,9 @@ class HttpRegistryClient:
         )
         self._headers = httpx2.Headers({"accept": "application/json", **headers})
         self._urls: dict[str, httpx2.URL] = {}
+        #: The registry's clock minus this process's monotonic clock, in seconds, from its
+        #: last answer that said (``api.TIME_HEADER``); None until then.
+        self._clock_offset: float | None = None
 
     @classmethod
     def from_settings(
@@ -202,6 +206,18 @@ class HttpRegistryClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+    def registry_time_ms(self) -> float:
+        """The registry's clock now (Unix milliseconds): what its last answer said it was
+        (``api.TIME_HEADER``), carried forward by this process's monotonic clock.
+
+        Call deadlines and result expiries are on the registry's clock; this host's may be
+        minutes off (a provider ahead would fail every call at once, a consumer ahead declare
+        a running call's outcome unknown). Before any answer, or from a registry too old to
+        send its clock, it is this host's clock."""
+        if self._clock_offset is None:
+            return time.time() * 1000
+        return (time.monotonic() + self._clock_offset) * 1000
 
     async def __aenter__(self) -> HttpRegistryClient:
         return self
@@ -280,7 +296,11 @@ class HttpRegistryClient:
             content=content,
             extensions={"timeout": httpx2.Timeout(timeout).as_dict()},
         )
-        return await self._http.send(request)
+        response = await self._http.send(request)
+        stamp = response.headers.get(api.TIME_HEADER)
+        if stamp is not None and stamp.isdigit():
+            self._clock_offset = int(stamp) / 1000 - time.monotonic()
+        return response
 
     def _refusal(self, response: httpx2.Response) -> RegistryError:
         try:
@@ -693,9 +713,11 @@ class HttpResultStream:
                 raise RegistryError("call_not_admitted", answer.message)
             return CallOutcome(answer.status, answer.result_json or "null", answer.message)
 
-    @staticmethod
-    def _check_retained(ref: CallRef) -> None:
-        if ref.result_expires_at_ms and time.time() * 1000 > ref.result_expires_at_ms:
+    def _check_retained(self, ref: CallRef) -> None:
+        # The expiry is on the registry's clock, so it is compared with that clock (carried
+        # forward from its last answer through an outage).
+        expires = ref.result_expires_at_ms
+        if expires and self.client.registry_time_ms() > expires:
             raise RegistryError(
                 "outcome_unknown",
                 f"call {ref.tool_use_id} outlived its result retention without an outcome; it "
@@ -724,6 +746,30 @@ def connect_registry(
     return None
 
 
+class RegistryConnections:
+    """The clients :func:`connect_registries` made (a registry the runtime already had is not
+    among them: its owner closes it). Each holds a pool of connections; close them when the
+    application stops, with :meth:`aclose` or ``async with``."""
+
+    def __init__(self, clients: Sequence[HttpRegistryClient] = ()) -> None:
+        self.clients = tuple(clients)
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.aclose()
+
+    async def __aenter__(self) -> RegistryConnections:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
 def connect_registries(
     rt: _Runtime,
     settings: Mapping[str, _Settings],
@@ -731,11 +777,12 @@ def connect_registries(
     *,
     token: str | None = None,
     urls: Mapping[str, str] | None = None,
-) -> None:
+) -> RegistryConnections:
     """Connect the registries an agent ``reads`` (by :func:`connect_registry`), with the
     design's ``settings`` by name; ``urls`` replaces a registry's URL by name. A name in
     ``urls`` that is no registry of the design raises ``ValueError`` before anything is
-    connected: a misspelt name would otherwise leave the design's URL in use without a word."""
+    connected: a misspelt name would otherwise leave the design's URL in use without a word.
+    Returns the clients made, to close when the application stops."""
     urls = urls or {}
     unknown = sorted(set(urls) - set(settings))
     if unknown:
@@ -743,5 +790,5 @@ def connect_registries(
             f"registry_tools.connect: urls names {unknown}, no registry of the design; its "
             f"registries: {sorted(settings)} (the names of Registry(...), not URLs)"
         )
-    for name in reads:
-        connect_registry(rt, settings[name], token=token, url=urls.get(name))
+    made = [connect_registry(rt, settings[name], token=token, url=urls.get(name)) for name in reads]
+    return RegistryConnections([client for client in made if client is not None])

@@ -6,8 +6,10 @@ calls, runs each through the toolset's executor (for a generated toolset, its ty
 payloads decode into the generated models and results are checked against their contracts),
 completes them, and on SIGTERM (or ``stop``) drains: the registry stops routing new calls to
 this process, calls in hand finish, the lease is released. When the registry says the lease is
-lost, the provider stops without registering again: whatever it held ends ``outcome_unknown``
-at the registry, and a new process (a new incarnation) must take over.
+lost, the provider stops without registering again (a warning on the ``agentgen.registry``
+logger says so): whatever it held ends ``outcome_unknown`` at the registry, and a new process (a
+new incarnation) must take over. A renewal that fails is retried at once, with a short jittered
+backoff, until the lease would have run out: an outage shorter than the lease costs nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
+import math
 import re
 import signal
 import socket
@@ -32,15 +36,19 @@ from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.contracts.wire import fingerprint
 from agentgen.runtime.registry import api
+from agentgen.runtime.registry.admission import IDENTIFIER
 from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.registry.http_client import RetryPolicy
 from agentgen.runtime.tasks import stop_task
 
 T = TypeVar("T")
+_LOG = logging.getLogger("agentgen.registry.provider")
 
 __all__ = [
     "BatchCompleter",
     "ProviderClient",
     "ProviderSetupError",
+    "RegistryClock",
     "ServeOptions",
     "ServeReport",
     "ToolOverloadedError",
@@ -143,19 +151,35 @@ class BatchCompleter(Protocol):
     ) -> list[RegistryError | None]: ...
 
 
+@runtime_checkable
+class RegistryClock(Protocol):
+    """An optional capability of a :class:`ProviderClient` (:class:`HttpRegistryClient` has
+    it): the registry's clock. A claimed call's deadline is on that clock; without it, the
+    provider measures deadlines with its own clock, which may be off."""
+
+    def registry_time_ms(self) -> float: ...
+
+
+_Pending = tuple[api.CompletionBody, int, "asyncio.Future[RegistryError | None]"]
+
+
 class _Completions:
     """Sends completions as they come: one request at a time, carrying every completion that
-    arrived meanwhile (at most :data:`_BATCH`). A lone completion goes at once, as before."""
+    arrived meanwhile (at most :data:`_BATCH`, and at most :data:`_BATCH_BYTES` encoded, so
+    that results which each fit the registry's body limit never exceed it together). A lone
+    completion goes at once, as before. A batch refused whole (``body_too_large``: a registry
+    with a smaller limit) is sent again one completion per request, so that each gets its own
+    answer."""
 
     def __init__(self, send: Callable[[list[api.CompletionBody]], Awaitable[list[Any]]]) -> None:
         self._send = send
-        self._pending: list[tuple[api.CompletionBody, asyncio.Future[RegistryError | None]]] = []
+        self._pending: list[_Pending] = []
         self._sending = False
 
     async def complete(self, body: api.CompletionBody) -> None:
         """Record one completion; raises the registry's refusal of it, if any."""
         done: asyncio.Future[RegistryError | None] = asyncio.get_running_loop().create_future()
-        self._pending.append((body, done))
+        self._pending.append((body, len(body.model_dump_json().encode()), done))
         if not self._sending:
             # Nothing on its way: send from here, at once (a new task would only run after
             # whatever this task's caller scheduled before, such as the next claim).
@@ -173,21 +197,45 @@ class _Completions:
 
     async def _send_pending(self) -> None:
         while self._pending:
-            batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
-            try:
-                outcomes = await self._send([body for body, _ in batch])
-            except RegistryError as exc:
-                outcomes = [exc] * len(batch)
-            except Exception as exc:  # the client failed: each completion is retried or lost
-                failure = RegistryError("service_unavailable", f"{type(exc).__name__}: {exc}")
-                outcomes = [failure] * len(batch)
-            for (_, done), outcome in zip(batch, outcomes, strict=True):
+            count, size = 0, 0
+            for _, encoded, _ in self._pending[:_BATCH]:
+                if count and size + encoded > _BATCH_BYTES:
+                    break
+                count, size = count + 1, size + encoded
+            batch, self._pending = self._pending[:count], self._pending[count:]
+            outcomes = await self._outcomes(batch)
+            if len(batch) > 1 and any(_too_large(outcome) for outcome in outcomes):
+                # Refused whole for its size: each completion on its own gets its own answer.
+                outcomes = [(await self._outcomes([one]))[0] for one in batch]
+            for (_, _, done), outcome in zip(batch, outcomes, strict=True):
                 if not done.done():
                     done.set_result(outcome)
+
+    async def _outcomes(self, batch: list[_Pending]) -> list[RegistryError | None]:
+        try:
+            outcomes: list[RegistryError | None] = await self._send([body for body, _, _ in batch])
+        except RegistryError as exc:
+            return [exc] * len(batch)
+        except Exception as exc:  # the client failed: each completion is retried or lost
+            failure = RegistryError("service_unavailable", f"{type(exc).__name__}: {exc}")
+            return [failure] * len(batch)
+        return outcomes
+
+
+def _too_large(outcome: RegistryError | None) -> bool:
+    return outcome is not None and outcome.code == "body_too_large"
 
 
 #: Most completions one request carries.
 _BATCH = 64
+#: Most bytes of encoded completions one request carries: half the registry's default body
+#: limit (1 MiB), leaving room for the envelope. A single larger completion goes alone.
+_BATCH_BYTES = 512 * 1024
+#: Longest message a failed result carries (the registry takes 4,096 characters).
+_MESSAGE_CHARS = 4096
+#: Backoff between failed claims, and between failed renewals (bounded by the lease too).
+_CLAIM_RETRY = RetryPolicy(backoff_base=0.25, backoff_max=5.0)
+_RENEW_RETRY = RetryPolicy(backoff_base=0.1, backoff_max=2.0)
 
 
 def _remove_handler(loop: asyncio.AbstractEventLoop, sig: signal.Signals) -> None:
@@ -232,6 +280,69 @@ class ServeReport:
     lost: int = 0
 
 
+def _number(value: object, low: float, high: float, *, whole: bool = False) -> bool:
+    kinds = (int,) if whole else (int, float)
+    return (
+        isinstance(value, kinds)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and low <= value <= high
+    )
+
+
+_MAX_MS = 2**31 / 1000
+
+
+def _check_options(options: ServeOptions, *, toolset: str) -> None:
+    """Raise :class:`ProviderSetupError` for an option the registry's API cannot carry, naming
+    the toolset, the option, its value and its bounds: checked before anything is published
+    (such an option used to publish the toolset, then fail its first claim, or never claim)."""
+    checks: list[tuple[str, object, bool, str]] = [
+        (
+            "provider_id",
+            options.provider_id,
+            isinstance(options.provider_id, str) and bool(IDENTIFIER.match(options.provider_id)),
+            "1 to 128 letters, digits or ._:@+- starting with a letter or digit",
+        ),
+        (
+            "lease_seconds",
+            options.lease_seconds,
+            _number(options.lease_seconds, 0.001, _MAX_MS),
+            f"0.001 to {_MAX_MS:g} seconds (the registry's --min-lease and --max-lease narrow it)",
+        ),
+        (
+            "concurrency",
+            options.concurrency,
+            _number(options.concurrency, 1, api.MAX_CLAIM_CALLS, whole=True),
+            f"a whole number from 1 to {api.MAX_CLAIM_CALLS} (the most calls one claim takes)",
+        ),
+        (
+            "drain_seconds",
+            options.drain_seconds,
+            _number(options.drain_seconds, 0, _MAX_MS),
+            f"0 to {_MAX_MS:g} seconds",
+        ),
+        (
+            "claim_wait_seconds",
+            options.claim_wait_seconds,
+            _number(options.claim_wait_seconds, 0, api.MAX_WAIT_MS / 1000),
+            f"0 to {api.MAX_WAIT_MS / 1000:g} seconds (the longest wait a claim may ask for)",
+        ),
+        (
+            "register_timeout_seconds",
+            options.register_timeout_seconds,
+            _number(options.register_timeout_seconds, 0, math.inf),
+            "0 seconds or more",
+        ),
+    ]
+    for name, value, fits, bounds in checks:
+        if not fits:
+            raise ProviderSetupError(
+                f"provider of toolset {toolset!r}: ServeOptions.{name}={value!r} is out of "
+                f"bounds: {bounds}"
+            )
+
+
 def _specs_for(
     declaration: ToolsetDeclaration, specs: Sequence[ToolSpec] | None
 ) -> dict[str, ToolSpec]:
@@ -263,9 +374,11 @@ async def serve_toolset(
     ``specs`` are the toolset's generated specs (``specs.SPECS``): payloads then decode into
     the generated models the typed executor expects. Without them, the declaration's tools are
     compiled and the executor receives JSON values. ``on_registered`` is called with the
-    registration token once admitted.
+    registration token once admitted. Options the registry cannot carry raise
+    :class:`ProviderSetupError` before anything is published.
     """
     options = options or ServeOptions()
+    _check_options(options, toolset=declaration.name)
     served = _Provider(client, declaration, executor, revision, specs, options, stop)
     return await served.run(on_registered)
 
@@ -296,7 +409,14 @@ class _Provider:
         self.freed = asyncio.Event()
         self.workers: set[asyncio.Task[None]] = set()
         self.report = ServeReport(self.name, "", self.incarnation)
+        #: When (``time.monotonic``) the request that last set the lease's expiry was sent:
+        #: the registry counted the lease from a moment no earlier.
+        self.leased_at = 0.0
+        self.renewer: asyncio.Task[None] | None = None
         self.completions: _Completions | None = None
+        self.registry_now_ms: Callable[[], float] = (
+            client.registry_time_ms if isinstance(client, RegistryClock) else _own_clock_ms
+        )
         if isinstance(client, BatchCompleter):
             batching = client
 
@@ -317,11 +437,11 @@ class _Provider:
             self.report.registration_token = self.token
             if on_registered is not None:
                 on_registered(self.token)
-            renewer = asyncio.create_task(self._renew())
+            self.renewer = asyncio.create_task(self._renew())
             try:
                 await self._claim_until_stopped()
             finally:
-                await stop_task(renewer)
+                await self._stop_renewing()
                 await self._abandon()
         finally:
             for remove in removers:
@@ -359,6 +479,7 @@ class _Provider:
         give_up = time.monotonic() + self.options.register_timeout_seconds
         delay = 0.1
         while True:
+            sent = time.monotonic()
             try:
                 answer = await self.client.register(
                     self.declaration,
@@ -378,31 +499,83 @@ class _Provider:
                 delay = min(delay * 2, 2.0)
                 continue
             self.token = answer.registration_token
+            self.leased_at = sent
             return True
 
-    def _lose(self) -> None:
+    def _lose(self, why: str) -> None:
+        if not self.lost.is_set():
+            provider, incarnation = self.ident
+            _LOG.warning(
+                "provider %r (incarnation %s) of toolset %r lost its lease: %s; it stops "
+                "serving and does not register again (calls it held end outcome_unknown); start "
+                "a new provider process to serve the toolset again",
+                provider,
+                incarnation,
+                self.name,
+                why,
+            )
         self.report.reason = "lease_lost"
         self.lost.set()
         self.stop.set()
 
+    async def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` unless stopped first; whether serving goes on."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stop.wait(), max(seconds, 0.0))
+        return not self.stop.is_set()
+
     async def _renew(self) -> None:
-        """Renew until stopped: a draining lease is not renewed (it stays valid for the drain
-        period), so a refusal then would not mean the lease was lost."""
-        interval = self.options.lease_seconds / 3
-        while not self.stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop.wait(), interval)
-            if self.stop.is_set():
+        """Renew every third of the lease until stopped (a drain stops renewing first: a
+        draining lease is not renewed, it stays valid for the drain period). A renewal that
+        fails is retried with a short jittered backoff, each attempt bounded by the time left
+        on the lease, until the lease would have run out: an outage shorter than the lease
+        costs nothing, and one longer loses the lease."""
+        lease = self.options.lease_seconds
+        failures = 0
+        problem = "no renewal could be sent in time (the event loop was held)"
+        due = self.leased_at + lease / 3
+        while await self._pause(due - time.monotonic()):
+            left = self.leased_at + lease - time.monotonic()
+            if left <= 0:
+                self._lose(
+                    f"no renewal reached the registry within the lease ({lease:g} s); the "
+                    f"last failure: {problem}"
+                )
                 return
+            sent = time.monotonic()
             try:
-                await self.client.renew(
-                    self.name, self.token, *self.ident, int(self.options.lease_seconds * 1000)
+                await asyncio.wait_for(
+                    self.client.renew(self.name, self.token, *self.ident, int(lease * 1000)), left
                 )
             except RegistryError as exc:
                 if exc.code == "provider_lease_lost":
-                    self._lose()
+                    self._lose(exc.message)
                     return
-                # Unreachable registry: the lease may still be valid; keep trying.
+                problem = f"{exc.code}: {exc.message}"
+            except TimeoutError:
+                problem = "the renewal was not answered before the lease ran out"
+            except Exception as exc:  # the client failed: as an unreachable registry
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                self.leased_at, failures = sent, 0
+                due = sent + lease / 3
+                continue
+            pause = min(_RENEW_RETRY.delay(failures), lease / 6)
+            failures += 1
+            _LOG.warning(
+                "provider %r of toolset %r: renewing its lease failed (%s); retrying in %.2f s, "
+                "%.1f s before the lease runs out",
+                self.options.provider_id,
+                self.name,
+                problem,
+                pause,
+                left,
+            )
+            due = time.monotonic() + pause
+
+    async def _stop_renewing(self) -> None:
+        if self.renewer is not None:
+            await stop_task(self.renewer)
 
     async def _claim(
         self, operation_id: str, count: int, wait_ms: int
@@ -432,6 +605,7 @@ class _Provider:
 
     async def _claim_until_stopped(self) -> None:
         drained = False
+        failures = 0
         while not self.stop.is_set():
             free = self.options.concurrency - self.active
             if free <= 0:
@@ -455,11 +629,14 @@ class _Provider:
                     calls = await self._claim(operation, free, 0)
             except RegistryError as exc:
                 if exc.code == "provider_lease_lost":
-                    self._lose()
+                    self._lose(exc.message)
                     break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stop.wait(), 0.5)
+                # The client has retried already: back off further (jittered, so that the
+                # providers of a registry that comes back do not all ask at the same moment).
+                await self._pause(_CLAIM_RETRY.delay(failures))
+                failures += 1
                 continue
+            failures = 0
             for call in calls:
                 self.active += 1
                 task = asyncio.create_task(self._run(call))
@@ -470,13 +647,16 @@ class _Provider:
     async def _drain(self) -> bool:
         if self.lost.is_set():
             return False
+        # A renewal reaching the registry after the drain would be refused (a draining lease
+        # is not renewed) and taken for a lost lease: no renewal from here on.
+        await self._stop_renewing()
         try:
             await self.client.drain(
                 self.name, self.token, *self.ident, int(self.options.drain_seconds * 1000)
             )
         except RegistryError as exc:
             if exc.code == "provider_lease_lost":
-                self._lose()
+                self._lose(exc.message)
             return False
         return True
 
@@ -492,6 +672,18 @@ class _Provider:
     async def _run(self, call: api.ClaimedCallBody) -> None:
         try:
             await self._execute(call)
+        except Exception:
+            # A fault of the SDK or of the client, never the tool's (its errors are results):
+            # said here, where it would otherwise be "Task exception was never retrieved".
+            self.report.lost += 1
+            _LOG.exception(
+                "provider %r of toolset %r: call %s of tool %s could not be completed; the "
+                "registry ends it when its deadline passes",
+                self.options.provider_id,
+                self.name,
+                call.tool_use_id,
+                call.tool,
+            )
         finally:
             self.active -= 1
             self.freed.set()
@@ -516,7 +708,8 @@ class _Provider:
             tool_call_id=call.meta.tool_call_id,
             labels=call.meta.labels,
         )
-        remaining = call.execution_deadline_ms / 1000 - time.time()
+        # The deadline is on the registry's clock, which this host's may not agree with.
+        remaining = (call.execution_deadline_ms - self.registry_now_ms()) / 1000
         try:
             value = await asyncio.wait_for(
                 self.executor.execute(call.tool, payload, context), max(remaining, 0.001)
@@ -553,29 +746,67 @@ class _Provider:
         result: Any,
         message: str,
     ) -> None:
-        result_json = result if isinstance(result, str) else json.dumps(result)
         if status == "failed":
-            # The code leads the message: consumers show the message to the model.
-            message = f"{result['code']}: {message}"
+            # The code leads the message: consumers show the message to the model. An
+            # exception's text can be any size: the message is cut to what the registry takes.
+            message = _cut(f"{result['code']}: {message}", _MESSAGE_CHARS)
             result_json = json.dumps({**result, "message": message})
+        else:
+            result_json = result if isinstance(result, str) else json.dumps(result)
+        if len(result_json) > api.MAX_PAYLOAD:
+            status, result_json, message = self._too_large(
+                call, len(result_json), f"it takes results of at most {api.MAX_PAYLOAD} characters"
+            )
+        shrunk = False
         # Keep trying while the call can still be completed: a registry that restarts keeps
         # the claim, and completing again is harmless.
         while True:
             try:
                 await self._complete(call, status, result_json, message)
             except RegistryError as exc:
-                if exc.code == "service_unavailable" and time.time() * 1000 < (
+                if exc.code == "service_unavailable" and self.registry_now_ms() < (
                     call.execution_deadline_ms
                 ):
                     await asyncio.sleep(0.2)
                     continue
+                if exc.code == "body_too_large" and not shrunk:
+                    # Under the characters' limit, but larger than the registry's body limit
+                    # once encoded: the call still gets an outcome, saying why.
+                    status, result_json, message = self._too_large(
+                        call, len(result_json), exc.message
+                    )
+                    shrunk = True
+                    continue
                 self.report.lost += 1
+                _LOG.warning(
+                    "provider %r of toolset %r: the registry refused the result of call %s "
+                    "(tool %s): %s: %s",
+                    self.options.provider_id,
+                    self.name,
+                    call.tool_use_id,
+                    call.tool,
+                    exc.code,
+                    exc.message,
+                )
                 return
             if status == "completed":
                 self.report.completed += 1
             else:
                 self.report.failed += 1
             return
+
+    def _too_large(
+        self, call: api.ClaimedCallBody, size: int, why: str
+    ) -> tuple[Literal["failed"], str, str]:
+        """The failure that replaces a result too large for the registry."""
+        message = (
+            f"result_too_large: tool {call.tool} of toolset {self.name!r} answered call "
+            f"{call.tool_use_id} with a result of {size} characters, too large for the "
+            f"registry ({_cut(why, 512)}); return less (a page, a summary, or where to find "
+            "the rest)"
+        )
+        result = {"code": "result_too_large", "message": message, "size": size}
+        return "failed", json.dumps(result), message
 
     async def _complete(
         self,
@@ -602,3 +833,15 @@ class _Provider:
                 message=message[:4096],
             )
         )
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text``, cut to ``limit`` characters when longer, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    note = f" [cut: {len(text)} characters]"
+    return text[: limit - len(note)] + note
+
+
+def _own_clock_ms() -> float:
+    return time.time() * 1000

@@ -433,6 +433,22 @@ def test_connect_registers_each_registry_once_with_the_design_settings() -> None
     assert connect_registry(other, settings) is None
 
 
+async def test_connect_returns_the_connections_it_made_for_the_application_to_close() -> None:
+    """The clients ``connect`` made could be closed only through
+    ``rt.registry(name).client.aclose()``, which nothing documented."""
+    from examples.company.gen.assistant.agents.generalist import registry_tools as generalist
+    from examples.company.gen.assistant.agents.reader import registry_tools as reader
+
+    rt = Runtime()
+    made = generalist.connect(rt, urls={"company": "http://127.0.0.1:1"})
+    kept = reader.connect(rt)  # the registry is the first connect's: nothing made
+    client = rt.registry("company").client
+    assert made.clients == (client,) and kept.clients == ()
+    async with made:
+        assert isinstance(client, HttpRegistryClient) and not client._http.is_closed
+    assert client._http.is_closed
+
+
 def test_connect_refuses_urls_for_a_registry_the_design_does_not_declare() -> None:
     """A misspelt name in ``urls`` was ignored: the agent silently used the design's URL."""
     from examples.company.gen.assistant.agents.generalist import registry_tools
