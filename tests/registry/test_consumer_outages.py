@@ -157,6 +157,9 @@ async def test_an_outage_past_the_retention_ends_the_wait_as_outcome_unknown() -
             self.polls += 1
             raise RegistryError("service_unavailable", "registry 'company': /calls/result failed")
 
+        def registry_time_ms(self) -> float:
+            return time.time() * 1000  # the registry's clock agrees with this host's
+
     client = Unreachable()
     expires = int(time.time() * 1000) + 300
     stream = HttpResultStream(client, poll_ms=100)  # type: ignore[arg-type]
