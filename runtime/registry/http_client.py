@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ValidationError
@@ -121,7 +121,25 @@ class RetryPolicy:
         return float(ceiling * (0.5 + random.random() / 2))
 
 
-class HttpRegistryClient:
+class _Closing:
+    """``async with`` closes it (:meth:`aclose`)."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class HttpRegistryClient(_Closing):
     """A connection to one registry service; close it with :meth:`aclose` (or ``async with``)."""
 
     def __init__(
@@ -218,17 +236,6 @@ class HttpRegistryClient:
         if self._clock_offset is None:
             return time.time() * 1000
         return (time.monotonic() + self._clock_offset) * 1000
-
-    async def __aenter__(self) -> HttpRegistryClient:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # ------------------------------------------------------------------ transport
 
@@ -746,7 +753,7 @@ def connect_registry(
     return None
 
 
-class RegistryConnections:
+class RegistryConnections(_Closing):
     """The clients :func:`connect_registries` made (a registry the runtime already had is not
     among them: its owner closes it). Each holds a pool of connections; close them when the
     application stops, with :meth:`aclose` or ``async with``."""
@@ -757,17 +764,6 @@ class RegistryConnections:
     async def aclose(self) -> None:
         for client in self.clients:
             await client.aclose()
-
-    async def __aenter__(self) -> RegistryConnections:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def connect_registries(
