@@ -179,7 +179,7 @@ class _Completions:
     async def complete(self, body: api.CompletionBody) -> None:
         """Record one completion; raises the registry's refusal of it, if any."""
         done: asyncio.Future[RegistryError | None] = asyncio.get_running_loop().create_future()
-        self._pending.append((body, len(body.model_dump_json().encode()), done))
+        self._pending.append((body, _encoded_size(body), done))
         if not self._sending:
             # Nothing on its way: send from here, at once (a new task would only run after
             # whatever this task's caller scheduled before, such as the next claim).
@@ -220,6 +220,16 @@ class _Completions:
             failure = RegistryError("service_unavailable", f"{type(exc).__name__}: {exc}")
             return [failure] * len(batch)
         return outcomes
+
+
+def _encoded_size(body: api.CompletionBody) -> int:
+    """The bytes ``body`` takes in a request, or more. A small one is bounded by its length
+    (a character takes at most 6 bytes escaped), which leaves the most a request carries
+    (:data:`_BATCH`) within :data:`_BATCH_BYTES`; a larger one is encoded to be measured."""
+    bound = 6 * (len(body.result_json) + len(body.message)) + 256
+    if bound <= _BATCH_BYTES // _BATCH:
+        return bound
+    return len(body.model_dump_json().encode())
 
 
 def _too_large(outcome: RegistryError | None) -> bool:
