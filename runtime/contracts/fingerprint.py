@@ -16,7 +16,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from agentgen.runtime.contracts.canonical import canonical_bytes
+from agentgen.runtime.contracts.canonical import canonical_json
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 
 __all__ = [
@@ -68,8 +68,32 @@ def fingerprint_body(toolset: ToolsetDeclaration | Mapping[str, Any]) -> dict[st
 
 
 def schema_fingerprint(toolset: ToolsetDeclaration | Mapping[str, Any]) -> str:
-    """Lowercase hex SHA-256 of :func:`fingerprint_body`."""
-    return hashlib.sha256(canonical_bytes(fingerprint_body(toolset))).hexdigest()
+    """Lowercase hex SHA-256 of :func:`fingerprint_body` in canonical JSON.
+
+    The body is made and encoded one tool at a time: as one tree of dicts and lists, the body
+    of 2,000 tools is about 100,000 objects alive at once, all walked by each collection of
+    Python's garbage collector meanwhile (the registry fingerprints every registration).
+    """
+    head: Mapping[str, Any]
+    if isinstance(toolset, ToolsetDeclaration):
+        head = toolset.model_dump(
+            mode="json", by_alias=True, exclude_defaults=True, exclude={"tools"}
+        )
+        ordered = sorted(toolset.tools, key=lambda tool: tool.name)
+        tools = [canonical_json(_tool_body(tool.to_json())) for tool in ordered]
+    else:
+        head = toolset
+        by_name = sorted(toolset.get("tools", []), key=lambda tool: tool["name"])
+        tools = [canonical_json(_tool_body(tool)) for tool in by_name]
+    body = fingerprint_body({**head, "tools": []})
+    # canonical_json(body), with the tools' canonical forms as the value of "tools".
+    members = [
+        f"{canonical_json(key)}:"
+        + ("[" + ",".join(tools) + "]" if key == "tools" else canonical_json(value))
+        for key, value in sorted(body.items())
+    ]
+    text = "{" + ",".join(members) + "}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def registration_token(

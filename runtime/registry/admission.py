@@ -37,7 +37,7 @@ import re
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,6 +61,7 @@ __all__ = [
     "MAX_TOOL_USE_ID_LENGTH",
     "TERMINAL",
     "USE_DOMAIN",
+    "Admission",
     "CallMeta",
     "CallRecord",
     "CallRequest",
@@ -127,11 +128,13 @@ class Lease(_Record):
     draining: bool = False
 
 
-class CatalogEntry(_Record):
-    """One toolset's admission, stored under ``toolset:<name>``."""
+class Admission(_Record):
+    """A toolset's admission: its catalog entry but the declaration. The rules below read and
+    change only this; the registry keeps the declaration beside it as JSON text
+    (:mod:`.kept`), since a parsed 2,000-tool declaration is 160,000 objects that Python's
+    garbage collector walks at every full collection."""
 
     state: Literal["active", "retired"]
-    toolset: ToolsetDeclaration
     schema_fingerprint: str
     revision: str
     wire_protocol_version: int
@@ -141,6 +144,17 @@ class CatalogEntry(_Record):
     provider_leases: dict[str, Lease] = Field(default_factory=dict)
     #: Tokens replaced or withdrawn: never admitted again.
     retired_tokens: list[str] = Field(default_factory=list)
+
+
+class CatalogEntry(Admission):
+    """One toolset's admission and declaration, stored under ``toolset:<name>``."""
+
+    toolset: ToolsetDeclaration
+
+
+#: An admission as the caller holds it (the registry's kept entry): the lease rules give back a
+#: copy of the same type, so what the caller keeps beside it is carried over.
+A = TypeVar("A", bound=Admission)
 
 
 class CallMeta(_Record):
@@ -216,7 +230,7 @@ class Decision:
     """What a rule decided: records to write (a ``None`` entry deletes nothing: it is left
     out) and the error to raise after writing them, if any."""
 
-    entry: CatalogEntry | None = None
+    entry: Admission | None = None
     record: CallRecord | None = None
     error: RegistryError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -325,19 +339,19 @@ def _check_lease(lease_ms: int, limits: Limits) -> None:
         )
 
 
-def _live_leases(entry: CatalogEntry, now_ms: int) -> dict[str, Lease]:
+def _live_leases(entry: Admission, now_ms: int) -> dict[str, Lease]:
     return {k: v for k, v in entry.provider_leases.items() if v.expires_at_ms > now_ms}
 
 
-def routable(entry: CatalogEntry, now_ms: int) -> list[str]:
+def routable(entry: Admission, now_ms: int) -> list[str]:
     """Leases that may take new calls: live and not draining."""
     return sorted(k for k, v in _live_leases(entry, now_ms).items() if not v.draining)
 
 
-def register(
-    entry: CatalogEntry | None, request: Registration, token: str, now_ms: int
-) -> CatalogEntry:
-    """Admit a (checked) registration against the current entry; see the module docstring."""
+def register(entry: A | None, request: Registration, token: str, now_ms: int) -> A | Admission:
+    """Admit a (checked) registration against the current entry; see the module docstring.
+    The same registration again gives a copy of ``entry`` (its declaration is the same); a
+    new one, its new admission (the registry keeps ``request.toolset`` beside it)."""
     key = lease_key(request.provider_id, request.incarnation_id)
     lease = Lease(expires_at_ms=now_ms + request.lease_ms)
     name = request.toolset.name
@@ -369,9 +383,8 @@ def register(
                 "different registration replaces it only after they expire or are released",
             )
         retired.append(entry.registration_token)
-    return CatalogEntry(
+    return Admission(
         state="active",
-        toolset=request.toolset,
         schema_fingerprint=request.schema_fingerprint,
         revision=request.revision,
         wire_protocol_version=request.wire_protocol_version,
@@ -382,9 +395,7 @@ def register(
     )
 
 
-def _lease_of(
-    entry: CatalogEntry | None, name: str, token: str, key: str, now_ms: int
-) -> tuple[CatalogEntry, Lease]:
+def _lease_of(entry: A | None, name: str, token: str, key: str, now_ms: int) -> tuple[A, Lease]:
     if entry is None:
         raise RegistryError("not_found", f'toolset "{name}" not found')
     lease = entry.provider_leases.get(key)
@@ -403,14 +414,14 @@ def _lease_of(
 
 
 def renew(
-    entry: CatalogEntry | None,
+    entry: A | None,
     name: str,
     token: str,
     key: str,
     lease_ms: int,
     now_ms: int,
     limits: Limits,
-) -> CatalogEntry:
+) -> A:
     """Extend a live, routable lease; never uploads definitions, never a new token."""
     _check_lease(lease_ms, limits)
     entry, lease = _lease_of(entry, name, token, key, now_ms)
@@ -426,14 +437,14 @@ def renew(
 
 
 def drain(
-    entry: CatalogEntry | None,
+    entry: A | None,
     name: str,
     token: str,
     key: str,
     settle_ms: int,
     now_ms: int,
     limits: Limits,
-) -> CatalogEntry:
+) -> A:
     """Stop routing new calls to a lease; it stays valid ``settle_ms`` to finish its calls."""
     if not 0 <= settle_ms <= limits.max_settle_ms:
         raise _invalid(f"settle duration {settle_ms} ms must be in [0, {limits.max_settle_ms}]")
@@ -445,9 +456,7 @@ def drain(
     return entry.model_copy(update={"provider_leases": leases})
 
 
-def release(
-    entry: CatalogEntry | None, name: str, token: str, key: str, now_ms: int
-) -> CatalogEntry:
+def release(entry: A | None, name: str, token: str, key: str, now_ms: int) -> A:
     """Remove a lease; calls it claimed and did not complete end ``outcome_unknown``."""
     if entry is None:
         raise RegistryError("not_found", f'toolset "{name}" not found')
@@ -457,7 +466,7 @@ def release(
     return entry.model_copy(update={"provider_leases": leases})
 
 
-def unregister(entry: CatalogEntry | None, name: str, expected_token: str) -> CatalogEntry:
+def unregister(entry: A | None, name: str, expected_token: str) -> A:
     """Withdraw the current admission (its token is retired for good)."""
     if entry is None:
         raise RegistryError("not_found", f'toolset "{name}" not found')
@@ -536,7 +545,7 @@ def _not_admitted(record: CallRecord) -> RegistryError:
 
 
 def admit(
-    entry: CatalogEntry | None,
+    entry: Admission | None,
     record: CallRecord | None,
     request: CallRequest,
     now_ms: int,
@@ -613,7 +622,7 @@ def admit(
     return Decision(record=base, extra={**_ref(base), "enqueue": True})
 
 
-def settle(record: CallRecord, entry: CatalogEntry | None, now_ms: int) -> CallRecord | None:
+def settle(record: CallRecord, entry: Admission | None, now_ms: int) -> CallRecord | None:
     """The record's state once the registry's facts are applied, or None if unchanged.
 
     A pending call whose admission is gone ends ``call_not_admitted``; one nobody claimed before
@@ -660,7 +669,7 @@ def _unknown(record: CallRecord, why: str) -> CallRecord:
 
 def claim(
     record: CallRecord | None,
-    entry: CatalogEntry | None,
+    entry: Admission | None,
     key: str,
     token: str,
     operation_id: str,
@@ -698,7 +707,7 @@ def _owned(record: CallRecord | None, use_id: str, key: str) -> CallRecord:
 
 def complete(
     record: CallRecord | None,
-    entry: CatalogEntry | None,
+    entry: Admission | None,
     use_id: str,
     key: str,
     status: Literal["completed", "failed"],
@@ -727,7 +736,7 @@ def complete(
 
 
 def overload(
-    record: CallRecord | None, entry: CatalogEntry | None, use_id: str, key: str, now_ms: int
+    record: CallRecord | None, entry: Admission | None, use_id: str, key: str, now_ms: int
 ) -> CallRecord | None:
     """A provider gives a claimed call back without running it; the consumer may retry."""
     record = _owned(record, use_id, key)
@@ -745,7 +754,7 @@ def overload(
 
 def retry(
     record: CallRecord | None,
-    entry: CatalogEntry | None,
+    entry: Admission | None,
     use_id: str,
     expected_token: str,
     now_ms: int,

@@ -27,6 +27,7 @@ from agentgen.runtime.lru import LRU
 from agentgen.runtime.registry import admission
 from agentgen.runtime.registry.admission import (
     DELIVERABLE,
+    Admission,
     CallRecord,
     CallRequest,
     CatalogEntry,
@@ -38,6 +39,7 @@ from agentgen.runtime.registry.admission import (
 )
 from agentgen.runtime.registry.auth import Principal
 from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.registry.kept import KeptDeclaration, KeptEntry, keep
 from agentgen.runtime.registry.store import Change, Notify, Operation, Store, Write
 
 __all__ = [
@@ -47,7 +49,6 @@ __all__ = [
     "Registered",
     "RegistryOperations",
     "Result",
-    "declaration_text",
 ]
 
 #: How often a waiting consumer looks at its call again even without a wake-up (lease expiry
@@ -106,7 +107,7 @@ class Result:
     message: str = ""
 
 
-_HeldRule = Callable[[CallRecord | None, CatalogEntry | None, int], CallRecord | None]
+_HeldRule = Callable[[CallRecord | None, Admission | None, int], CallRecord | None]
 
 
 def _queue(toolset: str) -> str:
@@ -129,60 +130,37 @@ def _attempt_key(op_key: str) -> str:
 
 
 #: Catalog entries by their stored form. Entries are read on every call but change rarely:
-#: each stored form is parsed once (the model is frozen, so sharing it is safe).
-_ENTRIES: LRU[str, CatalogEntry] = LRU(1024)
-#: The two caches are the process's, shared by every registry it serves (each LocalRegistry
-#: runs its service on a thread of its own) and by the worker threads that parse and check
-#: large bodies: each use of them holds this lock (parsing and serialising happen outside it).
+#: each stored form is parsed once, and kept as a :class:`KeptEntry` (its declaration as text,
+#: which the garbage collector does not walk). Kept entries are frozen: sharing them is safe.
+_ENTRIES: LRU[str, KeptEntry] = LRU(1024)
+#: The cache is the process's, shared by every registry it serves (each LocalRegistry runs its
+#: service on a thread of its own) and by the worker threads that parse and check large
+#: bodies: each use of it holds this lock (parsing and serialising happen outside it).
 _CACHES = threading.Lock()
 
 
-def _entry(raw: str | None) -> CatalogEntry | None:
+def _entry(raw: str | None) -> KeptEntry | None:
     return None if raw is None else _parse_entry(raw)
 
 
-def _parse_entry(raw: str) -> CatalogEntry:
+def _parse_entry(raw: str) -> KeptEntry:
     with _CACHES:
         entry = _ENTRIES.get(raw)
     if entry is None:
-        parsed = CatalogEntry.model_validate_json(raw)
+        parsed = keep(CatalogEntry.model_validate_json(raw))
         with _CACHES:
             entry = _ENTRIES.put(raw, parsed)
     return entry
 
 
-#: The JSON text of declarations, by the declaration object (kept alive here, so its ``id`` is
-#: not reused). Entries share it: a lease change copies the entry, not its declaration.
-_DECLARATIONS: LRU[int, tuple[ToolsetDeclaration, str]] = LRU(1024)
-
-
-def _declaration_text(toolset: ToolsetDeclaration) -> str:
-    with _CACHES:
-        kept = _DECLARATIONS.get(id(toolset))
-    if kept is None:
-        text = toolset.model_dump_json()
-        with _CACHES:
-            kept = _DECLARATIONS.put(id(toolset), (toolset, text))
-    return kept[1]
-
-
-def declaration_text(toolset: ToolsetDeclaration) -> str:
-    """``toolset.model_dump_json()``, made once for a declaration the registry holds (the
-    service sets it into resolve answers). Only reads the cache: callable from any thread."""
-    kept = _DECLARATIONS.peek(id(toolset))
-    return toolset.model_dump_json() if kept is None else kept[1]
-
-
-def _write_entry(entry: CatalogEntry) -> Write:
+def _write_entry(entry: KeptEntry) -> Write:
     """The entry's stored form, kept as the parse of that form: every call reads its toolset's
     entry, and parsing what was just written (a registration, or any lease change: a renewal
     every third of a lease) would hold the event loop for as long as parsing its declaration
-    (2,000 tools: about 0.7 s). The declaration's text is made once (serialising 2,000 tools
-    takes about 60 ms), then set into the text of the entry's other fields: exactly
-    ``entry.model_dump_json()``, whose first field is ``state`` and second the declaration."""
-    rest = entry.model_dump_json(exclude={"toolset"})
-    cut = rest.index(",")
-    raw = f'{rest[:cut]},"toolset":{_declaration_text(entry.toolset)}{rest[cut:]}'
+    (2,000 tools: about 0.7 s). The declaration's text was made once, when it was registered
+    (serialising 2,000 tools takes about 60 ms): the stored form is exactly
+    ``entry.entry().model_dump_json()``."""
+    raw = entry.stored()
     with _CACHES:
         _ENTRIES.put(raw, entry)
     return Write(raw)
@@ -217,7 +195,7 @@ class RegistryOperations:
         entries = await self.store.scan("toolset:")
         for key, raw in entries:
             try:
-                checked = admission.check_entry(key, raw)
+                checked = keep(admission.check_entry(key, raw))
                 with _CACHES:
                     _ENTRIES.put(raw, checked)
             except ValidationError as exc:
@@ -228,9 +206,9 @@ class RegistryOperations:
             raise CatalogCorruptError(self.store.description, problems)
         return len(entries)
 
-    def _specs(self, entry: CatalogEntry) -> dict[str, ToolSpec]:
+    def _specs(self, entry: KeptEntry) -> dict[str, ToolSpec]:
         specs = self._compiled.get(entry.schema_fingerprint)
-        if specs is None:
+        if specs is None:  # compiled from the declaration's text again
             specs = self._compiled.put(
                 entry.schema_fingerprint, admission.compile_toolset(entry.toolset)
             )
@@ -241,21 +219,25 @@ class RegistryOperations:
     async def register(self, request: Registration) -> Registered:
         # In a worker thread: a large toolset takes a second to fingerprint and compile, which
         # would stall every other request and long poll of this registry on the event loop.
-        def check() -> tuple[str, dict[str, ToolSpec], str]:
+        def check() -> tuple[str, dict[str, ToolSpec], KeptDeclaration]:
             token, specs = admission.check_registration(request, self.limits, self._compiled.peek)
-            # The new entry's declaration is this object: its text is made here too.
-            return token, specs, request.toolset.model_dump_json()
+            # What a new admission keeps of its declaration: its text is made here too.
+            text = request.toolset.model_dump_json()
+            return token, specs, KeptDeclaration.of(request.toolset, text)
 
-        token, specs, text = await asyncio.to_thread(check)
-        with _CACHES:
-            _DECLARATIONS.put(id(request.toolset), (request.toolset, text))
+        token, specs, declaration = await asyncio.to_thread(check)
         # Compiled by the checks, kept so that the first call does not pay for it.
         self._compiled.put(request.schema_fingerprint, specs)
         key = catalog_key(request.toolset.name)
         lease = lease_key(request.provider_id, request.incarnation_id)
 
         def decide(values: Mapping[str, str | None], now: int) -> Change[Registered]:
-            entry = admission.register(_entry(values[key]), request, token, now)
+            admitted = admission.register(_entry(values[key]), request, token, now)
+            # The same registration again copies the kept entry, and with it the declaration
+            # it was first admitted with; a new one is admitted with the request's.
+            entry = (
+                admitted if isinstance(admitted, KeptEntry) else KeptEntry.of(admitted, declaration)
+            )
             return Change(
                 Registered(
                     token, entry.schema_fingerprint, entry.provider_leases[lease].expires_at_ms
@@ -265,12 +247,14 @@ class RegistryOperations:
 
         return await self.store.transact([key], decide)
 
-    async def _update_entry(self, name: str, rule: Any) -> CatalogEntry:
+    async def _update_entry(
+        self, name: str, rule: Callable[[KeptEntry | None, int], KeptEntry]
+    ) -> KeptEntry:
         key = catalog_key(name)
 
-        def decide(values: Mapping[str, str | None], now: int) -> Change[CatalogEntry]:
+        def decide(values: Mapping[str, str | None], now: int) -> Change[KeptEntry]:
             before = _entry(values[key])
-            entry: CatalogEntry = rule(before, now)
+            entry = rule(before, now)
             if entry is before:
                 return Change(entry)
             return Change(entry, writes={key: _write_entry(entry)})
@@ -320,32 +304,30 @@ class RegistryOperations:
         return await self._names(tags, lambda toolset: _mentions(toolset, needle))
 
     async def _names(
-        self, tags: Sequence[str], keep: Callable[[ToolsetDeclaration], bool]
+        self, tags: Sequence[str], chosen: Callable[[KeptDeclaration], bool]
     ) -> list[str]:
-        """Names of the active toolsets having every tag of ``tags`` that ``keep`` keeps."""
+        """Names of the active toolsets having every tag of ``tags`` that ``chosen`` keeps."""
         wanted = set(tags)
         return [
-            entry.toolset.name
+            entry.declaration.name
             for entry in await self._active_entries()
-            if wanted <= set(entry.toolset.tags) and keep(entry.toolset)
+            if wanted <= set(entry.declaration.tags) and chosen(entry.declaration)
         ]
 
-    async def _active_entries(self) -> list[CatalogEntry]:
+    async def _active_entries(self) -> list[KeptEntry]:
         """Every active entry, by name, from one scan."""
         entries = [_parse_entry(raw) for _, raw in await self.store.scan("toolset:")]
         active = [entry for entry in entries if entry.state == "active"]
-        return sorted(active, key=lambda entry: entry.toolset.name)
+        return sorted(active, key=lambda entry: entry.declaration.name)
 
-    async def resolve_many(
-        self, names: Sequence[str] | None
-    ) -> list[tuple[str, CatalogEntry | None]]:
+    async def resolve_many(self, names: Sequence[str] | None) -> list[tuple[str, KeptEntry | None]]:
         """The active entries of ``names`` (None where missing or withdrawn), or of every
         active toolset when ``names`` is None, from one read: each entry, as in
         :meth:`resolve_entry`, gives its declaration and token together."""
         if names is None:
-            return [(entry.toolset.name, entry) for entry in await self._active_entries()]
+            return [(entry.declaration.name, entry) for entry in await self._active_entries()]
         raws = await self.store.get_many([catalog_key(name) for name in names])
-        found: list[tuple[str, CatalogEntry | None]] = []
+        found: list[tuple[str, KeptEntry | None]] = []
         for name, raw in zip(names, raws, strict=True):
             entry = _entry(raw)
             found.append((name, entry if entry is not None and entry.state == "active" else None))
@@ -356,7 +338,7 @@ class RegistryOperations:
         entry = await self.resolve_entry(name)
         return entry.toolset, entry.registration_token
 
-    async def resolve_entry(self, name: str) -> CatalogEntry:
+    async def resolve_entry(self, name: str) -> KeptEntry:
         """The active catalog entry of ``name``, from one read (shared: never change it)."""
         entry = _entry(await self.store.get(catalog_key(name)))
         if entry is None or entry.state != "active":
@@ -708,7 +690,7 @@ def _in_toolset(record: CallRecord | None, name: str, use_id: str) -> CallRecord
 
 
 def _completing(lease: str, done: Completion) -> _HeldRule:
-    def rule(record: CallRecord | None, entry: CatalogEntry | None, now: int) -> CallRecord | None:
+    def rule(record: CallRecord | None, entry: Admission | None, now: int) -> CallRecord | None:
         return admission.complete(
             record,
             entry,
@@ -734,7 +716,7 @@ def _claimed(record: CallRecord) -> ClaimedCall:
     )
 
 
-def _mentions(toolset: ToolsetDeclaration, needle: str) -> bool:
+def _mentions(toolset: KeptDeclaration, needle: str) -> bool:
     """Whether a casefolded ``needle`` occurs in the toolset's name, description or a tag."""
     texts = (toolset.name, toolset.description or "", *toolset.tags)
     return any(needle in text.casefold() for text in texts)

@@ -28,7 +28,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentgen.runtime.registry import api
-from agentgen.runtime.registry.admission import CallRequest, CatalogEntry, Limits, Registration
+from agentgen.runtime.registry.admission import Admission, CallRequest, Limits, Registration
 from agentgen.runtime.registry.auth import Principal, TokenTable
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.dispatch import (
@@ -39,11 +39,8 @@ from agentgen.runtime.registry.dispatch import (
     error_answer,
     validation_answer,
 )
-from agentgen.runtime.registry.operations import (
-    Completion,
-    RegistryOperations,
-    declaration_text,
-)
+from agentgen.runtime.registry.kept import KeptEntry
+from agentgen.runtime.registry.operations import Completion, RegistryOperations
 from agentgen.runtime.registry.store import Store, StoreError
 from agentgen.runtime.registry.stores import open_store
 
@@ -91,26 +88,26 @@ _RESOLVED_KEPT = 2048
 _Key = tuple[str, str]
 
 
-def _key(entry: CatalogEntry) -> _Key:
+def _key(entry: Admission) -> _Key:
     return (entry.schema_fingerprint, entry.registration_token)
 
 
-def _encode(entry: CatalogEntry) -> _Answer:
+def _encode(entry: KeptEntry) -> _Answer:
     """Exactly ``api.ResolveResponse(toolset=..., registration_token=...).model_dump_json()``,
     around the declaration's text the registry made when it was registered (serialising 2,000
     tools holds the interpreter for about 60 ms, even in a worker thread)."""
     token = json.dumps(entry.registration_token)
-    body = f'{{"toolset":{declaration_text(entry.toolset)},"registration_token":{token}}}'
+    body = f'{{"toolset":{entry.declaration.text},"registration_token":{token}}}'
     encoded = body.encode()
     return _Answer(encoded, body, hashlib.sha256(encoded).hexdigest())
 
 
-async def _resolved(entries: list[CatalogEntry]) -> dict[_Key, _Answer]:
+async def _resolved(entries: list[KeptEntry]) -> dict[_Key, _Answer]:
     """The resolve answers of admissions, each encoded once. Those not encoded yet are encoded
     in a worker thread: a toolset of 2,000 tools takes about 60 ms, and the event loop serves
     every long poll of the registry."""
     answers: dict[_Key, _Answer] = {}
-    missing: dict[_Key, CatalogEntry] = {}
+    missing: dict[_Key, KeptEntry] = {}
     for entry in entries:
         key = _key(entry)
         kept = _RESOLVED.get(key)
@@ -128,7 +125,7 @@ async def _resolved(entries: list[CatalogEntry]) -> dict[_Key, _Answer]:
 
 
 def _resolve_many(
-    found: list[tuple[str, CatalogEntry | None]],
+    found: list[tuple[str, KeptEntry | None]],
     known: dict[str, str],
     answers: dict[_Key, _Answer],
 ) -> bytes:

@@ -19,7 +19,7 @@ from agentgen.runtime.contracts.fingerprint import schema_fingerprint
 from agentgen.runtime.registry import api, service
 from agentgen.runtime.registry.admission import CatalogEntry, catalog_key, lease_key
 from agentgen.runtime.registry.dispatch import OFF_LOOP_BYTES
-from agentgen.runtime.registry.operations import RegistryOperations, declaration_text
+from agentgen.runtime.registry.operations import RegistryOperations
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
 from agentgen.runtime.registry.store import Store
 from tests.registry.conftest import FAST, running_registry
@@ -104,7 +104,7 @@ async def test_other_requests_are_answered_while_a_large_answer_is_encoded(
         dump = held.around(api.ResolveManyResponse.model_dump_json)
         monkeypatch.setattr(api.ResolveManyResponse, "model_dump_json", dump)
     else:  # the toolset's answer, encoded once per admission
-        monkeypatch.setattr(service, "declaration_text", held.around(declaration_text))
+        monkeypatch.setattr(service, "_encode", held.around(service._encode))
     async with running_registry(SQLiteStore(":memory:")) as running:
         async with httpx2.AsyncClient(base_url=running.url, timeout=20) as http:
             body = register_body(toolset=toolset.to_json())
@@ -177,7 +177,7 @@ async def test_an_entry_the_registry_wrote_is_not_parsed_again(
     assert parsed == []
     # What is kept is what parsing the stored form gives.
     stored = await store.get(catalog_key(name))
-    assert stored is not None and original(stored) == read
+    assert stored is not None and original(stored) == read.entry()
     assert read.toolset == toolset and list(read.provider_leases) == [lease_key("p1", "i1")]
 
 
@@ -267,27 +267,22 @@ def test_the_process_wide_caches_are_shared_safely_between_threads(
     import threading
 
     from agentgen.runtime.lru import LRU
-    from agentgen.runtime.registry import operations
+    from agentgen.runtime.registry import kept
 
-    class Declared:
-        """Stands for a declaration: only its text is asked for."""
-
-        def __init__(self, n: int) -> None:
-            self.n = n
-
-        def model_dump_json(self) -> str:
-            return f'{{"n":{self.n}}}'
-
-    cache: LRU[int, tuple[object, str]] = LRU(4)
-    monkeypatch.setattr(operations, "_DECLARATIONS", cache)
-    declared = [Declared(n) for n in range(64)]
+    cache: LRU[str, ToolsetDeclaration] = LRU(4)
+    monkeypatch.setattr(kept, "_PARSED", cache)
+    declared = [ToolsetDeclaration(name=f"set{n}") for n in range(64)]
+    texts = [one.model_dump_json() for one in declared]
+    # Parsed at once, so that the threads spend their time in the cache (where they collide).
+    by_text = dict(zip(texts, declared, strict=True))
+    monkeypatch.setattr(ToolsetDeclaration, "model_validate_json", by_text.__getitem__)
     errors: list[BaseException] = []
 
     def churn(offset: int) -> None:
         try:
             for round_ in range(100_000):
-                one = declared[(offset + round_) % len(declared)]
-                assert operations._declaration_text(one) == one.model_dump_json()  # type: ignore[arg-type]
+                index = (offset + round_) % len(declared)
+                assert kept.parsed(texts[index]) == declared[index]
         except BaseException as exc:  # reported below, with the thread's own error
             errors.append(exc)
 

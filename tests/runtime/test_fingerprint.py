@@ -140,30 +140,31 @@ def test_order_never_matters(names: list[str], tags: list[str]) -> None:
     assert fingerprint(shuffled) == fingerprint(ordered)
 
 
-@pytest.mark.parametrize(
-    "extra",
-    [
-        {},
-        {
-            "tags": ("b", "a"),
-            "required_labels": ("tenant",),
-            "agent_id": "svc.expert",
-            "kind": "agent",
-        },
-        {
-            "confirmation": ConfirmationSpec("Pay {{ amount }}?", "Denied.", title="Approve"),
-            "bounds": BoundsSpec(PagingSpec("cursor", "next", continue_tool="records.more")),
-        },
-        {"bounds": BoundsSpec()},
-        {
-            "server_data": (
-                ServerDataSpec("trace", "internal", "{}", "Why."),
-                ServerDataSpec("raw", "timeline", "{}"),
-            ),
-            "server_data_schemas": ({"type": "object"}, {"type": "string"}),
-        },
-    ],
-)
+#: Consumer contracts with each optional part.
+CONTRACT_VARIANTS: list[dict[str, Any]] = [
+    {},
+    {
+        "tags": ("b", "a"),
+        "required_labels": ("tenant",),
+        "agent_id": "svc.expert",
+        "kind": "agent",
+    },
+    {
+        "confirmation": ConfirmationSpec("Pay {{ amount }}?", "Denied.", title="Approve"),
+        "bounds": BoundsSpec(PagingSpec("cursor", "next", continue_tool="records.more")),
+    },
+    {"bounds": BoundsSpec()},
+    {
+        "server_data": (
+            ServerDataSpec("trace", "internal", "{}", "Why."),
+            ServerDataSpec("raw", "timeline", "{}"),
+        ),
+        "server_data_schemas": ({"type": "object"}, {"type": "string"}),
+    },
+]
+
+
+@pytest.mark.parametrize("extra", CONTRACT_VARIANTS)
 def test_the_generators_json_form_equals_the_models_wire_form(extra: dict[str, Any]) -> None:
     """The generator fingerprints the JSON form directly; it must be the model's exact wire
     form, or generated fingerprints would differ from the registry's."""
@@ -190,3 +191,38 @@ def test_the_generators_json_form_equals_the_models_wire_form(extra: dict[str, A
         **extra,
     }
     assert tool_schema(**fields).to_json() == tool_schema_json(**fields)
+
+
+@pytest.mark.parametrize("described", [True, False], ids=["described", "bare"])
+def test_made_tool_by_tool_it_is_the_sha256_of_the_whole_canonical_body(described: bool) -> None:
+    # A declaration's fingerprint is encoded one tool at a time (no tree of the whole body):
+    # byte for byte the canonical JSON of the body, whatever optional part each tool has.
+    tools = [
+        tool_schema(
+            **{
+                "tool_id": f"records.t{index}",
+                "title": f"T{index}",
+                "description": "Cherche les réglages." if index % 2 else "",
+                "tags": ("b", "a") if index % 3 else (),
+                "payload_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+                "payload_name": "Args",
+                "result_schema": {"type": "null"},
+                "result_name": None,
+                "search": search_document(f"records.t{index}", f"T{index}", "Cherche."),
+                **extra,
+            }
+        )
+        for index, extra in enumerate(CONTRACT_VARIANTS)
+    ]
+    without_contract = tool("plain").model_copy(update={"consumer_contract": None})
+    head: dict[str, Any] = (
+        {"description": 'Records, "quoted".', "version": "1.0.0", "tags": ["z", "a"]}
+        if described
+        else {}
+    )
+    declaration = ToolsetDeclaration(
+        name="svc.records", tools=[tools[3], without_contract, *tools[:3], tools[4]], **head
+    )
+    whole = canonical_json(fingerprint_body(declaration)).encode()
+    assert schema_fingerprint(declaration) == hashlib.sha256(whole).hexdigest()
+    assert schema_fingerprint(declaration.to_json()) == schema_fingerprint(declaration)
