@@ -73,7 +73,8 @@ from agentgen.runtime.registry.client import ResolvedToolset, ToolCallMeta  # no
 from agentgen.runtime.runs import catalog as catalog_module  # noqa: E402
 from agentgen.runtime.runs.accepted import AcceptedCall  # noqa: E402
 from agentgen.runtime.runs.catalog import PlanningCatalog  # noqa: E402
-from agentgen.runtime.runs.execution import ExecutionContext, execute  # noqa: E402
+from agentgen.runtime.runs.execution import ExecutionContext  # noqa: E402
+from agentgen.runtime.runs.local import execute  # noqa: E402
 from agentgen.runtime.runs.policy import merge  # noqa: E402
 from agentgen.runtime.search.analysis import SEARCH_VERSION  # noqa: E402
 from agentgen.runtime.search.document import (  # noqa: E402
