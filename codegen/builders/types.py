@@ -7,7 +7,6 @@ others; the builders read the same analysis, so a type is examined once per gene
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -23,6 +22,7 @@ from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.runtime.contracts.canonical import compact_json
 from agentgen.runtime.contracts.json_pointer import resolve_pointer
+from agentgen.runtime.contracts.json_values import encodes_utf8, json_problem, lone_surrogate
 from agentgen.runtime.contracts.schemas import (
     JSON_SCHEMA_DIALECT,
     empty_payload_schema,
@@ -42,60 +42,6 @@ __all__ = [
 
 #: The result of an agent tool declared without ``Return``: the agent's final text.
 AGENT_TEXT_RESULT_SCHEMA = {"$schema": JSON_SCHEMA_DIALECT, "type": "string"}
-
-
-def _surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
-    """The path (``/properties/x/description``) and code point (``U+D800``) of the first lone
-    surrogate in a JSON value's strings or keys, or None (only surrogates fail to encode)."""
-    if isinstance(value, str):
-        if _utf8(value):
-            return None
-        code = next(ord(c) for c in value if "\ud800" <= c <= "\udfff")
-        return path or "/", f"U+{code:04X}"
-    items: list[tuple[str, Any]] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _surrogate(key, f"{path}/{key}") if isinstance(key, str) else None
-            if found is not None:
-                return found
-            items.append((str(key), item))
-    elif isinstance(value, list):
-        items = [(str(i), v) for i, v in enumerate(value)]
-    for key, item in items:
-        found = _surrogate(item, f"{path}/{key}")
-        if found is not None:
-            return found
-    return None
-
-
-def _json_problem(value: Any, path: str = "") -> str | None:
-    """Why ``value`` is not JSON (first problem found), or None."""
-    where = f" at {path}" if path else ""
-    if isinstance(value, str):
-        surrogate = _surrogate(value, path)
-        return None if surrogate is None else f"the string{where} contains a lone surrogate"
-    if value is None or isinstance(value, bool | int):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"the number {value!r}{where} is not finite"
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            problem = _json_problem(item, f"{path}/{index}")
-            if problem is not None:
-                return problem
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"the key {key!r}{where} is a {type(key).__name__}, not a string"
-            problem = _json_problem(item, f"{path}/{key}")
-            if problem is not None:
-                return problem
-        return None
-    return (
-        f"the value{where} is a {type(value).__name__} (JSON has objects with string keys, "
-        "lists, strings, numbers, booleans and null)"
-    )
 
 
 def _references(value: Any, path: str = "") -> Iterable[tuple[str, str]]:
@@ -124,7 +70,7 @@ def schema_problems(value: dict[str, Any], *, payload: bool) -> list[str]:
     # Imported here, like the runtime does: only designs with JSON Schema dicts need it.
     import jsonschema  # type: ignore[import-untyped, unused-ignore]
 
-    problem = _json_problem(value)
+    problem = json_problem(value)
     if problem is not None:
         return [f"is not JSON: {problem}"]
     problems: list[str] = []
@@ -307,15 +253,6 @@ def _type_ref(
     return TypeRef("model", name, text, f"{types.types_module}.{name}")
 
 
-def _utf8(text: str) -> bool:
-    """True when ``text`` encodes as UTF-8 (checked at C speed; only lone surrogates fail)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _schema_text(
     schema: dict[str, Any],
     expr: TypeExpr | ServerDataExpr,
@@ -329,7 +266,7 @@ def _schema_text(
     try:
         text = compact_json(schema)
     except ValueError:  # allow_nan=False: infinity or NaN somewhere in the schema
-        problem = _json_problem(schema) or "holds a number JSON cannot write"
+        problem = json_problem(schema) or "holds a number JSON cannot write"
         errors.append(
             DesignError(
                 expr.loc,
@@ -340,7 +277,7 @@ def _schema_text(
             )
         )
         return None
-    surrogate = None if _utf8(text) else _surrogate(schema)
+    surrogate = None if encodes_utf8(text) else lone_surrogate(schema)
     if surrogate is None:
         return text
     path, code = surrogate

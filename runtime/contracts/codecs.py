@@ -19,6 +19,7 @@ it does not list unless it says otherwise (see
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -174,6 +175,7 @@ class SchemaCodec:
         self.what = what
         self._validator = self._build(schema)
         self._strict: Any = None
+        self._narrows = True
 
     @staticmethod
     def _build(schema: Any) -> Any:
@@ -194,10 +196,13 @@ class SchemaCodec:
     def decode_arguments(self, data: str | bytes | Any) -> Any:
         value = self._parse(data)
         if self._strict is None:
-            from agentgen.runtime.contracts.schema_inspection import closed_copy
+            from agentgen.runtime.contracts.schema_inspection import strict_copy
 
-            self._strict = self._build(closed_copy(self.schema))
+            strict, self._narrows = strict_copy(self.schema)
+            self._strict = self._build(strict)
         self._check(self._strict, value)
+        if not self._narrows:  # the strict copy may take what the schema refuses
+            self._check(self._validator, value)
         return value
 
     def _parse(self, data: str | bytes | Any) -> Any:
@@ -218,10 +223,12 @@ class SchemaCodec:
         )
 
         try:
+            number = _as_floats(value)
+        except _TooLarge as exc:
+            raise PayloadError(self.what, [FieldIssue("", str(exc))]) from None
+        try:
             with validation_budget():
-                errors = sorted(
-                    validator.iter_errors(_as_floats(value)), key=lambda e: list(e.absolute_path)
-                )
+                errors = sorted(validator.iter_errors(number), key=lambda e: list(e.absolute_path))
         except ValidationBudgetError as exc:
             raise PayloadError(self.what, [FieldIssue("", str(exc))]) from None
         except Unresolvable as exc:
@@ -246,14 +253,54 @@ class SchemaCodec:
 def _as_floats(value: Any) -> Any:
     """The value as ``json.loads`` would give it, for validation only: jsonschema compares
     numbers with the schema's own (float) numbers, and mixing them with ``Decimal`` fails
-    (``multipleOf`` raises, ``enum: [0.1]`` rejects ``0.1``, ``1.0`` is not an integer)."""
+    (``multipleOf`` raises, ``enum: [0.1]`` rejects ``0.1``, ``1.0`` is not an integer).
+
+    Except numbers beyond a float's range (``1e400``), which ``json.loads`` makes infinite
+    (not a JSON number, and not an integer to jsonschema): every such number is an integer,
+    and is validated as that exact integer (:class:`_BeyondFloat`)."""
     if isinstance(value, Decimal):
-        return float(value)
+        number = float(value)
+        if math.isinf(number) and value.is_finite():
+            if value.adjusted() >= _MAX_DIGITS:
+                raise _TooLarge(value)
+            return _BeyondFloat(value)
+        return number
     if isinstance(value, dict):
         return {k: _as_floats(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_as_floats(v) for v in value]
     return value
+
+
+#: Digits of the largest integer validated: Python's own limit for converting integers to and
+#: from text, which ``json.loads`` applies to integers written out. ``1e999999999`` is a few
+#: bytes of arguments, and its integer a gigabyte.
+_MAX_DIGITS = 4300
+
+
+class _TooLarge(ValueError):
+    def __init__(self, number: Decimal) -> None:
+        super().__init__(
+            f"the number {number} is too large to validate (more than {_MAX_DIGITS} digits)"
+        )
+
+
+class _BeyondFloat(int):
+    """A JSON number beyond a float's range, as the exact integer it is, shown as written
+    (``1E+400``: its digits would flood messages, and past 4,300 Python refuses to print
+    them)."""
+
+    _text: str
+
+    def __new__(cls, value: Decimal) -> _BeyondFloat:
+        number = super().__new__(cls, value)
+        number._text = str(value)
+        return number
+
+    def __repr__(self) -> str:
+        return self._text
+
+    __str__ = __repr__
 
 
 def parse_arguments(text: str | bytes, what: str) -> Any:

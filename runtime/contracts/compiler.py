@@ -13,6 +13,7 @@ from typing import Any
 
 from agentgen.runtime.contracts.canonical import compact_json
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
+from agentgen.runtime.contracts.json_values import json_problem, lone_surrogate
 from agentgen.runtime.contracts.lazy_codec import LazySchemaCodec
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from agentgen.runtime.contracts.schema_check import check_schema
@@ -92,21 +93,26 @@ def compile(
     # content); server data schemas are bounded here.
     payload_bounds = bounds["payload_schema"]
     payload = _schema_type(
-        name, "payload", declaration.payload_schema, contract.payload.name, payload_bounds
+        name, toolset, "payload", declaration.payload_schema, contract.payload.name, payload_bounds
     )
     execution_bounds = bounds["execution_payload_schema"]
     if declaration.execution_payload_schema != declaration.payload_schema:  # usually the same
         _schema_type(
-            name, "execution payload", declaration.execution_payload_schema, None, execution_bounds
+            name,
+            toolset,
+            "execution payload",
+            declaration.execution_payload_schema,
+            None,
+            execution_bounds,
         )
     plain = payload_bounds.plain and execution_bounds.plain
     check_payload(declaration, payload.schema_json if plain else None)
     result_name = contract.result.name if contract.result else None
     result = _schema_type(
-        name, "result", declaration.result_schema, result_name, bounds["result_schema"]
+        name, toolset, "result", declaration.result_schema, result_name, bounds["result_schema"]
     )
     for data in contract.server_data:
-        _schema_type(name, f"server data {data.kind!r}", data.schema_, None)
+        _schema_type(name, toolset, f"server data {data.kind!r}", data.schema_, None)
     paging = contract.bounds.paging if contract.bounds else None
     return ToolSpec(
         id=name,
@@ -148,6 +154,7 @@ def compile(
 
 def _schema_type(
     name: str,
+    toolset: str,
     role: str,
     schema: dict[str, Any],
     type_name: str | None,
@@ -165,12 +172,33 @@ def _schema_type(
             raise SchemaProblem(
                 f"the schema is larger than {MAX_SCHEMA_BYTES} bytes of compact JSON (the limit)"
             )
+    except SchemaProblem as exc:
+        raise ContractError(f"tool {name!r} {role}: {exc}") from None
+    except ValueError as exc:  # infinities and NaN; lone surrogates (UnicodeEncodeError)
+        raise ContractError(f"tool {name!r} {role}: {_not_json(schema, exc, toolset)}") from None
     except Exception as exc:
         raise ContractError(f"tool {name!r} {role}: {_refusal(exc)}") from None
     problem = default_verdicts().verdict(schema, data, _problem, plain=bounds.plain)
     if problem:
         raise ContractError(f"tool {name!r} {role}: {problem}")
     return TypeSpec(type_name, text, LazySchemaCodec(text, name, role))
+
+
+def _not_json(schema: dict[str, Any], exc: Exception, toolset: str) -> str:
+    """Why a schema parsed from a registry's JSON cannot be written back as JSON text, and
+    where: JSON's grammar lets a string spell half of a UTF-16 pair and a number exceed a
+    double, and ``json.loads`` reads both."""
+    surrogate = lone_surrogate(schema)
+    if surrogate is not None:
+        path, code = surrogate
+        return (
+            f"the schema contains a lone surrogate ({code}) at {path}, which no UTF-8 "
+            f"document or provider request can carry; fix the provider of toolset {toolset!r}"
+        )
+    problem = json_problem(schema)
+    if problem is not None and "is not finite" in problem:
+        problem += " (a number beyond a double's range, such as 1e400, reads as infinity)"
+    return f"the schema is not JSON: {problem or exc}; fix the provider of toolset {toolset!r}"
 
 
 def _problem(schema: dict[str, Any]) -> str:

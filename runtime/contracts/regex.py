@@ -11,6 +11,7 @@ some other way.
 from __future__ import annotations
 
 import functools
+import re
 
 import re2
 
@@ -53,5 +54,18 @@ def compile_pattern(pattern: str) -> re2._Regexp[str]:
 
 
 def search(pattern: str, text: str) -> bool:
-    """Whether ``pattern`` matches anywhere in ``text`` (JSON Schema's unanchored match)."""
-    return compile_pattern(pattern).search(text) is not None
+    """Whether ``pattern`` matches anywhere in ``text`` (JSON Schema's unanchored match).
+
+    RE2 matches UTF-8, which cannot hold a lone surrogate (half of a UTF-16 pair, which JSON
+    lets a value spell as ``"\\ud800"``): such a half is matched as U+FFFD, one code point for
+    one, as ``.`` and ``[^a]`` count it in ECMA-262 and Python's ``re``."""
+    regex = compile_pattern(pattern)
+    try:
+        return regex.search(text) is not None
+    except UnicodeEncodeError:  # only lone surrogates fail to encode
+        return regex.search(_SURROGATES.sub("\ufffd", text)) is not None
+
+
+#: A lone surrogate (Python's ``re``, which schema patterns never run on, is fine here: the
+#: pattern is fixed and linear).
+_SURROGATES = re.compile("[\ud800-\udfff]")

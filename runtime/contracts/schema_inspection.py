@@ -35,7 +35,15 @@ from agentgen.runtime.contracts.regex import PatternError, compile_pattern
 if TYPE_CHECKING:
     from referencing._core import Resolver
 
-__all__ = ["Bounds", "SchemaProblem", "check_bounds", "closed_copy", "inspect", "no_remote"]
+__all__ = [
+    "Bounds",
+    "SchemaProblem",
+    "check_bounds",
+    "closed_copy",
+    "inspect",
+    "no_remote",
+    "strict_copy",
+]
 
 
 class SchemaProblem(ValueError):
@@ -313,6 +321,11 @@ _KEYWORDS = frozenset(
     }
 )
 #: Keywords that declare which keys an object may have.
+#: Keywords under which a subschema's failure can make the value valid: ``not``, a ``oneOf``
+#: branch (two branches passing fail it), ``if`` (its failure applies ``else``) and
+#: ``maxContains`` (fewer items matching ``contains``). Closing objects below them may accept
+#: what the schema refuses.
+_REVERSING = ("not", "oneOf", "if", "maxContains")
 _DECLARING = (
     "properties",
     "patternProperties",
@@ -365,6 +378,8 @@ class Inspection:
     nodes: dict[int, _Node] = field(default_factory=dict)
     #: Schemas (by ``id``) that may be closed: see :func:`closed_copy`.
     closable: dict[int, bool] = field(default_factory=dict)
+    #: Whether a subschema's failure can make the schema accept (see :data:`_REVERSING`).
+    reversing: bool = False
 
 
 class _Walk:
@@ -432,6 +447,8 @@ class _Walk:
 
             resolver = self._resolver(resolver).in_subresource(DRAFT202012.create_resource(schema))
         self._patterns(schema, pointer)
+        if not self.result.reversing:
+            self.result.reversing = any(keyword in schema for keyword in _REVERSING)
         # Branches describe the whole value (and may be closed) only when the schema holding
         # them declares no keys of its own.
         branch_closable = closable and not any(keyword in schema for keyword in _DECLARING)
@@ -626,6 +643,11 @@ def inspect(schema: Any) -> Inspection:
 
 
 def closed_copy(schema: Any) -> Any:
+    """:func:`strict_copy` without saying whether it narrows."""
+    return strict_copy(schema)[0]
+
+
+def strict_copy(schema: Any) -> tuple[Any, bool]:
     """A copy of ``schema`` in which object schemas that list their ``properties`` refuse
     other keys (``additionalProperties: false``), for validating tool arguments strictly.
 
@@ -636,9 +658,15 @@ def closed_copy(schema: Any) -> Any:
     of those describes only part of the value, and closing it would refuse the keys the others
     declare. Alternatives (``anyOf``/``oneOf`` branches) describe the whole value and are
     closed one by one.
+
+    The second value says whether the copy only narrows the schema: False when it closes an
+    object below ``not``, ``oneOf``, ``if`` or ``maxContains`` (:data:`_REVERSING`), where a
+    closed object's refusal can turn into an acceptance; a value must then pass the schema
+    itself as well.
     """
     duplicate = copy.deepcopy(schema)
     inspection = inspect(duplicate)
+    closed = False
     for key, node in inspection.nodes.items():
         subschema = node.schema
         if (
@@ -649,4 +677,5 @@ def closed_copy(schema: Any) -> Any:
             and not _combines(subschema)
         ):
             subschema["additionalProperties"] = False
-    return duplicate
+            closed = True
+    return duplicate, not (closed and inspection.reversing)

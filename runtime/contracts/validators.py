@@ -14,6 +14,7 @@ import reprlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from fractions import Fraction
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
@@ -215,8 +216,27 @@ def _unevaluated_properties(
         )
 
 
+_MULTIPLE_OF = jsonschema.Draft202012Validator.VALIDATORS["multipleOf"]
+
+
+def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's ``multipleOf``, decided exactly where it overflows: it divides by a float
+    divisor first, which raises ``OverflowError`` for an integer beyond a float's range. The
+    divisor then counts as the decimal the schema's JSON wrote (``0.1`` is one tenth)."""
+    try:
+        errors = list(_MULTIPLE_OF(validator, divisor, instance, schema) or ())
+    except OverflowError:
+        exact = Fraction(repr(divisor)) if isinstance(divisor, float) else Fraction(divisor)
+        if (Fraction(instance) / exact).denominator != 1:
+            errors = [ValidationError(f"{instance!r} is not a multiple of {divisor}")]
+        else:
+            errors = []
+    yield from errors
+
+
 _KEYWORDS = {
     **jsonschema.Draft202012Validator.VALIDATORS,
+    "multipleOf": _multiple_of,
     "pattern": _pattern,
     "patternProperties": _pattern_properties,
     "additionalProperties": _additional_properties,

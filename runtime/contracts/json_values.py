@@ -1,0 +1,78 @@
+"""What keeps a Python value from being JSON text, and where in the value it is.
+
+Schemas reach agentgen as Python values: from pydantic models in a design, or parsed from a
+registry's (or MCP server's) JSON. ``json.loads`` accepts what no JSON text can carry back: a
+lone surrogate (half of a UTF-16 pair, which JSON lets a string spell as ``"\\ud800"``) and
+numbers beyond a double's range (``1e400`` reads as infinity). Messages that refuse such a
+value name the place in it, as a JSON Pointer, so that its author can find it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["encodes_utf8", "json_problem", "lone_surrogate"]
+
+
+def encodes_utf8(text: str) -> bool:
+    """True when ``text`` encodes as UTF-8 (checked at C speed; only lone surrogates fail)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def lone_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The path (``/properties/x/description``) and code point (``U+D800``) of the first lone
+    surrogate in a JSON value's strings or keys, or None (only surrogates fail to encode)."""
+    if isinstance(value, str):
+        if encodes_utf8(value):
+            return None
+        code = next(ord(c) for c in value if "\ud800" <= c <= "\udfff")
+        return path or "/", f"U+{code:04X}"
+    items: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = lone_surrogate(key, f"{path}/{key}") if isinstance(key, str) else None
+            if found is not None:
+                return found
+            items.append((str(key), item))
+    elif isinstance(value, list):
+        items = [(str(i), v) for i, v in enumerate(value)]
+    for key, item in items:
+        found = lone_surrogate(item, f"{path}/{key}")
+        if found is not None:
+            return found
+    return None
+
+
+def json_problem(value: Any, path: str = "") -> str | None:
+    """Why ``value`` is not JSON (first problem found), or None."""
+    where = f" at {path}" if path else ""
+    if isinstance(value, str):
+        surrogate = lone_surrogate(value, path)
+        return None if surrogate is None else f"the string{where} contains a lone surrogate"
+    if value is None or isinstance(value, bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"the number {value!r}{where} is not finite"
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = json_problem(item, f"{path}/{index}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"the key {key!r}{where} is a {type(key).__name__}, not a string"
+            problem = json_problem(item, f"{path}/{key}")
+            if problem is not None:
+                return problem
+        return None
+    return (
+        f"the value{where} is a {type(value).__name__} (JSON has objects with string keys, "
+        "lists, strings, numbers, booleans and null)"
+    )
