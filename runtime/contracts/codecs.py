@@ -239,7 +239,7 @@ class SchemaCodec:
             ) from None
         if errors:
             raise PayloadError(
-                self.what, [FieldIssue(_path(e.absolute_path), e.message) for e in errors]
+                self.what, [FieldIssue(_path(e.absolute_path), _cut(e.message)) for e in errors]
             )
 
     def encode(self, value: Any) -> str:
@@ -248,6 +248,16 @@ class SchemaCodec:
             return encode_exact(value)
         except (TypeError, ValueError) as exc:  # NaN, infinities, values that are not JSON
             raise PayloadError(self.what, [FieldIssue("", str(exc))]) from None
+
+
+def _cut(message: str) -> str:
+    """A validation message within :data:`~.limits.MAX_ISSUE_CHARS` (jsonschema shows the
+    value at fault, and some keywords the schema's own values, in full)."""
+    from agentgen.runtime.contracts.limits import MAX_ISSUE_CHARS
+
+    if len(message) <= MAX_ISSUE_CHARS:
+        return message
+    return f"{message[:MAX_ISSUE_CHARS]}... ({len(message)} characters)"
 
 
 def _as_floats(value: Any) -> Any:

@@ -16,6 +16,7 @@ __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "MAX_DECLARATION_BYTES",
     "MAX_DESCRIPTION_CHARS",
+    "MAX_ISSUE_CHARS",
     "MAX_PATTERN_CHARS",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
@@ -53,6 +54,12 @@ MAX_SCHEMA_EXPANSION = 20_000
 #: applying itself twice to one property needs 2**depth, and was the one way left to make one
 #: validation run for minutes: past this, the value is refused (a few seconds at most).
 MAX_VALIDATION_STEPS = 1_000_000
+
+#: Length of one issue of a value a registry (or MCP) tool's schema refuses: the message the
+#: model reads in its tool error. jsonschema's messages show the value at fault in full (a
+#: 1 MiB string argument is a 1 MiB message, once per keyword it fails); 2,000 characters
+#: say what is wrong and where.
+MAX_ISSUE_CHARS = 2000
 
 #: Compact JSON size of a whole tool declaration (its schemas and consumer contract).
 MAX_DECLARATION_BYTES = 1024 * 1024

@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
+from jsonschema._utils import equal  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped, unused-ignore]
 
 from agentgen.runtime.contracts.limits import MAX_VALIDATION_STEPS
@@ -216,6 +217,27 @@ def _unevaluated_properties(
         )
 
 
+_VALUES = reprlib.Repr()
+_VALUES.maxlist = _VALUES.maxtuple = 10
+_VALUES.maxstring = _VALUES.maxother = 80
+
+
+def _enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's ``enum``, whose message no longer lists every value: the repr of a 15,000
+    value enum, built for each refused value, was a quarter of a megabyte of tool error."""
+    if all(not equal(each, instance) for each in enums):
+        listed = _VALUES.repr(enums)
+        if isinstance(enums, list) and len(enums) > _VALUES.maxlist:
+            listed += f" ({len(enums)} values)"
+        yield ValidationError(f"{_SHORT.repr(instance)} is not one of {listed}")
+
+
+def _const(validator: Any, const: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's ``const``, its value shown shortened."""
+    if not equal(instance, const):
+        yield ValidationError(f"{_VALUES.repr(const)} was expected")
+
+
 _MULTIPLE_OF = jsonschema.Draft202012Validator.VALIDATORS["multipleOf"]
 
 
@@ -237,6 +259,8 @@ def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> It
 _KEYWORDS = {
     **jsonschema.Draft202012Validator.VALIDATORS,
     "multipleOf": _multiple_of,
+    "enum": _enum,
+    "const": _const,
     "pattern": _pattern,
     "patternProperties": _pattern_properties,
     "additionalProperties": _additional_properties,

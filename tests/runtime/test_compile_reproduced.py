@@ -167,3 +167,34 @@ def test_numbers_too_large_to_hold_exactly_are_refused() -> None:
         "the number 1E+999999999 is too large to validate (more than 4300 digits)"
     ]
     assert issues(spec.payload.codec.decode_arguments, '{"n":1e4299}') == []
+
+
+# --------------------------------------------------------------------------- long messages
+
+# jsonschema's enum message is the repr of every value: a registry enum of 15,000 values made
+# each refused value a quarter-megabyte issue the model reads (and its repr was built for
+# every refused value). Messages list 10 values and say how many; every issue is held to
+# MAX_ISSUE_CHARS.
+
+
+def test_an_enum_refusal_lists_a_few_values_and_how_many() -> None:
+    spec = compiled(obj(e={"enum": [f"v{i}" for i in range(15_000)]}))
+    assert issues(spec.payload.codec.decode, '{"e":"nope"}') == [
+        "e: 'nope' is not one of ['v0', 'v1', 'v2', 'v3', 'v4', 'v5', 'v6', 'v7', 'v8', 'v9', "
+        "...] (15000 values)"
+    ]
+    short = compiled(obj(e={"enum": ["a", 1]}))
+    assert issues(short.payload.codec.decode, '{"e":"nope"}') == [
+        "e: 'nope' is not one of ['a', 1]"
+    ]
+
+
+def test_every_issue_is_held_to_the_limit() -> None:
+    from agentgen.runtime.contracts.limits import MAX_ISSUE_CHARS
+
+    spec = compiled(obj(s={"maxLength": 3}, c={"const": "x" * 5000}))
+    long = "y" * 100_000
+    found = issues(spec.payload.codec.decode, json.dumps({"s": long, "c": long}))
+    assert [len(issue) <= MAX_ISSUE_CHARS + 40 for issue in found] == [True, True]
+    assert found[0].startswith("c: 'xxxxxxxxxx") and found[0].endswith("' was expected")
+    assert found[1].startswith("s: 'yyyyyyyy") and found[1].endswith(" characters)")
