@@ -102,8 +102,13 @@ def _percent(char: str) -> str:
 # --------------------------------------------------------------------------- schemas
 
 
+def some(draw: st.DrawFn, keywords: list[str], most: int) -> list[str]:
+    """Up to ``most`` of ``keywords``, each at most once."""
+    return draw(st.lists(st.sampled_from(keywords), max_size=most, unique=True))
+
+
 def annotated(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
-    for key in draw(st.lists(st.sampled_from(sorted(ANNOTATIONS)), max_size=2, unique=True)):
+    for key in some(draw, sorted(ANNOTATIONS), 2):
         schema[key] = draw(ANNOTATIONS[key])
     return schema
 
@@ -114,25 +119,13 @@ def scalar_schemas(draw: st.DrawFn) -> Any:
     schema: dict[str, Any]
     if kind == "number":
         schema = {"type": draw(st.sampled_from(["number", "integer"]))}
-        for key in draw(
-            st.lists(
-                st.sampled_from(
-                    ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]
-                ),
-                max_size=3,
-                unique=True,
-            )
+        for key in some(
+            draw, ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"], 3
         ):
             schema[key] = draw(st.sampled_from(MULTIPLES if key == "multipleOf" else NUMBERS))
     elif kind == "string":
         schema = {"type": "string"}
-        for key in draw(
-            st.lists(
-                st.sampled_from(["minLength", "maxLength", "pattern", "format"]),
-                max_size=3,
-                unique=True,
-            )
-        ):
+        for key in some(draw, ["minLength", "maxLength", "pattern", "format"], 3):
             if key == "pattern":
                 schema[key] = draw(st.sampled_from(PATTERNS))
             elif key == "format":
@@ -185,14 +178,8 @@ def compound(children: st.SearchStrategy[Any], refs: list[str]) -> st.SearchStra
                 schema["dependentRequired"] = {names[0]: [draw(st.sampled_from(NAMES))]}
         elif kind == "array":
             schema = {"type": "array", "items": draw(children)}
-            for key in draw(
-                st.lists(
-                    st.sampled_from(
-                        ["minItems", "maxItems", "uniqueItems", "prefixItems", "contains"]
-                    ),
-                    max_size=2,
-                    unique=True,
-                )
+            for key in some(
+                draw, ["minItems", "maxItems", "uniqueItems", "prefixItems", "contains"], 2
             ):
                 if key == "uniqueItems":
                     schema[key] = True
