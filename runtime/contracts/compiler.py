@@ -196,7 +196,7 @@ def _not_json(schema: dict[str, Any], exc: Exception, toolset: str) -> str:
             f"document or provider request can carry; fix the provider of toolset {toolset!r}"
         )
     problem = json_problem(schema)
-    if problem is not None and "is not finite" in problem:
+    if problem is not None and problem.startswith(("the number inf", "the number -inf")):
         problem += " (a number beyond a double's range, such as 1e400, reads as infinity)"
     return f"the schema is not JSON: {problem or exc}; fix the provider of toolset {toolset!r}"
 
