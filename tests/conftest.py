@@ -11,11 +11,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from agentgen.codegen.pipeline import check_file
 from agentgen.dsl.errors import DesignError, DesignErrors
 from agentgen.dsl.expr import RootExpr
 from agentgen.runtime.testing import record_telemetry
+
+# Property tests assert what holds, never how fast: hypothesis's default 200 ms deadline per
+# example failed test_order_never_matters (about 3.5 ms an example) on a loaded machine.
+settings.register_profile("agentgen", deadline=None)
+settings.load_profile("agentgen")
 
 HEADER = "from agentgen.dsl import *\n"
 MARK = "# <-"

@@ -55,6 +55,8 @@ __all__ = [
 #: and deadlines are noticed by whoever looks).
 RECHECK_MS = 1_000
 _CLAIM_OP_RETENTION_MS = 15 * 60_000
+#: How much stored entry text (characters) the parsed-entry cache keeps at most.
+_ENTRY_TEXT_BYTES = 256 * 2**20
 _COMPILED_CACHE = 512
 
 
@@ -132,7 +134,12 @@ def _attempt_key(op_key: str) -> str:
 #: Catalog entries by their stored form. Entries are read on every call but change rarely:
 #: each stored form is parsed once, and kept as a :class:`KeptEntry` (its declaration as text,
 #: which the garbage collector does not walk). Kept entries are frozen: sharing them is safe.
-_ENTRIES: LRU[str, KeptEntry] = LRU(1024)
+#: Each lease change (a renewal every third of a lease) stores a new form of the entry, so
+#: the stored texts are also bounded in bytes: 1,024 forms of a 5 MB toolset renewed every 20 s
+#: would have kept 5 GB of them after six hours.
+_ENTRIES: LRU[str, KeptEntry] = LRU(
+    1024, max_weight=_ENTRY_TEXT_BYTES, weight=lambda raw, _entry: len(raw)
+)
 #: The cache is the process's, shared by every registry it serves (each LocalRegistry runs its
 #: service on a thread of its own) and by the worker threads that parse and check large
 #: bodies: each use of it holds this lock (parsing and serialising happen outside it).

@@ -17,6 +17,7 @@ from agentgen.runtime.registry.admission import CatalogEntry, catalog_key
 from agentgen.runtime.registry.kept import PARSED_KEPT, KeptEntry
 from agentgen.runtime.registry.operations import RegistryOperations
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
+from agentgen.runtime.registry.store import Store
 from tests.registry.conftest import FAST
 from tests.registry.helpers import SAY, echo_toolset, registration
 
@@ -143,3 +144,14 @@ async def test_the_same_registration_again_keeps_the_declaration_first_admitted(
     entry = await ops.resolve_entry(name)
     assert sorted(entry.provider_leases) == ["p1\x00i1", "p1\x00i2"]
     assert entry.declaration.text == first.model_dump_json()
+
+
+async def test_renewed_forms_of_an_entry_are_bounded_in_bytes(store: Store) -> None:
+    # Every renewal stores a new form of the entry and the cache kept each (by count only).
+    ops = RegistryOperations(store, FAST)
+    token = (await ops.register(registration())).registration_token
+    for _ in range(3):
+        await ops.renew("echo", token, "p1", "i1", 5_000)
+    kept = operations._ENTRIES
+    assert kept.max_weight is not None and kept.max_weight <= 512 * 2**20
+    assert kept.total == sum(len(raw) for raw in kept.entries)
