@@ -179,7 +179,13 @@ def start_registry_process(store: str, port: int, *extra: str) -> subprocess.Pop
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )  # fmt: skip
-    wait_healthy(process, port)
+    try:
+        wait_healthy(process, port)
+    except BaseException:
+        # A registry that never answered is not left running behind the failed test.
+        process.kill()
+        process.wait(timeout=10)
+        raise
     return process
 
 
