@@ -66,7 +66,16 @@ __all__ = ["OpenAIResponsesModel"]
 #: The least ``max_output_tokens`` the Responses API takes (it answers 400 below it).
 MIN_OUTPUT_TOKENS = 16
 
-_BEDROCK_HOSTS = ("bedrock-runtime.", "bedrock-runtime-fips.", "bedrock-mantle.")
+#: The DNS labels of Bedrock's endpoints; a VPC interface endpoint puts its own label first
+#: (``vpce-0a1b.bedrock-runtime.us-east-1.vpce.amazonaws.com``).
+_BEDROCK_LABELS = frozenset({"bedrock-runtime", "bedrock-runtime-fips", "bedrock-mantle"})
+
+
+def _is_bedrock_host(host: str) -> bool:
+    """Whether a base URL's host is one of Bedrock's endpoints (public, FIPS, China or VPC
+    interface endpoint): their transcripts need Bedrock's stricter replay checks."""
+    labels = host.lower().rstrip(".").split(".")
+    return len(labels) > 2 and not _BEDROCK_LABELS.isdisjoint(labels[:2])
 
 
 class OpenAIResponsesModel:
@@ -74,8 +83,10 @@ class OpenAIResponsesModel:
 
     ``client`` is an ``openai.AsyncOpenAI``, direct or built with the SDK's Bedrock provider
     (see :meth:`bedrock`). ``platform`` says which: Bedrock transcripts need stricter replay
-    checks. Left out, it is read from the client's base URL (``bedrock-runtime.*`` or
-    ``bedrock-mantle.*`` hosts are Bedrock); pass it when a proxy hides the host.
+    checks. Left out, it is read from the client's base URL (``bedrock-runtime``,
+    ``bedrock-runtime-fips`` and ``bedrock-mantle`` hosts are Bedrock, VPC interface endpoints
+    such as ``vpce-….bedrock-runtime.<region>.vpce.amazonaws.com`` too); pass it when a proxy
+    hides the host.
     ``search_limit`` caps the tools one search returns; ``search_ranking`` is ``"fields"``
     (BM25F over the documents' fields, the default) or ``"classic"`` (the spec's plain BM25).
     """
@@ -98,9 +109,7 @@ class OpenAIResponsesModel:
         self.search_ranking: Ranking = search_ranking
         self._client = client
         host = client.base_url.host or ""
-        self.platform: Platform = platform or (
-            "bedrock" if host.startswith(_BEDROCK_HOSTS) else "openai"
-        )
+        self.platform: Platform = platform or ("bedrock" if _is_bedrock_host(host) else "openai")
         self.search_limit = search_limit
         self._provider = "openai on bedrock" if self.platform == "bedrock" else "openai"
         #: The GenAI conventions' name of the provider (``gen_ai.provider.name``).

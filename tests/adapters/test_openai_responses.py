@@ -433,6 +433,26 @@ def test_bedrock_factory_uses_the_sdk_bedrock_provider() -> None:
     assert adapter(openai_server()).platform == "openai"
 
 
+@pytest.mark.parametrize(
+    ("host", "platform"),
+    [
+        ("bedrock-runtime.us-west-2.amazonaws.com", "bedrock"),
+        ("bedrock-runtime-fips.us-east-1.amazonaws.com", "bedrock"),
+        ("bedrock-runtime.cn-north-1.amazonaws.com.cn", "bedrock"),
+        ("bedrock-mantle.us-east-1.api.aws", "bedrock"),
+        ("vpce-0a1b2c-3d4e.bedrock-runtime.us-east-1.vpce.amazonaws.com", "bedrock"),
+        ("BEDROCK-RUNTIME.us-west-2.amazonaws.com.", "bedrock"),
+        ("api.openai.com", "openai"),
+        ("bedrock-runtime.example", "openai"),
+        ("my-bedrock-runtime.proxy.internal", "openai"),
+        ("gateway.internal.bedrock-runtime.example.com", "openai"),
+    ],
+)
+def test_bedrock_is_read_from_the_base_url_host(host: str, platform: str) -> None:
+    client = AsyncOpenAI(api_key="sk-test", base_url=f"https://{host}/openai/v1", max_retries=0)
+    assert OpenAIResponsesModel(client).platform == platform
+
+
 # --- tool choice 'none', cut-short replies, budget floor, text ------------------------------
 
 
