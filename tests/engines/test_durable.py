@@ -15,7 +15,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
 from agentgen.runtime.agents.model_planner import ModelPlanner
-from agentgen.runtime.app import Runtime
+from agentgen.runtime.app import RegistrationError, Runtime
 from agentgen.runtime.engines.temporal import (
     NamespaceNotFoundError,
     RunCancelledError,
@@ -399,3 +399,17 @@ async def _pending(engine: TemporalEngine, run_id: str) -> list[ConfirmationRequ
             return pending
         await asyncio.sleep(0.02)
     raise AssertionError(f"run {run_id!r} never asked for a confirmation")
+
+
+async def test_starting_a_run_checks_the_registrations_like_the_first_run() -> None:
+    # engine.start used to skip the runtime's seal: a registry nobody registered surfaced only
+    # on a worker, as the run's failure.
+    with socket.socket() as probe:  # the server is never asked: the check comes first
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    engine = TemporalEngine(address=address, task_queue="q")
+    rt = Runtime(engine=engine)
+    register(rt, ScriptedPlanner([answer("never")]), records_definition(registries=("tools",)))
+    with pytest.raises(RegistrationError, match="registries consumed by registered agents"):
+        await engine.start(rt, RunRequest("test.agent", [Message.user("go")]))
+    assert not rt.sealed

@@ -192,7 +192,10 @@ class TemporalEngine:
     async def start(self, host: RunHost, request: RunRequest) -> str:
         """Start a run without waiting for it; returns its run ID (``request.run_id``, or a
         new one). The agent must be registered on the host (and on the workers). The run's
-        ``invoke_agent`` span ends once the run started; the workflow's spans hang under it."""
+        ``invoke_agent`` span ends once the run started; the workflow's spans hang under it.
+        Like the first run, it seals the host: what the agents need is checked before a
+        workflow exists."""
+        host.seal()
         request = replace(request, run_id=request.run_id or uuid.uuid4().hex)
         with (
             activated(host.telemetry),
