@@ -78,6 +78,9 @@ class RegistryExpr(Expr):
     sync_interval: float | None = None
     cache_ttl: float | None = None
     retry: RetryExpr | None = None
+    #: Where each setting (APIVersion, Timeout, SyncInterval, CacheTTL, Retry) was given: a
+    #: second one is an error naming the first, not a silent replacement.
+    settings_at: dict[str, SourceLoc] = field(default_factory=dict)
 
     def eval_name(self) -> str:
         return f"registry {q(self.name)}"

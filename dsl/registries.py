@@ -46,12 +46,23 @@ def URL(url: str) -> None:
     registry.url, registry.url_loc = value, call.loc
 
 
+def _first_setting(call: Call, registry: RegistryExpr) -> bool:
+    """Whether this is the registry's first ``call.func``; a repeat is refused, naming the
+    line of the first (the last one used to win silently)."""
+    first = registry.settings_at.get(call.func)
+    if first is not None:
+        call.error(f"{call.func} is already set on line {first.line}; give each setting once")
+        return False
+    registry.settings_at[call.func] = call.loc
+    return True
+
+
 def APIVersion(version: str) -> None:
     """The registry API version (defaults to ``v1``)."""
     call = begin("APIVersion")
     registry = _registry_scope(call)
     value = call.text("version", version)
-    if registry is not None and value is not None:
+    if registry is not None and value is not None and _first_setting(call, registry):
         registry.api_version = value
 
 
@@ -67,7 +78,7 @@ def _duration_setting(func: str, attr: str, value: Duration, *, positive: bool =
     except ValueError as exc:
         call.error(f"{func} {exc}")
         return
-    if registry is not None:
+    if registry is not None and _first_setting(call, registry):
         setattr(registry, attr, seconds)
 
 
@@ -104,7 +115,7 @@ def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration 
         except ValueError as exc:
             call.error(f"Retry {label} {exc}")
             ok = False
-    if registry is not None and ok:
+    if registry is not None and ok and _first_setting(call, registry):
         registry.retry = RetryExpr(call.loc, max_retries, bounds[0], bounds[1])
 
 

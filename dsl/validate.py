@@ -238,7 +238,7 @@ class _Validator:
                 except ValueError as exc:
                     self.error(registry, f"invalid registry URL {q(registry.url)}: {exc}", loc=loc)
         retry = registry.retry
-        if retry is not None and retry.backoff_max > 0 and retry.backoff_base > retry.backoff_max:
+        if retry is not None and retry.backoff_base > retry.backoff_max:
             self.error(
                 registry,
                 f"Retry backoff_base ({retry.backoff_base:g}s) must not exceed backoff_max "

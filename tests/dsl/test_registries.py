@@ -71,6 +71,9 @@ with Registry("company"):
     Retry(-2)  # <-
     Retry(1, "5s", "1s")  # <-
     CacheTTL(10**400)  # <-
+with Registry("other"):
+    URL("https://other.example")
+    Retry(3, "5s", 0)  # <-
 """,
         "Timeout must be a positive, finite duration, got -1",
         'SyncInterval invalid duration "soon"',
@@ -78,6 +81,33 @@ with Registry("company"):
         "Retry backoff_base (5s) must not exceed backoff_max (1s)",
         # An int beyond any float is a design error, not an OverflowError out of the design.
         "CacheTTL is too long: the number exceeds any float",
+        # A zero ceiling was exempt: the client then retried without ever waiting.
+        "Retry backoff_base (5s) must not exceed backoff_max (0s)",
+    )
+
+
+def test_c1_a_setting_given_twice_names_the_first(designs: DesignRunner) -> None:
+    # The last one used to win silently (a Timeout of 1 s overridden further down by 30 s).
+    designs.check(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    APIVersion("v1")
+    Timeout("1s")
+    SyncInterval("1m")
+    CacheTTL("5m")
+    Retry(2)
+    APIVersion("v2")  # <-
+    Timeout("30s")  # <-
+    SyncInterval("2m")  # <-
+    CacheTTL("10m")  # <-
+    Retry(5)  # <-
+""",
+        "APIVersion is already set on line 5; give each setting once",
+        "Timeout is already set on line 6; give each setting once",
+        "SyncInterval is already set on line 7; give each setting once",
+        "CacheTTL is already set on line 8; give each setting once",
+        "Retry is already set on line 9; give each setting once",
     )
 
 
