@@ -7,6 +7,8 @@ is a bug in agentgen.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agentgen.codegen.builders.agents import build_agent
 from agentgen.codegen.builders.registries import build_registry
 from agentgen.codegen.builders.toolsets import build_toolset
@@ -39,7 +41,7 @@ def build(checked: CheckedDesign) -> GenerationModel:
         ServiceModel(model.name, model.toolsets, tuple(build_agent(a, toolsets) for a in s.agents))
         for model, s in zip(services, root.services, strict=True)
     ]
-    design_name = root.file.replace("\\", "/").rsplit("/", 1)[-1]
+    design_name = Path(root.file).name  # a backslash is part of a POSIX file name
     return GenerationModel(
         design_name,
         tuple(services),

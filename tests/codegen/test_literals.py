@@ -161,6 +161,24 @@ def test_a_design_file_name_with_odd_characters_stays_a_comment(tmp_path: Path) 
             ast.parse(text, path)
 
 
+@pytest.mark.parametrize("name", ['my"""design.py', "quote'\"\\.py", "new\nline.py"])
+def test_a_design_file_name_with_quotes_stays_inside_the_root_docstring(
+    tmp_path: Path, name: str
+) -> None:
+    # The root package's docstring held the raw name: `my"""design.py` ended it early and gen
+    # failed with "bug in agentgen".
+    design = tmp_path / name
+    design.write_text(
+        "from agentgen.dsl import *\n"
+        'Records = Toolset("records", lambda: Tool("lookup", "Look up."))\n'
+        'Service("svc", lambda: Agent("a", "A.", lambda: Use(Records)))\n'
+    )
+    result = generate(design, tmp_path / "out")
+    root = dict(result.contents)["__init__.py"]
+    module = ast.parse(root)
+    assert ast.get_docstring(module) == f"Agent packages generated from {name}."
+
+
 def test_constraint_bounds_of_every_kind_round_trip(
     designs: DesignRunner, importable: Path
 ) -> None:
