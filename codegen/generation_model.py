@@ -31,11 +31,21 @@ def sort_imports(lines: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(lines, key=key))
 
 
+def _screaming(name: str) -> bool:
+    """SCREAMING_CASE as ruff tells it: more than one byte of UTF-8, no lowercase letter and at
+    least one uppercase one (``E`` is CamelCase, ``_`` neither)."""
+    return (
+        len(name.encode()) > 1
+        and not any(c.islower() for c in name)
+        and any(c.isupper() for c in name)
+    )
+
+
 def dunder_all_key(name: str) -> tuple[int, tuple[tuple[int, int], ...]]:
     """The order of an ``__all__`` entry in an isort-style sort (ruff's RUF022):
     SCREAMING_CASE names, then CamelCase, then the others; natural order within each group
     (``Item2`` before ``Item10``), characters compared case-sensitively."""
-    group = 0 if name.upper() == name else 1 if name[:1].isupper() else 2
+    group = 0 if _screaming(name) else 1 if name[:1].isupper() else 2
     chunks: list[tuple[int, int]] = []
     for chunk in re.split(r"(\d+)", name):
         if chunk.isdigit():
