@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +158,40 @@ def _read_json(path: str | Path) -> Any:
         ) from None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any, where: str = "") -> str | None:
+    """Where in a JSON value a string (or key) holds a lone surrogate (``"\\ud800"`` is valid
+    JSON but no UTF-8 text: the report could not be printed), as ``"description"`` or
+    ``"parameters"."properties"."q"``; None when nothing does."""
+    if isinstance(value, str):
+        return (where or "the value") if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            at = f"{where}.{json.dumps(key)}" if where else json.dumps(key)
+            if _SURROGATE.search(key):
+                return f"a key of {where}" if where else "a key"
+            found = _lone_surrogate(item, at)
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate(item, f"{where}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def _refuse_surrogates(item: Any, where: str) -> None:
+    found = _lone_surrogate(item)
+    if found:
+        raise CatalogError(
+            f"{where}: {found} holds a lone surrogate (an escape such as \\ud800 that no UTF-8 "
+            "text can hold); fix what wrote the file"
+        )
+
+
 def _json_kind(value: Any) -> str:
     """What a JSON value is, for an error message ("a string", "null"...)."""
     if value is None:
@@ -187,6 +222,7 @@ def load_catalog(path: str | Path) -> list[EvalTool]:
             swapped = isinstance(item, dict) and "query" in item and "name" not in item
             hint = " (this looks like a queries file: the catalog comes first)" if swapped else ""
             raise CatalogError(f'{where}: each tool needs a non-empty string "name"{hint}')
+        _refuse_surrogates(item, where)
         name = item["name"]
         first = seen.setdefault(name.casefold(), index)
         if first != index:
@@ -230,6 +266,7 @@ def load_queries(path: str | Path, names: Sequence[str] = ()) -> list[EvalQuery]
             swapped = isinstance(item, dict) and "name" in item and "query" not in item
             hint = " (this looks like a catalog: the queries come second)" if swapped else ""
             raise CatalogError(f'{where}: each query needs a string "query"{hint}')
+        _refuse_surrogates(item, where)
         if not item["query"].strip():
             raise CatalogError(
                 f'{where}: "query" is empty; write the request its tools should be found by'

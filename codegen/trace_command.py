@@ -35,7 +35,13 @@ def trace(transcript: TextIO, color: bool | None) -> None:
     from agentgen.runtime.transcript import loads
 
     name = getattr(transcript, "name", "<stdin>")  # a wrapped stream may have none
-    text = transcript.read()
+    try:
+        text = transcript.read()
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{name}: not UTF-8 text (byte {exc.start}: {exc.reason}); a stored transcript is "
+            "the UTF-8 JSON agentgen.runtime.transcript.dumps writes"
+        ) from None
     if not text.strip():
         raise click.ClickException(
             f"{name}: is empty; write a stored transcript with "
@@ -47,6 +53,11 @@ def trace(transcript: TextIO, color: bool | None) -> None:
         raise click.ClickException(
             f"{name}: not a stored transcript ({exc}); write one with "
             "agentgen.runtime.transcript.dumps(outcome.transcript)"
+        ) from None
+    except RecursionError:
+        raise click.ClickException(
+            f"{name}: not a stored transcript (JSON nested too deeply to read); write one "
+            "with agentgen.runtime.transcript.dumps(outcome.transcript)"
         ) from None
     try:
         print_trace(messages, file=sys.stdout, color=color)

@@ -274,6 +274,25 @@ def test_json_nested_too_deeply_is_a_usage_error_not_a_bug(tmp_path: Path) -> No
     assert "deep.json: JSON nested too deeply to read" in err
 
 
+def test_a_lone_surrogate_is_a_usage_error_naming_where(tmp_path: Path) -> None:
+    # "\ud800" is valid JSON but no UTF-8 text: printing the report crashed ("bug in agentgen").
+    catalog = write(tmp_path, "catalog.json", TOOLS)
+    queries = write(tmp_path, "queries.json", QUERIES)
+    odd_tool = [*TOOLS, {"name": "odd", "description": "x", "parameters": {
+        "type": "object", "properties": {"q": {"description": "lone \ud800"}}}}]  # fmt: skip
+    code, out, err = run(str(write(tmp_path, "odd.json", odd_tool)), str(queries))
+    assert code == 2 and "Traceback" not in err and not out
+    assert (
+        f'tool {len(TOOLS)}: "parameters"."properties"."q"."description" holds a lone '
+        "surrogate" in err
+    )
+    odd_query = [{"query": "find \udc00", "expected": [TOOLS[0]["name"]]}]
+    for flags in ((), ("--json",)):
+        code, out, err = run(str(catalog), str(write(tmp_path, "q.json", odd_query)), *flags)
+        assert code == 2 and "Traceback" not in err
+        assert 'q.json: query 0: "query" holds a lone surrogate' in err
+
+
 def test_a_byte_order_mark_is_read_and_an_empty_file_named(tmp_path: Path) -> None:
     catalog = tmp_path / "catalog.json"
     catalog.write_text(json.dumps(TOOLS), encoding="utf-8-sig")

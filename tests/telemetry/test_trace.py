@@ -253,6 +253,21 @@ def test_agentgen_trace_names_a_file_that_is_not_a_transcript(
     assert f"{broken}: message 1 (assistant) metadata 'openai.tool_search'" in result.output
 
 
+def test_agentgen_trace_names_a_file_it_cannot_read_without_a_traceback(tmp_path: Path) -> None:
+    # Both were "bug in agentgen" (exit 3) with a traceback.
+    runner = CliRunner()
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b"\xff\xfe[]")
+    result = runner.invoke(main, ["trace", str(latin)])
+    assert result.exit_code == 1
+    assert f"{latin}: not UTF-8 text (byte 0: invalid start byte)" in result.output
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    result = runner.invoke(main, ["trace", str(deep)])
+    assert result.exit_code == 1
+    assert f"{deep}: not a stored transcript (JSON nested too deeply to read)" in result.output
+
+
 def test_agentgen_trace_reads_a_transcript_saved_with_a_byte_order_mark(
     tmp_path: Path, stored: dict[str, Path]
 ) -> None:
