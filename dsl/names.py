@@ -74,6 +74,16 @@ def sanitize(value: str) -> str:
     return snake
 
 
+def suggest_name(kind: str, value: str) -> str:
+    """A valid ``kind`` name close to ``value`` (:func:`sanitize`, then made usable: a keyword
+    gets the kind after it, ``class`` → ``class_tool``, and it is cut to the length limit), or
+    an empty string when nothing of ``value`` is left."""
+    snake = sanitize(value)
+    if keyword.iskeyword(snake):
+        snake = f"{snake}_{sanitize(kind) or 'name'}"
+    return snake[:MAX_NAME_LENGTH].rstrip("_")
+
+
 def variable_name(name: str) -> str:
     """The variable a design usually assigns an expression to (``Records`` for "records"),
     for messages that show how to pass a value rather than its name."""
@@ -116,7 +126,7 @@ def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | N
         )
     pattern = MCP_TOOL_NAME if mcp_tool else IDENTIFIER
     if not pattern.match(value):
-        suggestion = sanitize(value)
+        suggestion = suggest_name(kind, value)
         if mcp_tool:
             rule = "letters, digits, '_' and '-', starting with a letter"
         elif value.isascii():
@@ -134,7 +144,7 @@ def name_problem(kind: str, value: object, *, mcp_tool: bool = False) -> str | N
             )
         return f"{kind} name {q(value)} must be {rule}{hint}"
     if not mcp_tool and ("__" in value or value.endswith("_")):
-        suggestion = sanitize(value)
+        suggestion = suggest_name(kind, value)
         hint = f"; try {q(suggestion)}" if suggestion and suggestion != value else ""
         return (
             f"{kind} name {q(value)} must not contain a double underscore or end with an "

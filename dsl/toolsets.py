@@ -25,7 +25,7 @@ from agentgen.dsl.expr import (
     TypeExpr,
     UseExpr,
 )
-from agentgen.dsl.names import mcp_server_name_problem, q
+from agentgen.dsl.names import mcp_server_name_problem, name_problem, q, suggest_name, variable_name
 
 _AUDIENCES: tuple[ServerDataAudience, ...] = ("timeline", "internal", "evidence")
 
@@ -53,13 +53,24 @@ def Toolset(*args: object) -> ToolsetExpr:
         call.error(f"Toolset accepts one source, got {len(sources)}")
     source: ToolsetSource = sources[0] if sources else LocalSource()
     name = names[0] if names else None
-    if name is None and isinstance(source, RegistrySource | ExternalMCPSource):
+    borrowed = name is None and isinstance(source, RegistrySource | ExternalMCPSource)
+    if isinstance(source, RegistrySource | ExternalMCPSource) and name is None:
         name = source.toolset
     expr = ToolsetExpr(call.loc, None, name=name or "", source=source)
     valid = not invalid
     if name is None:
         if valid:
             call.error("toolset name cannot be empty: Toolset(name, body)")
+        valid = False
+    elif borrowed and name_problem("toolset", name) is not None:
+        # The source's own name ("hr.directory": registrations are service.toolset) is
+        # not ours to rename: the design gives the toolset a local name instead.
+        assert isinstance(source, RegistrySource | ExternalMCPSource)
+        local = suggest_name("toolset", name.rsplit(".", 1)[-1]) or "tools"
+        call.error(
+            f"the source's toolset name {q(name)} cannot name a toolset of this design; give "
+            f"it a local one: Toolset({q(local)}, {_source_call(source)})"
+        )
         valid = False
     elif call.name("toolset", name) is None:
         valid = False
@@ -69,6 +80,13 @@ def Toolset(*args: object) -> ToolsetExpr:
         # already reported and would only repeat as follow-on errors.
         call.ctx.root.toolsets.append(expr)
     return open_scope(call, expr, body)
+
+
+def _source_call(source: RegistrySource | ExternalMCPSource) -> str:
+    """How the design wrote ``source``, for a message showing the fix."""
+    if isinstance(source, RegistrySource):
+        return f"FromRegistry({variable_name(source.registry.name)}, {q(source.toolset)})"
+    return f"FromExternalMCP({q(source.service)}, {q(source.toolset)})"
 
 
 def FromExternalMCP(service: str, toolset: str) -> ExternalMCPSource | Invalid:

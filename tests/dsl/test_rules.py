@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentgen.dsl.names import name_problem
 from tests.conftest import DesignRunner
 
 MODELS = """
@@ -461,6 +462,43 @@ Service("class")  # <-
         f'tool name "{long}" is longer than 64 characters (65); shorten it',
         'service name "class" is a Python keyword; generated code cannot use it; rename it, '
         'for example "class_service"',
+    )
+
+
+def test_suggested_names_are_valid_names(designs: DesignRunner) -> None:
+    # "Import" was told to try "import" and "class_" to try "class" (both keywords); a long
+    # name in another script got a suggestion over the 64-character limit.
+    long = "東京大阪名古屋札幌福岡横浜神戸" * 2
+    designs.check(
+        f"""
+Toolset("Import", lambda: Tool("class_", "C."))  # <- <-
+Service("{long}")  # <-
+""",
+        'toolset name "Import" must be a lower snake_case identifier (a-z, 0-9, _; starting '
+        'with a letter); try "import_toolset"',
+        'tool name "class_" must not contain a double underscore or end with an underscore '
+        '(generated class names would collide); try "class_tool"',
+        f'service name "{long}" must be a lower snake_case ASCII identifier',
+    )
+    (error,) = designs.errors(f'Service("{long}")')
+    suggestion = str(error).rsplit('try "', 1)[1].rstrip('"')
+    assert 0 < len(suggestion) <= 64 and name_problem("service", suggestion) is None
+
+
+def test_a_registry_toolset_named_by_its_source_gets_a_local_name(designs: DesignRunner) -> None:
+    # Registrations are named service.toolset: the message told to rename the registry's
+    # toolset to "hr_directory", which the registry does not have.
+    designs.check(
+        """
+Company = Registry("company", lambda: URL("http://127.0.0.1:9090"))
+Directory = Toolset(FromRegistry(Company, "hr.directory"))  # <-
+Files = Toolset(FromExternalMCP("fs", "Files"), lambda: Tool("read", "R."))  # <-
+Fine = Toolset(FromRegistry(Company, "directory"))
+""",
+        'the source\'s toolset name "hr.directory" cannot name a toolset of this design; give '
+        'it a local one: Toolset("directory", FromRegistry(Company, "hr.directory"))',
+        'the source\'s toolset name "Files" cannot name a toolset of this design; give it a '
+        'local one: Toolset("files", FromExternalMCP("fs", "Files"))',
     )
 
 
