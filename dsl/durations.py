@@ -13,7 +13,9 @@ __all__ = ["Duration", "parse_duration"]
 
 Duration = float | int | str | timedelta
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION_PART = re.compile(
+    r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)"
+)  # ASCII digits: "١٠s" is no duration
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from agentgen.dsl.durations import parse_duration
 from agentgen.dsl.expr import RegistryExpr, RegistrySource, ToolsetExpr
 from tests.conftest import DesignRunner, format_errors
 
@@ -319,3 +322,13 @@ with Service("svc"):
         "agent name cannot be empty",
         'agent name "2fast" must be a lower snake_case identifier',
     )
+
+
+@pytest.mark.parametrize("text", ["١٠s", "１０s", "1.５s", "10s "])
+def test_durations_are_written_with_ascii_digits(text: str) -> None:
+    # `\d` matched any script's digits: "١٠s" (Arabic-Indic) read as ten seconds.
+    if text.strip().isascii():
+        assert parse_duration(text) == 10.0
+    else:
+        with pytest.raises(ValueError, match="invalid duration"):
+            parse_duration(text)
