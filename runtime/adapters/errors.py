@@ -35,6 +35,7 @@ __all__ = [
     "refuse_empty_reply",
     "request_failure",
     "sdk_errors",
+    "transient_failure",
     "transient_status",
 ]
 
@@ -143,6 +144,8 @@ _CONNECTION_ERRORS = {
     "openai": ("APIConnectionError",),
     "anthropic": ("APIConnectionError",),
     "botocore.exceptions": ("ConnectionError", "HTTPClientError"),
+    # The HTTP client the SDKs use, unwrapped (a model client of the application's own).
+    "httpx2": ("NetworkError", "TimeoutException", "RemoteProtocolError"),
 }
 
 
@@ -194,23 +197,37 @@ def _aws_error(exc: BaseException) -> tuple[int | None, str | None]:
     return (status if isinstance(status, int) else None), (str(code) if code else None)
 
 
+def _answer(exc: BaseException) -> tuple[int | None, str | None]:
+    """The HTTP status (an error's: 400 or more) and Bedrock error code an SDK's failure
+    carries: openai's and anthropic's ``status_code``, botocore's parsed ``response``."""
+    status = getattr(exc, "status_code", None)
+    code = None
+    if not isinstance(status, int):
+        status, code = _aws_error(exc)
+    if status is not None and status < 400:
+        status = None  # an answer the SDK could not read (its response validation), not an error
+    return status, code
+
+
+def transient_failure(exc: BaseException) -> bool:
+    """Whether an SDK's failure (unwrapped) may pass when the request is sent again: an error
+    answer whose status or Bedrock code says so, or a request that got no answer."""
+    status, code = _answer(exc)
+    if status is not None or code is not None:
+        return (status is not None and transient_status(status)) or code in _TRANSIENT_AWS_CODES
+    return isinstance(exc, _installed(tuple(_CONNECTION_ERRORS.items())))
+
+
 def request_failure(provider: str, model: str, exc: BaseException) -> ModelError:
     """The :class:`ModelError` for an SDK's failure to get an answer to a request for ``model``,
     classified: an error answer keeps its HTTP status and is transient when its status (or
     Bedrock's error code) says a later attempt may pass; a request that got no answer is
     transient; anything else (the client could not even send it: a missing profile,
     credentials or region) is a configuration mistake, permanent."""
-    status = getattr(exc, "status_code", None)  # openai's and anthropic's APIStatusError
-    code = None
-    if not isinstance(status, int):
-        status, code = _aws_error(exc)
-    if status is not None and status < 400:
-        status = None  # an answer the SDK could not read (its response validation), not an error
+    status, code = _answer(exc)
     detail = f"{type(exc).__name__}: {exc}"
     if status is not None or code is not None:
-        transient = (status is not None and transient_status(status)) or (
-            code in _TRANSIENT_AWS_CODES
-        )
+        transient = transient_failure(exc)
         answered = f" with HTTP {status}" if status is not None else ""
         remedy = (
             "a later attempt may pass (durable runs retry it)"
@@ -222,7 +239,7 @@ def request_failure(provider: str, model: str, exc: BaseException) -> ModelError
             status=status,
             transient=transient,
         )
-    if isinstance(exc, _installed(tuple(_CONNECTION_ERRORS.items()))):
+    if transient_failure(exc):
         return ModelError(
             f"{provider}: the request for model {model!r} failed without an answer: {detail}; "
             "a later attempt may pass (durable runs retry it)",

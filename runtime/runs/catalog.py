@@ -40,7 +40,7 @@ from agentgen.runtime.runs.registry_calls import (
     checked_listing,
     checked_resolution,
     describe,
-    unavailable,
+    unanswered,
 )
 
 __all__ = [
@@ -193,9 +193,9 @@ class PlanningCatalog:
                 raise SourceNotFoundError(
                     f"registry {registry!r} has no toolset {name!r}: {exc.message}"
                 ) from None
-            raise RegistryReadError(f"{what}: {describe(exc)}", transient=_transient(exc)) from None
+            raise RegistryReadError(f"{what}: {describe(exc)}", transient=unanswered(exc)) from None
         except Exception as exc:  # the client's failure, whatever it is: the read failed
-            raise RegistryReadError(f"{what}: {describe(exc)}", transient=_transient(exc)) from exc
+            raise RegistryReadError(f"{what}: {describe(exc)}", transient=unanswered(exc)) from exc
         await self._include(registry, name, version, deferred, resolved)
 
     async def _include(
@@ -267,7 +267,7 @@ class PlanningCatalog:
                 )
             except Exception as exc:  # the client's failure, whatever it is: the read failed
                 raise RegistryReadError(
-                    f"read registry {registry!r}: {describe(exc)}", transient=_transient(exc)
+                    f"read registry {registry!r}: {describe(exc)}", transient=unanswered(exc)
                 ) from exc
             for name, resolved in found:
                 if isinstance(resolved, RegistryError) and resolved.code == "not_found":
@@ -278,7 +278,7 @@ class PlanningCatalog:
                 if isinstance(resolved, RegistryError):
                     raise RegistryReadError(
                         f"resolve registry {registry!r} toolset {name!r}: {describe(resolved)}",
-                        transient=_transient(resolved),
+                        transient=unanswered(resolved),
                     )
                 await self._include(registry, name, "", deferred, resolved)
             return
@@ -286,7 +286,7 @@ class PlanningCatalog:
             names = checked_listing(await bounded(registration, client.list_toolsets(), "list"))
         except Exception as exc:  # the client's failure, whatever it is: the read failed
             raise RegistryReadError(
-                f"list registry {registry!r}: {describe(exc)}", transient=_transient(exc)
+                f"list registry {registry!r}: {describe(exc)}", transient=unanswered(exc)
             ) from exc
         for name in names:
             try:
@@ -402,13 +402,6 @@ class PlanningCatalog:
     def has_tool(self, tool_id: str) -> bool:
         """Whether the agent has ``tool_id`` in this activity, whatever the run policy says."""
         return tool_id in self._static or tool_id in self._dynamic
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether a failed read may succeed when repeated: the registry did not answer."""
-    if isinstance(exc, RegistryError):
-        return exc.code == "service_unavailable"
-    return unavailable(exc)
 
 
 def _definition(entry: CompiledTool, deferred: bool) -> ToolDefinition:

@@ -16,8 +16,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
 
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
+from agentgen.runtime.contracts.codecs import encode_exact
 from agentgen.runtime.messages import Message, ToolCallPart
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.call_ids import claim_call_ids
@@ -121,6 +125,7 @@ async def _plan(
                 finalize=task.finalize,
             )
         )
+    _check_final_value(result.final_value, definition.id, task.run.run_id)
     calls = result.message.tool_calls()
     decisions = () if task.finalize else _accept(catalog, calls, policy, task.calls_made)
     return Planned(
@@ -130,6 +135,24 @@ async def _plan(
         Limits(policy.max_tool_calls, policy.max_consecutive_failed_tool_calls),
         models.usage,
     )
+
+
+def _check_final_value(value: Any, agent_id: str, run_id: str) -> None:
+    """Refuse a structured answer that is not a JSON value, on every engine alike: a durable
+    engine could not send it between workers (the in-memory one would pass it on unchecked),
+    and a parent's agent tool could not read it."""
+    if value is None:
+        return
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", by_alias=True)
+    try:
+        encode_exact(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RunError(
+            f"agent {agent_id!r} (run {run_id!r}): the planner's PlanResult.final_value is not "
+            f"a JSON value ({exc}): return dicts, lists, strings, numbers (Decimal too), "
+            "booleans and None, or a pydantic model; write a date, say, as its ISO text"
+        ) from None
 
 
 async def _catalog(

@@ -36,6 +36,7 @@ __all__ = [
     "checked_listing",
     "checked_resolution",
     "describe",
+    "unanswered",
     "unavailable",
 ]
 
@@ -56,6 +57,14 @@ def describe(exc: BaseException) -> str:
         return message_of(exc) or type(exc).__name__
     text = message_of(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def unanswered(exc: BaseException) -> bool:
+    """Whether a failed registry request may pass when repeated: the registry did not answer,
+    or said it was unavailable."""
+    if isinstance(exc, RegistryError):
+        return exc.code == "service_unavailable"
+    return unavailable(exc)
 
 
 def unavailable(exc: BaseException) -> bool:

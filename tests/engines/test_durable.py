@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from agentgen.runtime.agents.model_planner import ModelPlanner
@@ -25,7 +25,9 @@ from agentgen.runtime.engines.temporal import (
     replay,
     time_skipping_server_path,
 )
-from agentgen.runtime.messages import Message, TextPart
+from agentgen.runtime.engines.temporal.wire import Decide
+from agentgen.runtime.engines.temporal.workflow import DECIDE_UPDATE
+from agentgen.runtime.messages import Message, TextPart, ToolResultPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse
 from agentgen.runtime.registry.client import ResolvedToolset
 from agentgen.runtime.runs.confirmation import ConfirmationRequest
@@ -236,6 +238,41 @@ async def test_a_confirmation_waits_across_workers_and_any_client_decides(
             await engine.confirm("waits", "c0_records.search", approved=False)
     assert outcome.final_text == "ok"
     assert [name for name, _, _ in executor.calls] == ["search"]
+
+
+async def test_a_decision_that_is_not_a_bool_is_refused_not_taken_for_an_approval(
+    durable: Harness,
+) -> None:
+    """``"no"`` (a form field, a chat reply) is truthy: it used to approve the call and run the
+    tool. The engine refuses it, and so does the workflow for any client that sends it."""
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        raise AssertionError("decided by the operator, not the runtime's confirmer")
+
+    rt = durable.runtime(confirm=confirm)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "tokyo"})), answer("ok")])
+    executor = register(rt, planner, confirmed_records())
+    engine = durable.engine(rt)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id="says-no")
+    async with durable.serving(rt):
+        await engine.start(rt, request)
+        (pending,) = await _pending(engine, "says-no")
+        for answer_given in ("no", 0, None):
+            with pytest.raises(TypeError, match=r"approved must be True or False, not"):
+                await engine.confirm("says-no", pending.tool_call_id, answer_given)  # type: ignore[arg-type]
+        # The update itself, as another client would send it: the workflow rejects it.
+        client = await engine.client()
+        handle = client.get_workflow_handle("says-no")
+        with pytest.raises(WorkflowUpdateFailedError) as rejected:
+            await handle.execute_update(DECIDE_UPDATE, Decide(pending.tool_call_id, "no"))  # type: ignore[arg-type]
+        assert "must approve with true or deny with false, not 'no'" in str(rejected.value.cause)
+        assert await engine.pending_confirmations("says-no") == [pending]  # still undecided
+        await engine.confirm("says-no", pending.tool_call_id, False)
+        outcome = await engine.result(rt, "says-no", decide=False)
+    assert executor.calls == []  # denied: the tool never ran
+    (result,) = outcome.transcript[2].parts
+    assert isinstance(result, ToolResultPart) and result.is_error
+    assert json.loads(result.content) == {"denied": "Search for tokyo was denied."}
 
 
 async def test_a_cancelled_run_raises_run_cancelled(durable: Harness) -> None:

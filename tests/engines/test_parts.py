@@ -3,12 +3,14 @@ settings, and where the local servers are."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 from decimal import Decimal
 from typing import Any
 
+import httpx2
 import pytest
 from pydantic import BaseModel
 
@@ -29,8 +31,10 @@ from agentgen.runtime.engines.temporal.wire import CallTask, RunInput, WorkflowS
 from agentgen.runtime.failures import UNPRINTABLE
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError, Usage
+from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.runs.catalog import RegistryReadError, VersionMismatchError
 from agentgen.runtime.runs.loop import RunState
+from agentgen.runtime.runs.registry_calls import RegistryTimeoutError
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError, RunRequest
 from agentgen.runtime.runs.steps import (
     ConfirmationRequest,
@@ -162,10 +166,24 @@ def test_unknown_payloads_and_fields_are_refused() -> None:
         (MissingLabelsError("tenant"), False),
         (ScriptError("ran out"), False),
         (LookupError("agent not registered"), False),
+        (RegistryError("service_unavailable", "draining"), True),
+        (RegistryError("not_found", "no such toolset"), False),
+        (RegistryTimeoutError("registry 'company' took longer than 5 s"), True),
+        (httpx2.ConnectError("connection refused"), True),
+        (httpx2.ReadTimeout("slow"), True),
+        # Not known to be transient: a planner's bug, a value the converter cannot write, an
+        # application's own exception. They used to be retried, asking the model again.
+        (json.JSONDecodeError("Expecting value", "{", 1), False),
+        (ValueError("bad reply"), False),
+        (TypeError("Object of type date is not JSON serializable"), False),
+        (KeyError("answer"), False),
+        (RuntimeError("the application's own"), False),
+        (httpx2.UnsupportedProtocol("ftp://"), False),
     ],
 )
 def test_which_failures_retry(error: Exception, again: bool) -> None:
     assert retryable(error) is again
+    assert application_error(error).non_retryable is not again
 
 
 @pytest.mark.parametrize(

@@ -7,21 +7,26 @@ large to schedule the next planning activity failed the workflow task again and 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 
 import pytest
 
 from agentgen.runtime.agents.executors import ToolContext
 from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.engines.temporal import PayloadTooLargeError, TemporalSettings
-from agentgen.runtime.messages import ToolResultPart
+from agentgen.runtime.messages import Message, TextPart, ToolResultPart
 from agentgen.runtime.testing import Answer, Call, ScriptedModel
 from examples.records.gen.assistant.agents import assistant as assistant_agent
 from examples.records.gen.assistant.toolsets.records import types
 from tests.e2e.test_records_e2e import Records
 from tests.engines.conftest import FAST, Harness
+from tests.runtime.agents import answer, calls
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+sink = importlib.import_module("tests.runtime.sink_agents")
 
 MIB = 1024 * 1024
 
@@ -38,7 +43,9 @@ class BigRecords(Records):
         return types.Record(id=args.id, title="Tokyo", body="s" * self.size)
 
 
-async def run(harness: Harness, model: ScriptedModel, records: Records) -> object:
+async def run(
+    harness: Harness, model: ScriptedModel, records: Records, question: str = "Tokyo?"
+) -> object:
     rt = harness.runtime()
     rt.register_model("scripted", model)
     assistant_agent.register_assistant_agent(
@@ -48,7 +55,7 @@ async def run(harness: Harness, model: ScriptedModel, records: Records) -> objec
         ),
     )
     async with harness.serving(rt):
-        return await asyncio.wait_for(assistant_agent.new_client(rt).run("Tokyo?"), 60)
+        return await asyncio.wait_for(assistant_agent.new_client(rt).run(question), 60)
 
 
 async def test_an_answer_over_the_limit_fails_the_run_without_asking_the_model_again(
@@ -75,6 +82,61 @@ async def test_a_transcript_outgrowing_the_limit_fails_the_run_instead_of_hangin
     assert "the input of the planning activity" in str(failed.value)
     # Two lookups ran once each; the third planning activity was never started.
     assert len(records.calls) == 2 and len(model.requests) == 2
+
+
+async def test_a_final_result_over_the_limit_fails_the_run_instead_of_hanging(
+    durable: Harness,
+) -> None:
+    """Each planning input (the 1 MB question) and answer (1.2 MB) fits; the run's result holds
+    both. The server used to refuse the workflow's completion again and again: the run never
+    ended."""
+    model = ScriptedModel([Answer("x" * 1_200_000)])
+    with pytest.raises(PayloadTooLargeError) as failed:
+        await run(durable, model, Records(), question="q" * 1_000_000)
+    message = str(failed.value)
+    assert message.startswith("the final result of agent 'assistant.assistant' (run '")
+    assert f"over the limit of {2 * MIB} bytes" in message
+    assert len(model.requests) == 1
+
+
+class _Asker:
+    """A parent asking the expert a 0.5 MB question, then answering with what it got."""
+
+    def __init__(self) -> None:
+        self.results: list[ToolResultPart] = []
+
+    async def plan_start(self, input: PlanInput) -> PlanResult:
+        return PlanResult(calls(("ask_expert.ask", {"question": "q" * 500_000})))
+
+    async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
+        self.results.extend(input.tool_results)
+        return PlanResult(answer("relayed"))
+
+
+class _Verbose:
+    """An expert whose answer (1.7 MB) fits, but not its result with the question."""
+
+    async def plan_start(self, input: PlanInput) -> PlanResult:
+        message = Message("assistant", (TextPart("x" * 1_700_000),))
+        return PlanResult(message, final_value={"answer": "long"})
+
+    plan_resume = plan_start  # type: ignore[assignment]
+
+
+async def test_a_child_run_s_result_over_the_limit_fails_the_child_and_the_parent_goes_on(
+    durable: Harness,
+) -> None:
+    rt = durable.runtime()
+    asker = _Asker()
+    rt.register_agent(sink.expert_definition(), planner=_Verbose(), executors={})
+    rt.register_agent(sink.triage_definition(), planner=asker, executors={})
+    async with durable.serving(rt):
+        outcome = await asyncio.wait_for(rt.client("helpdesk.triage").run("ask"), 60)
+    assert outcome.final_text == "relayed"
+    (result,) = asker.results
+    error = json.loads(result.content)["error"]
+    assert error["kind"] == "agent_failed"
+    assert "PayloadTooLargeError: the final result of agent 'helpdesk.expert'" in error["message"]
 
 
 async def test_a_tool_result_over_the_limit_answers_the_call_and_the_run_goes_on(
@@ -158,3 +220,24 @@ async def test_the_measured_payload_is_given_once_to_the_conversion_of_that_obje
     [other] = convert.to_payloads([equal])  # an equal object is not the one measured
     assert other is not measured and other == measured
     assert measured_payload("text") is None  # not one of the runtime's types
+
+
+async def test_a_value_the_converter_cannot_write_is_refused_naming_it() -> None:
+    """Not a ``TypeError`` from deep in the converter, which durable runs used to retry."""
+    import datetime
+
+    from agentgen.runtime.agents.planning import RunContext
+    from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter
+    from agentgen.runtime.engines.temporal.payload_limits import check_payload
+    from agentgen.runtime.engines.temporal.wire import CallTask, DenyTask
+    from agentgen.runtime.runs.requests import RunError
+
+    run = RunContext("run-1", "a.b")
+    task = DenyTask(CallTask(run, {}), {"when": datetime.date(2026, 12, 1)})
+    with pytest.raises(RunError) as refused:
+        check_payload(AgentgenPayloadConverter(), task, MIB, "the input of a step", run)
+    assert str(refused.value) == (
+        "the input of a step of agent 'a.b' (run 'run-1') cannot be written as a Temporal "
+        "payload (Object of type date is not JSON serializable): what crosses between workers "
+        "must be JSON values"
+    )

@@ -282,7 +282,13 @@ class TemporalEngine:
         self, run_id: str, tool_call_id: str, approved: bool, *, by: str | None = None
     ) -> None:
         """Decide a pending confirmation of a run (or of one of its child runs); ``by`` (who
-        decided) is recorded on the confirmation's span."""
+        decided) is recorded on the confirmation's span. ``approved`` is ``True`` or ``False``
+        (an answer such as ``"no"`` is refused, not taken for a truthy approval)."""
+        if type(approved) is not bool:
+            raise TypeError(
+                f"TemporalEngine.confirm: approved must be True or False, not {approved!r} "
+                f"(run {run_id!r}, tool call {tool_call_id!r}); convert the answer first"
+            )
         for workflow_id, request in await self._pending(run_id):
             if request.tool_call_id == tool_call_id:
                 with Confirmation(

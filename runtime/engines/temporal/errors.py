@@ -8,7 +8,9 @@ consumption, a duplicate tool... and a registry that answered wrongly), an adapt
 request (``ToolSearchUnsupportedError``, history replay errors, every other ``ModelError``:
 the provider refused the request as invalid, the client is not configured...), a run
 that cannot start or go on (``RunError``), and mistakes no repetition fixes (an agent that is
-not registered, a scripted model that ran out). They fail the run with their message, and
+not registered, a scripted model that ran out). Nor does anything not known to be transient:
+a planner's own bug (a ``ValueError`` parsing the model's reply), a value that cannot be sent,
+an application's exception. They fail the run with their message, and
 :func:`run_failure` raises them again in the client with their own type, as the in-memory
 engine would have.
 """
@@ -30,7 +32,7 @@ from agentgen.runtime.adapters.errors import (
     ProviderNameError,
     TamperedHistoryError,
     ToolIdentityError,
-    transient_status,
+    transient_failure,
 )
 from agentgen.runtime.agents.definition import DefinitionError
 from agentgen.runtime.contracts.codecs import PayloadError
@@ -54,6 +56,7 @@ from agentgen.runtime.runs.catalog import (
     VersionMismatchError,
 )
 from agentgen.runtime.runs.confirmation import ConfirmationError
+from agentgen.runtime.runs.registry_calls import unanswered
 from agentgen.runtime.runs.requests import (
     MissingLabelsError,
     ModelTimeoutError,
@@ -120,15 +123,15 @@ _BY_NAME: dict[str, type[Exception]] = {
 
 
 def retryable(exc: BaseException) -> bool:
-    """Whether a step that failed with ``exc`` may succeed when repeated."""
+    """Whether a step that failed with ``exc`` may succeed when repeated: only failures known
+    to be transient are (a registry or a provider that did not answer, a broken connection, a
+    timeout, an SDK's error answer whose status says so). Anything else, a planner's own bug
+    included, fails at once: a retried planning activity asks the model again, at its price."""
     if isinstance(exc, (RegistryReadError, ModelError)):
         return exc.transient
     if isinstance(exc, _PERMANENT):
         return False
-    status = getattr(exc, "status_code", None)  # a provider SDK's HTTP error, unwrapped
-    if isinstance(status, int) and 400 <= status < 500:
-        return transient_status(status)
-    return True
+    return unanswered(exc) or transient_failure(exc)
 
 
 def application_error(exc: BaseException, *details: Any) -> ApplicationError:

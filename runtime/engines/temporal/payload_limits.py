@@ -35,9 +35,15 @@ def check_payload(
 ) -> None:
     """Raise :class:`PayloadTooLargeError` when ``value``, converted as Temporal will send it,
     is larger than ``limit`` bytes; ``what`` names it for the message, in run ``run``."""
-    payload = measured_payload(value)  # the runtime's types: kept for the send that follows
-    if payload is None:
-        payload = converter.to_payloads([value])[0]
+    try:
+        payload = measured_payload(value)  # the runtime's types: kept for the send that follows
+        if payload is None:
+            payload = converter.to_payloads([value])[0]
+    except (TypeError, ValueError, RecursionError) as exc:  # a value JSON cannot hold
+        raise RunError(
+            f"{what} of agent {run.agent_id!r} (run {run.run_id!r}) cannot be written as a "
+            f"Temporal payload ({exc}): what crosses between workers must be JSON values"
+        ) from None
     size = payload.ByteSize()
     if size > limit:
         raise PayloadTooLargeError(

@@ -95,8 +95,13 @@ class AgentRunWorkflow:
         else:
             assert input.request is not None and input.request.run_id
             state = RunState.start(input.request, input.request.run_id)
+        steps = _WorkflowSteps(self, input, state.run)
         try:
-            return await drive(state, _WorkflowSteps(self, input, state.run))
+            result = await drive(state, steps)
+            # Unchecked, a result over the limit is refused by the server when the workflow
+            # completes: the workflow task fails again and again and the run never ends.
+            steps.check(result, "the final result")
+            return result
         except RunError as exc:
             raise _run_failure(str(exc), type(exc).__name__, state.usage) from None
         except _PlanningFailed as failed:
@@ -117,6 +122,12 @@ class AgentRunWorkflow:
     @decide.validator
     def _pending(self, decision: Decide) -> None:
         call_id = decision.tool_call_id
+        if type(decision.approved) is not bool:
+            # The converter reads what JSON holds: "no" from a form would approve the call.
+            raise TypeError(
+                f"run {workflow.info().workflow_id!r}: the decision on tool call {call_id!r} "
+                f"must approve with true or deny with false, not {decision.approved!r}"
+            )
         if call_id not in self.pending or call_id in self.decisions:
             raise ValueError(
                 f"run {workflow.info().workflow_id!r} has no confirmation pending for tool "
@@ -205,7 +216,7 @@ class _WorkflowSteps:
         """Run one activity. Its failure is raised as the loop's :class:`StepFailure` (the
         original type and message), or :class:`_Lost` when the worker running a step that is
         never repeated (``once``) was lost. An input too large for Temporal fails the run."""
-        self._check(arg, f"the input of the {ACTIVITY_WHAT[name]}")
+        self.check(arg, f"the input of the {ACTIVITY_WHAT[name]}")
         try:
             result: T = await workflow.execute_activity(
                 ACTIVITY_NAMES[name],
@@ -223,7 +234,7 @@ class _WorkflowSteps:
             raise _failure(exc) from exc  # the cause holds what the failure carries
         return result
 
-    def _check(self, value: Any, what: str) -> None:
+    def check(self, value: Any, what: str) -> None:
         check_payload(
             workflow.payload_converter(), value, self.settings.max_payload_bytes, what, self.run
         )
@@ -248,7 +259,7 @@ class _WorkflowSteps:
             carried = RunInput(
                 state=state, settings=self.settings, confirmable=self.input.confirmable
             )
-            self._check(carried, "the state a long run continues as new with")
+            self.check(carried, "the state a long run continues as new with")
             workflow.continue_as_new(carried)
 
     async def prepare(self, accepted: Checkpoint) -> Prepared:
@@ -297,7 +308,7 @@ class _WorkflowSteps:
             settings=self.settings,
             confirmable=self.input.confirmable,
         )
-        self._check(child_input, f"the input of the child run of agent {request.agent_id!r}")
+        self.check(child_input, f"the input of the child run of agent {request.agent_id!r}")
         self.owner.children.append(run_id)
         try:
             result = await workflow.execute_child_workflow(
