@@ -36,6 +36,7 @@ from agentgen.runtime.testing import Answer, ScriptedModel
 from tests.engines.conftest import Harness
 from tests.engines.test_scenarios import confirmed_records
 from tests.runtime.agents import (
+    Records,
     ScriptedPlanner,
     answer,
     calls,
@@ -213,16 +214,22 @@ async def test_histories_replay_on_the_workflow_code(durable: Harness) -> None:
     await replay([history, child.to_json()])
 
 
-async def test_a_confirmation_waits_across_workers_and_any_client_decides(
-    durable: Harness,
-) -> None:
+def _operated(durable: Harness) -> tuple[Runtime, Records, TemporalEngine]:
+    """A runtime whose searches an operator confirms (its own confirmer is never asked)."""
+
     async def confirm(request: ConfirmationRequest) -> bool:
         raise AssertionError("decided by the operator, not the runtime's confirmer")
 
     rt = durable.runtime(confirm=confirm)
     planner = ScriptedPlanner([calls(("records.search", {"query": "tokyo"})), answer("ok")])
     executor = register(rt, planner, confirmed_records())
-    engine = durable.engine(rt)
+    return rt, executor, durable.engine(rt)
+
+
+async def test_a_confirmation_waits_across_workers_and_any_client_decides(
+    durable: Harness,
+) -> None:
+    rt, executor, engine = _operated(durable)
     request = RunRequest("test.agent", (Message.user("go"),), run_id="waits")
     async with durable.serving(rt):
         await engine.start(rt, request)
@@ -245,14 +252,7 @@ async def test_a_decision_that_is_not_a_bool_is_refused_not_taken_for_an_approva
 ) -> None:
     """``"no"`` (a form field, a chat reply) is truthy: it used to approve the call and run the
     tool. The engine refuses it, and so does the workflow for any client that sends it."""
-
-    async def confirm(request: ConfirmationRequest) -> bool:
-        raise AssertionError("decided by the operator, not the runtime's confirmer")
-
-    rt = durable.runtime(confirm=confirm)
-    planner = ScriptedPlanner([calls(("records.search", {"query": "tokyo"})), answer("ok")])
-    executor = register(rt, planner, confirmed_records())
-    engine = durable.engine(rt)
+    rt, executor, engine = _operated(durable)
     request = RunRequest("test.agent", (Message.user("go"),), run_id="says-no")
     async with durable.serving(rt):
         await engine.start(rt, request)
