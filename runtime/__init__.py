@@ -384,6 +384,9 @@ if TYPE_CHECKING:
     from agentgen.runtime.runs.requests import (
         ToolCallIdError as ToolCallIdError,
     )
+    from agentgen.runtime.runs.requests import (
+        run_usage as run_usage,
+    )
     from agentgen.runtime.runs.steps import Verdict as Verdict
     from agentgen.runtime.search.document import SearchDocument as SearchDocument
     from agentgen.runtime.telemetry.config import Telemetry as Telemetry
@@ -515,6 +518,7 @@ __all__ = [
     "empty_payload",
     "model_type",
     "null_result",
+    "run_usage",
     "schema_type",
     "serve_toolset",
     "testing",
@@ -550,6 +554,7 @@ _HOMES: dict[str, str] = {
     "RunError": "agentgen.runtime.runs.requests",
     "ToolCallIdError": "agentgen.runtime.runs.requests",
     "RunOutcome": "agentgen.runtime.runs.requests",
+    "run_usage": "agentgen.runtime.runs.requests",
     "RunRequest": "agentgen.runtime.runs.requests",
     "AcceptedCall": "agentgen.runtime.runs.accepted",
     "RegistryBinding": "agentgen.runtime.runs.accepted",

@@ -3,7 +3,9 @@
 This is what the in-memory engine runs; a durable engine runs the same loop and the same step
 functions, as workflow code and activities. A child run (an agent exposed as a tool) runs here
 too, with its parent's tool timeout, so that what it cost reaches its parent even when it
-fails: the loop and the planning step in flight both know it, and nothing else would.
+fails: the loop and the planning step in flight both know it, and nothing else would. A run that
+fails (or is cancelled) says what it cost on the exception it raises
+(:func:`~agentgen.runtime.runs.requests.run_usage`), for its parent and for its client alike.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import uuid
 from typing import Any
 
 from agentgen.runtime.messages import ToolResultPart
+from agentgen.runtime.model_client import Usage
 from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.execution import (
@@ -28,7 +31,7 @@ from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.loop import ChildRunFailed, RunState, drive, outcome, run_call
 from agentgen.runtime.runs.model_calls import UsageMeter
 from agentgen.runtime.runs.plan_step import plan
-from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+from agentgen.runtime.runs.requests import RunOutcome, RunRequest, record_run_usage, run_usage
 from agentgen.runtime.runs.steps import (
     Admission,
     ChildOutcome,
@@ -73,13 +76,14 @@ class LocalCallSteps:
         return await await_outcome(self.context, accepted, ref)
 
     async def child(self, request: RunRequest) -> ChildOutcome:
-        spent = UsageMeter()
         try:
             child = await run_agent(
-                self.context.host, request, tool_timeout=self.context.tool_timeout, spent=spent
+                self.context.host, request, tool_timeout=self.context.tool_timeout
             )
         except Exception as exc:
-            raise ChildRunFailed(exc, spent.usage) from exc
+            # run_agent records it on whatever the run raises, once the run started.
+            spent = run_usage(exc)
+            raise ChildRunFailed(exc, Usage() if spent is None else spent) from exc
         return ChildOutcome(child.run_id, child.final_text, child.final_value, child.usage)
 
     async def agent_result(self, accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:
@@ -113,17 +117,13 @@ async def execute(context: ExecutionContext, accepted: AcceptedCall) -> ToolResu
 
 
 async def run_agent(
-    host: RunHost,
-    request: RunRequest,
-    *,
-    tool_timeout: float | None = None,
-    spent: UsageMeter | None = None,
+    host: RunHost, request: RunRequest, *, tool_timeout: float | None = None
 ) -> RunOutcome:
     """Run an agent to completion in process, as an ``invoke_agent`` span under the host's
     telemetry; ``tool_timeout`` bounds each of its tools (see
-    :class:`~agentgen.runtime.engines.memory.InMemoryEngine`). ``spent`` is given what the
-    run's model calls cost (its child runs' included) however it ends: a run that fails has no
-    outcome to say it, and its parent counts it all the same."""
+    :class:`~agentgen.runtime.engines.memory.InMemoryEngine`). A run that fails, or is
+    cancelled, has no outcome to say what its model calls cost (its child runs' included): the
+    exception it raises carries it (``run_usage``), for its client and for its parent."""
     registration = host.agent(request.agent_id)
     state: RunState[AcceptedCall] = RunState.start(request, request.run_id or uuid.uuid4().hex)
     steps = LocalSteps(ExecutionContext(host, registration, state.run, tool_timeout=tool_timeout))
@@ -140,11 +140,9 @@ async def run_agent(
         ):
             result = await drive(state, steps)
             span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
-    except Exception:
-        # The loop counted every step that answered; the step in flight failed.
-        if spent is not None:
-            spent.add(state.usage + steps.planning.usage)
+    except BaseException as exc:
+        # The loop counted every step that answered; the step in flight failed (or was
+        # cancelled), and its meter holds what it got until then.
+        record_run_usage(exc, state.usage + steps.planning.usage)
         raise
-    if spent is not None:
-        spent.add(result.usage)
     return outcome(result, result.accepted)

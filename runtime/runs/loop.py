@@ -29,7 +29,7 @@ from agentgen.runtime.registry.client import CallRef
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.call_ids import claim_call_ids
 from agentgen.runtime.runs.model_calls import UsageMeter
-from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest
+from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest, run_usage
 from agentgen.runtime.runs.results import tool_error
 from agentgen.runtime.runs.steps import (
     A,
@@ -292,10 +292,16 @@ async def _execute_round(
         pending.append((len(results), decision.call, decision.accepted))
         results.append(None)
     spent = UsageMeter()
-    done = await _together(
-        [run_call(steps, call, accepted, state.children, spent) for _, call, accepted in pending]
-    )
-    state.usage += spent.usage
+    try:
+        done = await _together(
+            [
+                run_call(steps, call, accepted, state.children, spent)
+                for _, call, accepted in pending
+            ]
+        )
+    finally:
+        # Also when the round is cancelled: its child runs' responses were billed.
+        state.usage += spent.usage
     for (index, _, _), part in zip(pending, done, strict=True):
         results[index] = part
     final = [r for r in results if r is not None]
@@ -381,6 +387,12 @@ async def _run_call(
                 "agent_failed",
                 f"agent {request.agent_id} failed: {describe_failure(failure)}",
             )
+        except BaseException as exc:
+            # Cancelled: a child run that says what it cost until then is counted all the same.
+            cost = run_usage(exc)
+            if cost is not None:
+                spent.add(cost)
+            raise
         spent.add(child.usage)
         children[call.call_id] = child.run_id
         return await steps.agent_result(accepted, child)

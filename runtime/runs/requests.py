@@ -22,11 +22,55 @@ __all__ = [
     "RunOutcome",
     "RunRequest",
     "ToolCallIdError",
+    "record_run_usage",
+    "run_usage",
 ]
+
+#: The attribute of a failed run's exception that holds what the run cost until it failed.
+_ATTRIBUTE = "run_usage"
 
 
 class RunError(Exception):
-    """A run could not start or continue; the message names the agent and the cause."""
+    """A run could not start or continue; the message names the agent and the cause.
+
+    ``run_usage`` is what the run cost until it failed, when it failed while running (see
+    :func:`run_usage`, which reads it on any exception a run raises)."""
+
+    run_usage: Usage | None = None
+
+
+def run_usage(exc: BaseException) -> Usage | None:
+    """What the failed run that raised ``exc`` cost until it failed, with the same meaning as
+    ``RunOutcome.usage`` (its child runs' included; ``usage.complete`` is False where some
+    responses' cost is unknown). A run's failure is often not a :class:`RunError` (a
+    ``ModelError``, a ``CatalogError``, a planner's own exception, a cancellation), so the
+    engines put it on whatever the run raises, as its ``run_usage`` attribute; this reads it
+    there, or on the exception ``exc`` was raised from (``raise ... from``, or while handling
+    it: ``asyncio.timeout`` turns the run's cancellation into a ``TimeoutError``).
+
+    ``None`` when no engine knows: the exception does not come from a run that started, or
+    the engine could not tell what the run cost (a durable run timed out or terminated by the
+    server, or cancelled: see the engines' documentation)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        usage = getattr(current, "__dict__", {}).get(_ATTRIBUTE)
+        if isinstance(usage, Usage):
+            return usage
+        # The chain a traceback shows: the explicit cause, else the context unless suppressed.
+        if current.__cause__ is not None or current.__suppress_context__:
+            current = current.__cause__
+        else:
+            current = current.__context__
+    return None
+
+
+def record_run_usage(exc: BaseException, usage: Usage) -> None:
+    """Put what a failed run cost on the exception it fails with: past the exception's own
+    ``__setattr__`` (a frozen dataclass refuses it; every exception keeps a ``__dict__``), so
+    that no application exception loses it."""
+    object.__setattr__(exc, _ATTRIBUTE, usage)
 
 
 class MissingLabelsError(RunError):

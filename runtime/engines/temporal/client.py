@@ -51,6 +51,7 @@ from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter
 from agentgen.runtime.engines.temporal.errors import RunCancelledError, run_failure
 from agentgen.runtime.engines.temporal.namespaces import require_namespace
 from agentgen.runtime.engines.temporal.settings import TemporalSettings
+from agentgen.runtime.engines.temporal.usage_details import failure_usage
 from agentgen.runtime.engines.temporal.wire import Decide, RunInput, RunStatus, WorkflowResult
 from agentgen.runtime.engines.temporal.workflow import DECIDE_UPDATE, STATUS_QUERY, WORKFLOW_NAME
 from agentgen.runtime.runs.accepted import AcceptedCall
@@ -59,7 +60,7 @@ from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.loop import outcome
 from agentgen.runtime.runs.model_calls import check_model_timeout
 from agentgen.runtime.runs.policy import merge
-from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest
+from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest, record_run_usage
 from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
 from agentgen.runtime.tasks import stop_task
 from agentgen.runtime.telemetry.config import activated
@@ -392,9 +393,16 @@ async def _unknown(exc: RPCError, run_id: str, client: Client) -> Exception:
 
 
 def _failed(exc: WorkflowFailureError, run_id: str) -> Exception:
+    """The run's failure as its client raises it, with what the run cost until then when its
+    failure says (a run that failed while running; not one the server timed out or
+    terminated)."""
     cause = exc.cause
     if isinstance(cause, CancelledError):
         return RunCancelledError(f"run {run_id!r} was cancelled")
     if isinstance(cause, ApplicationError):
-        return run_failure(cause.type, cause.message, run_id)
+        failure = run_failure(cause.type, cause.message, run_id)
+        usage = failure_usage(cause.details)
+        if usage is not None:
+            record_run_usage(failure, usage)
+        return failure
     return run_failure(type(cause).__name__ if cause else None, str(cause or exc), run_id)

@@ -9,11 +9,12 @@ that finds none, or a malformed one, counts the cost as unknown (``Usage.unrepor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agentgen.runtime.model_client import Usage
 
-__all__ = ["KEY", "usage_detail", "usage_in"]
+__all__ = ["KEY", "failure_usage", "usage_detail", "usage_in"]
 
 #: The key of the detail that holds the usage.
 KEY = "agentgen.usage"
@@ -38,3 +39,9 @@ def usage_in(detail: Any) -> Usage | None:
         return None
     input_tokens, output_tokens, unreported = valid
     return Usage(input_tokens, output_tokens, unreported)
+
+
+def failure_usage(details: Sequence[Any]) -> Usage | None:
+    """What a run cost until it failed, from the details of its failure (a run's failure holds
+    its usage last; None: it holds none)."""
+    return usage_in(details[-1]) if details else None

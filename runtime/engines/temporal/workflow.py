@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from agentgen.runtime.engines.temporal.attempts import failed_step_usage
     from agentgen.runtime.engines.temporal.payload_limits import check_payload
     from agentgen.runtime.engines.temporal.settings import TemporalSettings
-    from agentgen.runtime.engines.temporal.usage_details import usage_detail, usage_in
+    from agentgen.runtime.engines.temporal.usage_details import failure_usage, usage_detail
     from agentgen.runtime.engines.temporal.wire import (
         ACTIVITY_NAMES,
         ACTIVITY_WHAT,
@@ -170,8 +170,7 @@ def _child_usage(exc: ChildWorkflowError) -> Usage:
     """What a failed child run cost, as its failure says; one unreported response when it says
     nothing (terminated, timed out, or a worker of an older release ran it)."""
     cause = exc.cause
-    details = cause.details if isinstance(cause, ApplicationError) else ()
-    usage = usage_in(details[-1]) if details else None
+    usage = failure_usage(cause.details) if isinstance(cause, ApplicationError) else None
     return usage if usage is not None else Usage.not_reported()
 
 
