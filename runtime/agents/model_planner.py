@@ -128,6 +128,14 @@ class ModelPlanner:
                     f"planning agent {run.agent_id!r} (run {run.run_id}) with the model client "
                     f"registered as {self.model_id!r}"
                 )
+                billed = exc.usage
+                if billed is not None:  # responses it got before it failed, billed all the same
+                    call.finished(
+                        billed.input_tokens,
+                        billed.output_tokens,
+                        None,
+                        unreported=billed.unreported,
+                    )
                 raise
             usage = response.usage
             call.finished(

@@ -2,8 +2,8 @@
 billed until the failure (``run_usage``), with the meaning of ``RunOutcome.usage`` (its child
 runs' included, failed ones too, and the responses of the failed step), on both engines and with
 the same figures for the same scripted run. On Temporal the figures cross the workflow's failure
-to the client; where the engine cannot know (a durable run cancelled, or terminated by the
-server) there is none, rather than a made-up count."""
+to the client (a cancelled one in its memo); where the engine cannot know (a durable run
+terminated by the server) there is none, rather than a made-up count."""
 
 from __future__ import annotations
 
@@ -307,9 +307,13 @@ async def test_a_cancelled_in_memory_run_counts_its_child_run_cancelled_with_it(
 class _Hanging:
     """A child that asks its model twice in its first step (the second never answers)."""
 
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
     async def plan_start(self, input: PlanInput) -> PlanResult:
         model = input.agent.model("child")
         await model.complete(ModelRequest("m", tuple(input.messages)))
+        self.started.set()
         await model.complete(ModelRequest("m", tuple(input.messages)))
         raise AssertionError("the second reply never comes")
 
@@ -326,9 +330,13 @@ async def _timed(rt: Runtime) -> BaseException:
     raise AssertionError("the run should have been cancelled")
 
 
-async def test_a_cancelled_durable_run_does_not_make_its_usage_up(durable: Harness) -> None:
-    """A cancelled workflow's end carries no details: the client's ``RunCancelledError`` has no
-    usage (``None``), not a count that looks complete while it misses the step in flight."""
+async def test_a_cancelled_durable_run_says_what_it_is_known_to_have_cost(
+    durable: Harness,
+) -> None:
+    """A cancelled workflow records what it cost in its memo, and the client's
+    ``RunCancelledError`` carries it: the steps that answered, and the planning step cancelled
+    in flight as one unreported response (its replies so far are on a worker the workflow does
+    not wait for), so the count is a lower bound, never one that looks complete."""
     rt, model = _runtime(durable, [PARENT, PARENT, HANG])
     engine = durable.engine(rt)
     async with durable.serving(rt):
@@ -337,7 +345,23 @@ async def test_a_cancelled_durable_run_does_not_make_its_usage_up(durable: Harne
         await engine.cancel(run_id)
         with pytest.raises(RunCancelledError) as raised:
             await engine.result(rt, run_id)
-    assert run_usage(raised.value) is None
+    assert run_usage(raised.value) == PARENT + CHILD + Usage.not_reported()
+
+
+async def test_a_cancelled_durable_run_counts_its_child_run_cancelled_with_it(
+    durable: Harness,
+) -> None:
+    hanging = _Hanging()
+    rt, _ = _runtime(durable, [PARENT], child=[CHILD, HANG], expert=hanging)
+    engine = durable.engine(rt)
+    async with durable.serving(rt):
+        running = asyncio.create_task(rt.client("helpdesk.triage").run("ask", run_id="cancelled"))
+        await asyncio.wait_for(hanging.started.wait(), 30)
+        await engine.cancel("cancelled")
+        with pytest.raises(RunCancelledError) as raised:
+            await asyncio.wait_for(running, 30)
+    # The parent's reply, and the child run cancelled in flight (what it got is not known).
+    assert run_usage(raised.value) == PARENT + Usage.not_reported()
 
 
 async def test_a_terminated_durable_run_does_not_make_its_usage_up(durable: Harness) -> None:

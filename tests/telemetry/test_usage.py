@@ -1,9 +1,13 @@
 """A model call whose provider reported no usage records no token data point (a 0 would read as
-what it cost): its span says how many responses were silent, and a counter adds them up."""
+what it cost): its span says how many responses were silent, and a counter adds them up. A
+model call that failed records what it had received before it failed (billed all the same)."""
 
 from __future__ import annotations
 
-from agentgen.runtime import ModelPlanner, Runtime, Usage
+import pytest
+from opentelemetry.trace import StatusCode
+
+from agentgen.runtime import ModelError, ModelPlanner, Runtime, Usage
 from agentgen.runtime.messages import Message, TextPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse
 from tests.otel import delta, named, recorder
@@ -68,3 +72,58 @@ async def test_a_reported_response_records_its_tokens_and_no_unreported_count() 
     attributes = dict(span.attributes or {})
     assert attributes["gen_ai.usage.input_tokens"] == 7
     assert "agentgen.usage.unreported_responses" not in attributes
+
+
+class Refusing:
+    """Billed ``usage`` (an adapter's search rounds), then the provider refused the request."""
+
+    def __init__(self, usage: Usage | None) -> None:
+        self.usage = usage
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        error = ModelError("provider: HTTP 400")
+        error.usage = self.usage
+        raise error
+
+
+async def _failed_run(model: str, usage: Usage | None) -> None:
+    rt = Runtime()
+    rt.register_model("m", Refusing(usage))
+    definition = records_definition(specs=())
+    rt.register_agent(definition, planner=ModelPlanner("m", model=model), executors={})
+    with pytest.raises(ModelError):
+        await rt.client("test.agent").run("go")
+
+
+async def test_a_failed_call_records_the_tokens_billed_before_it_failed() -> None:
+    """What a failed model call had received was billed: its span and the token histogram
+    count it, as a successful call's, and the span still says it failed."""
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    await _failed_run("refusing-model", Usage(30, 4))
+    after = otel.points()
+    tokens = _tokens(delta(before, after, "gen_ai.client.token.usage"), "refusing-model")
+    assert sorted((dict(k[1])["gen_ai.token.type"], p.total) for k, p in tokens.items()) == [
+        ("input", 30),
+        ("output", 4),
+    ]
+    [span] = named(otel.agentgen_spans(), "chat refusing-model")
+    attributes = dict(span.attributes or {})
+    assert attributes["gen_ai.usage.input_tokens"] == 30
+    assert attributes["gen_ai.usage.output_tokens"] == 4
+    assert attributes["error.type"] == "ModelError"
+    assert span.status.status_code is StatusCode.ERROR
+
+
+async def test_a_failed_call_that_got_no_response_records_no_tokens() -> None:
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    await _failed_run("unanswered-model", None)
+    after = otel.points()
+    assert _tokens(delta(before, after, "gen_ai.client.token.usage"), "unanswered-model") == {}
+    unreported = delta(before, after, "agentgen.client.usage.unreported")
+    assert _tokens(unreported, "unanswered-model") == {}
+    [span] = named(otel.agentgen_spans(), "chat unanswered-model")
+    assert "gen_ai.usage.input_tokens" not in dict(span.attributes or {})

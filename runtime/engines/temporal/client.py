@@ -51,9 +51,10 @@ from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter
 from agentgen.runtime.engines.temporal.errors import RunCancelledError, run_failure
 from agentgen.runtime.engines.temporal.namespaces import require_namespace
 from agentgen.runtime.engines.temporal.settings import TemporalSettings
-from agentgen.runtime.engines.temporal.usage_details import failure_usage
+from agentgen.runtime.engines.temporal.usage_details import failure_usage, usage_in
 from agentgen.runtime.engines.temporal.wire import Decide, RunInput, RunStatus, WorkflowResult
 from agentgen.runtime.engines.temporal.workflow import DECIDE_UPDATE, STATUS_QUERY, WORKFLOW_NAME
+from agentgen.runtime.model_client import Usage
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.execution import decide
 from agentgen.runtime.runs.host import RunHost
@@ -265,7 +266,12 @@ class TemporalEngine:
         try:
             result = await handle.result()
         except WorkflowFailureError as exc:
-            raise _failed(exc, run_id) from None
+            failure = _failed(exc, run_id)
+            if isinstance(failure, RunCancelledError):
+                usage = await _cancelled_usage(handle)
+                if usage is not None:
+                    record_run_usage(failure, usage)
+            raise failure from None
         except RPCError as exc:
             raise await _unknown(exc, run_id, await self.client()) from None
         finally:
@@ -390,6 +396,16 @@ async def _unknown(exc: RPCError, run_id: str, client: Client) -> Exception:
         f"no run {run_id!r} on Temporal (namespace {client.namespace!r}): check the run ID "
         "(the one engine.start returned) and that the engine uses the run's namespace"
     )
+
+
+async def _cancelled_usage(handle: WorkflowHandle[Any, Any]) -> Usage | None:
+    """What a cancelled run cost, as its workflow recorded it in its memo when it was
+    cancelled (None: a worker of an older release ran it, or the server could not say)."""
+    try:
+        description = await handle.describe()
+        return usage_in(await description.memo())
+    except TemporalError:
+        return None
 
 
 def _failed(exc: WorkflowFailureError, run_id: str) -> Exception:

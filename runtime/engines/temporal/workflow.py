@@ -71,6 +71,9 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["WORKFLOW_NAME", "AgentRunWorkflow"]
 
 WORKFLOW_NAME = "agentgen.run"
+#: Marks the runs that record their usage when cancelled (histories from before replay as
+#: they ran).
+CANCELLED_USAGE_PATCH = "agentgen.cancelled-usage"
 STATUS_QUERY = "agentgen.status"
 DECIDE_UPDATE = "agentgen.decide"
 
@@ -102,6 +105,12 @@ class AgentRunWorkflow:
             # completes: the workflow task fails again and again and the run never ends.
             steps.check(result, "the final result")
             return result
+        except asyncio.CancelledError:
+            # A cancelled workflow's end carries no details: its memo says what it cost (the
+            # steps cancelled in flight as one unreported response each), for its client.
+            if workflow.patched(CANCELLED_USAGE_PATCH):
+                workflow.upsert_memo(usage_detail(state.usage + steps.withdrawn))
+            raise
         except RunError as exc:
             raise _run_failure(str(exc), type(exc).__name__, state.usage) from None
         except _PlanningFailed as failed:
@@ -202,6 +211,9 @@ class _WorkflowSteps:
             maximum_attempts=s.retry_maximum_attempts,
         )
         self.once = RetryPolicy(maximum_attempts=1)
+        #: Steps that may have called a model and were cancelled in flight (the run was): one
+        #: unreported response each, since what they got is not known here.
+        self.withdrawn = Usage()
 
     async def _activity(
         self,
@@ -249,6 +261,9 @@ class _WorkflowSteps:
             return await self._activity("plan", task, Planned, timeout=timeout)
         except StepFailure as failure:
             raise _PlanningFailed(failure, _planning_usage(failure.__cause__)) from None
+        except asyncio.CancelledError:
+            self.withdrawn += Usage.not_reported()
+            raise
 
     async def boundary(self, state: WorkflowState) -> None:
         info = workflow.info()
@@ -319,8 +334,12 @@ class _WorkflowSteps:
             )
         except ChildWorkflowError as exc:
             if isinstance(exc.cause, CancelledError):
+                self.withdrawn += Usage.not_reported()
                 raise asyncio.CancelledError() from exc
             raise ChildRunFailed(_failure(exc), _child_usage(exc)) from None
+        except asyncio.CancelledError:
+            self.withdrawn += Usage.not_reported()
+            raise
         finally:
             self.owner.children.remove(run_id)
         return ChildOutcome(result.run_id, result.final_text, result.final_value, result.usage)
