@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from agentgen.runtime.adapters.errors import EmptyReplyError
 from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.planning import PlanInput, Planner, PlanResult, PlanResumeInput
 from agentgen.runtime.app import Runtime
-from agentgen.runtime.engines.temporal import RunCancelledError
+from agentgen.runtime.engines.temporal import RunCancelledError, replay
 from agentgen.runtime.messages import Message, TextPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse
 from agentgen.runtime.runs.requests import RunRequest
@@ -39,6 +40,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 #: What a response of the parent's model costs, a child's, and the billed rounds of a model
 #: call that then failed (``ModelError.usage``).
 PARENT, CHILD, ROUNDS = Usage(1, 1), Usage(10, 5), Usage(100, 50)
+
+HISTORIES = Path(__file__).parent / "histories"
 
 #: A scripted reply that never comes.
 HANG = "hang"
@@ -346,6 +349,10 @@ async def test_a_cancelled_durable_run_says_what_it_is_known_to_have_cost(
         with pytest.raises(RunCancelledError) as raised:
             await engine.result(rt, run_id)
     assert run_usage(raised.value) == PARENT + CHILD + Usage.not_reported()
+    # The memo is a command of the cancelled workflow: its history replays with it.
+    assert durable.env is not None
+    history = await durable.env.client.get_workflow_handle(run_id).fetch_history()
+    await replay([history.to_json()])
 
 
 async def test_a_cancelled_durable_run_counts_its_child_run_cancelled_with_it(
@@ -376,3 +383,16 @@ async def test_a_terminated_durable_run_does_not_make_its_usage_up(durable: Harn
             await engine.result(rt, run_id)
     assert "Terminated" in str(raised.value)
     assert run_usage(raised.value) is None
+
+
+async def test_a_run_cancelled_before_the_release_that_records_its_usage_replays() -> None:
+    """The history of a run cancelled on the workflow code before the memo replays on today's
+    code: the memo is written behind ``workflow.patched`` (without it, the replay diverges).
+
+    Recorded once, by a worker running the workflow module of the commit before the memo
+    (d5b9533) on the scenario of ``test_a_cancelled_durable_run_says_what_it_is_known_to_have_
+    cost``: one child run, then the planning step in flight cancelled."""
+    history = HISTORIES / "cancelled" / "0.1.0-run.json"
+    text = history.read_text()
+    assert '"EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED"' in text
+    await replay([text])
