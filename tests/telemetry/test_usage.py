@@ -9,7 +9,7 @@ from opentelemetry.trace import StatusCode
 
 from agentgen.runtime import ModelError, ModelPlanner, Runtime, Usage
 from agentgen.runtime.messages import Message, TextPart
-from agentgen.runtime.model_client import ModelRequest, ModelResponse
+from agentgen.runtime.model_client import ModelClient, ModelRequest, ModelResponse
 from tests.otel import delta, named, recorder
 from tests.runtime.agents import records_definition
 
@@ -25,9 +25,9 @@ class Replies:
         return ModelResponse(reply, self.usage)
 
 
-async def _run(model: str, usage: Usage | None) -> None:
+async def _run(model: str, client: ModelClient) -> None:
     rt = Runtime()
-    rt.register_model("m", Replies(usage))
+    rt.register_model("m", client)
     definition = records_definition(specs=())
     rt.register_agent(definition, planner=ModelPlanner("m", model=model), executors={})
     await rt.client("test.agent").run("go")
@@ -37,11 +37,17 @@ def _tokens(points: dict, model: str) -> dict:  # type: ignore[type-arg]
     return {k: p for k, p in points.items() if dict(k[1])["gen_ai.request.model"] == model}
 
 
+def _totals(before: dict, after: dict, model: str) -> list[tuple[str, int]]:  # type: ignore[type-arg]
+    """The token histogram's totals between two readings, by token type."""
+    tokens = _tokens(delta(before, after, "gen_ai.client.token.usage"), model)
+    return sorted((dict(k[1])["gen_ai.token.type"], p.total) for k, p in tokens.items())
+
+
 async def test_an_unreported_response_records_no_token_point_and_is_counted() -> None:
     otel = recorder()
     otel.exporter.clear()
     before = otel.points()
-    await _run("silent-model", None)
+    await _run("silent-model", Replies(None))
     after = otel.points()
     assert _tokens(delta(before, after, "gen_ai.client.token.usage"), "silent-model") == {}
     [(key, counted)] = _tokens(
@@ -60,13 +66,9 @@ async def test_a_reported_response_records_its_tokens_and_no_unreported_count() 
     otel = recorder()
     otel.exporter.clear()
     before = otel.points()
-    await _run("counted-model", Usage(7, 0))
+    await _run("counted-model", Replies(Usage(7, 0)))
     after = otel.points()
-    tokens = _tokens(delta(before, after, "gen_ai.client.token.usage"), "counted-model")
-    assert sorted((dict(k[1])["gen_ai.token.type"], p.total) for k, p in tokens.items()) == [
-        ("input", 7),
-        ("output", 0),
-    ]
+    assert _totals(before, after, "counted-model") == [("input", 7), ("output", 0)]
     assert _tokens(delta(before, after, "agentgen.client.usage.unreported"), "counted-model") == {}
     [span] = named(otel.agentgen_spans(), "chat counted-model")
     attributes = dict(span.attributes or {})
@@ -86,28 +88,16 @@ class Refusing:
         raise error
 
 
-async def _failed_run(model: str, usage: Usage | None) -> None:
-    rt = Runtime()
-    rt.register_model("m", Refusing(usage))
-    definition = records_definition(specs=())
-    rt.register_agent(definition, planner=ModelPlanner("m", model=model), executors={})
-    with pytest.raises(ModelError):
-        await rt.client("test.agent").run("go")
-
-
 async def test_a_failed_call_records_the_tokens_billed_before_it_failed() -> None:
     """What a failed model call had received was billed: its span and the token histogram
     count it, as a successful call's, and the span still says it failed."""
     otel = recorder()
     otel.exporter.clear()
     before = otel.points()
-    await _failed_run("refusing-model", Usage(30, 4))
+    with pytest.raises(ModelError):
+        await _run("refusing-model", Refusing(Usage(30, 4)))
     after = otel.points()
-    tokens = _tokens(delta(before, after, "gen_ai.client.token.usage"), "refusing-model")
-    assert sorted((dict(k[1])["gen_ai.token.type"], p.total) for k, p in tokens.items()) == [
-        ("input", 30),
-        ("output", 4),
-    ]
+    assert _totals(before, after, "refusing-model") == [("input", 30), ("output", 4)]
     [span] = named(otel.agentgen_spans(), "chat refusing-model")
     attributes = dict(span.attributes or {})
     assert attributes["gen_ai.usage.input_tokens"] == 30
@@ -120,9 +110,10 @@ async def test_a_failed_call_that_got_no_response_records_no_tokens() -> None:
     otel = recorder()
     otel.exporter.clear()
     before = otel.points()
-    await _failed_run("unanswered-model", None)
+    with pytest.raises(ModelError):
+        await _run("unanswered-model", Refusing(None))
     after = otel.points()
-    assert _tokens(delta(before, after, "gen_ai.client.token.usage"), "unanswered-model") == {}
+    assert _totals(before, after, "unanswered-model") == []
     unreported = delta(before, after, "agentgen.client.usage.unreported")
     assert _tokens(unreported, "unanswered-model") == {}
     [span] = named(otel.agentgen_spans(), "chat unanswered-model")
