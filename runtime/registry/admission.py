@@ -22,6 +22,17 @@ the call ends ``call_not_admitted`` (it never runs against another contract). On
 belongs to that provider lease: it completes with the provider's result, or ends
 ``outcome_unknown`` if the lease is lost first (it may have run; nobody runs it again).
 
+Providers. A call is only worth queueing while some provider may take it: a toolset with no
+live, non-draining lease (every provider's lease expired, was released or is draining) refuses
+a new call at once with ``no_provider``, and a call still waiting in line when its toolset's
+last such lease ends is ended ``no_provider`` by whoever looks at it next (the waiting
+consumer, within a second). No provider can have taken either (claiming needs a routable
+lease, decided in the same transaction), so the call did not run; nothing waits out the call
+timeout for a provider that is not there. There is no grace period: a provider that restarts
+without a gap starts its new incarnation before stopping the old one (the same registration
+adds a lease), and a crashed one keeps its lease until it expires, time enough for its
+replacement to register.
+
 Callers. A call also belongs to the consumer principal (token name) that made it: its result,
 its retry and attaching to it again are that principal's (and an admin's) alone. Its ID is a
 hash of (run ID, tool call ID), which another application can guess, so to anyone else a result
@@ -108,13 +119,14 @@ CallState = Literal[
     "failed",
     "outcome_unknown",
     "call_not_admitted",
+    "no_provider",
 ]
 #: States a consumer waits for: the call ended, or its provider asked for a retry.
 DELIVERABLE: frozenset[str] = frozenset(
-    {"overloaded", "completed", "failed", "outcome_unknown", "call_not_admitted"}
+    {"overloaded", "completed", "failed", "outcome_unknown", "call_not_admitted", "no_provider"}
 )
 TERMINAL: frozenset[str] = frozenset(
-    {"completed", "failed", "outcome_unknown", "call_not_admitted"}
+    {"completed", "failed", "outcome_unknown", "call_not_admitted", "no_provider"}
 )
 
 
@@ -544,6 +556,20 @@ def _not_admitted(record: CallRecord) -> RegistryError:
     )
 
 
+def _no_provider(record: CallRecord) -> RegistryError:
+    return RegistryError("no_provider", record.message)
+
+
+def _unserved(record: CallRecord, when: str) -> CallRecord:
+    """``record`` ended ``no_provider``: its message names the toolset and what to do."""
+    message = (
+        f"call {record.tool_use_id} to {record.tool}: toolset {record.toolset!r} has no live "
+        f"provider {when} (every provider lease expired, was released or is draining); the "
+        f"call did not run: start or restart a provider of {record.toolset!r}, then call again"
+    )
+    return record.model_copy(update={"state": "no_provider", "message": message})
+
+
 def admit(
     entry: Admission | None,
     record: CallRecord | None,
@@ -579,6 +605,8 @@ def admit(
         current = settled or record
         if current.state == "call_not_admitted":
             return Decision(record=settled, error=_not_admitted(current), extra=_ref(current))
+        if current.state == "no_provider":
+            return Decision(record=settled, error=_no_provider(current), extra=_ref(current))
         return Decision(record=settled, extra=_ref(current))
     if entry is None or entry.state != "active":
         raise RegistryError("not_found", f'toolset "{request.toolset}" not found')
@@ -619,15 +647,20 @@ def admit(
         raise RegistryError(
             "validation_error", f"payload of {request.tool} does not match its schema: {issues}"
         ) from None
+    if not routable(entry, now_ms):
+        # Kept like any call, so that repeating it gives this answer again, never a run.
+        refused = _unserved(base, "to take it")
+        return Decision(record=refused, error=_no_provider(refused), extra=_ref(refused))
     return Decision(record=base, extra={**_ref(base), "enqueue": True})
 
 
 def settle(record: CallRecord, entry: Admission | None, now_ms: int) -> CallRecord | None:
     """The record's state once the registry's facts are applied, or None if unchanged.
 
-    A pending call whose admission is gone ends ``call_not_admitted``; one nobody claimed before
-    its deadline ends ``failed`` (it did not run); a claimed call whose lease is lost, or that
-    passed its deadline, ends ``outcome_unknown``.
+    A pending call whose admission is gone ends ``call_not_admitted``; one whose toolset has no
+    routable lease left ends ``no_provider``; one nobody claimed before its deadline ends
+    ``failed`` (none of these ran); a claimed call whose lease is lost, or that passed its
+    deadline, ends ``outcome_unknown``.
     """
     if record.state == "pending":
         if (
@@ -638,6 +671,8 @@ def settle(record: CallRecord, entry: Admission | None, now_ms: int) -> CallReco
             return record.model_copy(
                 update={"state": "call_not_admitted", "message": "admission replaced"}
             )
+        if not routable(entry, now_ms):
+            return _unserved(record, "any more")
         if now_ms >= record.execution_deadline_ms:
             return record.model_copy(
                 update={
@@ -793,6 +828,9 @@ def retry(
                 "message": "the call's deadline passed while it was overloaded; it did not run",
             }
         )
+        return Decision(record=ended, extra=_ref(ended))
+    if not routable(entry, now_ms):
+        ended = _unserved(record, "to take it again")
         return Decision(record=ended, extra=_ref(ended))
     pending = record.model_copy(update={"state": "pending", "claim_operation_id": None})
     return Decision(record=pending, extra={**_ref(pending), "enqueue": True})

@@ -74,6 +74,7 @@ ERROR_STATUS: dict[str, int] = {
     "admission_conflict": 409,
     "call_not_admitted": 409,
     "call_conflict": 409,
+    "no_provider": 409,
     "provider_lease_lost": 409,
     "body_too_large": 413,
     "unsupported_media_type": 415,
@@ -241,7 +242,13 @@ class CallRequestBody(_Body):
 
 class ResultResponse(_Body):
     status: Literal[
-        "pending", "overloaded", "completed", "failed", "outcome_unknown", "call_not_admitted"
+        "pending",
+        "overloaded",
+        "completed",
+        "failed",
+        "outcome_unknown",
+        "call_not_admitted",
+        "no_provider",
     ]
     result_json: str | None = None
     message: str = ""

@@ -34,8 +34,8 @@ ErrorCode = str
 
 ``not_found``, ``validation_error``, ``service_unavailable``, ``call_not_admitted`` (the
 admission the call was made against was replaced before publication), ``admission_conflict``
-(a retry found the admission replaced), ``outcome_unknown`` (the call may have run; never
-retry it)."""
+(a retry found the admission replaced), ``no_provider`` (no provider serves the toolset: the
+call did not run), ``outcome_unknown`` (the call may have run; never retry it)."""
 
 
 class RegistryError(CodedError):

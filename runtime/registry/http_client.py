@@ -716,8 +716,9 @@ class HttpResultStream:
             if answer.status == "pending":
                 self._check_retained(ref)
                 continue
-            if answer.status == "call_not_admitted":
-                raise RegistryError("call_not_admitted", answer.message)
+            # Ended without running: the admission was replaced, or no provider was left.
+            if answer.status == "call_not_admitted" or answer.status == "no_provider":
+                raise RegistryError(answer.status, answer.message)
             return CallOutcome(answer.status, answer.result_json or "null", answer.message)
 
     def _check_retained(self, ref: CallRef) -> None:

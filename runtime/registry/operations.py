@@ -103,7 +103,13 @@ class Completion:
 @dataclass(frozen=True)
 class Result:
     status: Literal[
-        "pending", "overloaded", "completed", "failed", "outcome_unknown", "call_not_admitted"
+        "pending",
+        "overloaded",
+        "completed",
+        "failed",
+        "outcome_unknown",
+        "call_not_admitted",
+        "no_provider",
     ]
     result_json: str | None = None
     message: str = ""

@@ -499,6 +499,9 @@ def _registry_failure(
             "call_not_admitted",
             f"{tool_id} did not run: its provider was replaced before the call was admitted",
         )
+    if exc.code == "no_provider":
+        # Admitted or not, no provider took it: the registry ends only calls nobody claimed.
+        return tool_error(call, "no_provider", f"{tool_id}: {exc.message}")
     if exc.code == "admission_conflict":
         return tool_error(
             call,

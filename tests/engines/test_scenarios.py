@@ -313,6 +313,25 @@ async def test_a_provider_replaced_after_acceptance_keeps_the_saved_contract(
     assert registry.calls == []
 
 
+@pytest.mark.parametrize("when", ["admission", "queued"])
+async def test_a_registry_toolset_without_providers_is_no_provider_for_the_model(
+    harness: Harness, when: str
+) -> None:
+    """Refused at admission, or admitted and ended once the last provider left: either way
+    the call did not run, and the model reads ``no_provider`` (never ``outcome_unknown``)."""
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    registry.unserved["payments"] = when
+    rt, _ = payer_runtime(harness, registry)
+    payer(rt, ScriptedPlanner([calls(("payments.pay", {"amount": 5})), answer()]))
+    async with harness.serving(rt):
+        outcome = await rt.client("test.payer").run("pay", labels={"tenant": "t"})
+    error = error_of(outcome.transcript[2].parts[0])
+    assert error["kind"] == "no_provider"
+    assert error["message"].startswith("payments.pay: toolset 'payments' has no live provider")
+    assert registry.calls == []
+
+
 # --------------------------------------------------------------------------- failures
 
 

@@ -2,7 +2,8 @@
 
 Providers publish toolsets (a handler answers calls); each publication gets a registration
 token; republishing replaces the admission. Calls are admitted only against the exact current
-token (``call_not_admitted`` otherwise); an overload can be injected to exercise retries.
+token (``call_not_admitted`` otherwise); an overload can be injected to exercise retries, and
+a toolset left without providers (``no_provider``, when admitting or while the call waits).
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class FakeRegistry:
     fail_list: Exception | None = None
     fail_resolve: dict[str, Exception] = field(default_factory=dict)
     remove_after_list: set[str] = field(default_factory=set)
+    #: Toolsets no provider serves: calls are refused at admission ("admission"), or admitted
+    #: and then ended because the last provider left before taking them ("queued").
+    unserved: dict[str, str] = field(default_factory=dict)
+    #: Admitted calls that ended without running, by tool-use ID: what awaiting them raises.
+    ended: dict[str, RegistryError] = field(default_factory=dict)
 
     def publish(
         self, declaration: ToolsetDeclaration, handler: Handler, revision: str = "r1"
@@ -98,8 +104,14 @@ class FakeRegistry:
             raise RegistryError("not_found", f'toolset "{toolset}" not found')
         if admission.token != expected_registration_token:
             raise RegistryError("call_not_admitted", "the admission was replaced")
+        unserved = f"toolset {toolset!r} has no live provider; the call did not run"
+        if self.unserved.get(toolset) == "admission":
+            raise RegistryError("no_provider", unserved)
         use_id = hashlib.sha256(f"{meta.run_id}\0{meta.tool_call_id}".encode()).hexdigest()
         ref = CallRef(use_id, admission.token)
+        if self.unserved.get(toolset) == "queued":
+            self.ended[use_id] = RegistryError("no_provider", unserved)
+            return ref
         self.calls.append((tool, payload_json, admission.token))
         value = await admission.handler(tool, json.loads(payload_json), meta)
         self.outcomes[use_id] = CallOutcome("completed", json.dumps(value))
@@ -113,6 +125,8 @@ class FakeRegistry:
 
     async def await_result(self, ref: CallRef) -> CallOutcome:
         await asyncio.sleep(0)
+        if ref.tool_use_id in self.ended:
+            raise self.ended[ref.tool_use_id]
         if ref.tool_use_id in self.overload:
             self.overload.discard(ref.tool_use_id)
             return CallOutcome("overloaded")
