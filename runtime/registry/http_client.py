@@ -717,8 +717,10 @@ class HttpResultStream:
                 self._check_retained(ref)
                 continue
             # Ended without running: the admission was replaced, or no provider was left.
-            if answer.status == "call_not_admitted" or answer.status == "no_provider":
-                raise RegistryError(answer.status, answer.message)
+            if answer.status == "call_not_admitted":
+                raise RegistryError("call_not_admitted", answer.message)
+            if answer.status == "no_provider":
+                raise RegistryError("no_provider", answer.message)
             return CallOutcome(answer.status, answer.result_json or "null", answer.message)
 
     def _check_retained(self, ref: CallRef) -> None:
