@@ -82,6 +82,7 @@ __all__ = [
     "Lease",
     "Limits",
     "Registration",
+    "ResultStatus",
     "admit",
     "call_digest",
     "catalog_key",
@@ -111,9 +112,9 @@ IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+\-]{0,127}$")
 MAX_TOOL_USE_ID_LENGTH = 256
 USE_DOMAIN = b"agentgen/tool-registry-use/v1\x00"
 
-CallState = Literal[
+#: What a consumer waiting for a call hears: ``pending`` until the call ends or is overloaded.
+ResultStatus = Literal[
     "pending",
-    "claimed",
     "overloaded",
     "completed",
     "failed",
@@ -121,6 +122,7 @@ CallState = Literal[
     "call_not_admitted",
     "no_provider",
 ]
+CallState = Literal[ResultStatus, "claimed"]
 #: States a consumer waits for: the call ended, or its provider asked for a retry.
 DELIVERABLE: frozenset[str] = frozenset(
     {"overloaded", "completed", "failed", "outcome_unknown", "call_not_admitted", "no_provider"}

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import WIRE_PROTOCOL_VERSION
-from agentgen.runtime.registry.admission import IDENTIFIER, CallMeta
+from agentgen.runtime.registry.admission import IDENTIFIER, CallMeta, ResultStatus
 
 __all__ = [
     "API_PREFIX",
@@ -241,15 +241,7 @@ class CallRequestBody(_Body):
 
 
 class ResultResponse(_Body):
-    status: Literal[
-        "pending",
-        "overloaded",
-        "completed",
-        "failed",
-        "outcome_unknown",
-        "call_not_admitted",
-        "no_provider",
-    ]
+    status: ResultStatus
     result_json: str | None = None
     message: str = ""
 

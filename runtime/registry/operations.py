@@ -33,6 +33,7 @@ from agentgen.runtime.registry.admission import (
     CatalogEntry,
     Limits,
     Registration,
+    ResultStatus,
     catalog_key,
     lease_key,
     record_key,
@@ -102,15 +103,7 @@ class Completion:
 
 @dataclass(frozen=True)
 class Result:
-    status: Literal[
-        "pending",
-        "overloaded",
-        "completed",
-        "failed",
-        "outcome_unknown",
-        "call_not_admitted",
-        "no_provider",
-    ]
+    status: ResultStatus
     result_json: str | None = None
     message: str = ""
 

@@ -22,12 +22,12 @@ import pytest
 from agentgen.runtime import ToolContext
 from agentgen.runtime.registry.admission import record_key, tool_use_id
 from agentgen.runtime.registry.auth import LOCAL
-from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.operations import RegistryOperations
 from agentgen.runtime.registry.store import Store
 from examples.quickstart.gen.quickstart.toolsets.weather import types
 from tests.registry.conftest import FAST, Running, running_registry
 from tests.registry.helpers import call, registration
+from tests.registry.test_admission import refused
 from tests.registry.test_provider import (
     OPTIONS,
     WEATHER,
@@ -50,13 +50,6 @@ ENDINGS: tuple[Ending, ...] = ("released", "drained", "expired")
 @pytest.fixture
 def ops(store: Store) -> RegistryOperations:
     return RegistryOperations(store, LONG)
-
-
-async def refused(code: str, coro: object) -> RegistryError:
-    with pytest.raises(RegistryError) as info:
-        await coro  # type: ignore[misc]
-    assert info.value.code == code, info.value
-    return info.value
 
 
 async def register(
