@@ -34,6 +34,35 @@ class TagClause:
     allowed_any: tuple[str, ...] = ()
     denied_any: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # A bare string would be taken for its letters (``denied_any="admin"`` denies the
+        # tags "a", "d"... and not "admin"), and a list could not be matched against.
+        tags = {name: _tags(getattr(self, name)) for name in ("allowed_any", "denied_any")}
+        refuse_wrong_arguments(
+            "TagClause(...)",
+            (
+                (
+                    name,
+                    getattr(self, name),
+                    "a tuple, list or set of non-empty tag strings",
+                    found is not None,
+                )
+                for name, found in tags.items()
+            ),
+        )
+        for name, found in tags.items():
+            object.__setattr__(self, name, found)
+
+
+def _tags(value: object) -> tuple[str, ...] | None:
+    """``value`` as a tuple of tags (a set's in sorted order), or None when it is not a
+    collection of non-empty strings."""
+    if not isinstance(value, tuple | list | set | frozenset):
+        return None
+    if not all(isinstance(tag, str) and tag for tag in value):
+        return None
+    return tuple(sorted(value)) if isinstance(value, set | frozenset) else tuple(value)
+
 
 @dataclass(frozen=True)
 class RunPolicy:

@@ -91,10 +91,10 @@ class ModelPlanner:
         self.accept_stop_reasons = frozenset(accept_stop_reasons)
 
     async def plan_start(self, input: PlanInput) -> PlanResult:
-        return await self._plan(input, finalize=False)
+        return await self._plan(input)
 
     async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
-        return await self._plan(input, finalize=input.finalize)
+        return await self._plan(input)
 
     def _system(self, input: PlanInput) -> str | None:
         schema = _structured_schema(input.run.result_schema_json)
@@ -106,7 +106,7 @@ class ModelPlanner:
         )
         return f"{self.system}\n\n{instruction}" if self.system else instruction
 
-    async def _plan(self, input: PlanInput, *, finalize: bool) -> PlanResult:
+    async def _plan(self, input: PlanInput) -> PlanResult:
         client = input.agent.model(self.model_id)
         run = input.run
         with ChatCall(
@@ -118,7 +118,7 @@ class ModelPlanner:
                         model=self.model,
                         messages=tuple(input.messages),
                         tools=input.agent.advertised_tools(),
-                        tool_choice=ToolChoice("none" if finalize else "auto"),
+                        tool_choice=ToolChoice("none" if input.finalize else "auto"),
                         max_tokens=self.max_tokens,
                         system=self._system(input),
                     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from agentgen.runtime.messages import Message, ToolResultPart
@@ -36,6 +37,11 @@ class PlannerContext(Protocol):
 
 @dataclass(frozen=True)
 class RunContext:
+    """Who a run is. ``labels`` is a read-only copy of the run's trusted labels: planners,
+    tools and registry admissions of the run all read this one value, so nothing the run
+    hands it to can change what later calls receive (and a durable engine, which carries it
+    between activities, could not keep such a change anyway)."""
+
     run_id: str
     agent_id: str
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -44,19 +50,26 @@ class RunContext:
     #: answer (``PlanResult.final_value``) must match.
     result_schema_json: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+
 
 @dataclass(frozen=True)
 class PlanInput:
     messages: Sequence[Message]
     agent: PlannerContext
     run: RunContext
+    #: A final-answer-only activity (the run's tool-call budget or failure limit is spent;
+    #: a run whose budget is 0 starts with one): ask for an answer without tool calls, as
+    #: ``ModelPlanner`` does with tool choice ``none``. No registry was read: the catalog
+    #: describes only the compiled tools (so that the conversation's calls stay explained),
+    #: and a reply with tool calls fails the run.
+    finalize: bool = field(default=False, kw_only=True)
 
 
 @dataclass(frozen=True)
 class PlanResumeInput(PlanInput):
     tool_results: Sequence[ToolResultPart] = ()
-    #: A final-answer-only activity: no tools are advertised and no registry is read.
-    finalize: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ Every way a registry read can fail is an explicit error: there is no stale-catal
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from agentgen.runtime.contracts.cache import (
@@ -32,7 +32,7 @@ from agentgen.runtime.registry.client import BatchResolver, RegistryError
 from agentgen.runtime.runs.accepted import AcceptedCall, RegistryBinding
 from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RunHost
 from agentgen.runtime.runs.model_calls import ModelCalls
-from agentgen.runtime.runs.policy import ToolPolicy
+from agentgen.runtime.runs.policy import ToolPolicy, lacking_labels, missing_labels
 from agentgen.runtime.runs.registry_calls import (
     MalformedReplyError,
     bounded,
@@ -164,6 +164,9 @@ class PlanningCatalog:
         self._pacer = Pacer()
         self._sources: list[_Source] = []
         self._dynamic: dict[str, tuple[CompiledTool, _Source]] = {}
+        #: Registry tools this run may not call, by tool ID: the run labels each requires
+        #: and the run lacks. Never advertised, refused when called.
+        self._withheld: dict[str, tuple[str, ...]] = {}
         self._advertised: AdvertisedTools | None = None
         definition = registration.definition
         self._static = {spec.id: spec for spec in definition.specs}
@@ -248,6 +251,13 @@ class PlanningCatalog:
                     f"{spec.agent_id!r}"
                 )
             dynamic[spec.id] = (entry, source)
+            if spec.required_labels:
+                # Known only now (not when the run started, as a compiled tool's are): a run
+                # without them is not offered the tool.
+                missing = missing_labels(spec.required_labels, self._labels)
+                if missing:
+                    self._withheld[spec.id] = tuple(missing)
+                    continue
             if unfiltered or policy.allows(spec.id, spec.tags):
                 # Each advertised definition is made here, a toolset at a time between the
                 # loop's turns, not all at once when the activity first lists them (about
@@ -330,6 +340,7 @@ class PlanningCatalog:
                 _Same(self._registration.definition),
                 self._policy,
                 tuple((source.compiled, source.deferred) for source in self._sources),
+                frozenset(self._withheld),
             )
             with _ADVERTISED_LOCK:
                 found = _ADVERTISED.get(key)
@@ -347,7 +358,10 @@ class PlanningCatalog:
             for spec in self._static.values()
             if policy.allows(spec.id, spec.tags)
         ]
-        found = self._dynamic.values()
+        withheld = self._withheld
+        found: Iterable[tuple[CompiledTool, _Source]] = self._dynamic.values()
+        if withheld:
+            found = [(entry, source) for entry, source in found if entry.spec.id not in withheld]
         if policy.restrict_to_tool is None and not policy.tag_clauses:
             dynamic = [_definition(entry, source.deferred) for entry, source in found]
         else:
@@ -375,6 +389,9 @@ class PlanningCatalog:
             return Refusal(call, f"tool {call.tool_id!r} is not available to this agent")
         if not self._policy.allows(spec.id, spec.tags):
             return Refusal(call, f"tool {call.tool_id!r} is not permitted by the run policy")
+        missing = self._withheld.get(spec.id)
+        if missing:
+            return Refusal(call, lacking_labels(spec.id, missing))
         if found is not None:
             entry, source = found
             partner = source.compiled.partner(entry)

@@ -48,6 +48,7 @@ from agentgen.runtime.runs import confirmation
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.host import AgentRegistration, RunHost
 from agentgen.runtime.runs.loop import describe_failure
+from agentgen.runtime.runs.policy import lacking_labels, missing_labels
 from agentgen.runtime.runs.registry_calls import bounded, describe, unavailable
 from agentgen.runtime.runs.requests import RunRequest
 from agentgen.runtime.runs.results import outcome_of, tool_error
@@ -346,11 +347,12 @@ async def admit(context: ExecutionContext, accepted: AcceptedCall) -> Admission:
     payload = _payload(accepted)
     registration = context.host.registry(binding.registry)
     client: RegistryClient = registration.client
-    labels = {
-        name: context.run.labels[name]
-        for name in spec.required_labels
-        if name in context.run.labels
-    }
+    missing = missing_labels(spec.required_labels, context.run.labels)
+    if missing:
+        # Accepting refuses such calls; a call saved before that (a restored checkpoint)
+        # is refused here rather than admitted without what its provider requires.
+        return Admission(result=tool_error(call, "not_permitted", lacking_labels(spec.id, missing)))
+    labels = {name: context.run.labels[name] for name in spec.required_labels}
     meta = ToolCallMeta(run_id=context.run.run_id, tool_call_id=call.call_id, labels=labels)
     token = binding.registration_token
     payload_json = spec.payload.codec.encode(payload)

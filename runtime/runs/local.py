@@ -11,6 +11,7 @@ fails (or is cancelled) says what it cost on the exception it raises
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from agentgen.runtime.messages import ToolResultPart
@@ -76,6 +77,8 @@ class LocalCallSteps:
         return await await_outcome(self.context, accepted, ref)
 
     async def child(self, request: RunRequest) -> ChildOutcome:
+        # Named here, so that a child run that fails can be named too.
+        request = replace(request, run_id=request.run_id or uuid.uuid4().hex)
         try:
             child = await run_agent(
                 self.context.host, request, tool_timeout=self.context.tool_timeout
@@ -83,7 +86,8 @@ class LocalCallSteps:
         except Exception as exc:
             # run_agent records it on whatever the run raises, once the run started.
             spent = run_usage(exc)
-            raise ChildRunFailed(exc, Usage() if spent is None else spent) from exc
+            usage = Usage() if spent is None else spent
+            raise ChildRunFailed(exc, usage, request.run_id) from exc
         return ChildOutcome(child.run_id, child.final_text, child.final_value, child.usage)
 
     async def agent_result(self, accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:

@@ -3,8 +3,10 @@
 A run alternates planning activities and execution rounds: plan (``plan_start``, then
 ``plan_resume`` with the results), accept the calls the assistant message holds against that
 activity's catalog, execute them with their saved contracts, and plan again, until the planner
-answers without tool calls. When the run's tool-call budget or failure limit is spent, the last
-activity is final-answer-only: no tools are advertised and no registry is read.
+answers without tool calls. When the run's tool-call budget (which refused calls use too) or
+failure limit is spent, or the model made :data:`REFUSED_CALLS_IN_A_ROW` refused calls in a
+row, the last activity is final-answer-only: it reads no registry, describes only the compiled
+tools, asks for an answer and accepts no call. A run whose budget is 0 starts with one.
 
 The loop itself does no I/O and reads no clock or randomness: every effect is a step it awaits
 (:class:`Steps`), so the in-memory engine runs it with the steps in process, and the Temporal
@@ -45,6 +47,7 @@ from agentgen.runtime.runs.steps import (
 from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
+    "REFUSED_CALLS_IN_A_ROW",
     "CallSteps",
     "ChildRunFailed",
     "RunResult",
@@ -60,6 +63,12 @@ __all__ = [
 A_contra = TypeVar("A_contra", contravariant=True)
 T = TypeVar("T")
 
+#: Refused calls (a tool the activity does not offer, or one the budget has no room for) in a
+#: row after which a run only answers, whatever its policy: a model that keeps asking for what
+#: it may not have makes no progress, and without this bound a run with no limits would never
+#: end.
+REFUSED_CALLS_IN_A_ROW = 10
+
 
 class StepFailure(Exception):
     """A step failed elsewhere (a durable engine's activity or child workflow), as its type
@@ -72,14 +81,16 @@ class StepFailure(Exception):
 
 class ChildRunFailed(Exception):
     """A child run started for an agent tool and failed (``failure`` says how; its parent's
-    call answers ``agent_failed``). ``usage`` is what its model calls cost until then, its own
-    child runs' included: a lower bound (``usage.unreported``) where the engine could not
-    tell."""
+    call answers ``agent_failed``, naming ``run_id``, the failed run, which the parent's
+    outcome lists with its other child runs). ``usage`` is what its model calls cost until
+    then, its own child runs' included: a lower bound (``usage.unreported``) where the engine
+    could not tell."""
 
-    def __init__(self, failure: BaseException, usage: Usage) -> None:
+    def __init__(self, failure: BaseException, usage: Usage, run_id: str) -> None:
         super().__init__(describe_failure(failure))
         self.failure = failure
         self.usage = usage
+        self.run_id = run_id
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -137,13 +148,17 @@ class RunState(Generic[A]):
     tool_results: tuple[ToolResultPart, ...] = ()
     calls: int = 0
     consecutive_failures: int = 0
+    #: Refused calls so far (the tool-call budget counts them with ``calls``), and how many
+    #: of the last calls were refused in a row.
+    refused: int = field(default=0, metadata=ADDED)
+    refused_in_a_row: int = field(default=0, metadata=ADDED)
     limits: Limits = field(default_factory=Limits)
     #: Every tool-call ID of the run so far (the conversation's included), and where.
     call_ids: dict[str, str] = field(default_factory=dict)
     #: Every accepted call with its saved contract, in order, and its call ID.
     accepted: list[A] = field(default_factory=list)
     accepted_ids: list[str] = field(default_factory=list)
-    #: Child runs started for agent tools, by tool call ID.
+    #: Child runs started for agent tools (failed ones too), by tool call ID.
     children: dict[str, str] = field(default_factory=dict)
     #: Planning activities started so far.
     activities: int = 0
@@ -238,7 +253,7 @@ async def drive(state: RunState[A], steps: Steps[A]) -> RunResult[A]:
                 accepted=tuple(state.accepted),
                 usage=state.usage,
             )
-        if state.finalize:
+        if state.finalize or planned.finalized:
             raise RunError(
                 f"agent {agent!r}: the planner returned tool calls in a final-answer-only activity"
             )
@@ -261,7 +276,7 @@ def _resume(state: RunState[Any]) -> PlanTask:
         start=False,
         finalize=state.finalize,
         tool_results=state.tool_results,
-        calls_made=state.calls,
+        calls_made=state.calls + state.refused,
         activity=state.activities,
     )
 
@@ -269,8 +284,10 @@ def _resume(state: RunState[Any]) -> PlanTask:
 def _spent(state: RunState[Any]) -> bool:
     limit = state.limits.max_tool_calls
     failures = state.limits.max_consecutive_failed_tool_calls
-    return (limit is not None and state.calls >= limit) or (
-        failures is not None and state.consecutive_failures >= failures
+    return (
+        (limit is not None and state.calls + state.refused >= limit)
+        or (failures is not None and state.consecutive_failures >= failures)
+        or state.refused_in_a_row >= REFUSED_CALLS_IN_A_ROW
     )
 
 
@@ -285,8 +302,11 @@ async def _execute_round(
         if decision.accepted is None:
             assert decision.refused is not None
             results.append(decision.refused)
+            state.refused += 1
+            state.refused_in_a_row += 1
             continue
         state.calls += 1
+        state.refused_in_a_row = 0
         state.accepted.append(decision.accepted)
         state.accepted_ids.append(decision.call.call_id)
         pending.append((len(results), decision.call, decision.accepted))
@@ -378,14 +398,18 @@ async def _run_call(
             child = await steps.child(request)
         except Exception as exc:
             failure: BaseException = exc
+            which = ""
             if isinstance(exc, ChildRunFailed):
                 # Its model calls were billed all the same: the parent's usage counts them.
                 spent.add(exc.usage)
                 failure = exc.failure
+                # It ran (spans, a durable history): the parent's outcome leads to it.
+                children[call.call_id] = exc.run_id
+                which = f" (child run {exc.run_id})"
             return tool_error(
                 call,
                 "agent_failed",
-                f"agent {request.agent_id} failed: {describe_failure(failure)}",
+                f"agent {request.agent_id}{which} failed: {describe_failure(failure)}",
             )
         except BaseException as exc:
             # Cancelled: a child run that says what it cost until then is counted all the same.

@@ -94,6 +94,9 @@ async def _plan(
     except ValueError as exc:
         raise RunError(f"agent {definition.id!r}: {exc}") from None
     check_model_timeout(policy.model_timeout, limit, definition.id, task.run.run_id)
+    budget = policy.max_tool_calls
+    # A run whose budget is spent (0 from the start) only answers: its first activity too.
+    finalize = task.finalize or (budget is not None and task.calls_made >= budget)
     models = ModelCalls(host, definition.id, task.run.run_id, policy.model_timeout, meter)
     if task.start:
         seen: dict[str, str] = {}
@@ -101,7 +104,7 @@ async def _plan(
             where = f"message {index} of the conversation"
             claim_call_ids(seen, definition.id, message.tool_calls(), where)
     started = time.perf_counter()
-    catalog = await _catalog(host, registration, task, policy, models)
+    catalog = await _catalog(host, registration, task, policy, models, finalize)
     span.catalog(time.perf_counter() - started, lambda: _counts(catalog))
     restrict = policy.tools.restrict_to_tool
     if task.start and restrict is not None and not catalog.has_tool(restrict):
@@ -114,7 +117,9 @@ async def _plan(
     planner = registration.planner
     result: PlanResult
     if task.start:
-        result = await planner.plan_start(PlanInput(task.messages, catalog, task.run))
+        result = await planner.plan_start(
+            PlanInput(task.messages, catalog, task.run, finalize=finalize)
+        )
     else:
         result = await planner.plan_resume(
             PlanResumeInput(
@@ -122,18 +127,19 @@ async def _plan(
                 catalog,
                 task.run,
                 tool_results=task.tool_results,
-                finalize=task.finalize,
+                finalize=finalize,
             )
         )
     _check_final_value(result.final_value, definition.id, task.run.run_id)
     calls = result.message.tool_calls()
-    decisions = () if task.finalize else _accept(catalog, calls, policy, task.calls_made)
+    decisions = () if finalize else _accept(catalog, calls, policy, task.calls_made)
     return Planned(
         result.message,
         result.final_value,
         decisions,
         Limits(policy.max_tool_calls, policy.max_consecutive_failed_tool_calls),
         models.usage,
+        finalized=finalize,
     )
 
 
@@ -161,17 +167,18 @@ async def _catalog(
     task: PlanTask,
     policy: EffectivePolicy,
     models: ModelCalls,
+    finalize: bool,
 ) -> PlanningCatalog:
     catalog = PlanningCatalog(
         host,
         registration,
         task.run.labels,
         policy.tools,
-        tools_enabled=not task.finalize,
+        tools_enabled=not finalize,
         models=models,
     )
     tools = registration.definition.registry_tools
-    if tools is not None and not task.finalize:
+    if tools is not None and not finalize:
         await tools.resolve(catalog)
     return catalog
 
@@ -189,7 +196,9 @@ def _accept(
     calls_made: int,
 ) -> tuple[Decision[AcceptedCall], ...]:
     """Accept each call against the activity's catalog and policy, while the run's budget of
-    tool calls lasts."""
+    tool calls lasts: a refused call uses the budget as an accepted one does (the budget
+    bounds what the model asks for, so that a model insisting on a tool it may not call
+    still comes to an answer)."""
     decisions: list[Decision[AcceptedCall]] = []
     limit = policy.max_tool_calls
     for call in calls:
@@ -199,11 +208,11 @@ def _accept(
             )
             decisions.append(Decision(call, refused=refused))
             continue
+        calls_made += 1
         accepted = catalog.accept(call)
         if isinstance(accepted, Refusal):
             refused = tool_error(call, "not_permitted", accepted.reason)
             decisions.append(Decision(call, refused=refused))
             continue
-        calls_made += 1
         decisions.append(Decision(call, accepted=accepted))
     return tuple(decisions)

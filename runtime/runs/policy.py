@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from agentgen.runtime.agents.definition import RunPolicy, TagClause
 
-__all__ = ["EffectivePolicy", "ToolPolicy", "merge", "missing_labels"]
+__all__ = ["EffectivePolicy", "ToolPolicy", "lacking_labels", "merge", "missing_labels"]
 
 T = TypeVar("T", int, float)
 
@@ -76,3 +76,11 @@ def merge(*policies: RunPolicy) -> EffectivePolicy:
 def missing_labels(required: Sequence[str], labels: Mapping[str, str]) -> list[str]:
     """Every required run label that ``labels`` lacks (or leaves empty), sorted."""
     return sorted({name for name in required if not labels.get(name)})
+
+
+def lacking_labels(tool_id: str, missing: Sequence[str]) -> str:
+    """Why a registry tool requiring run labels the run lacks is refused."""
+    return (
+        f"tool {tool_id!r} requires run labels this run does not have: {', '.join(missing)}; "
+        "it is not available to this run (the run's labels are set by whoever starts it)"
+    )

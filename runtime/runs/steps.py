@@ -62,8 +62,9 @@ class Limits:
 @dataclass(frozen=True)
 class PlanTask:
     """One planning activity: ``plan_start`` when ``start``, else ``plan_resume`` with the
-    previous round's results. ``calls_made`` counts the run's accepted calls so far (the
-    budget the activity accepts new calls against)."""
+    previous round's results. ``calls_made`` counts the calls the run's model made so far,
+    accepted or refused (the budget the activity accepts new calls against); an activity
+    whose budget is spent is final-answer-only, whatever ``finalize`` says."""
 
     run: RunContext
     #: The run's own policy options (merged with the agent's and the runtime's by the step).
@@ -99,6 +100,8 @@ class Planned(Generic[A]):
     #: What the activity's model calls cost (the responses the planner got from the clients
     #: it reached through ``input.agent.model``).
     usage: Usage = field(default_factory=Usage, metadata=ADDED)
+    #: Whether the activity was final-answer-only (its reply may hold no tool call).
+    finalized: bool = field(default=False, metadata=ADDED)
 
 
 @dataclass(frozen=True)

@@ -452,7 +452,8 @@ async def test_cancelling_a_run_in_its_confirmer_propagates() -> None:
     rt = payments_runtime(
         registry, [calls(("payments.pay", {"amount": 1})), answer()], confirm=confirm
     )
-    run = asyncio.create_task(rt.client("test.dyn").run("go"))
+    # payments.pay requires the label: a run without it is never offered the tool.
+    run = asyncio.create_task(rt.client("test.dyn").run("go", labels={"tenant": "t"}))
     await asked.wait()
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -499,7 +500,7 @@ async def test_a_confirmer_error_whose_message_cannot_be_read_is_no_decision() -
     rt = payments_runtime(
         registry, [calls(("payments.pay", {"amount": 1})), answer()], confirm=confirm
     )
-    (part,) = results(await rt.client("test.dyn").run("go"))
+    (part,) = results(await rt.client("test.dyn").run("go", labels={"tenant": "t"}))
     error = error_of(part)
     assert error["kind"] == "confirmation_failed"
     assert f"Unprintable: {UNPRINTABLE}" in error["message"]

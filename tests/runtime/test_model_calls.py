@@ -162,8 +162,10 @@ async def test_a_child_run_that_times_out_is_its_parents_agent_failed_tool_error
     assert isinstance(result, ToolResultPart) and result.is_error
     error = json.loads(result.content)["error"]
     assert error["kind"] == "agent_failed"
+    (child,) = outcome.child_runs
     assert error["message"].startswith(
-        "agent helpdesk.expert failed: ModelTimeoutError: agent 'helpdesk.expert' (run "
+        f"agent helpdesk.expert (child run {child}) failed: ModelTimeoutError: agent "
+        f"'helpdesk.expert' (run {child})"
     )
     assert model.cancelled == 1
 

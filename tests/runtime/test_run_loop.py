@@ -154,6 +154,19 @@ async def test_tag_clauses_allow_and_deny() -> None:
     assert error_of(outcome.transcript[2].parts[0])["kind"] == "not_permitted"
 
 
+@pytest.mark.parametrize("value", ["admin", ["admin", ""], ("admin", 1), None, {"admin": "x"}])
+@pytest.mark.parametrize("name", ["allowed_any", "denied_any"])
+def test_a_tag_clause_refuses_anything_but_a_collection_of_tags(name: str, value: object) -> None:
+    with pytest.raises(TypeError, match=rf"^TagClause\(\.\.\.\): {name} must be a tuple, list"):
+        TagClause(**{name: value})  # type: ignore[arg-type]
+
+
+def test_a_tag_clause_keeps_its_tags_as_a_tuple() -> None:
+    clause = TagClause(["write", "read"], {"slow", "admin"})  # type: ignore[arg-type]
+    assert clause == TagClause(("write", "read"), ("admin", "slow"))
+    assert isinstance(clause.allowed_any, tuple) and isinstance(clause.denied_any, tuple)
+
+
 async def test_unknown_tools_are_refused() -> None:
     rt = Runtime()
     planner = ScriptedPlanner([calls(("records.delete", {})), answer()])

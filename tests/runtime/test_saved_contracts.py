@@ -362,3 +362,27 @@ async def test_saved_calls_outside_consumption_are_refused_before_confirmation()
     )
     assert error_kind(result) == "not_permitted"
     assert len(decisions) == 1  # nobody was asked to approve a call that cannot run
+
+
+async def test_a_saved_call_is_never_admitted_without_a_label_its_tool_requires() -> None:
+    """Accepting refuses such calls; a saved one (a checkpoint restored into a run without the
+    label) is refused at admission, naming the tool and the label, and never sent."""
+    from agentgen.runtime.agents.planning import RunContext
+    from agentgen.runtime.runs.execution import ExecutionContext, admit
+
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    decisions: list[ConfirmationRequest] = []
+    planner = ScriptedPlanner([calls(("payments.pay", {"amount": 1})), answer()])
+    rt = setup(registry, planner, decisions)
+    outcome = await rt.client("test.payer").run("go", labels={"tenant": "t"})
+    assert len(registry.calls) == 1
+    restored = AcceptedCall.from_json(outcome.accepted_calls[0].to_json(), lambda tool_id: None)
+    context = ExecutionContext(rt, rt.agent("test.payer"), RunContext("r2", "test.payer"))
+    admission = await admit(context, restored)
+    assert admission.ref is None and admission.result is not None
+    assert error_kind(admission.result) == "not_permitted"
+    assert json.loads(admission.result.content)["error"]["message"].startswith(
+        "tool 'payments.pay' requires run labels this run does not have: tenant;"
+    )
+    assert len(registry.calls) == 1

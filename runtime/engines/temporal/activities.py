@@ -149,7 +149,12 @@ class RunActivities:
                 for d in planned.decisions
             )
             return Planned(
-                planned.message, planned.final_value, decisions, planned.limits, planned.usage
+                planned.message,
+                planned.final_value,
+                decisions,
+                planned.limits,
+                planned.usage,
+                finalized=planned.finalized,
             )
 
         return await _step(self.host, work, self.limit, task.run, attempt)

@@ -336,7 +336,7 @@ class _WorkflowSteps:
             if isinstance(exc.cause, CancelledError):
                 self.withdrawn += Usage.not_reported()
                 raise asyncio.CancelledError() from exc
-            raise ChildRunFailed(_failure(exc), _child_usage(exc)) from None
+            raise ChildRunFailed(_failure(exc), _child_usage(exc), run_id) from None
         except asyncio.CancelledError:
             self.withdrawn += Usage.not_reported()
             raise
