@@ -13,12 +13,13 @@ import pytest
 from agentgen.runtime.agents.definition import RunPolicy, TagClause
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.app import Runtime
-from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
+from agentgen.runtime.messages import Message, ToolCallPart
 from agentgen.runtime.registry.client import ToolCallMeta
 from agentgen.runtime.runs.loop import REFUSED_CALLS_IN_A_ROW
 from agentgen.runtime.runs.requests import RunError
 from examples.records.gen.assistant.toolsets.records import specs as records_specs
 from tests.engines.conftest import Harness
+from tests.engines.test_scenarios import error_of
 from tests.runtime.agents import (
     Records,
     ScriptedPlanner,
@@ -34,12 +35,6 @@ from tests.runtime.fake_registry import FakeRegistry
 from tests.runtime.sink_agents import expert_definition, triage_definition
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-def error_of(part: Any) -> dict[str, Any]:
-    assert isinstance(part, ToolResultPart) and part.is_error
-    error: dict[str, Any] = json.loads(part.content)["error"]
-    return error
 
 
 def tenant_toolset() -> Any:

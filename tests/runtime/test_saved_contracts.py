@@ -339,20 +339,28 @@ async def test_saved_calls_of_sources_the_agent_no_longer_consumes_do_not_run() 
     )
 
 
-async def test_saved_calls_outside_consumption_are_refused_before_confirmation() -> None:
-    from agentgen.runtime.agents.planning import RunContext
-    from agentgen.runtime.runs.accepted import AcceptedCall
-    from agentgen.runtime.runs.execution import ExecutionContext
-    from agentgen.runtime.runs.local import execute
-
+async def paid_and_restored(
+    decisions: list[ConfirmationRequest],
+) -> tuple[Any, ScriptedPlanner, AcceptedCall, FakeRegistry]:
+    """A run that paid (its confirmations in ``decisions``), and its call as a checkpoint
+    restores it."""
     registry = FakeRegistry()
     registry.publish(payments(), echo_handler)
-    decisions: list[ConfirmationRequest] = []
     planner = ScriptedPlanner([calls(("payments.pay", {"amount": 1})), answer()])
     rt = setup(registry, planner, decisions)
     outcome = await rt.client("test.payer").run("go", labels={"tenant": "t"})
-    assert len(decisions) == 1
     restored = AcceptedCall.from_json(outcome.accepted_calls[0].to_json(), lambda tool_id: None)
+    return rt, planner, restored, registry
+
+
+async def test_saved_calls_outside_consumption_are_refused_before_confirmation() -> None:
+    from agentgen.runtime.agents.planning import RunContext
+    from agentgen.runtime.runs.execution import ExecutionContext
+    from agentgen.runtime.runs.local import execute
+
+    decisions: list[ConfirmationRequest] = []
+    rt, planner, restored, _ = await paid_and_restored(decisions)
+    assert len(decisions) == 1
     narrower = records_definition(
         id="test.narrow", specs=(), deferred_tool_ids=()
     ).with_registry_tools(Sources(toolsets=[("company", "payments", "2", False)]))
@@ -370,14 +378,8 @@ async def test_a_saved_call_is_never_admitted_without_a_label_its_tool_requires(
     from agentgen.runtime.agents.planning import RunContext
     from agentgen.runtime.runs.execution import ExecutionContext, admit
 
-    registry = FakeRegistry()
-    registry.publish(payments(), echo_handler)
-    decisions: list[ConfirmationRequest] = []
-    planner = ScriptedPlanner([calls(("payments.pay", {"amount": 1})), answer()])
-    rt = setup(registry, planner, decisions)
-    outcome = await rt.client("test.payer").run("go", labels={"tenant": "t"})
+    rt, _, restored, registry = await paid_and_restored([])
     assert len(registry.calls) == 1
-    restored = AcceptedCall.from_json(outcome.accepted_calls[0].to_json(), lambda tool_id: None)
     context = ExecutionContext(rt, rt.agent("test.payer"), RunContext("r2", "test.payer"))
     admission = await admit(context, restored)
     assert admission.ref is None and admission.result is not None
