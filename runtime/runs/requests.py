@@ -114,7 +114,8 @@ class RunOutcome:
     final_text: str
     final_value: Any = None
     tool_calls: int = 0
-    #: Child runs started for agent tools, in order.
+    #: Child runs started for agent tools, in order, failed ones included (their calls
+    #: answered ``agent_failed``, naming them).
     child_runs: tuple[str, ...] = ()
     parent_run_id: str | None = None
     #: Every call accepted during the run, with the contract it was accepted under.
