@@ -25,14 +25,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
 from agentgen.runtime.agents.executors import ToolContext, UnknownToolError
-from agentgen.runtime.contracts.codecs import decode_exact, encode_exact
+from agentgen.runtime.contracts.codecs import encode_exact
 from agentgen.runtime.mcp_changes import Recheck, ToolListChanges
 from agentgen.runtime.mcp_check import MCPDeclaration, ToolListing, check_mcp_server
+from agentgen.runtime.mcp_text import read_texts
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, ContentBlock
@@ -219,15 +220,10 @@ def tool_value(
     * ``structuredContent`` when the server sent it (even ``null``): it is the typed result
       the MCP spec intends for programmatic callers, while the text beside it is a rendering.
     * Text content (text blocks, and embedded resources that hold text), read by the declared
-      type, since text alone cannot say whether ``2024`` is a number or a string:
-
-      - a string result is the text of the one block, as it is (``"2024"``, ``"true"``);
-      - an array result has one item per block, each read by the declared item type: the
-        SDK's own ``MCPServer`` renders an unstructured list one block per item, so one block
-        is a one-item array and no block the empty array;
-      - any other result (or none declared): no block is ``null``, one block its JSON value
-        when the text is JSON (servers that predate structured output serialize results into
-        text) else the text itself, several blocks the list of their values.
+      type, since text alone cannot say whether ``2024`` is a number or a string, or whether
+      one block is a whole list or its one item: :func:`~agentgen.runtime.mcp_text.read_texts`
+      states the rules (a string result is the text as it is; an array result one item per
+      block, or the whole array one block holds; unions read by the alternative that fits).
 
     Raises :class:`MCPToolError` for an ``isError`` result, whatever it holds, and
     :class:`MCPResultError` for content that is not text (images, audio, binary or linked
@@ -248,7 +244,7 @@ def tool_value(
             texts.append(text)
     if others:
         raise MCPResultError(name, sorted({*others, *(["text"] if texts else [])}))
-    return _texts_value(texts, result_schema)
+    return read_texts(texts, result_schema)
 
 
 #: The longest message an ``isError`` result's structured content gives (its compact JSON).
@@ -285,45 +281,3 @@ def _kind(block: ContentBlock) -> str:
     if block.type == "resource":
         return "binary resource"
     return block.type.replace("_", " ")
-
-
-def _texts_value(texts: Sequence[str], schema: Mapping[str, Any] | None) -> Any:
-    shape = _shape(schema)
-    if shape == "array":
-        assert schema is not None
-        items = schema.get("items")
-        return [_text_value(text, items if isinstance(items, Mapping) else None) for text in texts]
-    if not texts:
-        return None
-    if len(texts) == 1:
-        return _text_value(texts[0], schema)
-    return [_text_value(text, None) for text in texts]
-
-
-def _text_value(text: str, schema: Mapping[str, Any] | None) -> Any:
-    if _shape(schema) == "string":
-        return text
-    try:
-        # Exact numbers, as the runtime's own codecs parse JSON (``1.10`` stays ``1.10``).
-        return decode_exact(text)
-    except ValueError:
-        return text
-
-
-def _shape(schema: Mapping[str, Any] | None) -> Literal["string", "array"] | None:
-    """``string`` or ``array`` when ``schema`` (read at its top level) admits, beside ``null``,
-    only strings or only arrays; else None."""
-    if schema is None:
-        return None
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        declared = [declared]
-    if isinstance(declared, list):
-        kinds = {kind for kind in declared if kind != "null"}
-        if kinds == {"string"}:
-            return "string"
-        return "array" if kinds == {"array"} else None
-    values = schema.get("enum", [schema["const"]] if "const" in schema else None)
-    if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
-        return "string"
-    return None

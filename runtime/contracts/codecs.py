@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Generic, Protocol, TypeVar
@@ -213,6 +213,17 @@ class SchemaCodec:
 
     def check(self, value: Any) -> None:
         self._check(self._validator, value)
+
+    def admits(self, value: Any, part: Mapping[str, Any] | None = None) -> bool:
+        """Whether ``value`` is valid against the schema, or against ``part``, one of its
+        subschemas (its references resolve in the whole schema): what a reader that must
+        choose between readings of untyped text asks (:mod:`agentgen.runtime.mcp`)."""
+        validator = self._validator if part is None else self._validator.evolve(schema=part)
+        try:
+            self._check(validator, value)
+        except PayloadError:
+            return False
+        return True
 
     def _check(self, validator: Any, value: Any) -> None:
         from referencing.exceptions import Unresolvable

@@ -10,6 +10,7 @@ in-process behind a real ``mcp.Client``, as in ``test_mcp.py``.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -57,6 +58,15 @@ def build_server() -> MCPServer:
         return [7, 8][:n]
 
     @server.tool(structured_output=False)
+    def serialized_tags(n: int) -> str:
+        # What most servers do: the whole list serialized into one text block.
+        return json.dumps(["alpha", "beta", "2024"][:n])
+
+    @server.tool(structured_output=False)
+    def records(n: int) -> str:
+        return json.dumps([{"id": 1}, {"id": 2}, {"id": "three"}][:n])
+
+    @server.tool(structured_output=False)
     def year(city: str) -> str:
         return "2024"
 
@@ -102,8 +112,21 @@ def build_server() -> MCPServer:
     return server
 
 
+RECORDS = {
+    "type": "array",
+    "items": {"$ref": "#/$defs/Record"},
+    "$defs": {
+        "Record": {
+            "type": "object",
+            "properties": {"id": {"type": "integer"}},
+            "required": ["id"],
+        }
+    },
+}
 SPECS: tuple[ToolSpec, ...] = (
     almanac_spec("tags", N, STRINGS),
+    almanac_spec("serialized_tags", N, STRINGS),
+    almanac_spec("records", N, RECORDS),
     almanac_spec("counts", N, {"type": "array", "items": {"type": "integer"}}),
     almanac_spec("year", CITY, {"type": "string"}),
     almanac_spec("verdict", CITY, {"type": "string", "enum": ["true", "false"]}),
@@ -160,6 +183,19 @@ async def test_an_unstructured_list_keeps_its_shape(mode: str) -> None:
     assert value(await call(mode, "tags", {"n": 3})) == ["alpha", "beta", "2024"]
     # Items of other types are read as JSON.
     assert value(await call(mode, "counts", {"n": 1})) == [7]
+
+
+async def test_a_list_serialized_into_one_block_is_the_list(mode: str) -> None:
+    # The whole array in one text block is that array, not a one-item list holding it.
+    assert value(await call(mode, "serialized_tags", {"n": 2})) == ["alpha", "beta"]
+    assert value(await call(mode, "serialized_tags", {"n": 1})) == ["alpha"]
+    assert value(await call(mode, "serialized_tags", {"n": 0})) == []
+    assert value(await call(mode, "records", {"n": 2})) == [{"id": 1}, {"id": 2}]
+    # An array whose items break the declared type stays whole: the result check names the
+    # item at fault.
+    error = error_of(await call(mode, "records", {"n": 3}))
+    assert error["kind"] == "invalid_result"
+    assert [issue["path"] for issue in error["issues"]] == ["[2].id"]
 
 
 async def test_an_unstructured_string_is_its_text(mode: str) -> None:
@@ -235,3 +271,78 @@ def test_an_error_without_text_names_its_content() -> None:
     image = ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
     with pytest.raises(MCPToolError, match=r"\(no message; image content\)$"):
         tool_value("t", CallToolResult(content=[image], is_error=True))
+
+
+def test_one_block_holding_an_array_is_the_array_it_holds() -> None:
+    records = [{"id": 1}, {"id": 2}]
+    whole = CallToolResult(content=[text(json.dumps(records))])
+    assert tool_value("t", whole, RECORDS) == records
+    assert tool_value("t", whole, {"type": "array"}) == records
+    numbers = CallToolResult(content=[text("[1, 2.50]")])
+    assert tool_value("t", numbers, {"type": "array", "items": {"type": "number"}}) == [
+        1,
+        Decimal("2.50"),
+    ]
+    # Several blocks stay one item each, even when each holds an array.
+    two = CallToolResult(content=[text("[1]"), text("[2]")])
+    assert tool_value("t", two, {"type": "array"}) == [[1], [2]]
+    # A JSON array that is not of the declared type, while its text as one item is: one item.
+    pair = CallToolResult(content=[text("[1, 2]")])
+    assert tool_value("t", pair, STRINGS) == ["[1, 2]"]
+    nested = {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}
+    assert tool_value("t", pair, nested) == [[1, 2]]
+    assert tool_value("t", CallToolResult(content=[text("[[1, 2]]")]), nested) == [[1, 2]]
+    # Neither reading fits: the array stays whole, for the result check to name its items.
+    bad = CallToolResult(content=[text('[{"id": "x"}]')])
+    assert tool_value("t", bad, RECORDS) == [{"id": "x"}]
+
+
+def test_one_block_of_json_array_text_for_a_list_of_strings_is_the_whole_list() -> None:
+    # The ambiguous case: '["a","b"]' is the list ["a", "b"] (a server that serialized its
+    # whole answer) or the one item '["a","b"]' (a server sending one block per item). It
+    # reads as the whole list; the one-item reading only where the whole one does not fit.
+    one = CallToolResult(content=[text('["a", "b"]')])
+    assert tool_value("t", one, STRINGS) == ["a", "b"]
+    assert tool_value("t", CallToolResult(content=[text("[]")]), STRINGS) == []
+    long_words = {"type": "array", "items": {"type": "string", "minLength": 3}}
+    assert tool_value("t", CallToolResult(content=[text('["a"]')]), long_words) == ['["a"]']
+    # Items that look like JSON arrays stay items when they come one block each.
+    several = CallToolResult(content=[text('["a"]'), text('["b", "c"]')])
+    assert tool_value("t", several, STRINGS) == ['["a"]', '["b", "c"]']
+
+
+def test_unions_and_references_are_read_by_the_alternative_that_fits() -> None:
+    def read(raw: str, schema: dict[str, Any]) -> Any:
+        return tool_value("t", CallToolResult(content=[text(raw)]), schema)
+
+    optional = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    assert read("2024", optional) == "2024"
+    assert read("null", optional) == "null"  # as for {"type": ["string", "null"]}
+    assert tool_value("t", CallToolResult(content=[]), optional) is None
+    optional_list = {"anyOf": [STRINGS, {"type": "null"}]}
+    assert read("alpha", optional_list) == ["alpha"]
+    assert read('["a", "b"]', optional_list) == ["a", "b"]
+    assert tool_value("t", CallToolResult(content=[]), optional_list) == []
+    # A reference is read as what it names, items too.
+    codes = {
+        "type": "array",
+        "items": {"$ref": "#/$defs/Code"},
+        "$defs": {"Code": {"type": "string", "enum": ["7", "true"]}},
+    }
+    assert tool_value("t", CallToolResult(content=[text("7"), text("true")]), codes) == [
+        "7",
+        "true",
+    ]
+    assert read("7", {"$ref": "#/$defs/Code", "$defs": codes["$defs"]}) == "7"
+    # Exactly one alternative fits: its reading.
+    word_or_count = {"oneOf": [{"type": "integer"}, {"type": "string", "pattern": "^[a-z]+$"}]}
+    assert read("true", {"type": ["string", "integer"]}) == "true"
+    assert read("12", word_or_count) == 12
+    assert read("many", word_or_count) == "many"
+    # Both fit ("1" the string and 1 the number): plain JSON reading, as before.
+    assert read("1", {"anyOf": [{"type": "string"}, {"type": "integer"}]}) == 1
+    # None fits: plain JSON reading, which the result check then refuses.
+    assert read("true", {"anyOf": [{"type": "integer"}, {"type": "object"}]}) is True
+    # A reference that cannot be followed leaves the text to plain JSON reading.
+    assert read("7", {"$ref": "#/$defs/Missing"}) == 7
+    assert read("7", {"$ref": "#"}) == 7
