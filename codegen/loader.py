@@ -82,10 +82,13 @@ def user_traceback(exc: BaseException) -> str:
     """The traceback of ``exc`` with agentgen's and the import machinery's frames removed.
 
     When the innermost frame is agentgen's own, the exception is a bug of agentgen rather than
-    of the design: the full traceback is kept and labelled as such.
+    of the design: the full traceback is kept and labelled as such. An innermost frame of
+    Python's own frozen modules is the design's: ``class Note(BaseModel)`` whose docstring
+    holds a lone surrogate fails inside ``<frozen abc>``, at the design's line.
     """
     frames = traceback.extract_tb(exc.__traceback__)
-    if frames and _is_agentgen_frame(frames[-1].filename) and not isinstance(exc, SystemExit):
+    innermost = frames[-1].filename if frames else ""
+    if innermost.startswith(_PACKAGE_DIRS) and not isinstance(exc, SystemExit):
         head = "agentgen internal error while evaluating the design (please report it):\n"
         return head + "".join(traceback.format_exception(exc))
     kept = traceback.StackSummary.from_list(

@@ -25,7 +25,14 @@ from agentgen.dsl.expr import (
     TypeExpr,
     UseExpr,
 )
-from agentgen.dsl.names import mcp_server_name_problem, name_problem, q, suggest_name, variable_name
+from agentgen.dsl.names import (
+    lone_surrogate,
+    mcp_server_name_problem,
+    name_problem,
+    q,
+    suggest_name,
+    variable_name,
+)
 
 _AUDIENCES: tuple[ServerDataAudience, ...] = ("timeline", "internal", "evidence")
 
@@ -442,6 +449,9 @@ def ServerData(
     expr = ServerDataExpr(call.loc, tool, kind=kind if isinstance(kind, str) else "")
     if not isinstance(kind, str) or not kind:
         call.error("ServerData kind must be a non-empty string")
+    elif (surrogate := lone_surrogate(kind)) is not None:
+        # The kind is written into generated code and the registry declaration.
+        call.error(f"ServerData kind contains {surrogate}; remove it")
     from pydantic import BaseModel
 
     if schema is None:

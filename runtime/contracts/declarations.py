@@ -15,13 +15,17 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
+from agentgen.runtime.contracts.json_values import surrogate_problem
 from agentgen.runtime.contracts.limits import MAX_DESCRIPTION_CHARS, MAX_TEXT_CHARS
 
 __all__ = [
@@ -76,8 +80,40 @@ def _prose(value: str) -> str:
     return value
 
 
-Line = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_one_line)]
-Prose = Annotated[str, Field(max_length=MAX_DESCRIPTION_CHARS), AfterValidator(_prose)]
+def _unicode(value: Any, info: ValidationInfo) -> Any:
+    """Every string of a declaration reaches JSON documents, provider requests and generated
+    code as UTF-8: a lone surrogate (half of a UTF-16 pair, which a Python string may hold) is
+    refused where the declaration is built, naming the field, rather than failing later where
+    it is written (pydantic's own check of a constrained string refuses it as "unable to parse
+    raw data as a unicode string"; a plain ``str`` it keeps).
+
+    JSON text cannot hold one (pydantic refuses ``"\\ud800"`` as invalid JSON), so only
+    values built in Python are looked at. JSON Schemas are left to ``contracts.compile``,
+    which refuses theirs naming the tool, the schema and the place in it."""
+    return value if info.mode == "json" else _encodable(value)
+
+
+def _encodable(value: Any) -> Any:
+    problem = surrogate_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("lone_surrogate", problem)
+    return value
+
+
+#: A string of a declaration (see ``_unicode``).
+Text = Annotated[str, BeforeValidator(_unicode)]
+Line = Annotated[
+    str,
+    Field(max_length=MAX_TEXT_CHARS),
+    BeforeValidator(_unicode),
+    AfterValidator(_one_line),
+]
+Prose = Annotated[
+    str,
+    Field(max_length=MAX_DESCRIPTION_CHARS),
+    BeforeValidator(_unicode),
+    AfterValidator(_prose),
+]
 
 ToolKind = Literal["service", "agent", "control"]
 Audience = Literal["timeline", "internal", "evidence"]
@@ -112,11 +148,18 @@ class SearchTerms(_Strict):
     # Strict: a registry's 1.0 or true is not a count.
     terms: dict[str, list[StrictInt]] = Field(default_factory=dict)
 
+    @field_validator("terms")
+    @classmethod
+    def _words(cls, value: dict[str, list[int]], info: ValidationInfo) -> dict[str, list[int]]:
+        # The words, checked here rather than as keys: a key's location in a message would
+        # hold the surrogate itself.
+        return value if info.mode == "json" else _encodable(value)
+
 
 class PathSegment(_Strict):
     """One step of a field path: a fixed property name, or any element of a collection."""
 
-    field: str | None = None
+    field: Text | None = None
     element: bool = False
 
     @model_validator(mode="after")
@@ -135,15 +178,15 @@ class FieldMetadata(_Strict):
 
 
 class TypeContract(_Strict):
-    name: str | None = None
+    name: Text | None = None
     fields: list[FieldMetadata] = Field(default_factory=list)
 
 
 class PagingContract(_Strict):
-    cursor_field: str
-    next_cursor_field: str
-    continue_tool: str | None = None
-    source_tool: str | None = None
+    cursor_field: Text
+    next_cursor_field: Text
+    continue_tool: Text | None = None
+    source_tool: Text | None = None
 
 
 class BoundsContract(_Strict):
@@ -152,8 +195,8 @@ class BoundsContract(_Strict):
 
 class ConfirmationContract(_Strict):
     title: Line | None = None
-    prompt_template: str
-    denied_result_template: str
+    prompt_template: Text
+    denied_result_template: Text
 
 
 class ServerDataContract(_Strict):
@@ -166,7 +209,7 @@ class ServerDataContract(_Strict):
 class AgentTarget(_Strict):
     """For an agent exposed as a tool: the agent that runs it."""
 
-    executor: str = Field(min_length=1)
+    executor: Annotated[Text, Field(min_length=1)]
 
 
 class ConsumerContract(_Strict):

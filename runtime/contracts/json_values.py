@@ -9,10 +9,11 @@ value name the place in it, as a JSON Pointer, so that its author can find it.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
-__all__ = ["encodes_utf8", "json_problem", "lone_surrogate"]
+__all__ = ["encodes_utf8", "json_problem", "lone_surrogate", "surrogate_problem"]
 
 
 def encodes_utf8(text: str) -> bool:
@@ -46,6 +47,37 @@ def lone_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
         if found is not None:
             return found
     return None
+
+
+def surrogate_problem(value: Any) -> str | None:
+    """Why ``value`` (a string, or a JSON value built in Python) cannot be written as UTF-8
+    text, naming the first lone surrogate and where it is in ``value``; None when it can.
+
+    Checked at C speed first (encoding the string, or the value's JSON text), walked only when
+    that fails: declarations are read on the registry's hot paths."""
+    if isinstance(value, str):
+        if encodes_utf8(value):
+            return None
+    elif isinstance(value, dict | list):
+        try:
+            if encodes_utf8(json.dumps(value, ensure_ascii=False)):
+                return None
+        except (TypeError, ValueError):  # not JSON: refused elsewhere, walked here
+            pass
+    else:
+        return None
+    found = lone_surrogate(value)
+    if found is None:
+        return None
+    path, code = found
+    # The path may hold the surrogate itself (a key): shown escaped, so the message can be
+    # written where the value could not.
+    shown = path.encode("utf-8", "backslashreplace").decode("utf-8")
+    at = f" at {shown}" if isinstance(value, dict | list) else ""
+    return (
+        f"contains a lone surrogate ({code}){at}, which no UTF-8 document or provider request "
+        "can carry"
+    )
 
 
 def json_problem(value: Any, path: str = "") -> str | None:

@@ -47,7 +47,7 @@ def _raw(declaration: object, key: str) -> Any:
     return getattr(declaration, key, None)
 
 
-def _validated(declaration: ToolSchema | Mapping[str, Any], name: str) -> ToolSchema:
+def _validated(declaration: ToolSchema | Mapping[str, Any], name: str, toolset: str) -> ToolSchema:
     try:
         if isinstance(declaration, ToolSchema):
             # Whatever happened to the model since it was built: its fields, as they are now
@@ -57,7 +57,10 @@ def _validated(declaration: ToolSchema | Mapping[str, Any], name: str) -> ToolSc
             data = declaration
         return ToolSchema.model_validate(data)
     except ValidationError as exc:
-        raise ContractError(f"tool {name} declaration: {first_error(exc)}") from None
+        fix = ""
+        if exc.errors()[0]["type"] == "lone_surrogate":  # not the consumer's to fix
+            fix = f"; fix the provider of toolset {toolset!r}"
+        raise ContractError(f"tool {name} declaration: {first_error(exc)}{fix}") from None
     except (TypeError, ValueError) as exc:  # a model_construct'ed field pydantic cannot dump
         raise ContractError(f"tool {name} declaration cannot be read as JSON: {exc}") from None
 
@@ -111,7 +114,7 @@ def checked_declaration(
     except SchemaProblem as exc:
         raise ContractError(f"tool {name}: {exc}") from None
     fresh = fresh and type(declaration) is ToolSchema
-    checked = declaration if fresh else _validated(declaration, name)
+    checked = declaration if fresh else _validated(declaration, name, toolset)
     assert isinstance(checked, ToolSchema)
     name = repr(checked.name)
     if registration_token is not None and not (

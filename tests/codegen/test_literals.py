@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from agentgen.codegen.loader import UserCodeError
 from agentgen.codegen.pipeline import check_file, generate
 from agentgen.codegen.render import py
 from tests.codegen.helpers import importable as on_path
@@ -142,6 +143,47 @@ with Service("svc"):
         "Args model Note: its JSON Schema contains a lone surrogate (U+D800) at "
         "/properties/text/description",
     )
+
+
+def test_a_lone_surrogate_in_a_server_data_kind_is_refused_with_the_line(
+    designs: DesignRunner,
+) -> None:
+    # The kind is written into the generated specs and the registry declaration: it once
+    # passed validation and failed writing the generated files (UnicodeEncodeError).
+    designs.check(
+        """
+from pydantic import BaseModel
+class Receipt(BaseModel):
+    id: int
+with Toolset("notes") as Notes:
+    Tool("add", "Add.", lambda: ServerData("receipt\\ud800", Receipt))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Notes))
+""",
+        "ServerData kind contains a lone surrogate (U+D800 at index 7), which no UTF-8 file, "
+        "JSON document or provider request can carry; remove it",
+    )
+
+
+def test_a_docstring_python_cannot_store_is_the_design_s_error(designs: DesignRunner) -> None:
+    # Python itself refuses a class whose docstring holds a lone surrogate, inside
+    # <frozen abc>: the design's error at its line, not "agentgen internal error".
+    design = designs.write(
+        """
+from pydantic import BaseModel
+class Note(BaseModel):
+    \"\"\"Half \\ud800 a pair.\"\"\"
+    text: str
+"""
+    )
+    with pytest.raises(UserCodeError) as caught:
+        check_file(design)
+    message = str(caught.value)
+    assert "internal error" not in message
+    assert message.startswith("Traceback (most recent call last):\n")
+    assert f'File "{design}", line 4, in <module>' in message
+    assert message.endswith("UnicodeEncodeError: 'utf-8' codec can't encode character "
+                            "'\\ud800' in position 5: surrogates not allowed\n")  # fmt: skip
 
 
 def test_a_design_file_name_with_odd_characters_stays_a_comment(tmp_path: Path) -> None:

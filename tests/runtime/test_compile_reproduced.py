@@ -7,11 +7,14 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.compiler import compile
-from agentgen.runtime.contracts.declarations import ContractError
+from agentgen.runtime.contracts.declarations import ContractError, ToolSchema, ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.contracts.wire import fingerprint, tool_schema
+from agentgen.runtime.search.document import search_document
 from tests.runtime.test_compile_property import TOOL, TOOLSET, declaration
 
 
@@ -83,6 +86,124 @@ def test_a_schema_with_a_non_finite_number_is_refused_naming_where() -> None:
         "/properties/n/maximum is not finite (a number beyond a double's range, such as 1e400, "
         f"reads as infinity); fix the provider of toolset {TOOLSET!r}"
     )
+
+
+def _set(wire: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    node: Any = wire
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    node[last] = value
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "where"),
+    [
+        ("description", "Places \ud800 an order.", "description: contains a lone surrogate "
+         "(U+D800)"),
+        ("tags", ["shop", "\udc00"], "tags.1: contains a lone surrogate (U+DC00)"),
+        ("consumer_contract.title", "Order\ud800", "consumer_contract.title: contains a lone "
+         "surrogate (U+D800)"),
+        ("consumer_contract.payload.name", "Order\ud800Args", "consumer_contract.payload.name: "
+         "contains a lone surrogate (U+D800)"),
+        ("consumer_contract.payload.fields", [{"path": [{"field": "q\ud800"}]}],
+         "consumer_contract.payload.fields.0.path.0.field: contains a lone surrogate (U+D800)"),
+        ("consumer_contract.confirmation", {"prompt_template": "Order {{ q }}?\ud800",
+         "denied_result_template": "No."}, "consumer_contract.confirmation.prompt_template: "
+         "contains a lone surrogate (U+D800)"),
+        ("consumer_contract.search.terms", {"order\ud800": [1, 0, 0, 0, 0]},
+         "consumer_contract.search.terms: contains a lone surrogate (U+D800) at "
+         "/order\\ud800"),
+        ("consumer_contract.server_data", [{"kind": "audit\ud800", "schema": {}}],
+         "consumer_contract.server_data.0.kind: contains a lone surrogate (U+D800)"),
+    ],
+    ids=["description", "tag", "title", "type-name", "field-path", "prompt", "search-term",
+         "server-data-kind"],
+)  # fmt: skip
+def test_a_declaration_with_a_lone_surrogate_is_refused_naming_the_tool_and_field(
+    field: str, value: Any, where: str
+) -> None:
+    # Built in Python (a provider's own declaration, a test's), such a string passed the
+    # declaration models and failed later, encoding a provider request or a registry body.
+    wire = declaration(obj(q={"type": "string"}), {"type": "string"})
+    _set(wire, field, value)
+    with pytest.raises(ContractError) as info:
+        compile(wire, toolset=TOOLSET)
+    assert str(info.value) == (
+        f"tool {TOOL!r} declaration: {where}, which no UTF-8 document or provider request can "
+        f"carry; fix the provider of toolset {TOOLSET!r}"
+    )
+    with pytest.raises(ValidationError) as caught:
+        ToolSchema.model_validate(wire)
+    assert caught.value.errors()[0]["type"] == "lone_surrogate"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "role", "where"),
+    [
+        ("result_schema", {"type": "string", "enum": ["a", "\ud800"]}, "result", "/enum/1"),
+        ("consumer_contract.server_data", [{"kind": "audit", "schema": {"title": "\ud800"}}],
+         "server data 'audit'", "/title"),
+    ],
+    ids=["result-enum", "server-data-schema"],
+)  # fmt: skip
+def test_a_schema_with_a_lone_surrogate_is_refused_by_compile_naming_the_place(
+    field: str, value: Any, role: str, where: str
+) -> None:
+    # The declaration models leave JSON Schemas to compile, which names the schema and the
+    # place in it.
+    wire = declaration(obj(q={"type": "string"}), {"type": "string"})
+    _set(wire, field, value)
+    assert ToolSchema.model_validate(wire).name == TOOL
+    with pytest.raises(ContractError) as info:
+        compile(wire, toolset=TOOLSET)
+    assert str(info.value) == (
+        f"tool {TOOL!r} {role}: the schema contains a lone surrogate (U+D800) at {where}, which "
+        "no UTF-8 document or provider request can carry; fix the provider of toolset "
+        f"{TOOLSET!r}"
+    )
+
+
+def test_a_toolset_declaration_with_a_lone_surrogate_is_refused_naming_the_field() -> None:
+    wire = declaration(obj(q={"type": "string"}), {"type": "string"})
+    for field, value, loc in (
+        ("description", "Shop \ud800.", ("description",)),
+        ("version", "1\ud800", ("version",)),
+        ("tags", ["ok", "\ud800"], ("tags", 1)),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            ToolsetDeclaration.model_validate({"name": TOOLSET, field: value, "tools": [wire]})
+        (error,) = caught.value.errors()
+        assert (error["type"], error["loc"]) == ("lone_surrogate", loc)
+        assert error["msg"].startswith("contains a lone surrogate (U+D800), which no UTF-8")
+    with pytest.raises(ContractError, match=r"tools\.0\.description\n  contains a lone surrogate"):
+        fingerprint({"name": TOOLSET, "tools": [{**wire, "description": "\ud800"}]})
+    # A provider declaring its tools in Python is refused where it declares them.
+    with pytest.raises(ValidationError, match="lone surrogate"):
+        tool_schema(
+            tool_id=TOOL,
+            title="Order",
+            description="Places \ud800 an order.",
+            tags=(),
+            payload_schema={"type": "object"},
+            payload_name=None,
+            result_schema={},
+            result_name=None,
+            search=search_document(TOOL, "Order", "Places an order.", {"type": "object"}),
+        )
+
+
+def test_declarations_read_from_json_text_keep_their_characters() -> None:
+    # JSON text cannot carry a lone surrogate (pydantic refuses the escape as invalid JSON);
+    # a pair written as escapes is one character, and the check never looks at JSON text.
+    wire = declaration(obj(q={"type": "string"}), {"type": "string"})
+    wire["description"] = "Places an order \U0001f642."
+    text = json.dumps({"name": TOOLSET, "tools": [wire]}, ensure_ascii=True)
+    assert "\\ud83d\\ude42" in text
+    parsed = ToolsetDeclaration.model_validate_json(text)
+    assert parsed.tools[0].description == "Places an order \U0001f642."
+    with pytest.raises(ValidationError, match="hex escape"):
+        ToolsetDeclaration.model_validate_json(text.replace("\\ude42", ""))
 
 
 # --------------------------------------------------------------------------- huge numbers
