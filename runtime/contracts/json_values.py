@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from decimal import Decimal
 from typing import Any
 
-__all__ = ["encodes_utf8", "json_problem", "lone_surrogate", "surrogate_problem"]
+__all__ = [
+    "encodes_utf8",
+    "json_problem",
+    "lone_surrogate",
+    "surrogate_problem",
+    "vanishing_number",
+]
 
 
 def encodes_utf8(text: str) -> bool:
@@ -108,3 +116,59 @@ def json_problem(value: Any, path: str = "") -> str | None:
         f"the value{where} is a {type(value).__name__} (JSON has objects with string keys, "
         "lists, strings, numbers, booleans and null)"
     )
+
+
+#: What any JSON number too close to zero for a double has: a negative exponent of three
+#: digits or more, or a hundred zeros after its point (its magnitude is below 1e-323, so the
+#: zeros and the exponent add up to more than 300). Text without either is never parsed twice.
+_TINY = re.compile(rb"[eE]-0*[1-9][0-9][0-9]|\.0{100}")
+
+
+class _Vanished(float):
+    """A nonzero number that reads as zero, with the text it was written as."""
+
+    written: str
+
+
+def vanishing_number(text: bytes) -> tuple[tuple[str | int, ...], str] | None:
+    """The place (keys and indexes) and text of the first nonzero number of the JSON ``text``
+    that a double reads as zero (``1e-400``, beyond a double's precision), or None.
+
+    ``json.loads``, pydantic and every JSON parser that reads numbers as doubles turn such a
+    number into ``0.0`` without a word: a schema's ``"minimum": 1e-400`` would then take 0.
+    (A number beyond a double's range reads as infinity, which is not JSON and refused as
+    such; rounding a number to the nearest double is how JSON Schemas are read.) None for text
+    that is not JSON: its parser says why."""
+    if _TINY.search(text) is None:
+        return None
+
+    def number(written: str) -> float:
+        value = float(written)
+        if value == 0.0 and Decimal(written) != 0:
+            vanished = _Vanished(value)
+            vanished.written = written
+            return vanished
+        return value
+
+    try:
+        parsed = json.loads(text, parse_float=number)
+    except (ValueError, RecursionError):
+        return None
+    return _vanished_in(parsed, ())
+
+
+def _vanished_in(
+    value: Any, path: tuple[str | int, ...]
+) -> tuple[tuple[str | int, ...], str] | None:
+    if isinstance(value, _Vanished):
+        return path, value.written
+    items: Any = ()
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    for key, item in items:
+        found = _vanished_in(item, (*path, key))
+        if found is not None:
+            return found
+    return None

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentgen.runtime.contracts.json_values import vanishing_number
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.auth import Principal
 from agentgen.runtime.registry.client import RegistryError
@@ -214,6 +215,16 @@ def _parse(model: type[BaseModel], body: bytes) -> BaseModel | Answer:
     made here too, since listing the errors of a large body is work of the same size."""
     if not body:
         return validation_answer([{"loc": ("body",), "msg": "Field required"}])
+    if model is api.RegisterRequest and (vanished := vanishing_number(body)) is not None:
+        # A declaration's numbers are read as doubles; this one would be stored, fingerprinted
+        # and advertised as 0 unseen. (Other bodies keep theirs: call arguments are exact.)
+        where, written = vanished
+        shown = written if len(written) <= 40 else f"{written[:20]}...{written[-12:]}"
+        message = (
+            f"the number {shown} is not 0 but reads as 0 (declarations are read as doubles, "
+            "and none is this close to zero): write 0 if 0 is meant"
+        )
+        return validation_answer([{"loc": ("body", *where), "msg": message}])
     try:
         return model.model_validate_json(body)
     except ValidationError as exc:

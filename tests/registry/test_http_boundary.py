@@ -11,6 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.fingerprint import schema_fingerprint
 from agentgen.runtime.registry.auth import AuthConfigError, TokenTable, is_loopback
 from agentgen.runtime.registry.client import RegistryError
@@ -99,6 +100,35 @@ async def test_bad_registrations_are_refused_with_a_code(
     response = await post(secured, path, body, PROVIDER, **headers)
     assert (response.status_code, code_of(response)) == (status, code)
     assert await catalog(secured) == []  # nothing was written
+
+
+async def test_a_declared_number_that_reads_as_zero_is_refused_naming_where(
+    secured: Running,
+) -> None:
+    # JSON lets a provider (written in any language) declare "minimum": 1e-400; read as a
+    # double it is 0.0, and the registry stored, fingerprinted and advertised 0 unseen.
+    positive = {"type": "object", "properties": {"n": {"type": "number", "minimum": 0.0}}}
+    body = json.dumps(registered(echo_toolset(payload=positive)))
+    assert body.count('"minimum": 0.0') == 2  # payload and execution payload schemas
+    tiny = body.replace('"minimum": 0.0', '"minimum": 1e-400').encode()
+    response = await post(secured, "/v1/providers/register", tiny, PROVIDER)
+    assert (response.status_code, code_of(response)) == (422, "validation_error")
+    assert response.json()["error"]["message"] == (
+        "toolset.tools.0.payload_schema.properties.n.minimum: the number 1e-400 is not 0 but "
+        "reads as 0 (declarations are read as doubles, and none is this close to zero): write "
+        "0 if 0 is meant"
+    )
+    assert await catalog(secured) == []
+    # The smallest double, and text that only looks like such a number, are admitted.
+    smallest = {"type": "object", "properties": {"n": {"type": "number", "minimum": 5e-324}}}
+    toolset = echo_toolset(description="Say 1e-400 back.", payload=smallest)
+    response = await post(secured, "/v1/providers/register", registered(toolset), PROVIDER)
+    assert response.status_code == 200, response.text
+    assert await catalog(secured) == ["echo"]
+
+
+def registered(toolset: ToolsetDeclaration) -> dict[str, Any]:
+    return register_body(toolset=toolset.to_json(), schema_fingerprint=schema_fingerprint(toolset))
 
 
 async def test_body_limit_is_enforced_without_a_content_length(secured: Running) -> None:
