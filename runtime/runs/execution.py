@@ -51,7 +51,7 @@ from agentgen.runtime.runs.loop import describe_failure
 from agentgen.runtime.runs.policy import lacking_labels, missing_labels
 from agentgen.runtime.runs.registry_calls import bounded, describe, unavailable
 from agentgen.runtime.runs.requests import RunRequest
-from agentgen.runtime.runs.results import outcome_of, tool_error
+from agentgen.runtime.runs.results import outcome_of, timed_out, tool_error
 from agentgen.runtime.runs.steps import (
     Admission,
     ChildOutcome,
@@ -306,14 +306,7 @@ async def _within_tool_timeout(
         # still answers outcome_unknown: the deadline passed, whatever the tool said after it.
         return await within_deadline(limit, running)
     except DeadlinePassed:
-        spec = accepted.spec
-        return tool_error(
-            accepted.call,
-            "outcome_unknown",
-            f"{spec.id} did not finish within {limit:g} s (the engine's tool_timeout) and was "
-            "cancelled; the outcome is unknown: do not retry or issue a replacement call, "
-            "because the effect may have occurred",
-        )
+        return timed_out(accepted.call, accepted.spec.id, limit)
 
 
 async def _call_executor(context: ExecutionContext, accepted: AcceptedCall) -> ToolResultPart:

@@ -25,6 +25,7 @@ from agentgen.runtime.contracts.validation_errors import first_error
 from agentgen.runtime.failures import message_of
 from agentgen.runtime.registry.client import RegistryError, ResolvedToolset
 from agentgen.runtime.runs.host import RegistryRegistration
+from agentgen.runtime.runs.requests import RunError
 from agentgen.runtime.tasks import DeadlinePassed, within_deadline
 from agentgen.runtime.telemetry.spans import RegistryRequest
 
@@ -32,6 +33,7 @@ __all__ = [
     "MalformedReplyError",
     "RegistryTimeoutError",
     "bounded",
+    "check_admission_timeout",
     "checked_batch",
     "checked_listing",
     "checked_resolution",
@@ -97,6 +99,24 @@ async def bounded(
                     if isinstance(one, ResolvedToolset) and isinstance(one.registration_token, str):
                         span.resolved_one(str(name), _version(one), one.registration_token)
         return result
+
+
+def check_admission_timeout(
+    registration: RegistryRegistration, limit: tuple[str, float], agent_id: str, run_id: str
+) -> None:
+    """Refuse a run whose registry's ``Timeout`` an engine's own limit on a call admission
+    (``limit``: its name and seconds) would preempt: the engine would end the admission first,
+    and its call could only answer ``outcome_unknown`` where the registry's timeout says the
+    registry did not answer."""
+    name, seconds = limit
+    if registration.timeout >= seconds:
+        raise RunError(
+            f"agent {agent_id!r} (run {run_id}): registry {registration.name!r} has a Timeout "
+            f"of {registration.timeout:g} seconds, not shorter than {name} ({seconds:g} "
+            "seconds), the longest the engine lets a call admission take: the engine would end "
+            f"an admission before the registry's Timeout did. Raise {name}, or declare a "
+            "shorter Timeout for the registry in the design"
+        )
 
 
 def _version(resolved: ResolvedToolset) -> str | None:

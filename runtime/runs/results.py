@@ -15,7 +15,7 @@ from typing import Any
 from agentgen.runtime.contracts.codecs import FieldIssue
 from agentgen.runtime.messages import ToolCallPart, ToolResultPart
 
-__all__ = ["outcome_of", "tool_error"]
+__all__ = ["outcome_of", "outcome_unknown", "timed_out", "tool_error"]
 
 
 def tool_error(
@@ -26,6 +26,27 @@ def tool_error(
         error["issues"] = [{"path": i.path, "message": i.message} for i in issues]
     return ToolResultPart(
         call.call_id, call.tool_id, json.dumps({"error": error}, ensure_ascii=False), True
+    )
+
+
+def outcome_unknown(call: ToolCallPart, what_happened: str) -> ToolResultPart:
+    """A call that may have had its effect but whose answer was lost (``what_happened`` says
+    how, naming the tool): the model is told not to retry it, on every engine in the same
+    words."""
+    return tool_error(
+        call,
+        "outcome_unknown",
+        f"{what_happened}; the outcome is unknown: do not retry or issue a replacement call, "
+        "because the effect may have occurred",
+    )
+
+
+def timed_out(call: ToolCallPart, tool_id: str, seconds: float) -> ToolResultPart:
+    """A tool that ran longer than its engine's ``tool_timeout`` and was cancelled."""
+    return outcome_unknown(
+        call,
+        f"{tool_id} did not finish within {seconds:g} s (the engine's tool_timeout) and was "
+        "cancelled",
     )
 
 

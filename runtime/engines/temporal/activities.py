@@ -13,7 +13,9 @@ lost worker is noticed within the heartbeat timeout rather than the activity's; 
 activity's heartbeats also carry what its model calls cost, for its next attempt
 (:mod:`.attempts`). An answer too large for Temporal fails the activity for good
 (:mod:`.payload_limits`): the SDK would not upload it, and repeating a planning activity asks
-the model again.
+the model again. A tool execution or registry admission runs in its first attempt only: a later
+one (Temporal grants it to an activity paused while it ran, once unpaused) answers
+``outcome_unknown`` without running it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.execution import ExecutionContext
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.plan_step import plan
+from agentgen.runtime.runs.registry_calls import check_admission_timeout
+from agentgen.runtime.runs.results import outcome_unknown
 from agentgen.runtime.runs.steps import Admission, Decision, Planned, PlanTask, Prepared
 from agentgen.runtime.telemetry.config import activated
 from agentgen.runtime.telemetry.exceptions import explaining_cancellations
@@ -100,6 +104,17 @@ async def _step(
     except Exception as exc:
         details = attempt.failed() if attempt.metered else ()
         raise application_error(exc, *details) from exc
+
+
+def _run_before(accepted: AcceptedCall, stopped: str, again: str) -> ToolResultPart:
+    """The answer of a step that is never repeated, in an attempt after its first: Temporal
+    allows one attempt, but an operator who paused the step while it ran and then unpaused it
+    gets another, and the first may have had its effect."""
+    return outcome_unknown(
+        accepted.call,
+        f"{accepted.spec.id}: {stopped} (an operator paused it, or reset it) and is not "
+        f"{again} again",
+    )
 
 
 #: What each activity is, in words, by its registered name.
@@ -179,14 +194,25 @@ class RunActivities:
     async def execute(self, task: CallTask) -> ToolResultPart:
         async def work() -> ToolResultPart:
             context, accepted = self._restore(task)
+            if activity.info().attempt > 1:
+                return _run_before(accepted, "it was stopped while it ran", "run")
             return await execution.call_executor(context, accepted)
 
         return await _step(self.host, work, self.limit, task.run)
 
     @activity.defn(name=ACTIVITY_NAMES["admit"])
     async def admit(self, task: CallTask) -> Admission:
+        timeout = activity.info().start_to_close_timeout
+
         async def work() -> Admission:
             context, accepted = self._restore(task)
+            if activity.info().attempt > 1:
+                what = "asking the registry to admit it was stopped"
+                return Admission(result=_run_before(accepted, what, "asked"))
+            if timeout and accepted.binding is not None:  # before the request leaves
+                registration = self.host.registry(accepted.binding.registry)
+                limit = ("TemporalSettings.tool_timeout", timeout.total_seconds())
+                check_admission_timeout(registration, limit, task.run.agent_id, task.run.run_id)
             return await execution.admit(context, accepted)
 
         return await _step(self.host, work, self.limit, task.run)

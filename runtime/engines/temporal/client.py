@@ -21,6 +21,7 @@ is its workflow ID; a child run's is its child workflow's.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import uuid
 from dataclasses import replace
@@ -61,6 +62,7 @@ from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.loop import outcome
 from agentgen.runtime.runs.model_calls import check_model_timeout
 from agentgen.runtime.runs.policy import merge
+from agentgen.runtime.runs.registry_calls import check_admission_timeout
 from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest, record_run_usage
 from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
 from agentgen.runtime.tasks import stop_task
@@ -70,6 +72,8 @@ from agentgen.runtime.telemetry.spans import Confirmation, Run
 __all__ = ["DEFAULT_ADDRESS", "RunCancelledError", "TemporalEngine", "agentgen_client"]
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
+#: Where a run whose caller was cancelled says that the run could not be cancelled with it.
+_LOG = logging.getLogger("agentgen.run")
 #: How long one status query may take before the watcher tries again.
 _QUERY_TIMEOUT = timedelta(seconds=5)
 
@@ -140,6 +144,8 @@ class TemporalEngine:
         self._client = agentgen_client(client) if client is not None else None
         self._quiet: Client | None = None
         self._connecting: asyncio.Lock | None = None
+        #: Cancellations of runs whose caller was cancelled, until the server has them.
+        self._withdrawing: set[asyncio.Future[None]] = set()
 
     async def client(self) -> Client:
         """The client (connected on first use, with agentgen's data converter)."""
@@ -185,9 +191,34 @@ class TemporalEngine:
                 parent_tool_call_id=request.parent_tool_call_id,
             ) as span,
         ):
-            result = await self._wait(host, await self._start(host, request), decide=True)
+            try:
+                result = await self._wait(host, await self._start(host, request), decide=True)
+            except asyncio.CancelledError:
+                # The caller gave up (cancelled, or a deadline around it): so does the run,
+                # as in memory. Waiting for a run started with start() detaches instead.
+                await self._withdraw(request.run_id)
+                raise
             span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
         return result
+
+    async def _withdraw(self, run_id: str) -> None:
+        """Cancel the run whose caller was cancelled. The request goes out even if the caller
+        is cancelled again meanwhile; a run that already ended (or never started: the caller
+        was cancelled while it was being started) has nothing to cancel."""
+        request = asyncio.ensure_future(self._cancel_quietly(run_id))
+        self._withdrawing.add(request)
+        request.add_done_callback(self._withdrawing.discard)
+        await asyncio.shield(request)
+
+    async def _cancel_quietly(self, run_id: str) -> None:
+        try:
+            client = await self.client()
+            await client.get_workflow_handle(run_id).cancel()
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                _warn_not_withdrawn(run_id, exc)
+        except Exception as exc:  # the caller's cancellation is what it raises, not this
+            _warn_not_withdrawn(run_id, exc)
 
     # ------------------------------------------------------------------ durable runs
 
@@ -212,6 +243,7 @@ class TemporalEngine:
         registration = host.agent(request.agent_id)
         run_id = request.run_id or uuid.uuid4().hex
         self._check_model_timeout(host, registration.definition.policy, request, run_id)
+        self._check_admission_timeouts(host, request.agent_id, run_id)
         client = await self.client()
         try:
             return await client.start_workflow(
@@ -247,6 +279,29 @@ class TemporalEngine:
             return  # the run's first planning activity fails with what is wrong
         limit = ("TemporalSettings.planning_timeout", self.settings.planning_timeout)
         check_model_timeout(policy.model_timeout, limit, request.agent_id, run_id)
+
+    def _check_admission_timeouts(self, host: RunHost, agent_id: str, run_id: str) -> None:
+        """Refuse, before anything starts, a run whose agent (or an agent it calls as a tool,
+        at any depth) reads a registry whose ``Timeout`` the admission activity's own timeout
+        (``tool_timeout``) would preempt. Registries that only hand-written registry tools
+        name are checked by the admission activity itself."""
+        limit = ("TemporalSettings.tool_timeout", self.settings.tool_timeout)
+        seen, queue = {agent_id}, [agent_id]
+        while queue:
+            try:
+                definition = host.agent(queue.pop()).definition
+            except LookupError:
+                continue  # the run's first step reports an agent that is not registered
+            for name in definition.registries:
+                try:
+                    registration = host.registry(name)
+                except LookupError:
+                    continue  # sealing the runtime names it
+                check_admission_timeout(registration, limit, definition.id, run_id)
+            for child in definition.agent_executors:
+                if child not in seen:
+                    seen.add(child)
+                    queue.append(child)
 
     async def result(self, host: RunHost, run_id: str, *, decide: bool = True) -> RunOutcome:
         """Wait for a run's outcome; raises the run's error if it failed. Meanwhile, with
@@ -378,6 +433,17 @@ class TemporalEngine:
         finally:
             for task in deciding:
                 task.cancel()
+
+
+def _warn_not_withdrawn(run_id: str, exc: Exception) -> None:
+    _LOG.warning(
+        "run %r: its caller was cancelled, but cancelling the run on Temporal failed (%s: %s); "
+        "it goes on until it ends: cancel it with engine.cancel(%r)",
+        run_id,
+        type(exc).__name__,
+        exc,
+        run_id,
+    )
 
 
 async def _require_namespace(client: Client) -> None:

@@ -18,17 +18,19 @@ class TemporalSettings:
 
     Planning activities (registry reads and model calls) and the bookkeeping steps retry
     transient failures with exponential backoff, up to ``retry_maximum_attempts``; the SPEC's
-    typed errors never retry. Tool executions and registry admissions are never repeated: a
-    worker lost while one ran answers the call with ``outcome_unknown``. Waiting for a
+    typed errors never retry. Tool executions and registry admissions are never repeated: one
+    that its worker lost, that a worker shutting down or an operator (pause, reset) stopped, or
+    that ran past ``tool_timeout`` answers the call with ``outcome_unknown``. Waiting for a
     registry call's result is repeated on another worker (the registry keeps the result).
     """
 
     #: Longest one planning activity (registry reads, model calls, search rounds) may take.
     planning_timeout: float = 600.0
-    #: Longest a tool may run (an executor call, or waiting for a registry call's result).
+    #: Longest a tool may run (an executor call, or waiting for a registry call's result); it
+    #: also backstops a registry admission, which its registry's ``Timeout`` bounds (a registry
+    #: whose ``Timeout`` is not shorter is refused when a run starts).
     tool_timeout: float = 3600.0
-    #: Longest a bookkeeping step may take (preparing a call, a denial, an agent's answer,
-    #: a registry admission).
+    #: Longest a bookkeeping step may take (preparing a call, a denial, an agent's answer).
     step_timeout: float = 60.0
     #: A worker that stops heartbeating for this long is taken for lost, and its activity
     #: retried elsewhere (or, for a tool, answered with ``outcome_unknown``).

@@ -30,6 +30,7 @@ from temporalio.exceptions import (
     ChildWorkflowError,
     FailureError,
     TimeoutError,
+    TimeoutType,
 )
 
 with workflow.unsafe.imports_passed_through():
@@ -57,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
     from agentgen.runtime.registry.client import CallRef
     from agentgen.runtime.runs.loop import ChildRunFailed, RunState, StepFailure, drive
     from agentgen.runtime.runs.requests import RunError, RunRequest
-    from agentgen.runtime.runs.results import tool_error
+    from agentgen.runtime.runs.results import outcome_unknown, timed_out
     from agentgen.runtime.runs.steps import (
         Admission,
         ChildOutcome,
@@ -144,8 +145,47 @@ class AgentRunWorkflow:
             )
 
 
-class _Lost(Exception):
-    """The worker running a step that is never repeated was lost (the step timed out)."""
+class _Interrupted(Exception):
+    """A step that is never repeated ended without an answer, for a reason that is not its
+    own failure nor its run's cancellation: ``why`` says what happened to it, in words."""
+
+    def __init__(self, why: str, *, timed_out: float | None = None, lost: bool = False) -> None:
+        super().__init__(why)
+        self.why = why
+        #: The start-to-close timeout that ended it, when that is what happened.
+        self.timed_out = timed_out
+        #: Whether its worker stopped heartbeating (crashed, or cut off from the server).
+        self.lost = lost
+
+
+#: The failures the SDK and its core give an activity they stopped, by type: the worker shut
+#: down before it finished (SIGTERM, a deployment), or an operator paused or reset it.
+_STOPPED = {
+    "WorkerShutdown": "the worker running it shut down before it finished",
+    "ActivityPause": "it was paused (temporal activity pause) while it ran",
+    "ActivityReset": "it was reset (temporal activity reset) while it ran",
+}
+
+
+def _interruption(cause: BaseException | None, timeout: float) -> _Interrupted | None:
+    """Why a step that ran once with ``timeout`` (its start-to-close) ended without an
+    answer, when it is not the step's own failure: a lost or stopped worker, a pause or reset,
+    a cancellation that is not its run's, or its timeout."""
+    if isinstance(cause, TimeoutError):
+        if cause.type == TimeoutType.START_TO_CLOSE:
+            return _Interrupted(f"did not finish within {timeout:g} s", timed_out=timeout)
+        return _Interrupted("the worker running it was lost", lost=True)  # no heartbeats
+    if isinstance(cause, ApplicationError) and cause.type in _STOPPED:
+        return _Interrupted(_STOPPED[cause.type])
+    if isinstance(cause, CancelledError):
+        return _Interrupted("it was cancelled while it ran")
+    return None
+
+
+def _run_cancelled() -> bool:
+    """Whether this run itself was cancelled (``engine.cancel``, or its parent's): only then
+    does a cancelled step or child run cancel it."""
+    return workflow.cancellation_reason() is not None
 
 
 class _PlanningFailed(Exception):
@@ -225,8 +265,10 @@ class _WorkflowSteps:
         once: bool = False,
     ) -> T:
         """Run one activity. Its failure is raised as the loop's :class:`StepFailure` (the
-        original type and message), or :class:`_Lost` when the worker running a step that is
-        never repeated (``once``) was lost. An input too large for Temporal fails the run."""
+        original type and message), or :class:`_Interrupted` when a step that is never
+        repeated (``once``) was stopped before it answered (its worker lost or shut down, its
+        timeout). A cancelled activity cancels the run only when the run itself was
+        cancelled. An input too large for Temporal fails the run."""
         self.check(arg, f"the input of the {ACTIVITY_WHAT[name]}")
         try:
             result: T = await workflow.execute_activity(
@@ -238,10 +280,11 @@ class _WorkflowSteps:
                 retry_policy=self.once if once else self.retry,
             )
         except ActivityError as exc:
-            if isinstance(exc.cause, CancelledError):
+            if isinstance(exc.cause, CancelledError) and _run_cancelled():
                 raise asyncio.CancelledError() from exc
-            if once and isinstance(exc.cause, TimeoutError):
-                raise _Lost() from None
+            interrupted = _interruption(exc.cause, timeout) if once else None
+            if interrupted is not None:
+                raise interrupted from None
             raise _failure(exc) from exc  # the cause holds what the failure carries
         return result
 
@@ -299,16 +342,29 @@ class _WorkflowSteps:
         task, timeout = self._task(accepted), self.settings.tool_timeout
         try:
             return await self._activity("execute", task, ToolResultPart, timeout=timeout, once=True)
-        except _Lost:
-            return _unknown(accepted, "the worker running it was lost")
+        except _Interrupted as stopped:
+            call = ToolCallPart(**accepted["call"])
+            if stopped.timed_out is not None:  # the words the in-memory engine uses
+                return timed_out(call, call.tool_id, stopped.timed_out)
+            return outcome_unknown(call, f"{call.tool_id}: {stopped.why}")
 
     async def admit(self, accepted: Checkpoint) -> Admission:
-        task, timeout = self._task(accepted), self.settings.step_timeout
+        # The registry's own Timeout bounds the request inside the activity (the worker knows
+        # it, the workflow does not); tool_timeout, which every registry's Timeout is shorter
+        # than (checked when a run starts, and by the activity), only backstops it.
+        task, timeout = self._task(accepted), self.settings.tool_timeout
         try:
             return await self._activity("admit", task, Admission, timeout=timeout, once=True)
-        except _Lost:
-            why = "the worker asking the registry to admit it was lost"
-            return Admission(result=_unknown(accepted, why))
+        except _Interrupted as stopped:
+            call = ToolCallPart(**accepted["call"])
+            asking = f"{call.tool_id}: asking the registry to admit it"
+            if stopped.timed_out is not None:
+                what = f"{asking} {stopped.why} (the engine's tool_timeout) and was cancelled"
+            elif stopped.lost:
+                what = f"{call.tool_id}: the worker asking the registry to admit it was lost"
+            else:
+                what = f"{asking} was stopped: {stopped.why}"
+            return Admission(result=outcome_unknown(call, what))
 
     async def await_outcome(self, accepted: Checkpoint, ref: CallRef) -> ToolResultPart:
         task = AwaitTask(self._task(accepted), ref)
@@ -334,8 +390,13 @@ class _WorkflowSteps:
             )
         except ChildWorkflowError as exc:
             if isinstance(exc.cause, CancelledError):
-                self.withdrawn += Usage.not_reported()
-                raise asyncio.CancelledError() from exc
+                if _run_cancelled():
+                    self.withdrawn += Usage.not_reported()
+                    raise asyncio.CancelledError() from exc
+                # Only the child run was cancelled (engine.cancel of its ID): its parent's
+                # call fails, as for any failed child run, and the parent goes on.
+                failure = StepFailure("RunCancelledError", f"run {run_id!r} was cancelled")
+                raise ChildRunFailed(failure, _child_usage(exc), run_id) from None
             raise ChildRunFailed(_failure(exc), _child_usage(exc), run_id) from None
         except asyncio.CancelledError:
             self.withdrawn += Usage.not_reported()
@@ -350,16 +411,6 @@ class _WorkflowSteps:
         task = ResultTask(self._task(accepted), dataclasses.replace(child, usage=Usage()))
         timeout = self.settings.step_timeout
         return await self._activity("agent_result", task, ToolResultPart, timeout=timeout)
-
-
-def _unknown(accepted: Checkpoint, why: str) -> ToolResultPart:
-    call = ToolCallPart(**accepted["call"])
-    return tool_error(
-        call,
-        "outcome_unknown",
-        f"{call.tool_id}: {why}; the outcome is unknown: do not retry or issue a replacement "
-        "call, because the effect may have occurred",
-    )
 
 
 if __name__ == "__main__":  # the sandbox imports workflow modules again; nothing runs here
