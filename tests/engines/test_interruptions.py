@@ -29,7 +29,7 @@ from agentgen.runtime.engines.temporal import (
     build_worker,
 )
 from agentgen.runtime.messages import Message, ToolResultPart
-from agentgen.runtime.registry.client import CallRef, ToolCallMeta
+from agentgen.runtime.registry.client import CallOutcome, CallRef, ToolCallMeta
 from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest
 from examples.records.gen.assistant.toolsets.records import types
 from tests.engines.conftest import Harness
@@ -271,6 +271,37 @@ async def test_a_tool_past_its_timeout_reads_as_in_memory_not_as_a_lost_worker(
     assert durable_error["kind"] == "outcome_unknown"
     assert durable_error["message"].startswith(
         "records.search did not finish within 2 s (the engine's tool_timeout) and was cancelled"
+    )
+
+
+class SlowResults(FakeRegistry):
+    """A registry whose calls' outcomes take 30 s."""
+
+    async def await_result(self, ref: CallRef) -> CallOutcome:
+        await asyncio.sleep(30)
+        return await super().await_result(ref)
+
+
+async def test_a_registry_call_past_its_timeout_reads_as_in_memory(
+    temporal: WorkflowEnvironment,
+) -> None:
+    # The wait was repeated (5 attempts of tool_timeout each), then answered internal_error
+    # ("TimeoutError: activity StartToClose timeout").
+    in_memory = Runtime(engine=InMemoryEngine(tool_timeout=2))
+    _remote(in_memory, SlowResults(), timeout=1)
+    memory_error = _error(await in_memory.client("test.agent").run("go"))
+
+    settings = TemporalSettings(
+        tool_timeout=2, heartbeat_timeout=1, retry_initial_interval=0.05, retry_maximum_interval=0.2
+    )
+    rt = Harness("temporal", temporal, settings).runtime()
+    _remote(rt, SlowResults(), timeout=1)
+    async with _worker(temporal, rt):
+        durable_error = await asyncio.wait_for(rt.client("test.agent").run("go"), 30)
+    assert _error(durable_error) == memory_error
+    assert memory_error["kind"] == "outcome_unknown"
+    assert memory_error["message"].startswith(
+        "remote.lookup did not finish within 2 s (the engine's tool_timeout) and was cancelled"
     )
 
 

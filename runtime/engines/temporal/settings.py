@@ -26,9 +26,10 @@ class TemporalSettings:
 
     #: Longest one planning activity (registry reads, model calls, search rounds) may take.
     planning_timeout: float = 600.0
-    #: Longest a tool may run (an executor call, or waiting for a registry call's result); it
-    #: also backstops a registry admission, which its registry's ``Timeout`` bounds (a registry
-    #: whose ``Timeout`` is not shorter is refused when a run starts).
+    #: Longest a tool may run (an executor call, or waiting for a registry call's result, its
+    #: attempts on several workers together); it also backstops a registry admission, which
+    #: its registry's ``Timeout`` bounds (a registry whose ``Timeout`` is not shorter is
+    #: refused when a run starts).
     tool_timeout: float = 3600.0
     #: Longest a bookkeeping step may take (preparing a call, a denial, an agent's answer).
     step_timeout: float = 60.0

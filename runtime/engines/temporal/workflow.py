@@ -182,6 +182,14 @@ def _interruption(cause: BaseException | None, timeout: float) -> _Interrupted |
     return None
 
 
+def _timed_out(exc: BaseException | None) -> bool:
+    """Whether an activity failed for good because its start-to-close or schedule-to-close
+    timeout passed (a lost worker's heartbeat timeout is not one)."""
+    cause = exc.cause if isinstance(exc, ActivityError) else None
+    ended = (TimeoutType.START_TO_CLOSE, TimeoutType.SCHEDULE_TO_CLOSE)
+    return isinstance(cause, TimeoutError) and cause.type in ended
+
+
 def _run_cancelled() -> bool:
     """Whether this run itself was cancelled (``engine.cancel``, or its parent's): only then
     does a cancelled step or child run cancel it."""
@@ -263,6 +271,7 @@ class _WorkflowSteps:
         *,
         timeout: float,
         once: bool = False,
+        total: float | None = None,
     ) -> T:
         """Run one activity. Its failure is raised as the loop's :class:`StepFailure` (the
         original type and message), or :class:`_Interrupted` when a step that is never
@@ -276,6 +285,7 @@ class _WorkflowSteps:
                 arg,
                 result_type=result_type,
                 start_to_close_timeout=timedelta(seconds=timeout),
+                schedule_to_close_timeout=timedelta(seconds=total) if total else None,
                 heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout),
                 retry_policy=self.once if once else self.retry,
             )
@@ -367,9 +377,19 @@ class _WorkflowSteps:
             return Admission(result=outcome_unknown(call, what))
 
     async def await_outcome(self, accepted: Checkpoint, ref: CallRef) -> ToolResultPart:
+        # Repeated on another worker after a lost one, but tool_timeout bounds the whole wait
+        # (its attempts together), as in memory: the call then answers outcome_unknown.
         task = AwaitTask(self._task(accepted), ref)
         timeout = self.settings.tool_timeout
-        return await self._activity("await_outcome", task, ToolResultPart, timeout=timeout)
+        try:
+            return await self._activity(
+                "await_outcome", task, ToolResultPart, timeout=timeout, total=timeout
+            )
+        except StepFailure as failure:
+            if not _timed_out(failure.__cause__):
+                raise
+            call = ToolCallPart(**accepted["call"])
+            return timed_out(call, call.tool_id, timeout)
 
     async def child(self, request: RunRequest) -> ChildOutcome:
         run_id = workflow.uuid4().hex
