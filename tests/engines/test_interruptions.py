@@ -148,6 +148,20 @@ def _pay() -> ScriptedPlanner:
 # --- a worker that shuts down ---------------------------------------------------------------
 
 
+async def _shut_down_midway(
+    env: WorkflowEnvironment, rt: Runtime, started: asyncio.Event
+) -> RunOutcome:
+    """Run the test agent; once ``started`` is set, stop its worker gracefully (as on
+    SIGTERM) and let another one carry on."""
+    worker = _worker(env, rt)
+    await worker.__aenter__()
+    running = asyncio.create_task(rt.client("test.agent").run("go"))
+    await started.wait()
+    await worker.__aexit__(None, None, None)
+    async with _worker(env, rt):
+        return await asyncio.wait_for(running, 60)
+
+
 async def test_a_tool_stopped_by_a_worker_shutting_down_answers_outcome_unknown(
     temporal: WorkflowEnvironment,
 ) -> None:
@@ -155,18 +169,8 @@ async def test_a_tool_stopped_by_a_worker_shutting_down_answers_outcome_unknown(
     # not told that the effect may have occurred.
     rt = Harness("temporal", temporal, QUICK).runtime()
     executor = Effects()
-    register(
-        rt,
-        ScriptedPlanner([calls(("records.search", {"query": "pay"})), answer()]),
-        executor=executor,
-    )
-    worker = _worker(temporal, rt)
-    await worker.__aenter__()
-    running = asyncio.create_task(rt.client("test.agent").run("go"))
-    await executor.started.wait()
-    await worker.__aexit__(None, None, None)  # a graceful stop, as on SIGTERM
-    async with _worker(temporal, rt):  # another worker carries on
-        outcome = await asyncio.wait_for(running, 60)
+    register(rt, _pay(), executor=executor)
+    outcome = await _shut_down_midway(temporal, rt, executor.started)
     assert executor.events == ["search started", "search cancelled"]
     error = _error(outcome)
     assert error["kind"] == "outcome_unknown"
@@ -183,13 +187,7 @@ async def test_an_admission_stopped_by_a_worker_shutting_down_answers_outcome_un
     rt = Harness("temporal", temporal, QUICK).runtime()
     registry = SlowAdmissions(seconds=5)
     _remote(rt, registry)
-    worker = _worker(temporal, rt)
-    await worker.__aenter__()
-    running = asyncio.create_task(rt.client("test.agent").run("go"))
-    await registry.asked.wait()
-    await worker.__aexit__(None, None, None)
-    async with _worker(temporal, rt):
-        outcome = await asyncio.wait_for(running, 60)
+    outcome = await _shut_down_midway(temporal, rt, registry.asked)
     error = _error(outcome)
     assert error["kind"] == "outcome_unknown"
     assert error["message"].startswith(
@@ -209,11 +207,7 @@ async def test_a_tool_paused_while_it_ran_is_not_run_again_when_unpaused(
     # notwithstanding: the tool ran twice, with two effects.
     rt = Harness("temporal", temporal, QUICK).runtime()
     executor = Effects()
-    register(
-        rt,
-        ScriptedPlanner([calls(("records.search", {"query": "pay"})), answer()]),
-        executor=executor,
-    )
+    register(rt, _pay(), executor=executor)
     async with _worker(temporal, rt):
         running = asyncio.create_task(rt.client("test.agent").run("go", run_id="paused-tool"))
         await executor.started.wait()
