@@ -23,6 +23,8 @@ from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.runtime.contracts.canonical import compact_json
 from agentgen.runtime.contracts.json_pointer import resolve_pointer
 from agentgen.runtime.contracts.json_values import encodes_utf8, json_problem, lone_surrogate
+from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
+from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds, inspect
 from agentgen.runtime.contracts.schemas import (
     JSON_SCHEMA_DIALECT,
     empty_payload_schema,
@@ -70,6 +72,17 @@ def schema_problems(value: dict[str, Any], *, payload: bool) -> list[str]:
     # Imported here, like the runtime does: only designs with JSON Schema dicts need it.
     import jsonschema  # type: ignore[import-untyped, unused-ignore]
 
+    # The runtime refuses a schema over its size and nesting limits before reading it further;
+    # so does this check, first: the walks below recurse, and a schema nested hundreds of
+    # levels deep would exhaust Python's recursion.
+    try:
+        check_bounds(value, max_bytes=MAX_SCHEMA_BYTES, max_depth=MAX_SCHEMA_DEPTH)
+    except SchemaProblem as exc:
+        return [
+            f"cannot be a tool contract: {exc} (the runtime's limits: {MAX_SCHEMA_DEPTH} levels, "
+            f"{MAX_SCHEMA_BYTES} bytes of compact JSON); flatten it with $defs and $ref, or "
+            "make it smaller"
+        ]
     problem = json_problem(value)
     if problem is not None:
         return [f"is not JSON: {problem}"]
@@ -100,6 +113,13 @@ def schema_problems(value: dict[str, Any], *, payload: bool) -> list[str]:
             )
         elif ref.startswith("#/") and not _resolves(value, ref[1:]):
             problems.append(f"refers to {q(ref)} (at {where}), which the schema does not define")
+    if not problems:
+        # What the generated package checks when it is imported: reference cycles that never
+        # descend into the value, references that fan out, patterns RE2 cannot run.
+        try:
+            inspect(value)
+        except SchemaProblem as exc:
+            problems.append(f"cannot be a tool contract: {exc}")
     return problems
 
 

@@ -7,6 +7,7 @@ import pytest
 from agentgen.codegen.generation_model import GenerationModel
 from agentgen.codegen.pipeline import check_file, model_of
 from agentgen.dsl.errors import DesignError
+from agentgen.runtime.contracts.limits import MAX_SCHEMA_DEPTH
 from tests.conftest import DesignRunner
 
 
@@ -119,6 +120,23 @@ Service("svc", lambda: Agent("a", "A.", lambda: Use(Weather)))
             'Return({"type": "number", "maximum": float("inf")})',
             "Return JSON Schema is not JSON: the number inf at /maximum is not finite",
         ),
+        # What the generated package's import refuses (the runtime's schema inspection).
+        (
+            'Return({"$ref": "#"})',
+            "Return JSON Schema cannot be a tool contract: $ref cycle / → / never descends "
+            "into the value",
+        ),
+        (
+            'Args({"type": "object", "properties": {"pw": {"type": "string", '
+            '"pattern": "^(?=.*[0-9]).{8,}$"}}})',
+            "Args JSON Schema cannot be a tool contract: pattern '^(?=.*[0-9]).{8,}$' at "
+            "/properties/pw/pattern cannot run on RE2",
+        ),
+        (
+            'Args({"type": "object", "patternProperties": {"^(?!x)": {"type": "string"}}})',
+            "Args JSON Schema cannot be a tool contract: patternProperties key '^(?!x)' at "
+            "/patternProperties cannot run on RE2",
+        ),
     ],
 )
 def test_mcp_json_schemas_are_checked(designs: DesignRunner, call: str, message: str) -> None:
@@ -126,6 +144,26 @@ def test_mcp_json_schemas_are_checked(designs: DesignRunner, call: str, message:
     assert error.loc.line == 5
     assert error.where == 'toolset "weather" › tool "broken"'
     assert message in error.message
+
+
+@pytest.mark.parametrize("levels", [40, 1000])
+def test_mcp_json_schemas_nested_past_the_runtime_limit(designs: DesignRunner, levels: int) -> None:
+    """Deeper than the runtime's MAX_SCHEMA_DEPTH is a design error, however deep (1,000
+    levels once exhausted Python's recursion in the check itself: a crash of agentgen)."""
+    source = f"""
+DEEP = {{"type": "object", "properties": {{}}}}
+level = DEEP
+for index in range({levels}):
+    level["properties"][f"p{{index}}"] = level = {{"type": "object", "properties": {{}}}}
+Deep = Toolset("deep", FromExternalMCP("srv", "deep"), lambda: Tool("t", "T.", lambda: Args(DEEP)))
+Service("svc", lambda: Agent("a", "A.", lambda: Use(Deep)))
+"""
+    (error,) = build_errors(designs, source)
+    assert error.loc.line == 7
+    assert (
+        f"Args JSON Schema cannot be a tool contract: the schema is nested deeper than "
+        f"{MAX_SCHEMA_DEPTH} levels"
+    ) in error.message
 
 
 def test_valid_mcp_json_schemas_with_local_references(designs: DesignRunner) -> None:
