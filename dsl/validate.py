@@ -565,6 +565,55 @@ class _Validator:
             else:
                 self.subset(use, target, use.subset)
                 self.deferred(agent, use, target)
+        self.published_overlaps(agent)
+
+    def published_overlaps(self, agent: AgentExpr) -> None:
+        """A toolset the agent uses that is also published to a registry the agent reads, as
+        a whole or through ``FromRegistry(registry, "<service>.<toolset>")``: once the provider
+        publishes, the registry serves the same tool IDs the compiled toolset supplies, and
+        every planning activity of the agent fails with a duplicate tool."""
+        published: list[tuple[UseExpr, ToolsetExpr, RegistryExpr, SourceLoc]] = []
+        readers: list[tuple[UseExpr, RegistryExpr, str | None]] = []
+        for use in agent.uses:
+            target = use.target
+            if isinstance(target, RegistryExpr):
+                readers.append((use, target, None))
+            elif isinstance(target, ToolsetExpr) and isinstance(target.source, RegistrySource):
+                readers.append((use, target.source.registry, target.source.toolset))
+            elif isinstance(target, ToolsetExpr):
+                published.extend((use, target, reg, loc) for reg, loc in target.publish_to)
+        for local_use, toolset, registry, publish_loc in published:
+            for reader, read, name in readers:
+                # Registration names are "<service>.<toolset>": a name without a service is
+                # another provider's toolset.
+                if read is not registry or (
+                    name is not None and ("." not in name or name.rsplit(".", 1)[1] != toolset.name)
+                ):
+                    continue
+                first, later = sorted((local_use, reader), key=lambda u: u.loc)
+                variable = variable_name(toolset.name)
+                what = (
+                    f"the whole registry {q(registry.name)}"
+                    if name is None
+                    else f"registry toolset {q(name)} of registry {q(registry.name)}"
+                )
+                self.error(
+                    later,
+                    f"{agent.eval_name()} uses {toolset.eval_name()} (line {local_use.loc.line}) "
+                    f"and {what} (line {reader.loc.line}), which serves that same toolset once "
+                    f"published (PublishTo({variable_name(registry.name)}) at line "
+                    f"{publish_loc.line}): the agent would get its tools twice and every run "
+                    "would fail; "
+                    + (
+                        f"consume either the whole registry (without Use({variable})) or "
+                        f"Use({variable}) "
+                        "and the registry's other toolsets by name (Toolset(FromRegistry("
+                        f'{variable_name(registry.name)}, "<service>.<toolset>")))'
+                        if name is None
+                        else "remove one of the two Uses"
+                    ),
+                    related=(first.loc, publish_loc),
+                )
 
     def registry_source(
         self,

@@ -251,6 +251,44 @@ with Service("assistant"):
     )
 
 
+def test_c5_a_published_toolset_overlaps_the_registry_it_is_published_to(
+    designs: DesignRunner,
+) -> None:
+    """Once the provider publishes, the registry serves the tool IDs the compiled toolset
+    supplies: the agent's every run would fail with a duplicate tool."""
+    designs.check(
+        """
+Company = Registry("company", lambda: URL("https://registry.example"))
+Other = Registry("other", lambda: URL("https://other.example"))
+Directory = Toolset("directory", lambda: (Tool("find", "Find."), PublishTo(Company)))
+Remote = Toolset("remote_directory", FromRegistry(Company, "hr.directory"))
+Unrelated = Toolset("people", FromRegistry(Company, "hr.people"))
+with Service("hr"):
+    Export(Directory)
+with Service("assistant"):
+    with Agent("whole", "Reads."):
+        Use(Directory)
+        Use(Company, Deferred)  # <-
+    with Agent("whole_first", "Reads."):
+        Use(Company)
+        Use(Directory)  # <-
+    with Agent("named", "Reads."):
+        Use(Remote)
+        Use(Directory)  # <-
+    with Agent("fine", "Reads."):
+        Use(Directory)
+        Use(Unrelated)
+        Use(Other)
+""",
+        'agent "whole" uses toolset "directory" (line 12) and the whole registry "company" '
+        "(line 13), which serves that same toolset once published (PublishTo(Company) at line "
+        "5): the agent would get its tools twice",
+        'agent "whole_first" uses toolset "directory" (line 16) and the whole registry',
+        'agent "named" uses toolset "directory" (line 19) and registry toolset "hr.directory" '
+        'of registry "company" (line 18)',
+    )
+
+
 def test_c5_inline_tools_tags_publish_and_export_of_registry_references(
     designs: DesignRunner,
 ) -> None:
