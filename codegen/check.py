@@ -20,6 +20,7 @@ from agentgen.codegen.builders.names import (
 from agentgen.codegen.builders.owners import Ownership, assign_owners, toolset_kind
 from agentgen.codegen.builders.types import TypeAnalysis, analyze_types
 from agentgen.codegen.policy_rules import policy_errors
+from agentgen.codegen.template_rules import template_errors
 from agentgen.dsl.errors import DesignError, sort_errors
 from agentgen.dsl.expr import AgentExpr, RootExpr, ToolsetExpr, UseExpr
 from agentgen.dsl.location import SourceLoc
@@ -52,6 +53,7 @@ def check_design(evaluation: Evaluation) -> CheckedDesign:
         *_agent_name_collisions(root),
         *_reserved_service_names(root),
         *policy_errors(root),
+        *template_errors(root),
     ]
     if not errors:
         errors.extend(_nothing_declared(root))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlparse
 
-from jinja2 import TemplateSyntaxError, meta
+from jinja2 import TemplateAssertionError, TemplateSyntaxError, meta
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel
 
@@ -355,6 +355,10 @@ class _Validator:
         env = SandboxedEnvironment()
         try:
             names = meta.find_undeclared_variables(env.parse(text))
+        except TemplateAssertionError:
+            # A filter or test Jinja does not have: the generator's rule reports it, against
+            # the runtime's sandbox (which has fewer); the names are still read.
+            names = _names_despite_syntax_error(env, text)
         except TemplateSyntaxError as exc:
             self.error(expr, f"{label} is not a valid template: {exc.message}", loc=loc)
             # The rest of the template is still read, so that its other mistakes (a name

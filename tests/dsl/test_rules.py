@@ -170,6 +170,52 @@ with Toolset("payments"):
     )
 
 
+def test_confirmation_templates_are_read_with_the_runtime_sandbox(designs: DesignRunner) -> None:
+    """What Jinja's plain sandbox has and the runtime's lacks, unknown filters and tests, and
+    templates over the runtime's length limit: each failed every confirmation at run time."""
+    designs.check(
+        MODELS
+        + """
+from pydantic import BaseModel
+class Odd(BaseModel):
+    lipsum: str
+    ids: list[str] = []
+with Toolset("payments"):
+    with Tool("pay", "Pay someone."):
+        Args(Pay)
+        with Confirmation():
+            PromptTemplate("Pay {{ amount | random }} to {{ to | pprint }}?")  # <- <-
+            DeniedResultTemplate("{% if to is nosuchtest %}x{% endif %}{{ lipsum(1) }}")  # <- <-
+    with Tool("refund", "Refund someone."):
+        Args(Pay)
+        with Confirmation():
+            PromptTemplate("Refund {{ amount | uper }} to {{ to | tojson }}?")  # <-
+            DeniedResultTemplate("{% set ns = namespace(n=1) %}{{ ns.n }}")  # <-
+    with Tool("long", "Long."):
+        Args(Pay)
+        with Confirmation():
+            PromptTemplate("{{ to }}" + "x" * 20000)  # <-
+            DeniedResultTemplate("{{ to | upper }} {{ amount is number }} {{ range(2) | list }}")
+    with Tool("shadowed", "An argument named like a global."):
+        Args(Odd)
+        with Confirmation():
+            PromptTemplate("{{ lipsum }} {{ ids | join(', ') }}")
+            DeniedResultTemplate("Denied.")
+""",
+        'PromptTemplate uses the filter "pprint", which confirmation templates cannot use: the '
+        "runtime's template sandbox leaves it out",
+        'PromptTemplate uses the filter "random"',
+        'DeniedResultTemplate uses the test "nosuchtest", which confirmation templates cannot '
+        "use: Jinja has no such test",
+        'DeniedResultTemplate uses "lipsum", which confirmation templates cannot use',
+        'PromptTemplate uses the filter "uper", which confirmation templates cannot use: Jinja '
+        'has no such filter; did you mean "upper"?',
+        'DeniedResultTemplate uses "namespace"',
+        "PromptTemplate is too long: the template is 20008 characters long; templates are "
+        "limited to 16384",
+    )
+
+
 def test_bounded_results_and_paging_fields(designs: DesignRunner) -> None:
     designs.check(
         MODELS
