@@ -235,8 +235,10 @@ def _run(design: Path, code: types.CodeType) -> Evaluation:
     before = set(sys.modules)
     sys.modules[module_name] = module
     sys.path.insert(0, directory)
+    callers: set[str] = set()
     try:
         with design_context(str(design)) as ctx:
+            callers = ctx.callers
             try:
                 exec(code, module.__dict__)
             except (KeyboardInterrupt, GeneratorExit):
@@ -250,18 +252,29 @@ def _run(design: Path, code: types.CodeType) -> Evaluation:
             source = getattr(sys.modules[name], "__file__", None)
             if source and _RECORDING:
                 _RECORDING[-1].files.add(os.path.abspath(source))
-        _forget_design_modules(before)
+        _forget_design_modules(before, {os.path.abspath(file) for file in callers})
 
 
-def _forget_design_modules(before: set[str]) -> None:
+def _forget_design_modules(before: set[str], callers: set[str]) -> None:
     """Unload the design module and every module first imported during the load from outside
-    the Python installation (its own folder, a sibling ``lib/``, a ``sys.path`` entry...), so
-    that the next load runs their DSL calls again in its own context. The standard library,
-    installed distributions and agentgen itself stay loaded."""
+    the Python installation (its own folder, a sibling ``lib/``, a ``sys.path`` entry...) or
+    that made DSL calls (``callers``: a toolset an installed package declares at import), so
+    that the next load runs their DSL calls again in its own context: an expression belongs
+    to the tree of one load. The standard library, installed distributions and agentgen itself
+    stay loaded."""
     for name in set(sys.modules) - before:
         module = sys.modules.get(name)
-        if name.startswith("_agentgen_design_") or _is_design_code(name, module):
+        if (
+            name.startswith("_agentgen_design_")
+            or _is_design_code(name, module)
+            or _made_dsl_calls(module, callers)
+        ):
             del sys.modules[name]
+
+
+def _made_dsl_calls(module: types.ModuleType | None, callers: set[str]) -> bool:
+    file = getattr(module, "__file__", None)
+    return isinstance(file, str) and os.path.abspath(file) in callers
 
 
 def _is_design_code(name: str, module: types.ModuleType | None) -> bool:

@@ -160,7 +160,10 @@ class Call:
 
 
 def begin(func: str) -> Call:
-    return Call(context(), caller_loc(), func)
+    ctx = context()
+    loc = caller_loc()
+    ctx.callers.add(loc.file)
+    return Call(ctx, loc, func)
 
 
 def open_scope(call: Call, expr: E, body: object | None) -> E:

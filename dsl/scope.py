@@ -60,6 +60,9 @@ class EvalContext(Generic[RootT, NodeT]):
     root: RootT
     stack: list[NodeT] = field(default_factory=list)
     errors: list[DesignError] = field(default_factory=list)
+    #: The source files that made DSL calls: the modules a loader must unload afterwards, so
+    #: that the next load runs their calls again (an expression belongs to one tree).
+    callers: set[str] = field(default_factory=set)
 
     def current(self) -> NodeT | None:
         return self.stack[-1] if self.stack else None

@@ -109,6 +109,9 @@ class _Validator:
     def __init__(self, root: RootExpr) -> None:
         self.root = root
         self.errors: list[DesignError] = []
+        #: The toolsets and registries of this tree (by ``id``): anything else a design refers
+        #: to was made by another evaluation.
+        self.own = {id(expr) for expr in (*root.toolsets, *root.registries)}
 
     def error(
         self,
@@ -204,6 +207,23 @@ class _Validator:
             f"Use({variable_name(name)})"
         )
 
+    def foreign(self, expr: Expr, target: ToolsetExpr | RegistryExpr, how: str) -> bool:
+        """Report ``target`` when another evaluation made it: a module that declares it at
+        import was imported while another design (or ``evaluate``) ran, and stayed imported,
+        so it did not run again for this one. Its expression is no part of this tree."""
+        if id(target) in self.own:
+            return False
+        self.error(
+            expr,
+            f"{how} {target.eval_name()} declared at {target.loc.short()}, which another design "
+            "evaluation in this process created: the module declaring it was imported then "
+            "and was not run again for this design; remove that module from sys.modules "
+            "before loading this design (agentgen's loader unloads the modules that make DSL "
+            "calls after each load), or declare it in this design",
+            related=(target.loc,),
+        )
+        return True
+
     # ------------------------------------------------------------------ registries
 
     def registry(self, registry: RegistryExpr) -> None:
@@ -249,6 +269,11 @@ class _Validator:
     # ------------------------------------------------------------------ toolsets and tools
 
     def toolset(self, toolset: ToolsetExpr) -> None:
+        for registry, _ in toolset.publish_to:
+            if self.foreign(toolset, registry, "PublishTo refers to"):
+                break
+        if isinstance(toolset.source, RegistrySource):
+            self.foreign(toolset, toolset.source.registry, "FromRegistry refers to")
         if toolset.is_registry:
             return
         if not toolset.tools and not toolset.rejected_tools and not toolset.body_rejected:
@@ -477,7 +502,7 @@ class _Validator:
         seen: dict[int, ExportExpr] = {}
         for export in owner.exports:
             toolset = export.toolset
-            if toolset is None:
+            if toolset is None or self.foreign(export, toolset, "Export refers to"):
                 continue
             if id(toolset) in seen:
                 self.error(
@@ -530,6 +555,8 @@ class _Validator:
         sources: dict[tuple[int, str], UseExpr] = {}
         for use in agent.uses:
             target = use.target
+            if target is not None and self.foreign(use, target, "Use refers to"):
+                continue
             if isinstance(target, RegistryExpr):
                 if id(target) in registries:
                     first = registries[id(target)]
@@ -580,6 +607,8 @@ class _Validator:
         readers: list[tuple[UseExpr, RegistryExpr, str | None]] = []
         for use in agent.uses:
             target = use.target
+            if target is None or id(target) not in self.own:
+                continue
             if isinstance(target, RegistryExpr):
                 readers.append((use, target, None))
             elif isinstance(target, ToolsetExpr) and isinstance(target.source, RegistrySource):

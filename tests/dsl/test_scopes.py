@@ -352,6 +352,89 @@ def test_a5_modules_imported_from_another_folder_run_again(
     assert "agentgen.dsl" in sys.modules
 
 
+def test_a5_installed_modules_that_make_dsl_calls_run_again(
+    designs: DesignRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A toolset a pip-installed package declares at import belongs to the tree of the load
+    that imported it: two designs generated in one process once shared it, and the second
+    generation crashed in the builder."""
+    import sys
+
+    from agentgen.codegen import loader
+    from agentgen.codegen.pipeline import generate
+
+    site = designs.tmp_path / "site-packages"
+    site.mkdir()
+    (site / "shared_tools.py").write_text(
+        "from agentgen.dsl import Tool, Toolset\n"
+        'Shared = Toolset("shared", lambda: Tool("ping", "Ping."))\n'
+    )
+    monkeypatch.syspath_prepend(str(site))
+    installed = loader.is_installation_path
+    monkeypatch.setattr(
+        loader,
+        "is_installation_path",
+        lambda path: path.startswith(str(site)) or installed(path),
+    )
+    trees = []
+    for service in ("one", "two"):
+        folder = designs.tmp_path / service
+        folder.mkdir()
+        path = folder / "design.py"
+        path.write_text(
+            "from shared_tools import Shared\n"
+            "from agentgen.dsl import *\n"
+            f'Service("{service}", lambda: Agent("a", "A.", lambda: Use(Shared)))\n'
+        )
+        result = generate(path, folder / "gen", use_cache=False)
+        assert not result.errors and f"{service}/toolsets/shared/specs.py" in result.files
+        trees.append(loader.load_design(path).root)
+        assert "shared_tools" not in sys.modules
+    first, second = trees
+    assert first.toolsets[0] is not second.toolsets[0]
+    assert second.agents()[0].uses[0].target is second.toolsets[0]
+
+
+def test_a5_a_toolset_of_another_evaluation_is_a_design_error(
+    designs: DesignRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module ``evaluate`` imported stays imported (it unloads nothing): a design importing
+    it afterwards gets the other tree's expressions, and is told so instead of crashing."""
+    import importlib
+    import sys
+
+    (designs.tmp_path / "kept_tools.py").write_text(
+        "from agentgen.dsl import *\n"
+        'Company = Registry("company", lambda: URL("https://registry.example"))\n'
+        'Kept = Toolset("kept", lambda: Tool("ping", "Ping."))\n'
+    )
+    monkeypatch.syspath_prepend(str(designs.tmp_path))
+    try:
+        dsl.evaluate(lambda: importlib.import_module("kept_tools"))
+        designs.check(
+            """
+from kept_tools import Company, Kept
+Mine = Toolset("mine", lambda: (Tool("x", "X."), PublishTo(Company)))  # <-
+Remote = Toolset("remote", FromRegistry(Company, "svc.other"))  # <-
+with Service("svc"):
+    Export(Kept)  # <-
+    with Agent("a", "A."):
+        Use(Mine)
+        Use(Kept)  # <-
+        Use(Company)  # <-
+""",
+            'PublishTo refers to registry "company" declared at '
+            f"{designs.tmp_path / 'kept_tools.py'}:2, which another design evaluation in "
+            "this process created",
+            'FromRegistry refers to registry "company"',
+            'Export refers to toolset "kept" declared at ',
+            'Use refers to toolset "kept"',
+            'Use refers to registry "company"',
+        )
+    finally:
+        sys.modules.pop("kept_tools", None)
+
+
 def test_a5_two_designs_in_two_threads_do_not_mix(designs: DesignRunner) -> None:
     from agentgen.codegen.loader import load_design
 
