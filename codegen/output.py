@@ -187,6 +187,38 @@ def _is_other_generation(folder: Path) -> bool:
     return state(text) != "foreign" and len(lines) > 2 and lines[2].startswith(f'"""{ROOT_DOC}')
 
 
+def _root_doc(text: str) -> str | None:
+    """The docstring line of a generation's root ``__init__.py`` (it names the design), or
+    None when the text is no such file."""
+    lines = text.split("\n", 3)
+    if state(text) == "foreign" or len(lines) < 3 or not lines[2].startswith(f'"""{ROOT_DOC}'):
+        return None
+    return lines[2]
+
+
+def check_same_design(root: Path, files: Sequence[RenderedFile], design: str) -> None:
+    """Refuse to generate ``design`` into a folder that holds another design's generation.
+
+    Two design files next to each other both default to ``gen/``: generating the second
+    removed every package of the first without a word, and each ``gen --check`` then failed
+    for the other. The root ``__init__.py`` names the design it was generated from.
+    """
+    new = next((_root_doc(f.text) for f in files if f.path == "__init__.py"), None)
+    try:
+        current = _root_doc((root / "__init__.py").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return
+    if new is None or current is None or current == new:
+        return
+    other = current.removeprefix(f'"""{ROOT_DOC} ').removesuffix('."""')
+    raise OutputFolderError(
+        f"output folder {root} holds the packages generated from {other}, not from {design}: "
+        f"generating {design} there would remove them; give each design its own output "
+        f"folder with -o (for example -o {root.parent / Path(design).stem}_gen), or pass "
+        f"--force if {design} is {other} renamed"
+    )
+
+
 def _existing(root: Path) -> Iterable[Path]:
     for directory, dirs, files in os.walk(root):
         dirs[:] = sorted(

@@ -193,7 +193,9 @@ def generate(
     hash no longer matches) is reported as ``edited`` and, like a conflict, stops the write
     unless ``force`` (then it is overwritten); files no longer generated are removed only when
     untouched, the others ``kept``. ``use_cache`` answers a regeneration from the record of
-    the last one when nothing it read has changed.
+    the last one when nothing it read has changed. An output folder generated from another
+    design file is refused (:class:`~agentgen.codegen.output.OutputFolderError`) unless
+    ``force``: that design's packages would be removed.
     """
     design = Path(design)
     output = default_output(design) if output is None else Path(output)
@@ -205,7 +207,7 @@ def generate(
                 from_cache=True,
             )  # fmt: skip
     from agentgen.codegen.model_builder import build
-    from agentgen.codegen.output import OutputConflictError, compare, write
+    from agentgen.codegen.output import OutputConflictError, check_same_design, compare, write
 
     inputs: set[str] = set()
     listed: set[str] = set()
@@ -218,6 +220,8 @@ def generate(
         files = render_model(build(checked))
     paths = tuple(f.path for f in files)
     contents = tuple((f.path, f.text) for f in files)
+    if not force:
+        check_same_design(output, files, design.name)
     if check:
         diff = compare(output, files)
     else:

@@ -493,3 +493,29 @@ def test_gen_help_states_the_default_output_folder_and_the_cache() -> None:
     text = " ".join(result.stdout.split())
     assert "[default: (gen/ in the folder of DESIGN)]" in text
     assert "$AGENTGEN_CACHE_DIR, else $XDG_CACHE_HOME/agentgen, else ~/.cache/agentgen" in text
+
+
+def test_a_folder_generated_from_another_design_is_refused(tmp_path: Path) -> None:
+    """Two design files in one folder both default to gen/: the second once removed every
+    package of the first without a word."""
+    (tmp_path / "tools_a.py").write_text(DESIGN)
+    (tmp_path / "tools_b.py").write_text(DESIGN.replace('"assistant"', '"support"'))
+    assert gen("tools_a.py", cwd=tmp_path)[0] == 0
+    before = tree(tmp_path / "gen")
+    for check in ((), ("--check",)):
+        code, out, err = gen("tools_b.py", "--no-cache", *check, cwd=tmp_path)
+        assert (code, out) == (2, "")
+        assert err == (
+            "error: output folder gen holds the packages generated from tools_a.py, not from "
+            "tools_b.py: generating tools_b.py there would remove them; give each design its "
+            "own output folder with -o (for example -o tools_b_gen), or pass --force if "
+            "tools_b.py is tools_a.py renamed\n"
+        )
+    assert tree(tmp_path / "gen") == before
+    assert gen("tools_b.py", "-o", "tools_b_gen", cwd=tmp_path)[0] == 0
+    assert gen("tools_a.py", "--check", cwd=tmp_path)[0] == 0
+    # A renamed design takes its folder over when told to.
+    (tmp_path / "tools_a.py").rename(tmp_path / "tools.py")
+    code, out, err = gen("tools.py", "--force", cwd=tmp_path)
+    assert code == 0, err
+    assert gen("tools.py", "--check", cwd=tmp_path)[0] == 0
