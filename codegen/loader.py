@@ -227,14 +227,36 @@ def load_design(
             listed.update(recording.listed)
 
 
+def package_of(folder: Path) -> tuple[str, Path] | None:
+    """The dotted name of the package ``folder`` is (folders with an ``__init__.py``, up to
+    the first that has none) and the folder its top package is in; None when ``folder`` is no
+    package."""
+    parts: list[str] = []
+    while (folder / "__init__.py").is_file() and folder.name.isidentifier():
+        parts.append(folder.name)
+        folder = folder.parent
+    if not parts:
+        return None
+    return ".".join(reversed(parts)), folder
+
+
 def _run(design: Path, code: types.CodeType) -> Evaluation:
     directory = str(design.resolve().parent)
     module_name = f"_agentgen_design_{next(_COUNTER)}"
     module = types.ModuleType(module_name)
     module.__file__ = str(design)
+    # A design inside a package imports its siblings as ``from .tools import X`` or
+    # ``from pkg.tools import X`` whichever way agentgen was started (``python -m`` puts the
+    # current folder on sys.path, the console script does not): it runs as a module of its
+    # package, with the folder holding the top package on sys.path after its own folder.
+    paths = [directory]
+    package = package_of(Path(directory))
+    if package is not None:
+        module.__package__ = package[0]
+        paths.append(str(package[1]))
     before = set(sys.modules)
     sys.modules[module_name] = module
-    sys.path.insert(0, directory)
+    sys.path[0:0] = paths
     callers: set[str] = set()
     try:
         with design_context(str(design)) as ctx:
@@ -247,7 +269,8 @@ def _run(design: Path, code: types.CodeType) -> Evaluation:
                 raise UserCodeError(user_traceback(exc)) from None
             return finish(ctx)
     finally:
-        sys.path.remove(directory)
+        for path in paths:
+            sys.path.remove(path)
         for name in set(sys.modules) - before:
             source = getattr(sys.modules[name], "__file__", None)
             if source and _RECORDING:

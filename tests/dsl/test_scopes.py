@@ -435,6 +435,40 @@ with Service("svc"):
         sys.modules.pop("kept_tools", None)
 
 
+@pytest.mark.parametrize(
+    "importing", ["from .tools import Records", "from pkg.tools import Records"]
+)
+def test_a5_a_design_inside_a_package_imports_its_siblings(
+    designs: DesignRunner, importing: str
+) -> None:
+    """Relative and package imports work whichever way agentgen was started: the console
+    script does not put the current folder on sys.path, ``python -m`` does (only the latter
+    used to load this design)."""
+    import sys
+
+    from agentgen.codegen.loader import load_design
+
+    package = designs.tmp_path / "project" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "tools.py").write_text(
+        "from agentgen.dsl import *\n"
+        'Records = Toolset("records", lambda: (Tool("lookup", "L."), Tool("search", "S.")))\n'
+    )
+    design = package / "design.py"
+    design.write_text(
+        f"{importing}\n"
+        "from agentgen.dsl import *\n"
+        'Service("svc", lambda: Agent("a", "A.",\n'
+        '    lambda: Use(Records, lambda: Deferred("serch"))))\n'
+    )
+    assert str(package.parent) not in sys.path
+    (error,) = load_design(design).errors
+    assert error.loc.line == 4 and 'unknown tool "serch"' in error.message
+    assert "pkg" not in sys.modules and "pkg.tools" not in sys.modules
+    assert str(package.parent) not in sys.path and str(package) not in sys.path
+
+
 def test_a5_two_designs_in_two_threads_do_not_mix(designs: DesignRunner) -> None:
     from agentgen.codegen.loader import load_design
 
