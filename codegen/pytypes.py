@@ -34,6 +34,7 @@ from typing import Any
 
 import annotated_types
 import pydantic
+import pydantic_core
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
@@ -468,7 +469,12 @@ class TypeModule:
                 )
             kwargs.append(f"default_factory={self._builtin_name(factory.__name__)}")
         elif not required:
-            kwargs.append(self._literal(model, name, default))
+            typed = (
+                default  # validated on every use, as it is: kept so
+                if info.validate_default
+                else self._typed_default(model, name, info.annotation, default)
+            )
+            kwargs.append(self._literal(model, name, typed))
         if info.alias is not None and info.alias != name:
             kwargs.append(f"alias={info.alias!r}")
         if info.validation_alias not in (None, info.alias) or info.serialization_alias not in (
@@ -688,9 +694,51 @@ class TypeModule:
             return f"_datetime.timedelta({', '.join(given)})"
         return None
 
+    def _typed_default(self, model: str, name: str, annotation: Any, default: Any) -> Any:
+        """The default as a value of the field's type, which the generated module can be
+        type-checked with (mypy --strict).
+
+        pydantic does not validate defaults: ``origin: Point = {"x": 0}``, ``color: Color =
+        "red"`` and ``when: date = "2024-01-01"`` are accepted as they are, and written so
+        they failed the generated module's type check. Such a default is validated against
+        the field's type and written as what it stands for (``Point(x=0)``, ``Color.red``, a
+        date), when that means the same JSON (the schema's ``default`` is unchanged); an
+        ``int`` for a ``float`` keeps its spelling (``1`` is a float to a type checker, and
+        ``1.0`` would change the schema). A default that is no value of the type at all is
+        refused: generated code could not be type-checked.
+        """
+        if default is None or _fits(annotation, default):
+            return default
+        try:
+            value = pydantic.TypeAdapter(annotation).validate_python(default)
+            same = pydantic_core.to_json(value) == pydantic_core.to_json(default)
+        except pydantic.ValidationError as exc:
+            shown = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+            raise UnsupportedType(
+                model,
+                name,
+                f"default {default!r} is not a value of the field's type {shown} "
+                f"({exc.errors()[0]['msg']}); pydantic does not check defaults, but generated "
+                "types are type-checked: give a default of the field's type (or "
+                "Field(validate_default=True) to have it checked on use)",
+            ) from None
+        except Exception:  # a type pydantic cannot validate with: written as it is
+            return default
+        return value if same else default
+
     def _literal(self, model: str, name: str | None, value: Any) -> str:
         if isinstance(value, enum.Enum):
             return f"{self._class_ref(type(value))}.{value.name}"
+        if isinstance(value, BaseModel):
+            # A model instance default: its class called with the fields it was given (by
+            # alias, which is what the generated class's __init__ takes).
+            cls = type(value)
+            given = []
+            for field_name, info in cls.model_fields.items():
+                if field_name in value.model_fields_set:
+                    key = info.alias if info.alias and info.alias.isidentifier() else field_name
+                    given.append(f"{key}={self._literal(model, name, getattr(value, field_name))}")
+            return f"{self._class_ref(cls)}({', '.join(given)})"
         if value is None or isinstance(value, bool | int | str):
             return _scalar(value)
         if isinstance(value, float):
@@ -719,3 +767,16 @@ class TypeModule:
         raise UnsupportedType(
             model, name, f"default value of type {type(value).__name__} is not supported"
         )
+
+
+def _fits(annotation: Any, default: Any) -> bool:
+    """Whether ``default`` is plainly of the field's (plain class) type, which spares building
+    a validator for most defaults."""
+    kind = type(default)
+    if annotation is Any or kind is annotation or (annotation is float and kind is int):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(arm, default) for arm in typing.get_args(annotation))
+    # An empty list or dict is a value of every list or dict type.
+    return origin is kind and kind in (list, dict) and not default

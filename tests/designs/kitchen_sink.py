@@ -94,6 +94,14 @@ class Ticket(BaseModel):
     kind: Literal["bug", "feature", 3] = "bug"
     score: float = Field(default=0.5, ge=0, le=1, multiple_of=0.25)
     extra: Any = None
+    # Defaults of another type than their field, which pydantic does not validate: generated
+    # as the values they stand for (Address(...), Priority.HIGH, a date), so types.py
+    # type-checks; an int for a float keeps its spelling (the schema's default is 1).
+    origin: Address = {"street": "Main St", "city": "Oslo"}  # type: ignore[assignment]
+    severity: Priority = "high"  # type: ignore[assignment]
+    opened: datetime.date = "2024-01-01"  # type: ignore[assignment]
+    weight: float = 1
+    route: list[Node] = [Node(label="root", children=[Node(label="leaf")])]
 
 
 class Folder(BaseModel):
