@@ -138,6 +138,7 @@ class _Validator:
             self.exports(service)
             for agent in service.agents:
                 self.agent(agent)
+        self.agent_cycles()
         return self.errors
 
     # ------------------------------------------------------------------ helpers
@@ -598,6 +599,70 @@ class _Validator:
                 self.deferred(agent, use, target)
         self.published_overlaps(agent)
 
+    def agent_cycles(self) -> None:
+        """Agents that reach themselves through each other's exported tools (A uses B's
+        export, B uses A's): a run of one starts a child run of the other, which starts one of
+        the first... with nothing to end it but the model's choice. Agents as tools are static,
+        so the cycle is refused here, once, at the Use that closes it."""
+        calls: dict[int, list[tuple[AgentExpr, UseExpr]]] = {}
+        agents = list(self.root.agents())
+        for agent in agents:
+            for use in agent.uses:
+                target = use.target
+                callee = target.parent if isinstance(target, ToolsetExpr) else None
+                if (
+                    isinstance(target, ToolsetExpr)
+                    and target.owner == "agent-export"
+                    and isinstance(callee, AgentExpr)
+                    and callee is not agent  # reported as an agent using its own export
+                    and id(target) in self.own
+                ):
+                    calls.setdefault(id(agent), []).append((callee, use))
+        state: dict[int, int] = {}  # 1: on the current path, 2: done
+        reported: set[frozenset[int]] = set()
+        for start in agents:
+            if state.get(id(start)):
+                continue
+            path: list[tuple[AgentExpr, UseExpr | None]] = [(start, None)]
+            pending = [iter(calls.get(id(start), ()))]
+            state[id(start)] = 1
+            while pending:
+                step = next(pending[-1], None)
+                if step is None:
+                    state[id(path.pop()[0])] = 2
+                    pending.pop()
+                    continue
+                callee, use = step
+                if state.get(id(callee)) == 1:
+                    index = next(i for i, (a, _) in enumerate(path) if a is callee)
+                    cycle = [*path[index + 1 :], (callee, use)]
+                    key = frozenset(id(a) for a, _ in cycle)
+                    if key not in reported:
+                        reported.add(key)
+                        self.cycle_error(callee, cycle)
+                elif not state.get(id(callee)):
+                    state[id(callee)] = 1
+                    path.append((callee, use))
+                    pending.append(iter(calls.get(id(callee), ())))
+
+    def cycle_error(self, first: AgentExpr, cycle: list[tuple[AgentExpr, UseExpr | None]]) -> None:
+        """``cycle``: each agent with the Use (of the agent before it) that calls it, the
+        first agent last."""
+        names = [q(_agent_id(a)) for a in (first, *(a for a, _ in cycle))]
+        uses = [use for _, use in cycle if use is not None]
+        steps = ", ".join(
+            f"{q(_agent_id(use.agent))} uses {use.eval_name()} at line {use.loc.line}"
+            for use in uses
+        )
+        closing = uses[-1]
+        self.error(
+            closing,
+            f"agents {' → '.join(names)} call each other through their exported tools "
+            f"({steps}): a run of one would start child runs of the other without end; remove "
+            "one of these Uses (an agent may hand work to another, not back)",
+            related=tuple(use.loc for use in uses[:-1]),
+        )
+
     def published_overlaps(self, agent: AgentExpr) -> None:
         """A toolset the agent uses that is also published to a registry the agent reads, as
         a whole or through ``FromRegistry(registry, "<service>.<toolset>")``: once the provider
@@ -683,7 +748,7 @@ class _Validator:
         all_names = {t.name for t in toolset.tools}
         included = list(dict.fromkeys(t.name for t in _selected(toolset, use.subset)))
         partners = continuation_tools(toolset)
-        agent_id = f"{agent.service.name}.{agent.name}"
+        agent_id = _agent_id(agent)
         for name, loc in use.deferred_names:
             prefix = f"agent {q(agent_id)} toolset {q(toolset.name)}: Deferred selects"
             if name in included:
@@ -758,3 +823,7 @@ def _names_despite_syntax_error(env: SandboxedEnvironment, text: str) -> set[str
         except TemplateSyntaxError:
             continue
     return names - bound
+
+
+def _agent_id(agent: AgentExpr) -> str:
+    return f"{agent.service.name}.{agent.name}"

@@ -216,6 +216,43 @@ with Toolset("payments"):
     )
 
 
+def test_agents_calling_each_other_through_their_exports_are_refused(
+    designs: DesignRunner,
+) -> None:
+    """A uses B's export and B uses A's: each run of one started a child run of the other,
+    without any bound (only the model's choice ended it)."""
+    designs.check(
+        """
+with Service("svc"):
+    a = Agent("a", "A.")
+    b = Agent("b", "B.")
+    with a:
+        AskA = Export("ask_a", lambda: Tool("ask", "Ask A."))
+        with b:
+            AskB = Export("ask_b", lambda: Tool("ask", "Ask B."))
+            Use(AskA)  # <-
+        Use(AskB)
+with Service("ring"):
+    x, y, z = Agent("x", "X."), Agent("y", "Y."), Agent("z", "Z.")
+    with x:
+        AskX = Export("ask_x", lambda: Tool("ask", "Ask X."))
+        with y:
+            AskY = Export("ask_y", lambda: Tool("ask", "Ask Y."))
+            with z:
+                Export("ask_z", lambda: Tool("ask", "Ask Z."))
+                Use(AskX)  # <-
+            Use(z.exports[0])
+        Use(AskY)
+with Service("chain"):
+    Agent("lead", "Lead.", lambda: (Use(AskA), Use(AskB)))
+""",
+        'agents "svc.a" → "svc.b" → "svc.a" call each other through their exported tools '
+        '("svc.a" uses Use(ask_b) at line 11, "svc.b" uses Use(ask_a) at line 10): a run of one '
+        "would start child runs of the other without end; remove one of these Uses",
+        'agents "ring.x" → "ring.y" → "ring.z" → "ring.x" call each other',
+    )
+
+
 def test_bounded_results_and_paging_fields(designs: DesignRunner) -> None:
     designs.check(
         MODELS
