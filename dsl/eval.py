@@ -28,5 +28,6 @@ def context() -> EvalContext:
 def design_context(file: str) -> Iterator[EvalContext]:
     """Activate a fresh context, with an empty tree, for the duration of one load."""
     ctx = EvalContext(root=RootExpr(file=file))
+    ctx.root.evaluation = ctx.serial
     with scope.activate(ctx):
         yield ctx

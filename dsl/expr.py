@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from agentgen.dsl.location import SourceLoc
 from agentgen.dsl.names import q
-from agentgen.dsl.scope import enter_with_body, exit_with_body
+from agentgen.dsl.scope import current_evaluation, enter_with_body, exit_with_body
 
 
 @dataclass(eq=False)
@@ -31,6 +31,9 @@ class Expr:
     body_loc: SourceLoc | None = field(default=None, repr=False)
     #: The body given was rejected (reported); rules about an empty body do not apply.
     body_rejected: bool = field(default=False, repr=False)
+    #: The evaluation (:attr:`RootExpr.evaluation`) that made the expression: a module kept
+    #: imported from another one hands a design expressions of another tree.
+    evaluation: int = field(default_factory=current_evaluation, repr=False)
 
     def eval_name(self) -> str:
         raise NotImplementedError
@@ -389,6 +392,8 @@ class RootExpr:
     """Everything one design declared, in declaration order."""
 
     file: str
+    #: The evaluation that builds this tree (set when it starts).
+    evaluation: int = 0
     services: list[ServiceExpr] = field(default_factory=list)
     #: Every defining toolset: top-level ``Toolset`` calls and inline ``Use``/``Export`` ones.
     toolsets: list[ToolsetExpr] = field(default_factory=list)

@@ -16,6 +16,7 @@ in here) and the evaluation (which builds the tree) free of import cycles.
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,6 +33,7 @@ __all__ = [
     "ScopeNode",
     "activate",
     "current_context",
+    "current_evaluation",
     "enter_with_body",
     "exit_with_body",
     "run_body",
@@ -55,6 +57,10 @@ RootT = TypeVar("RootT")
 NodeT = TypeVar("NodeT", bound=ScopeNode)
 
 
+#: Numbers the evaluations of this process.
+_SERIALS = itertools.count(1)
+
+
 @dataclass
 class EvalContext(Generic[RootT, NodeT]):
     root: RootT
@@ -63,6 +69,8 @@ class EvalContext(Generic[RootT, NodeT]):
     #: The source files that made DSL calls: the modules a loader must unload afterwards, so
     #: that the next load runs their calls again (an expression belongs to one tree).
     callers: set[str] = field(default_factory=set)
+    #: Numbers evaluations: every expression records the one it was made in.
+    serial: int = field(default_factory=lambda: next(_SERIALS))
 
     def current(self) -> NodeT | None:
         return self.stack[-1] if self.stack else None
@@ -82,6 +90,13 @@ class EvalContext(Generic[RootT, NodeT]):
         self.errors.append(
             DesignError(loc, self.where() if where is None else where, message, related)
         )
+
+
+def current_evaluation() -> int:
+    """The serial number of the evaluation running now (0 outside one): what an expression
+    records of the tree it belongs to."""
+    ctx = _CURRENT.get()
+    return ctx.serial if ctx is not None else 0
 
 
 _CURRENT: ContextVar[EvalContext[Any, Any] | None] = ContextVar(

@@ -109,9 +109,7 @@ class _Validator:
     def __init__(self, root: RootExpr) -> None:
         self.root = root
         self.errors: list[DesignError] = []
-        #: The toolsets and registries of this tree (by ``id``): anything else a design refers
-        #: to was made by another evaluation.
-        self.own = {id(expr) for expr in (*root.toolsets, *root.registries)}
+        self.evaluation = root.evaluation
 
     def error(
         self,
@@ -212,7 +210,7 @@ class _Validator:
         """Report ``target`` when another evaluation made it: a module that declares it at
         import was imported while another design (or ``evaluate``) ran, and stayed imported,
         so it did not run again for this one. Its expression is no part of this tree."""
-        if id(target) in self.own:
+        if target.evaluation == self.evaluation:
             return False
         self.error(
             expr,
@@ -615,7 +613,7 @@ class _Validator:
                     and target.owner == "agent-export"
                     and isinstance(callee, AgentExpr)
                     and callee is not agent  # reported as an agent using its own export
-                    and id(target) in self.own
+                    and target.evaluation == self.evaluation
                 ):
                     calls.setdefault(id(agent), []).append((callee, use))
         state: dict[int, int] = {}  # 1: on the current path, 2: done
@@ -672,7 +670,7 @@ class _Validator:
         readers: list[tuple[UseExpr, RegistryExpr, str | None]] = []
         for use in agent.uses:
             target = use.target
-            if target is None or id(target) not in self.own:
+            if target is None or target.evaluation != self.evaluation:
                 continue
             if isinstance(target, RegistryExpr):
                 readers.append((use, target, None))
