@@ -74,6 +74,16 @@ _CHANNEL_MAXLEN = 512
 _POOL = 64
 #: Connections for blocking reads of provider queues (one per waiting claim).
 _BLOCKING_POOL = 256
+#: How long a command may go unanswered before Redis counts as unreachable (redis-py's own
+#: default, given here so that it is a decision): ordinary commands take microseconds.
+_COMMAND_TIMEOUT_S = 5.0
+#: How long past the time a blocking read asked Redis to block for its answer may take before
+#: Redis counts as unreachable. Blocking reads have no socket timeout of their own: a claim
+#: waits up to its long poll (10 s by default, 60 s at most), longer than any fixed one.
+_BLOCK_MARGIN_S = 5.0
+#: Most interrupted readers remembered (a provider that never claims again is never forgotten
+#: otherwise).
+_INTERRUPTED_KEPT = 4096
 
 
 def _check_url(url: str, description: str) -> None:
@@ -115,6 +125,9 @@ class RedisStore:
         self._script_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
         #: When each queue was last searched for messages to deliver again (monotonic s).
         self._reclaimed: dict[str, float] = {}
+        #: (stream, consumer) pairs whose last blocking read ended without its answer (timed
+        #: out, failed, cancelled): Redis may have delivered messages to it that nobody saw.
+        self._interrupted: set[tuple[str, str]] = set()
 
     def _k(self, key: str) -> str:
         return f"{self.namespace}:{key}"
@@ -130,13 +143,21 @@ class RedisStore:
             return
         import redis.asyncio as redis
 
-        def client(size: int) -> Any:
+        def client(size: int, read_timeout: float | None) -> Any:
             pool = redis.BlockingConnectionPool.from_url(
-                self.url, decode_responses=True, max_connections=size, timeout=30
+                self.url,
+                decode_responses=True,
+                max_connections=size,
+                timeout=30,
+                socket_timeout=read_timeout,
+                socket_connect_timeout=_COMMAND_TIMEOUT_S,
             )
             return redis.Redis(connection_pool=pool)
 
-        main, blocking = client(_POOL), client(_BLOCKING_POOL)
+        # A blocking read's bound is its own block time (see receive): a socket timeout shorter
+        # than a claim's wait failed every claim waiting 5 s or more on an idle queue.
+        main = client(_POOL, _COMMAND_TIMEOUT_S)
+        blocking = client(_BLOCKING_POOL, None)
         try:
             await main.ping()
         except Exception as exc:
@@ -350,29 +371,58 @@ class RedisStore:
     async def receive(self, queue: str, consumer: str, count: int, block_ms: int) -> list[Delivery]:
         stream = self._k(f"queue:{queue}")
         await self._ensure_group(stream)
-        # Messages another reader took and never acknowledged come first. They are looked for
-        # a few times per redelivery period, not on every read: a read costs one round trip.
+        # Messages delivered to this consumer by a read whose answer never arrived (Redis
+        # delivered them just as the read was given up) come first, at once: otherwise they
+        # would wait for the redelivery time, their calls unclaimed meanwhile.
         messages: list[Any] = []
+        if (stream, consumer) in self._interrupted:
+            read = await self._call(
+                self._r.xreadgroup(_GROUP, consumer, {stream: "0"}, count=count)
+            )
+            self._interrupted.discard((stream, consumer))
+            messages = _entries(read)
+        # Messages another reader took and never acknowledged come next. They are looked for
+        # a few times per redelivery period, not on every read: a read costs one round trip.
         now = time.monotonic()
-        if now - self._reclaimed.get(stream, 0.0) >= self.redelivery_ms / 4000:
+        if not messages and now - self._reclaimed.get(stream, 0.0) >= self.redelivery_ms / 4000:
             self._reclaimed[stream] = now
             claimed = await self._call(
                 self._r.xautoclaim(stream, _GROUP, consumer, self.redelivery_ms, "0-0", count=count)
             )
             messages = list(claimed[1]) if claimed else []
         if not messages:
-            read = await self._call(
-                self._blocking.xreadgroup(
-                    _GROUP, consumer, {stream: ">"}, count=count, block=max(1, block_ms)
-                )
-            )
-            for _, entries in read or []:
-                messages.extend(entries)
+            messages = await self._read_blocking(stream, consumer, count, max(1, block_ms))
         return [
             Delivery(str(message_id), str(fields["b"]))
             for message_id, fields in messages
             if fields and "b" in fields
         ]
+
+    async def _read_blocking(
+        self, stream: str, consumer: str, count: int, block_ms: int
+    ) -> list[Any]:
+        """New messages, waiting up to ``block_ms`` for the first; Redis that has not answered
+        :data:`_BLOCK_MARGIN_S` after that is unreachable (StoreError)."""
+        try:
+            async with asyncio.timeout(block_ms / 1000 + _BLOCK_MARGIN_S):
+                read = await self._call(
+                    self._blocking.xreadgroup(
+                        _GROUP, consumer, {stream: ">"}, count=count, block=block_ms
+                    )
+                )
+        except BaseException as exc:
+            # Timed out, failed or cancelled: Redis may have delivered messages meanwhile.
+            if len(self._interrupted) >= _INTERRUPTED_KEPT:
+                self._interrupted.clear()  # theirs are delivered again after the redelivery time
+            self._interrupted.add((stream, consumer))
+            if isinstance(exc, TimeoutError):
+                raise StoreError(
+                    f"registry store {self.description}: a read of provider queue {stream} "
+                    f"blocking for {block_ms} ms was not answered {_BLOCK_MARGIN_S:g} s after "
+                    "it should have been"
+                ) from None
+            raise
+        return _entries(read)
 
     async def ack(self, queue: str, message_ids: Sequence[str]) -> None:
         if not message_ids:
@@ -389,3 +439,8 @@ class RedisStore:
     async def wait(self, channel: str, cursor: str, block_ms: int) -> str:
         await self._signals.wait(channel, int(cursor), block_ms / 1000)
         return str(self._signals.version(channel))
+
+
+def _entries(read: Any) -> list[Any]:
+    """The (message ID, fields) entries of an ``XREADGROUP`` answer, of every stream read."""
+    return [entry for _, entries in read or [] for entry in entries]
