@@ -773,12 +773,26 @@ def complete(
 
 
 def overload(
-    record: CallRecord | None, entry: Admission | None, use_id: str, key: str, now_ms: int
+    record: CallRecord | None,
+    entry: Admission | None,
+    use_id: str,
+    key: str,
+    now_ms: int,
+    operation_id: str | None = None,
 ) -> CallRecord | None:
-    """A provider gives a claimed call back without running it; the consumer may retry."""
+    """A provider gives a claimed call back without running it; the consumer may retry.
+
+    ``operation_id`` names the claim operation that took the call. An overload of another
+    claim of it was applied already (a transport retry of an overload that arrives after the
+    call was retried, and claimed again, perhaps by this very lease, which is running it now):
+    it changes nothing, and neither does one repeated after it was applied. Without it (a
+    provider older than the header carrying it) the lease alone is checked."""
+    if operation_id is not None:
+        if record is None:
+            raise missing_call(use_id)
+        if record.claim_operation_id != operation_id or record.state == "overloaded":
+            return None
     record = _owned(record, use_id, key)
-    if record.state == "overloaded":
-        return None
     if record.state != "claimed":
         raise RegistryError("provider_lease_lost", f"call {use_id} is {record.state}, not claimed")
     settled = settle(record, entry, now_ms)

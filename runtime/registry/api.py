@@ -18,6 +18,7 @@ from agentgen.runtime.registry.admission import IDENTIFIER, CallMeta, ResultStat
 
 __all__ = [
     "API_PREFIX",
+    "CLAIM_OPERATION_HEADER",
     "ERROR_STATUS",
     "MAX_CLAIM_CALLS",
     "MAX_PAYLOAD",
@@ -95,6 +96,13 @@ MAX_WAIT_MS = 60_000
 #: deadlines and expiries it hands out are on that clock, so clients measure them against it
 #: rather than against their own (which may be minutes off). Older services do not send it.
 TIME_HEADER = "x-registry-time-ms"
+#: The request header of ``/providers/overload`` naming the claim operation that took the call
+#: (its ``claim_operation_id``): an overload of an earlier claim of the call (a transport retry
+#: arriving after the call was retried and claimed again) then changes nothing. A header, not a
+#: body field: bodies refuse unknown fields, so an older registry would refuse the overload of
+#: a newer provider; it ignores the header (and a newer registry hears an older provider, which
+#: sends none, as before: the lease alone is checked).
+CLAIM_OPERATION_HEADER = "x-claim-operation-id"
 
 
 class _Body(BaseModel):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -53,7 +53,9 @@ __all__ = [
     "validation_answer",
 ]
 
-Endpoint = Callable[[Any, Principal], Awaitable[BaseModel | Response]]
+#: Called with the body and the principal, and with the request headers its route names (by
+#: keyword; None when absent).
+Endpoint = Callable[..., Awaitable[BaseModel | Response]]
 _JSON = [(b"content-type", b"application/json")]
 _TIME = api.TIME_HEADER.encode()
 #: Bodies this large or larger are parsed and validated off the event loop. The densest bodies
@@ -68,6 +70,8 @@ class Route:
 
     request: type[BaseModel]
     endpoint: Endpoint
+    #: Request headers the endpoint reads: its keyword argument, by header name (lower case).
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,7 @@ class Dispatch:
         if body is None:
             return
         try:
-            answer = await self._answer(route, who, body)
+            answer = await self._answer(route, who, body, _headers(scope, route.headers))
         except asyncio.CancelledError:
             # uvicorn cancels the requests still running when its graceful shutdown is over
             # (long polls): they end with the answer clients retry, not a 500 and a traceback.
@@ -192,7 +196,9 @@ class Dispatch:
             )
         await answer.send(send)
 
-    async def _answer(self, route: Route, who: Principal, body: bytes) -> Answer:
+    async def _answer(
+        self, route: Route, who: Principal, body: bytes, headers: Mapping[str, str | None]
+    ) -> Answer:
         if len(body) >= OFF_LOOP_BYTES:
             parsed = await asyncio.to_thread(_parse, route.request, body)
         else:
@@ -200,7 +206,7 @@ class Dispatch:
         if isinstance(parsed, Answer):
             return parsed
         try:
-            result = await route.endpoint(parsed, who)
+            result = await route.endpoint(parsed, who, **headers)
         except RegistryError as exc:
             return error_answer(exc.code, exc.message)
         except StoreError as exc:
@@ -229,6 +235,17 @@ def _parse(model: type[BaseModel], body: bytes) -> BaseModel | Answer:
         return model.model_validate_json(body)
     except ValidationError as exc:
         return validation_answer(exc.errors())
+
+
+def _headers(scope: Scope, wanted: Mapping[str, str]) -> dict[str, str | None]:
+    """The values of the headers a route reads, by its keyword arguments (None if absent)."""
+    found: dict[str, str | None] = dict.fromkeys(wanted.values())
+    if wanted:
+        for name, value in scope["headers"]:
+            keyword = wanted.get(name.decode("latin-1").lower())
+            if keyword is not None:
+                found[keyword] = value.decode("latin-1")
+    return found
 
 
 def _authorization(scope: Scope) -> str | None:

@@ -239,11 +239,27 @@ class HttpRegistryClient(_Closing):
 
     # ------------------------------------------------------------------ transport
 
-    async def _post(self, path: str, body: BaseModel, answer: type[B], *, wait_ms: int = 0) -> B:
-        return await self._exchange(path, body, answer.model_validate_json, wait_ms=wait_ms)
+    async def _post(
+        self,
+        path: str,
+        body: BaseModel,
+        answer: type[B],
+        *,
+        wait_ms: int = 0,
+        headers: Mapping[str, str] | None = None,
+    ) -> B:
+        return await self._exchange(
+            path, body, answer.model_validate_json, wait_ms=wait_ms, headers=headers
+        )
 
     async def _exchange(
-        self, path: str, body: BaseModel, read: Callable[[bytes], T], *, wait_ms: int = 0
+        self,
+        path: str,
+        body: BaseModel,
+        read: Callable[[bytes], T],
+        *,
+        wait_ms: int = 0,
+        headers: Mapping[str, str] | None = None,
     ) -> T:
         """The answer, as ``read`` reads its bytes (a pydantic ``ValidationError`` it raises
         is the registry's ``protocol_error``)."""
@@ -256,7 +272,7 @@ class HttpRegistryClient(_Closing):
             problem: str
             kind: str  # what went wrong without the words that came with it (telemetry's)
             try:
-                response = await self._send(path, content, timeout)
+                response = await self._send(path, content, timeout, headers)
             except httpx2.TransportError as exc:
                 kind = type(exc).__name__
                 problem = f"{kind}: {exc}"
@@ -286,7 +302,13 @@ class HttpRegistryClient(_Closing):
             await asyncio.sleep(delay)
             attempt += 1
 
-    async def _send(self, path: str, content: bytes, timeout: float) -> httpx2.Response:
+    async def _send(
+        self,
+        path: str,
+        content: bytes,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx2.Response:
         """One POST, built once per path and sent as it is: every request is the same kind
         (JSON to a fixed URL), so building it through the client's merging of URLs, headers and
         cookies, which cost about as much as the exchange itself, is skipped. The client still
@@ -296,10 +318,14 @@ class HttpRegistryClient(_Closing):
         url = self._urls.get(path)
         if url is None:
             url = self._urls[path] = httpx2.URL(f"{self.url}{api.API_PREFIX}{path}")
+        sent = self._headers
+        if headers:
+            sent = self._headers.copy()
+            sent.update(headers)
         request = httpx2.Request(
             "POST",
             url,
-            headers=self._headers,
+            headers=sent,
             content=content,
             extensions={"timeout": httpx2.Timeout(timeout).as_dict()},
         )
@@ -612,8 +638,20 @@ class HttpRegistryClient(_Closing):
         )
 
     async def report_overload(
-        self, toolset: str, tool_use_id: str, provider_id: str, incarnation_id: str
+        self,
+        toolset: str,
+        tool_use_id: str,
+        provider_id: str,
+        incarnation_id: str,
+        *,
+        claim_operation_id: str | None = None,
     ) -> None:
+        """Give a claimed call back unrun. ``claim_operation_id`` (the claim that took it)
+        travels in a header (``api.CLAIM_OPERATION_HEADER``), which a registry too old to
+        read it ignores."""
+        headers = {}
+        if claim_operation_id is not None:
+            headers[api.CLAIM_OPERATION_HEADER] = claim_operation_id
         await self._post(
             "/providers/overload",
             api.OverloadRequest(
@@ -623,6 +661,7 @@ class HttpRegistryClient(_Closing):
                 incarnation_id=incarnation_id,
             ),
             api.OkResponse,
+            headers=headers,
         )
 
     async def complete_many(

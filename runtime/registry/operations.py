@@ -651,13 +651,23 @@ class RegistryOperations:
         return refusals
 
     async def report_overload(
-        self, name: str, use_id: str, provider_id: str, incarnation_id: str
+        self,
+        name: str,
+        use_id: str,
+        provider_id: str,
+        incarnation_id: str,
+        *,
+        claim_operation_id: str | None = None,
     ) -> None:
+        """Give a call back unrun; ``claim_operation_id`` names the claim that took it (see
+        :func:`admission.overload`)."""
         lease = lease_key(provider_id, incarnation_id)
         await self._held_call(
             name,
             use_id,
-            lambda record, entry, now: admission.overload(record, entry, use_id, lease, now),
+            lambda record, entry, now: admission.overload(
+                record, entry, use_id, lease, now, claim_operation_id
+            ),
         )
 
     async def _held_call(self, name: str, use_id: str, rule: _HeldRule) -> None:

@@ -132,8 +132,17 @@ class ProviderClient(Protocol):
     ) -> None: ...
 
     async def report_overload(
-        self, toolset: str, tool_use_id: str, provider_id: str, incarnation_id: str
-    ) -> None: ...
+        self,
+        toolset: str,
+        tool_use_id: str,
+        provider_id: str,
+        incarnation_id: str,
+        *,
+        claim_operation_id: str | None = None,
+    ) -> None:
+        """Give a call back unrun; ``claim_operation_id`` is the claim operation that took it
+        (the registry then ignores a stale repeat of the overload)."""
+        ...
 
 
 @runtime_checkable
@@ -286,7 +295,7 @@ class ServeReport:
     completed: int = 0
     failed: int = 0
     overloaded: int = 0
-    #: Results the registry refused because the lease was lost first.
+    #: Results (and overloads) the registry refused, because the lease was lost first.
     lost: int = 0
 
 
@@ -649,7 +658,7 @@ class _Provider:
             failures = 0
             for call in calls:
                 self.active += 1
-                task = asyncio.create_task(self._run(call))
+                task = asyncio.create_task(self._run(call, operation))
                 self.workers.add(task)
                 task.add_done_callback(self.workers.discard)
         await self._shutdown(drained)
@@ -679,9 +688,10 @@ class _Provider:
             with contextlib.suppress(RegistryError):
                 await self.client.release(self.name, self.token, *self.ident)
 
-    async def _run(self, call: api.ClaimedCallBody) -> None:
+    async def _run(self, call: api.ClaimedCallBody, operation: str) -> None:
+        """Run a call the claim operation ``operation`` took."""
         try:
-            await self._execute(call)
+            await self._execute(call, operation)
         except Exception:
             # A fault of the SDK or of the client, never the tool's (its errors are results):
             # said here, where it would otherwise be "Task exception was never retrieved".
@@ -698,7 +708,7 @@ class _Provider:
             self.active -= 1
             self.freed.set()
 
-    async def _execute(self, call: api.ClaimedCallBody) -> None:
+    async def _execute(self, call: api.ClaimedCallBody, operation: str) -> None:
         spec = self.specs.get(call.tool)
         if spec is None:
             await self._finish(call, "failed", {"code": "unknown_tool"}, f"no tool {call.tool}")
@@ -725,9 +735,7 @@ class _Provider:
                 self.executor.execute(call.tool, payload, context), max(remaining, 0.001)
             )
         except ToolOverloadedError:
-            self.report.overloaded += 1
-            with contextlib.suppress(RegistryError):
-                await self.client.report_overload(self.name, call.tool_use_id, *self.ident)
+            await self._overload(call, operation)
             return
         except TimeoutError:
             await self._finish(
@@ -748,6 +756,27 @@ class _Provider:
             await self._finish(call, "failed", {"code": "invalid_result"}, str(exc))
             return
         await self._finish(call, "completed", result, "")
+
+    async def _overload(self, call: api.ClaimedCallBody, operation: str) -> None:
+        """Give the call back; counted as overloaded once the registry took it back."""
+        try:
+            await self.client.report_overload(
+                self.name, call.tool_use_id, *self.ident, claim_operation_id=operation
+            )
+        except RegistryError as exc:
+            self.report.lost += 1
+            _LOG.warning(
+                "provider %r of toolset %r: the registry refused to take back call %s (tool "
+                "%s) its executor was overloaded for: %s: %s",
+                self.options.provider_id,
+                self.name,
+                call.tool_use_id,
+                call.tool,
+                exc.code,
+                exc.message,
+            )
+            return
+        self.report.overloaded += 1
 
     async def _finish(
         self,

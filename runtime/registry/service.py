@@ -21,14 +21,20 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentgen.runtime.registry import api
-from agentgen.runtime.registry.admission import Admission, CallRequest, Limits, Registration
+from agentgen.runtime.registry.admission import (
+    IDENTIFIER,
+    Admission,
+    CallRequest,
+    Limits,
+    Registration,
+)
 from agentgen.runtime.registry.auth import Principal, TokenTable
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.dispatch import (
@@ -256,10 +262,16 @@ def create_app(
     #: Every operation, served by :class:`Dispatch` (FastAPI declares and documents them).
     routes: dict[str, Route] = {}
 
-    def post(path: str, summary: str, **options: Any) -> Callable[[Endpoint], Any]:
+    def post(
+        path: str, summary: str, *, headers: dict[str, str] | None = None, **options: Any
+    ) -> Callable[[Endpoint], Any]:
+        """Declare an operation; ``headers`` are the request headers its endpoint reads (its
+        keyword argument by header name), which FastAPI documents from its signature."""
+
         def declare(endpoint: Endpoint) -> Any:
             full = f"{api.API_PREFIX}{path}"
-            routes[full] = Route(typing.get_type_hints(endpoint)["body"], endpoint)
+            request = typing.get_type_hints(endpoint)["body"]
+            routes[full] = Route(request, endpoint, headers or {})
             return app.post(full, summary=summary, **options)(endpoint)
 
         return declare
@@ -402,11 +414,34 @@ def create_app(
         ]
         return api.CompleteManyResponse(completions=answers)
 
-    @post("/providers/overload", "give a claimed call back unrun (the consumer may retry)")
-    async def overload(body: api.OverloadRequest, who: Principal = Who) -> api.OkResponse:
+    @post(
+        "/providers/overload",
+        "give a claimed call back unrun (the consumer may retry)",
+        headers={api.CLAIM_OPERATION_HEADER: "claim_operation_id"},
+    )
+    async def overload(
+        body: api.OverloadRequest,
+        who: Principal = Who,
+        claim_operation_id: str | None = Header(
+            default=None,
+            alias=api.CLAIM_OPERATION_HEADER,
+            description="the claim operation that took the call: an overload of an earlier "
+            "claim of it changes nothing (without it, only the lease is checked)",
+        ),
+    ) -> api.OkResponse:
         who.require_provider(body.toolset)
+        if claim_operation_id is not None and not IDENTIFIER.match(claim_operation_id):
+            raise RegistryError(
+                "validation_error",
+                f"header {api.CLAIM_OPERATION_HEADER} {claim_operation_id[:200]!r} must match "
+                f"{IDENTIFIER.pattern} (the claim_operation_id of the claim that took the call)",
+            )
         await operations.report_overload(
-            body.toolset, body.tool_use_id, body.provider_id, body.incarnation_id
+            body.toolset,
+            body.tool_use_id,
+            body.provider_id,
+            body.incarnation_id,
+            claim_operation_id=claim_operation_id,
         )
         return api.OkResponse()
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from agentgen.runtime import Message, Runtime, ToolCallPart, ToolContext
+from agentgen.runtime.registry.client import RegistryError, ToolCallMeta
 from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream
 from agentgen.runtime.registry.provider import (
     ServeOptions,
@@ -170,6 +171,91 @@ async def test_overloads_are_retried_under_the_same_admission(registry: Running)
     )  # fmt: skip
     assert attempts == ["Rome", "Rome"]
     assert (report.overloaded, report.completed) == (1, 1)
+
+
+class RecordingClient(HttpRegistryClient):
+    """Remembers which claim operation took which calls, and what each overload named."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.claims: dict[str, list[str]] = {}
+        self.overloads: list[tuple[str, str | None]] = []
+
+    async def claim(self, *args: Any, **kwargs: Any) -> Any:
+        calls = await super().claim(*args, **kwargs)
+        self.claims.setdefault(kwargs["operation_id"], []).extend(c.tool_use_id for c in calls)
+        return calls
+
+    async def report_overload(self, *args: Any, claim_operation_id: str | None = None) -> None:
+        self.overloads.append((args[1], claim_operation_id))
+        await super().report_overload(*args, claim_operation_id=claim_operation_id)
+
+
+async def test_an_overload_names_the_claim_operation_that_took_the_call(
+    registry: Running,
+) -> None:
+    # The registry then takes a repeat of it (a transport retry) landing after the call was
+    # claimed again for what it is: applied already, not a second overload.
+    def overloaded_once(args: types.ForecastArgs) -> None:
+        if not client.overloads:
+            raise ToolOverloadedError
+
+    client = RecordingClient(registry.url)
+    async with providing(registry.url, Weather(behaviour=overloaded_once), client=client) as (
+        task,
+        stop,
+        _,
+    ):
+        planner = ScriptedPlanner([calls(("weather.forecast", {"city": "Rome"})), answer()])
+        rt, consumer_client = consumer(registry.url, planner)
+        await rt.client("test.forecaster").run("weather?")
+        await consumer_client.aclose()
+        stop.set()
+        report = await task
+    ((use_id, operation),) = client.overloads
+    assert operation is not None and client.claims[operation] == [use_id]
+    assert (report.overloaded, report.completed, report.lost) == (1, 1, 0)
+
+
+class RefusingOverloads(HttpRegistryClient):
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.refused = asyncio.Event()
+
+    async def report_overload(self, *args: Any, claim_operation_id: str | None = None) -> None:
+        self.refused.set()
+        raise RegistryError("provider_lease_lost", "call is not held by this provider's lease")
+
+
+async def test_a_refused_overload_is_said_and_not_counted_as_given_back(
+    registry: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    def overloaded(args: types.ForecastArgs) -> None:
+        raise ToolOverloadedError
+
+    client = RefusingOverloads(registry.url)
+    async with providing(registry.url, Weather(behaviour=overloaded), client=client) as (
+        task,
+        stop,
+        token,
+    ):
+        admin = HttpRegistryClient(registry.url)
+        try:
+            ref = await admin.call_resolved_tool(
+                toolset=WEATHER,
+                tool="weather.forecast",
+                payload_json='{"city": "Rome"}',
+                meta=ToolCallMeta(run_id="r", tool_call_id="c"),
+                expected_registration_token=token,
+            )
+            assert ref.tool_use_id
+            await asyncio.wait_for(client.refused.wait(), 10)
+        finally:
+            await admin.aclose()
+        stop.set()
+        report = await task
+    assert (report.overloaded, report.lost) == (0, 1)
+    assert "refused to take back call" in caplog.text and "provider_lease_lost" in caplog.text
 
 
 async def test_executor_failures_and_invalid_results_are_failed_outcomes(
