@@ -137,10 +137,7 @@ class NullCodec:
         self.what = what
 
     def decode(self, data: str | bytes | Any) -> None:
-        try:
-            value = decode_exact(data) if isinstance(data, str | bytes) else data
-        except ValueError as exc:
-            raise PayloadError(self.what, [FieldIssue("", f"not JSON: {exc}")]) from None
+        value = _parsed(self.what, data)
         if value is not None:
             raise PayloadError(self.what, [FieldIssue("", "expected null")])
 
@@ -206,10 +203,7 @@ class SchemaCodec:
         return value
 
     def _parse(self, data: str | bytes | Any) -> Any:
-        try:
-            return decode_exact(data) if isinstance(data, str | bytes) else data
-        except ValueError as exc:
-            raise PayloadError(self.what, [FieldIssue("", f"not JSON: {exc}")]) from None
+        return _parsed(self.what, data)
 
     def check(self, value: Any) -> None:
         self._check(self._validator, value)
@@ -259,6 +253,22 @@ class SchemaCodec:
             return encode_exact(value)
         except (TypeError, ValueError) as exc:  # NaN, infinities, values that are not JSON
             raise PayloadError(self.what, [FieldIssue("", str(exc))]) from None
+
+
+def _parsed(what: str, data: str | bytes | Any) -> Any:
+    """``data`` parsed when it is JSON text (else as it is), or the :class:`PayloadError` that
+    says why it is not JSON, nesting too deep for the parser included (an uncaught
+    ``RecursionError`` answered a registry call with a 500)."""
+    if not isinstance(data, str | bytes):
+        return data
+    try:
+        return decode_exact(data)
+    except ValueError as exc:
+        raise PayloadError(what, [FieldIssue("", f"not JSON: {exc}")]) from None
+    except RecursionError:
+        raise PayloadError(
+            what, [FieldIssue("", "not JSON the parser can read: nested too deeply")]
+        ) from None
 
 
 def _cut(message: str) -> str:

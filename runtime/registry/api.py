@@ -81,6 +81,8 @@ ERROR_STATUS: dict[str, int] = {
     "unsupported_media_type": 415,
     "validation_error": 422,
     "service_unavailable": 503,
+    #: A fault of the registry itself (its log has the traceback): clients retry it as a 5xx.
+    "internal_error": 500,
 }
 
 Token = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a registration token")]

@@ -152,11 +152,23 @@ def _resolve_many(
     return api.ResolveManyResponse(toolsets=entries).model_dump_json().encode()
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _not_json(result_json: str) -> api.ErrorBody | None:
+    """Why ``result_json`` is refused, or None. Parsed as strictly as payloads are: ``NaN``
+    and ``Infinity``, which Python's parser takes, are not JSON, and a consumer's parser
+    refuses them."""
     try:
-        json.loads(result_json)
+        json.loads(result_json, parse_constant=_refuse_constant)
     except ValueError:
         return api.ErrorBody(code="validation_error", message="result_json is not JSON")
+    except RecursionError:
+        return api.ErrorBody(
+            code="validation_error",
+            message="result_json is nested too deeply (the registry's JSON parser gives up)",
+        )
     return None
 
 
@@ -219,6 +231,16 @@ def create_app(
     @app.exception_handler(StoreError)
     async def store_error(request: Request, exc: StoreError) -> Response:
         return _error("service_unavailable", str(exc))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        # The last resort: a fault of the registry still answers with its error body, not a
+        # bare "Internal Server Error" (the server logs the traceback).
+        return _error(
+            "internal_error",
+            f"the registry failed to answer {request.method} {request.url.path} "
+            f"({type(exc).__name__}); its log has the details: please report it",
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def routing_error(request: Request, exc: StarletteHTTPException) -> Response:

@@ -160,6 +160,14 @@ def test_null_codec_reports_text_that_is_not_json(data: str) -> None:
         NullCodec("shop.ping result").decode(data)
 
 
+@pytest.mark.parametrize("what", ["null", "schema"])
+def test_json_nested_too_deeply_to_parse_is_a_payload_error(what: str) -> None:
+    # A RecursionError from the parser used to escape (the registry answered a 500).
+    codec = NullCodec("t result") if what == "null" else SchemaCodec({"type": "array"}, "t")
+    with pytest.raises(PayloadError, match="nested too deeply"):
+        codec.decode("[" * 50_000 + "]" * 50_000)
+
+
 @pytest.mark.parametrize("value", [0, False, "", {}, [], "null"])
 def test_null_codec_refuses_to_encode_values(value: Any) -> None:
     with pytest.raises(PayloadError) as info:
