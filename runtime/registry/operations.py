@@ -371,11 +371,15 @@ class RegistryOperations:
         wake-up after it needs one read."""
         use_id = admission.tool_use_id(request.meta.run_id, request.meta.tool_call_id)
         # The position is taken before the admission, so no announcement after it is missed.
-        cursor = await self.store.cursor(_channel(use_id))
-        ref, record = await self._admit(request)
-        result = await self._await(
-            use_id, record.registration_token, wait_ms, cursor, record, request.caller
-        )
+        channel = _channel(use_id)
+        cursor = await self.store.cursor(channel)
+        try:
+            ref, record = await self._admit(request)
+            result = await self._await(
+                use_id, record.registration_token, wait_ms, cursor, record, request.caller
+            )
+        finally:
+            await self.store.release(channel)
         return ref, result
 
     async def _admit(self, request: CallRequest) -> tuple[dict[str, Any], CallRecord]:
@@ -442,8 +446,12 @@ class RegistryOperations:
         applied when the wait starts and whenever it times out without news; a wake-up
         announcing a change only needs the record read again.
         """
-        cursor = await self.store.cursor(_channel(use_id))
-        return await self._await(use_id, token, wait_ms, cursor, None, caller)
+        channel = _channel(use_id)
+        cursor = await self.store.cursor(channel)
+        try:
+            return await self._await(use_id, token, wait_ms, cursor, None, caller)
+        finally:
+            await self.store.release(channel)
 
     async def _await(
         self,

@@ -407,7 +407,10 @@ class SQLiteStore:
     # ------------------------------------------------------------------ channels
 
     async def cursor(self, channel: str) -> str:
-        return str(self._signals.version(channel))
+        return str(self._signals.hold(channel))
+
+    async def release(self, channel: str) -> None:
+        self._signals.release(channel)
 
     async def wait(self, channel: str, cursor: str, block_ms: int) -> str:
         await self._signals.wait(channel, int(cursor), block_ms / 1000)

@@ -16,6 +16,7 @@ recording a claim loses nothing. Channels wake consumers waiting for a call's re
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -124,28 +125,93 @@ class Store(Protocol):
     async def ack(self, queue: str, message_ids: Sequence[str]) -> None: ...
 
     async def cursor(self, channel: str) -> str:
-        """A position in ``channel``: :meth:`wait` returns once something comes after it."""
+        """A position in ``channel``: :meth:`wait` returns once something comes after it. The
+        channel is watched until :meth:`release` (or, never released, for a minute after its
+        last use)."""
+        ...
+
+    async def release(self, channel: str) -> None:
+        """The position :meth:`cursor` gave (and the ones :meth:`wait` gave after it) is not
+        needed any more."""
         ...
 
     async def wait(self, channel: str, cursor: str, block_ms: int) -> str: ...
 
 
 class Signals:
-    """Version counters with waiters: in-process wake-ups, by channel name."""
+    """Version counters with waiters: in-process wake-ups, by channel name.
 
-    def __init__(self) -> None:
-        self._versions: dict[str, int] = {}
+    A name's version is kept only while something may compare against it: a waiter, a
+    position held (:meth:`hold`, until :meth:`release`), or a position taken (:meth:`version`)
+    within the last :attr:`KEEP` seconds. A bump nobody could be waiting for is not recorded,
+    so finished calls leave nothing behind (every result of a Redis cluster is announced to
+    every registry process: kept for good, each process held an entry per call ever made). A
+    position is taken before the change it waits for is made (a call's admission), so that
+    change's bump is recorded. A position taken without being held is forgotten :attr:`KEEP`
+    seconds after it was last used: it then at most wakes once for nothing, or sleeps until its
+    waiter looks again (waiters re-check on their own every second)."""
+
+    #: Seconds a position keeps its name's version (far longer than an admission takes).
+    KEEP = 60.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        #: Version and until when it is kept (the clock's seconds), by name.
+        self._versions: dict[str, tuple[int, float]] = {}
         self._events: dict[str, asyncio.Event] = {}
         self._waiters: dict[str, int] = {}
+        #: Positions held (:meth:`hold`) and not released yet, by name.
+        self._holders: dict[str, int] = {}
+        self._pruned_at = clock()
+
+    def names(self) -> set[str]:
+        """The names held (a version, a waiter or a holder): what a leak would grow."""
+        return self._versions.keys() | self._waiters.keys() | self._holders.keys()
+
+    def hold(self, name: str) -> int:
+        """A position in ``name`` (its version now), kept until :meth:`release`."""
+        self._holders[name] = self._holders.get(name, 0) + 1
+        return self.version(name)
+
+    def release(self, name: str) -> None:
+        """A position :meth:`hold` gave is not needed any more."""
+        left = self._holders.get(name, 0) - 1
+        if left > 0:
+            self._holders[name] = left
+            return
+        self._holders.pop(name, None)
+        if name not in self._waiters:
+            self._versions.pop(name, None)
 
     def version(self, name: str) -> int:
-        return self._versions.get(name, 0)
+        """The name's version now, kept for :attr:`KEEP` seconds from now."""
+        now = self._clock()
+        version = self._versions.get(name, (0, 0.0))[0]
+        self._versions[name] = (version, now + self.KEEP)
+        self._prune(now)
+        return version
 
     def bump(self, name: str) -> None:
-        self._versions[name] = self._versions.get(name, 0) + 1
+        now = self._clock()
+        kept = self._versions.get(name)
+        if kept is not None or name in self._waiters:
+            version = 0 if kept is None else kept[0]
+            until = now + self.KEEP if kept is None else max(kept[1], now)
+            self._versions[name] = (version + 1, until)
         event = self._events.pop(name, None)
         if event is not None:
             event.set()
+        self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        """Forget the versions nobody can compare against any more (every quarter of
+        :attr:`KEEP`, so that the cost is spread over many operations)."""
+        if now - self._pruned_at < self.KEEP / 4:
+            return
+        self._pruned_at = now
+        for name in [n for n, (_, until) in self._versions.items() if until <= now]:
+            if name not in self._waiters and name not in self._holders:
+                del self._versions[name]
 
     async def wait(self, name: str, version: int, timeout: float) -> None:
         if self.version(name) != version or timeout <= 0:
@@ -161,7 +227,3 @@ class Signals:
                 del self._waiters[name]
                 if self._events.get(name) is event and not event.is_set():
                     del self._events[name]
-        if name.startswith("result:") and not self._waiters.get(name):
-            # Forget the versions of results nobody waits for any more (a later waiter at most
-            # wakes once for nothing and reads the record again).
-            self._versions.pop(name, None)
