@@ -41,7 +41,7 @@ from agentgen.runtime.registry.admission import (
 from agentgen.runtime.registry.auth import Principal
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.kept import KeptDeclaration, KeptEntry, keep
-from agentgen.runtime.registry.store import Change, Notify, Operation, Store, Write
+from agentgen.runtime.registry.store import Change, Notify, Operation, Store, StoreError, Write
 
 __all__ = [
     "CatalogCorruptError",
@@ -56,6 +56,8 @@ __all__ = [
 #: and deadlines are noticed by whoever looks).
 RECHECK_MS = 1_000
 _CLAIM_OP_RETENTION_MS = 15 * 60_000
+#: Longest ``GET /health`` waits for the store's clock before answering 503.
+HEALTH_TIMEOUT_S = 5.0
 #: How much stored entry text (characters) the parsed-entry cache keeps at most.
 _ENTRY_TEXT_BYTES = 256 * 2**20
 _COMPILED_CACHE = 512
@@ -703,8 +705,16 @@ class RegistryOperations:
         return [entry_key, call_key], decide
 
     async def health(self) -> int:
-        """The store answers (its clock); raises StoreError otherwise."""
-        return await asyncio.wait_for(self.store.now_ms(), 5)
+        """The store answers (its clock); raises StoreError otherwise, a store that does not
+        answer within :data:`HEALTH_TIMEOUT_S` included (a stalled Redis: a network partition
+        looks like one)."""
+        try:
+            return await asyncio.wait_for(self.store.now_ms(), HEALTH_TIMEOUT_S)
+        except TimeoutError:
+            raise StoreError(
+                f"registry store {self.store.description} did not answer within "
+                f"{HEALTH_TIMEOUT_S:g} s"
+            ) from None
 
 
 def _in_toolset(record: CallRecord | None, name: str, use_id: str) -> CallRecord | None:
