@@ -69,6 +69,7 @@ from agentgen.runtime.registry.client import RegistryError
 __all__ = [
     "DELIVERABLE",
     "IDENTIFIER",
+    "MAX_SETTLE_MS",
     "MAX_TOOL_USE_ID_LENGTH",
     "TERMINAL",
     "USE_DOMAIN",
@@ -110,6 +111,8 @@ __all__ = [
 #: Provider IDs, incarnation IDs and claim operation IDs: printable, bounded, no separators.
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+\-]{0,127}$")
 MAX_TOOL_USE_ID_LENGTH = 256
+#: Longest a draining lease stays valid to finish its calls (a provider's ``drain_seconds``).
+MAX_SETTLE_MS = 10 * 60_000
 USE_DOMAIN = b"agentgen/tool-registry-use/v1\x00"
 
 #: What a consumer waiting for a call hears: ``pending`` until the call ends or is overloaded.
@@ -213,7 +216,7 @@ class Limits:
     call_timeout_ms: int = 10 * 60_000
     #: How long a call's record (and its result) outlives its execution deadline.
     result_retention_ms: int = 5 * 60_000
-    max_settle_ms: int = 10 * 60_000
+    max_settle_ms: int = MAX_SETTLE_MS
 
 
 @dataclass(frozen=True)

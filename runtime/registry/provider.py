@@ -36,7 +36,7 @@ from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.contracts.wire import fingerprint
 from agentgen.runtime.registry import api
-from agentgen.runtime.registry.admission import IDENTIFIER
+from agentgen.runtime.registry.admission import IDENTIFIER, MAX_SETTLE_MS
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.http_client import RetryPolicy
 from agentgen.runtime.tasks import stop_task
@@ -338,8 +338,8 @@ def _check_options(options: ServeOptions, *, toolset: str) -> None:
         (
             "drain_seconds",
             options.drain_seconds,
-            _number(options.drain_seconds, 0, _MAX_MS),
-            f"0 to {_MAX_MS:g} seconds",
+            _number(options.drain_seconds, 0, MAX_SETTLE_MS / 1000),
+            f"0 to {MAX_SETTLE_MS / 1000:g} seconds (the longest drain the registry allows)",
         ),
         (
             "claim_wait_seconds",
@@ -664,6 +664,8 @@ class _Provider:
         await self._shutdown(drained)
 
     async def _drain(self) -> bool:
+        """Ask the registry to drain this lease; whether it was asked (a refusal is said, and
+        not asked again)."""
         if self.lost.is_set():
             return False
         # A renewal reaching the registry after the drain would be refused (a draining lease
@@ -676,6 +678,18 @@ class _Provider:
         except RegistryError as exc:
             if exc.code == "provider_lease_lost":
                 self._lose(exc.message)
+            else:
+                _LOG.warning(
+                    "provider %r of toolset %r: the registry did not take its drain (%s: %s); "
+                    "it routes new calls to this provider until the lease, no longer renewed, "
+                    "expires (within %g s)",
+                    self.options.provider_id,
+                    self.name,
+                    exc.code,
+                    exc.message,
+                    self.options.lease_seconds,
+                )
+                return True
             return False
         return True
 

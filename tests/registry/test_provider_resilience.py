@@ -455,7 +455,9 @@ async def test_failed_claims_back_off_exponentially_and_start_over_after_one_suc
         ("concurrency", 0, "a whole number from 1 to 256 (the most calls one claim takes)"),
         ("claim_wait_seconds", 61.0, "0 to 60 seconds (the longest wait a claim may ask for)"),
         ("lease_seconds", 0, "0.001 to 2.14748e+06 seconds"),
-        ("drain_seconds", -1.0, "0 to 2.14748e+06 seconds"),
+        ("drain_seconds", -1.0, "0 to 600 seconds (the longest drain the registry allows)"),
+        # The registry refuses a drain longer than 10 minutes: the provider never drained.
+        ("drain_seconds", 900, "0 to 600 seconds (the longest drain the registry allows)"),
         ("provider_id", "web 1", "1 to 128 letters, digits or ._:@+- starting with a letter"),
         ("register_timeout_seconds", float("nan"), "0 seconds or more"),
     ],
@@ -478,6 +480,26 @@ async def test_options_the_api_cannot_carry_are_refused_before_publishing(
     )
     async with HttpRegistryClient(registry.url) as reader:
         assert await reader.list_toolsets() == []  # nothing was published
+
+
+class RefusingDrains(HttpRegistryClient):
+    async def drain(self, *args: Any) -> int:
+        raise RegistryError("validation_error", "settle duration must be in [0, 600000]")
+
+
+async def test_a_drain_the_registry_refuses_is_said(
+    registry: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Refused silently, the provider stopped claiming while the registry kept routing to it.
+    caplog.set_level(logging.WARNING, logger="agentgen.registry.provider")
+    async with serving(registry.url, Echo(), RefusingDrains(registry.url)) as (task, stop):
+        stop.set()
+        report = await asyncio.wait_for(asyncio.shield(task), 10)
+    assert report.reason == "stopped"
+    (warning,) = [r for r in caplog.records if "drain" in r.getMessage()]
+    assert "the registry did not take its drain (validation_error: settle duration" in (
+        warning.getMessage()
+    )
 
 
 # --- clocks --------------------------------------------------------------------------------
