@@ -718,8 +718,11 @@ class RegistryOperations:
 
 
 def _in_toolset(record: CallRecord | None, name: str, use_id: str) -> CallRecord | None:
+    """The record, if it is a call of toolset ``name``. A call of another toolset is answered
+    exactly as a missing one: call IDs can be guessed, and a provider of one toolset has no
+    business learning which calls exist in others."""
     if record is not None and record.toolset != name:
-        raise RegistryError("not_found", f"call {use_id} is not a call of toolset {name!r}")
+        raise admission.missing_call(use_id)
     return record
 
 
