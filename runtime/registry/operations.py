@@ -404,6 +404,7 @@ class RegistryOperations:
                 (ref, current),
                 writes=_write_record(record) if record is not None else {},
                 enqueue=[(_queue(request.toolset), use_id)] if enqueue else (),
+                enqueue_until_ms=current.expires_at_ms,
                 notify=_notify(record),
                 error=decision.error,
             )
@@ -433,6 +434,7 @@ class RegistryOperations:
                 ref,
                 writes=_write_record(new) if new is not None else {},
                 enqueue=[(_queue(record.toolset), use_id)] if enqueue else (),
+                enqueue_until_ms=record.expires_at_ms,
                 notify=_notify(new),
             )
 
@@ -574,6 +576,8 @@ class RegistryOperations:
             ids = [i for i in (values[op_key] or "").split(",") if i]
             writes: dict[str, Write] = {}
             requeue: list[tuple[str, str]] = []
+            #: The latest expiry of the calls put back in line.
+            until: int | None = None
             notify: list[Notify] = []
             claimed: list[CallRecord] = []
             superseded = values[attempt_key] != attempt
@@ -582,6 +586,7 @@ class RegistryOperations:
                 if superseded:  # a retry of this operation waits for it: back in line
                     if record is not None and record.state == "pending":
                         requeue.append((queue, use_id))
+                        until = max(until or 0, record.expires_at_ms)
                     continue
                 new, mine = admission.claim(record, entry, lease, token, operation_id, now)
                 if new is not None:
@@ -596,12 +601,14 @@ class RegistryOperations:
                 # routable meanwhile): back in line at once for the others.
                 elif current is not None and current.state == "pending":
                     requeue.append((queue, use_id))
+                    until = max(until or 0, current.expires_at_ms)
             if claimed:
                 writes[op_key] = Write(",".join(ids), now + _CLAIM_OP_RETENTION_MS)
             return Change(
                 claimed,
                 writes=writes,
                 enqueue=requeue,
+                enqueue_until_ms=until,
                 notify=notify,
                 ack=[(queue, d.message_id) for d in deliveries],
             )

@@ -344,6 +344,13 @@ class RedisStore:
                 out.append(["SADD", self._k("index"), key])
         for queue, body in change.enqueue:
             out.append(["XADD", self._k(f"queue:{queue}"), "*", "b", body])
+        if change.enqueue_until_ms is not None:
+            # A queue expires with the last of its calls: one nobody reads any more (a
+            # withdrawn toolset's) does not keep its messages for good. NX sets the expiry of a
+            # queue without one, GT only ever extends it (Redis 7.0 has both).
+            until = str(change.enqueue_until_ms)
+            for stream in dict.fromkeys(self._k(f"queue:{queue}") for queue, _ in change.enqueue):
+                out += [["PEXPIREAT", stream, until, "NX"], ["PEXPIREAT", stream, until, "GT"]]
         for queue, message_id in change.ack:
             stream = self._k(f"queue:{queue}")
             out += [["XACK", stream, _GROUP, message_id], ["XDEL", stream, message_id]]
@@ -369,7 +376,24 @@ class RedisStore:
         self._groups.add(stream)
 
     async def receive(self, queue: str, consumer: str, count: int, block_ms: int) -> list[Delivery]:
+        from redis.exceptions import ResponseError
+
         stream = self._k(f"queue:{queue}")
+        deadline = time.monotonic() + block_ms / 1000
+        try:
+            return await self._receive(stream, consumer, count, block_ms)
+        except ResponseError as exc:
+            # The queue expired with its last call (its consumer group with it), before or
+            # while this read waited: made again, and read again for the rest of the wait.
+            if not str(exc).startswith(("NOGROUP", "UNBLOCKED")):
+                raise StoreError(f"registry store {self.description}: {exc}") from exc
+            self._groups.discard(stream)
+            left = int((deadline - time.monotonic()) * 1000)
+            return await self._receive(stream, consumer, count, max(1, left))
+
+    async def _receive(
+        self, stream: str, consumer: str, count: int, block_ms: int
+    ) -> list[Delivery]:
         await self._ensure_group(stream)
         # Messages delivered to this consumer by a read whose answer never arrived (Redis
         # delivered them just as the read was given up) come first, at once: otherwise they

@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS queue (
     queue TEXT NOT NULL,
     body TEXT NOT NULL,
     delivered_to TEXT,
-    delivered_at_ms INTEGER
+    delivered_at_ms INTEGER,
+    expires_at_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS queue_order ON queue (queue, id);
 """
@@ -97,12 +98,29 @@ def _apply(db: sqlite3.Connection, change: Change[Any]) -> None:
                 (key, write.value, write.expires_at_ms),
             )
     for queue_name, body in change.enqueue:
-        db.execute("INSERT INTO queue (queue, body) VALUES (?, ?)", (queue_name, body))
+        db.execute(
+            "INSERT INTO queue (queue, body, expires_at_ms) VALUES (?, ?, ?)",
+            (queue_name, body, change.enqueue_until_ms),
+        )
     if change.ack:
         db.executemany(
             "DELETE FROM queue WHERE queue = ? AND id = ?",
             [(queue_name, int(message_id)) for queue_name, message_id in change.ack],
         )
+
+
+def _purge(db: sqlite3.Connection, now: int) -> None:
+    """Delete expired keys, and queue messages of no use any more (their calls expired)."""
+    db.execute("DELETE FROM kv WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?", (now,))
+    db.execute("DELETE FROM queue WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?", (now,))
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a database made by an earlier version up to the schema: queue messages had no
+    expiry (those stay until acknowledged, as they did)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(queue)")}
+    if "expires_at_ms" not in columns:
+        db.execute("ALTER TABLE queue ADD COLUMN expires_at_ms INTEGER")
 
 
 def _decide(db: sqlite3.Connection, keys: Sequence[str], decide: Decide[T]) -> Change[T]:
@@ -226,10 +244,7 @@ class SQLiteStore:
         try:
             self._commits += 1
             if self._commits % _PURGE_EVERY == 0:
-                db.execute(
-                    "DELETE FROM kv WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?",
-                    (_clock(),),
-                )
+                _purge(db, _clock())
             db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._open = jobs
@@ -272,6 +287,7 @@ class SQLiteStore:
             # Checkpoints (where SQLite syncs) are the checkpointer thread's, never a commit's.
             db.execute("PRAGMA wal_autocheckpoint=0")
             db.executescript(_SCHEMA)
+            _migrate(db)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open registry store {self.description}: {exc}") from exc
         if self.path != ":memory:":
@@ -372,8 +388,9 @@ class SQLiteStore:
             now = _clock()
             rows = db.execute(
                 "SELECT id, body FROM queue WHERE queue = ? AND (delivered_to IS NULL OR "
-                "delivered_at_ms <= ?) ORDER BY id LIMIT ?",
-                (queue, now - self.redelivery_ms, count),
+                "delivered_at_ms <= ?) AND (expires_at_ms IS NULL OR expires_at_ms > ?) "
+                "ORDER BY id LIMIT ?",
+                (queue, now - self.redelivery_ms, now, count),
             ).fetchall()
             if rows:
                 db.executemany(

@@ -8,9 +8,11 @@ suite. Several decisions can be taken in one trip to the store (:meth:`Store.tra
 each is still atomic on its own keys, and one's refusal does not undo the others.
 
 Queues carry the IDs of admitted calls to providers. A message stays in its queue until it is
-acknowledged; a message delivered and not acknowledged within the store's redelivery time is
-delivered again (to whoever asks next), so a registry that dies between delivering and
-recording a claim loses nothing. Channels wake consumers waiting for a call's result.
+acknowledged, or until it is of no use any more (its call expired: a queue nobody reads, such
+as a withdrawn toolset's, does not keep them for good); a message delivered and not
+acknowledged within the store's redelivery time is delivered again (to whoever asks next), so
+a registry that dies between delivering and recording a claim loses nothing. Channels wake
+consumers waiting for a call's result.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ class Change(Generic[T]):
     writes: Mapping[str, Write] = field(default_factory=dict)
     #: (queue, message body) pairs appended in the same transaction.
     enqueue: Sequence[tuple[str, str]] = ()
+    #: When the messages appended are of no use any more (the store's clock, milliseconds):
+    #: a store may drop them then, delivered or not (the calls they name have expired).
+    enqueue_until_ms: int | None = None
     notify: Sequence[Notify] = ()
     #: (queue, message ID) pairs acknowledged in the same transaction.
     ack: Sequence[tuple[str, str]] = ()

@@ -1,0 +1,97 @@
+"""Queue messages go with their calls: a queue nobody reads any more (a withdrawn toolset's)
+kept the message of every call made to it for good, though the calls ended and expired."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+
+from agentgen.runtime.registry import sqlite_store
+from agentgen.runtime.registry.admission import Limits
+from agentgen.runtime.registry.operations import RegistryOperations
+from agentgen.runtime.registry.redis_store import RedisStore
+from agentgen.runtime.registry.sqlite_store import SQLiteStore
+from agentgen.runtime.registry.store import Change, Store
+from tests.registry.conftest import RedisServer
+from tests.registry.helpers import call, registration
+
+#: Calls expire 300 ms after they are made.
+SHORT = Limits(min_lease_ms=100, call_timeout_ms=200, result_retention_ms=100)
+
+
+async def _queued(store: Store) -> int:
+    """Messages the store holds in the echo toolset's queue."""
+    if isinstance(store, SQLiteStore):
+        db = store._db
+        assert db is not None
+        return int(db.execute("SELECT count(*) FROM queue").fetchone()[0])
+    assert isinstance(store, RedisStore)
+    stream = store._k("queue:requests:echo")
+    return int(await store._r.xlen(stream)) if await store._r.exists(stream) else 0
+
+
+async def test_messages_of_calls_nobody_claims_go_when_the_calls_expire(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ops = RegistryOperations(store, SHORT)
+    token = (await ops.register(registration(lease_ms=60_000))).registration_token
+    for i in range(20):
+        await ops.call(call(token, run="r", call_id=f"c{i}"))
+    await ops.unregister("echo", token)
+    assert await _queued(store) == 20
+    await asyncio.sleep(0.5)  # past every call's expiry
+    monkeypatch.setattr(sqlite_store, "_PURGE_EVERY", 1)  # SQLite purges at its next commit
+    await store.transact(["x"], lambda values, now: Change(None))
+    assert await _queued(store) == 0
+    # The queue still serves what comes next (Redis: the expired queue's consumer group is
+    # made again).
+    token = (await ops.register(registration(revision="r2", lease_ms=60_000))).registration_token
+    made = await ops.call(call(token, run="r", call_id="after"))
+    claimed = await ops.claim("echo", token, "p1", "i1", 16, 1_000, "op-after")
+    assert [c.tool_use_id for c in claimed] == [made["tool_use_id"]]
+
+
+async def test_a_redis_queue_that_expires_while_a_claim_waits_goes_on_serving(
+    redis_server: RedisServer,
+) -> None:
+    # Redis streams expire as keys, their consumer group with them.
+    store = RedisStore(redis_server.url, namespace=f"test:{uuid.uuid4().hex}")
+    await store.open()
+    try:
+        ops = RegistryOperations(store, SHORT)
+        token = (await ops.register(registration(lease_ms=60_000))).registration_token
+        assert await ops.claim("echo", token, "p1", "i1", 16, 1, "op-0") == []  # queue made
+        waiting = asyncio.create_task(ops.claim("echo", token, "p1", "i1", 16, 5_000, "op-1"))
+        await asyncio.sleep(0.3)
+        await store._r.delete(store._k("queue:requests:echo"))  # what its expiry does
+        await asyncio.sleep(0.3)
+        made = await ops.call(call(token, run="r", call_id="c"))
+        claimed = await waiting
+        assert [c.tool_use_id for c in claimed] == [made["tool_use_id"]]
+    finally:
+        await store.close()
+
+
+async def test_a_sqlite_file_of_an_earlier_version_is_brought_up_to_date(tmp_path: Path) -> None:
+    path = tmp_path / "registry.db"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(
+            "CREATE TABLE queue (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, "
+            "body TEXT NOT NULL, delivered_to TEXT, delivered_at_ms INTEGER);"
+            "INSERT INTO queue (queue, body) VALUES ('q', 'from-before');"
+        )
+    store = SQLiteStore(str(path))
+    await store.open()
+    try:
+        # A message from before has no expiry: it stays until acknowledged, as it did.
+        (delivered,) = await store.receive("q", "c", 4, 1)
+        assert delivered.body == "from-before"
+        await store.transact(["k"], lambda values, now: Change(None, enqueue=[("q", "new")]))
+        assert [d.body for d in await store.receive("q", "c", 4, 1)] == ["new"]
+    finally:
+        await store.close()
