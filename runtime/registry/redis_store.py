@@ -10,11 +10,13 @@ each still judged against its own keys; so do plain reads (one ``MGET`` with ``T
 
 Provider queues are streams read through one consumer group, so each message goes to one
 reader; messages delivered and not acknowledged are taken over with ``XAUTOCLAIM`` after the
-redelivery time (looked for a few times per redelivery period). Each result is also appended
-to its call's result stream (capped with ``MAXLEN``, expiring with the call), and announced on
-one pub/sub channel that every registry process listens to, so a consumer waiting on any
-process wakes at once (without holding a Redis connection per waiting consumer; a missed
-announcement costs at most the waiter's periodic re-check).
+redelivery time (looked for a few times per redelivery period), except those delivered to a
+read whose answer never came, which that consumer's next read takes at once. A queue expires
+with the last of its calls (its consumer group is made again by the next read). Each result
+is also appended to its call's result stream (capped with ``MAXLEN``, expiring with the
+call), and announced on one pub/sub channel that every registry process listens to, so a
+consumer waiting on any process wakes at once (without holding a Redis connection per waiting
+consumer; a missed announcement costs at most the waiter's periodic re-check).
 
 Works with Redis 7.0 (no 7.4+ commands such as ``HEXPIRE``).
 """

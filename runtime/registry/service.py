@@ -4,7 +4,8 @@
 operation is a ``POST`` of a typed JSON body under ``/v1`` (``GET /health`` and ``GET
 /openapi.json`` aside). Every refusal is a 4xx answer whose body is ``{"error": {"code": ...,
 "message": ...}}`` with a machine-readable code (``docs/registry.md`` lists them); only an
-unreachable store answers 503. Bodies larger than the configured limit (1 MiB by default) are
+unreachable store answers 503, and a fault of the registry itself 500 ``internal_error`` (with
+the same body). Bodies larger than the configured limit (1 MiB by default) are
 refused before they are parsed. FastAPI declares the operations and publishes their OpenAPI
 document; :mod:`.dispatch` serves them (the same checks, without FastAPI's per-request cost).
 """
