@@ -778,19 +778,24 @@ class _Provider:
                 self.name, call.tool_use_id, *self.ident, claim_operation_id=operation
             )
         except RegistryError as exc:
-            self.report.lost += 1
-            _LOG.warning(
-                "provider %r of toolset %r: the registry refused to take back call %s (tool "
-                "%s) its executor was overloaded for: %s: %s",
-                self.options.provider_id,
-                self.name,
-                call.tool_use_id,
-                call.tool,
-                exc.code,
-                exc.message,
-            )
+            self._refused(call, "the overload", exc)
             return
         self.report.overloaded += 1
+
+    def _refused(self, call: api.ClaimedCallBody, what: str, exc: RegistryError) -> None:
+        """The registry refused ``what`` (a result, an overload) of ``call``: counted as lost,
+        and said."""
+        self.report.lost += 1
+        _LOG.warning(
+            "provider %r of toolset %r: the registry refused %s of call %s (tool %s): %s: %s",
+            self.options.provider_id,
+            self.name,
+            what,
+            call.tool_use_id,
+            call.tool,
+            exc.code,
+            exc.message,
+        )
 
     async def _finish(
         self,
@@ -830,17 +835,7 @@ class _Provider:
                     )
                     shrunk = True
                     continue
-                self.report.lost += 1
-                _LOG.warning(
-                    "provider %r of toolset %r: the registry refused the result of call %s "
-                    "(tool %s): %s: %s",
-                    self.options.provider_id,
-                    self.name,
-                    call.tool_use_id,
-                    call.tool,
-                    exc.code,
-                    exc.message,
-                )
+                self._refused(call, "the result", exc)
                 return
             if status == "completed":
                 self.report.completed += 1

@@ -255,7 +255,8 @@ async def test_a_refused_overload_is_said_and_not_counted_as_given_back(
         stop.set()
         report = await task
     assert (report.overloaded, report.lost) == (0, 1)
-    assert "refused to take back call" in caplog.text and "provider_lease_lost" in caplog.text
+    assert "the registry refused the overload of call" in caplog.text
+    assert "provider_lease_lost" in caplog.text
 
 
 async def test_executor_failures_and_invalid_results_are_failed_outcomes(
