@@ -450,3 +450,28 @@ async def test_starting_a_run_checks_the_registrations_like_the_first_run() -> N
     with pytest.raises(RegistrationError, match="registries consumed by registered agents"):
         await engine.start(rt, RunRequest("test.agent", [Message.user("go")]))
     assert not rt.sealed
+
+
+async def test_a_call_id_pending_in_two_runs_of_a_tree_is_not_decided_by_guess() -> None:
+    # Call IDs come from models: a parent and its child run may both wait on "call_1". The
+    # first one found used to be decided, possibly not the call the person was shown.
+    engine = TemporalEngine(address="127.0.0.1:1", task_queue="q")
+
+    def waiting(run_id: str) -> ConfirmationRequest:
+        return ConfirmationRequest(
+            run_id, "test.agent", "records.search", "call_1", None, "Search?", {}
+        )
+
+    async def pending(run_id: str) -> list[tuple[str, ConfirmationRequest]]:
+        return [("parent", waiting("parent")), ("child", waiting("child"))]
+
+    decided: list[str] = []
+
+    async def decide(workflow_id: str, decision: object) -> None:
+        decided.append(workflow_id)
+
+    engine._pending = pending  # type: ignore[method-assign]
+    engine._decide = decide  # type: ignore[method-assign]
+    with pytest.raises(LookupError, match=r"several runs of its tree \('parent', 'child'\)"):
+        await engine.confirm("parent", "call_1", True)
+    assert decided == []

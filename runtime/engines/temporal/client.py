@@ -351,19 +351,32 @@ class TemporalEngine:
                 f"TemporalEngine.confirm: approved must be True or False, not {approved!r} "
                 f"(run {run_id!r}, tool call {tool_call_id!r}); convert the answer first"
             )
-        for workflow_id, request in await self._pending(run_id):
-            if request.tool_call_id == tool_call_id:
-                with Confirmation(
-                    request.tool_id,
-                    tool_call_id,
-                    agent_id=request.agent_id,
-                    run_id=request.run_id,
-                    prompt=request.prompt,
-                ) as span:
-                    await self._decide(workflow_id, Decide(tool_call_id, approved))
-                    span.decided("approved" if approved else "denied", by)
-                return
-        raise LookupError(f"run {run_id!r} has no confirmation pending for {tool_call_id!r}")
+        matches = [
+            (workflow_id, request)
+            for workflow_id, request in await self._pending(run_id)
+            if request.tool_call_id == tool_call_id
+        ]
+        if not matches:
+            raise LookupError(f"run {run_id!r} has no confirmation pending for {tool_call_id!r}")
+        if len(matches) > 1:
+            # Call IDs are the model's: a parent and its child run may both use one. Deciding
+            # the first found could approve the call a person did not mean.
+            runs = ", ".join(repr(request.run_id) for _, request in matches)
+            raise LookupError(
+                f"run {run_id!r}: tool call {tool_call_id!r} waits for a confirmation in "
+                f"several runs of its tree ({runs}); decide it with the ID of the run that "
+                "holds it (ConfirmationRequest.run_id): engine.confirm(run_id, ...)"
+            )
+        ((workflow_id, request),) = matches
+        with Confirmation(
+            request.tool_id,
+            tool_call_id,
+            agent_id=request.agent_id,
+            run_id=request.run_id,
+            prompt=request.prompt,
+        ) as span:
+            await self._decide(workflow_id, Decide(tool_call_id, approved))
+            span.decided("approved" if approved else "denied", by)
 
     async def cancel(self, run_id: str) -> None:
         """Cancel a run (its child runs with it); waiting for it raises RunCancelledError."""
