@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from agentgen.runtime.contracts.canonical import compact_json
 from agentgen.runtime.contracts.codecs import SchemaCodec, decode_exact, encode_exact
-from agentgen.runtime.contracts.json_pointer import resolve_pointer
+from agentgen.runtime.contracts.json_pointer import resolve_reference
 
 __all__ = ["read_texts"]
 
@@ -159,7 +159,7 @@ class _Reader:
             if not ref.startswith("#") or self._root is None:
                 return None
             try:
-                target = resolve_pointer(self._root, ref[1:])
+                target = resolve_reference(self._root, ref)
             except LookupError:
                 return None
             schema = target if isinstance(target, Mapping) else None

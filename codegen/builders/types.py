@@ -21,7 +21,7 @@ from agentgen.dsl.expr import RootExpr, ServerDataExpr, ToolExpr, ToolsetExpr, T
 from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.runtime.contracts.canonical import compact_json
-from agentgen.runtime.contracts.json_pointer import resolve_pointer
+from agentgen.runtime.contracts.json_pointer import resolve_reference
 from agentgen.runtime.contracts.json_values import encodes_utf8, json_problem, lone_surrogate
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds, inspect
@@ -59,9 +59,9 @@ def _references(value: Any, path: str = "") -> Iterable[tuple[str, str]]:
             yield from _references(item, f"{path}/{index}")
 
 
-def _resolves(schema: dict[str, Any], pointer: str) -> bool:
+def _resolves(schema: dict[str, Any], ref: str) -> bool:
     try:
-        resolve_pointer(schema, pointer)
+        resolve_reference(schema, ref)
     except LookupError:
         return False
     return True
@@ -111,7 +111,7 @@ def schema_problems(value: dict[str, Any], *, payload: bool) -> list[str]:
                 f"refers to {q(ref)} (at {where}), outside the schema: references must be "
                 'local ("#/$defs/...") since nothing is fetched'
             )
-        elif ref.startswith("#/") and not _resolves(value, ref[1:]):
+        elif ref.startswith("#/") and not _resolves(value, ref):
             problems.append(f"refers to {q(ref)} (at {where}), which the schema does not define")
     if not problems:
         # What the generated package checks when it is imported: reference cycles that never

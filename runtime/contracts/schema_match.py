@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentgen.runtime.contracts.json_pointer import resolve_pointer
+from agentgen.runtime.contracts.json_pointer import resolve_reference
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_DEPTH
 
 __all__ = ["SchemaMismatch", "input_mismatches"]
@@ -258,7 +258,7 @@ def _resolve(root: Any, schema: Any, side: str) -> Any:
         if hops > _MAX_REF_HOPS or not ref.startswith("#"):
             raise _Unresolved(side, ref)
         try:
-            target = resolve_pointer(root, ref[1:])
+            target = resolve_reference(root, ref)
         except LookupError:
             raise _Unresolved(side, ref) from None
         siblings = {key: value for key, value in schema.items() if key != "$ref"}
