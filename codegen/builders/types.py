@@ -21,7 +21,7 @@ from agentgen.dsl.expr import RootExpr, ServerDataExpr, ToolExpr, ToolsetExpr, T
 from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.runtime.contracts.canonical import compact_json
-from agentgen.runtime.contracts.json_pointer import resolve_reference
+from agentgen.runtime.contracts.json_pointer import format_pointer, resolve_reference
 from agentgen.runtime.contracts.json_values import encodes_utf8, json_problem, lone_surrogate
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds, inspect
@@ -96,9 +96,9 @@ def schema_problems(value: dict[str, Any], *, payload: bool) -> list[str]:
     try:
         jsonschema.Draft202012Validator.check_schema(value)
     except jsonschema.SchemaError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path)
+        at = format_pointer(exc.absolute_path)
         problems.append(
-            f"is not a valid JSON Schema (2020-12): {exc.message}" + (f" (at /{at})" if at else "")
+            f"is not a valid JSON Schema (2020-12): {exc.message}" + (f" (at {at})" if at else "")
         )
     else:
         if payload and value.get("type") != "object":

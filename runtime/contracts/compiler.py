@@ -13,6 +13,7 @@ from typing import Any
 
 from agentgen.runtime.contracts.canonical import compact_json
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
+from agentgen.runtime.contracts.json_pointer import format_pointer
 from agentgen.runtime.contracts.json_values import json_problem, lone_surrogate
 from agentgen.runtime.contracts.lazy_codec import LazySchemaCodec
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
@@ -214,9 +215,12 @@ def _problem(schema: dict[str, Any]) -> str:
 def _refusal(exc: Exception) -> str:
     if isinstance(exc, SchemaProblem):
         return str(exc)
-    # jsonschema's SchemaError, values that are not JSON
+    # jsonschema's SchemaError (its path is where in the schema the fault is), values that are
+    # not JSON
     message = str(exc).splitlines()[0]
-    return f"invalid JSON Schema: {message}"
+    path = getattr(exc, "absolute_path", None)
+    at = f" (at {format_pointer(path)})" if path else ""
+    return f"invalid JSON Schema: {message}{at}"
 
 
 def _search_document(declaration: ToolSchema) -> SearchDocument:

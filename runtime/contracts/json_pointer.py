@@ -6,14 +6,20 @@ a reference exactly as the runtime's validator does."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["resolve_pointer", "resolve_reference"]
+__all__ = ["format_pointer", "resolve_pointer", "resolve_reference"]
 
 #: An array index as RFC 6901 spells it: ASCII digits, no leading zero.
 _INDEX = re.compile(r"0|[1-9][0-9]*", re.ASCII)
+
+
+def format_pointer(parts: Iterable[str | int]) -> str:
+    """The JSON pointer of a path (keys and indexes), escaped as RFC 6901 says: ``""`` for the
+    document itself, ``/a~1b/0`` for ``["a/b", 0]``."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
 
 
 def resolve_pointer(document: Any, pointer: str) -> Any:

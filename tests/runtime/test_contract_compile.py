@@ -241,22 +241,27 @@ def test_repeated_server_data_kinds_are_refused() -> None:
     ],
 )
 @pytest.mark.parametrize(
-    "schema",
+    ("schema", "at"),
     [
-        {"type": "strng"},
-        {"type": "object", "properties": {"x": {"minimum": "zero"}}},
-        {"required": "charge_id"},
-        {"$defs": {"a": {"type": 5}}},
+        ({"type": "strng"}, "/type"),
+        ({"type": "object", "properties": {"x": {"minimum": "zero"}}}, "/properties/x/minimum"),
+        ({"required": "charge_id"}, "/required"),
+        ({"$defs": {"a/b": {"type": 5}}}, "/$defs/a~1b/type"),
+        (
+            {"properties": {"deep": {"properties": {"z": {"enum": 5}}}}},
+            "/properties/deep/properties/z/enum",
+        ),
     ],
-    ids=["bad-type", "bad-nested-minimum", "bad-required", "bad-def"],
+    ids=["bad-type", "bad-nested-minimum", "bad-required", "bad-def", "deep-enum"],
 )
-def test_invalid_json_schemas_name_the_tool_and_the_role(
-    field: str, role: str, schema: dict[str, Any]
+def test_invalid_json_schemas_name_the_tool_the_role_and_where(
+    field: str, role: str, schema: dict[str, Any], at: str
 ) -> None:
     data = wire()
     data[field] = schema
     message = compile_error(data)
     assert message.startswith(f"tool {TOOL!r} {role}: invalid JSON Schema"), message
+    assert message.endswith(f" (at {at})"), message
 
 
 def test_invalid_server_data_schemas_name_the_tool_and_the_kind() -> None:
