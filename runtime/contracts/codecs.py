@@ -200,7 +200,33 @@ class SchemaCodec:
         self._check(self._strict, value)
         if not self._narrows:  # the strict copy may take what the schema refuses
             self._check(self._validator, value)
-        return value
+        return self._with_defaults(value)
+
+    def _with_defaults(self, value: Any) -> Any:
+        """``value`` with the schema's defaults filled in, as the provider's model would: what
+        a person confirms is what is sent (:mod:`~agentgen.runtime.contracts.schema_defaults`).
+        A default the schema itself refuses is the provider's fault, named as such."""
+        from agentgen.runtime.contracts.limits import MAX_ARGUMENTS_BYTES
+        from agentgen.runtime.contracts.schema_defaults import DefaultsTooLarge, fill_defaults
+
+        try:
+            filled, where = fill_defaults(self.schema, value, limit=MAX_ARGUMENTS_BYTES)
+        except DefaultsTooLarge as exc:
+            raise PayloadError(self.what, [FieldIssue("", str(exc))]) from None
+        if where:
+            try:
+                self._check(self._validator, filled)
+            except PayloadError as exc:
+                places = ", ".join(_path(at) for at in where)
+                note = f"with the schema's defaults filled in at {places}: the provider's "
+                issues = [
+                    FieldIssue(
+                        issue.path, f"{issue.message} ({note}schema gives a default it refuses)"
+                    )
+                    for issue in exc.issues
+                ]
+                raise PayloadError(self.what, issues) from None
+        return filled
 
     def _parse(self, data: str | bytes | Any) -> Any:
         return _parsed(self.what, data)
