@@ -462,13 +462,21 @@ def drain(
     now_ms: int,
     limits: Limits,
 ) -> A:
-    """Stop routing new calls to a lease; it stays valid ``settle_ms`` to finish its calls."""
+    """Stop routing new calls to a lease; it stays valid ``settle_ms`` to finish its calls.
+
+    A lease drains once: draining it again (a transport retry, a second stop) never moves its
+    end later, or a provider draining in a loop would keep a lease nobody routes to alive for
+    good, holding back the next revision's admission. It may move it earlier (``settle_ms=0``:
+    done already)."""
     if not 0 <= settle_ms <= limits.max_settle_ms:
         raise _invalid(f"settle duration {settle_ms} ms must be in [0, {limits.max_settle_ms}]")
-    entry, _ = _lease_of(entry, name, token, key, now_ms)
+    entry, lease = _lease_of(entry, name, token, key, now_ms)
+    ends = now_ms + settle_ms
+    if lease.draining:
+        ends = min(ends, lease.expires_at_ms)
     leases = {
         **_live_leases(entry, now_ms),
-        key: Lease(expires_at_ms=now_ms + settle_ms, draining=True),
+        key: Lease(expires_at_ms=ends, draining=True),
     }
     return entry.model_copy(update={"provider_leases": leases})
 

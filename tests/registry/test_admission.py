@@ -175,6 +175,37 @@ async def test_renew_and_drain(ops: RegistryOperations) -> None:
     assert await ops.check_admission("echo", token)
 
 
+async def test_draining_again_never_moves_a_leases_end_later(ops: RegistryOperations) -> None:
+    """A second drain (a transport retry, a provider stopped twice) kept a draining lease alive
+    for another settle period each time: draining in a loop, for good."""
+    token = (await ops.register(registration(lease_ms=60_000))).registration_token
+    first = await ops.drain("echo", token, "p1", "i1", 2_000)
+    assert await ops.drain("echo", token, "p1", "i1", 600_000) == first
+    assert await ops.drain("echo", token, "p1", "i1", 2_000) == first  # a retry of the first
+    # Earlier is taken: a provider done with its calls ends its drain at once.
+    assert await ops.drain("echo", token, "p1", "i1", 0) < first
+    # Draining may still lengthen a lease that was not draining (its settle time is given).
+    other = (await ops.register(registration(incarnation="i2", lease_ms=300))).registration_token
+    assert await ops.drain("echo", other, "p1", "i2", 60_000) > first
+
+
+def test_a_drain_repeated_later_keeps_the_first_drains_end() -> None:
+    token = "t" * 64
+    entry = admission.Admission(
+        state="active",
+        schema_fingerprint="f",
+        revision="r1",
+        wire_protocol_version=1,
+        registration_token=token,
+        registered_at_ms=0,
+        provider_leases={"p\x00i": admission.Lease(expires_at_ms=50_000)},
+    )
+    drained = admission.drain(entry, "echo", token, "p\x00i", 10_000, 1_000, FAST)
+    assert drained.provider_leases["p\x00i"].expires_at_ms == 11_000
+    again = admission.drain(drained, "echo", token, "p\x00i", 10_000, 9_000, FAST)
+    assert again.provider_leases["p\x00i"] == admission.Lease(expires_at_ms=11_000, draining=True)
+
+
 async def test_list_requires_every_tag_and_check_admission_answers_false(
     ops: RegistryOperations,
 ) -> None:
