@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from agentgen.runtime.registry.admission import record_key
 from agentgen.runtime.registry.store import (
     Change,
     Decide,
@@ -115,12 +116,20 @@ def _purge(db: sqlite3.Connection, now: int) -> None:
     db.execute("DELETE FROM queue WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?", (now,))
 
 
-def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a database made by an earlier version up to the schema: queue messages had no
-    expiry (those stay until acknowledged, as they did)."""
+def _migrate(db: sqlite3.Connection, now: int) -> None:
+    """Bring a database made by an earlier version up to the schema. Queue messages had no
+    expiry: each one without any gets its call's, as a message written today does (a
+    message names its call), so that a queue nobody reads (a withdrawn toolset's) does not
+    keep it for good; one whose call is gone gets ``now`` (nobody can claim a call without a
+    record). Looked for at every start: the release that added the column left them without."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(queue)")}
     if "expires_at_ms" not in columns:
         db.execute("ALTER TABLE queue ADD COLUMN expires_at_ms INTEGER")
+    db.execute(
+        "UPDATE queue SET expires_at_ms = coalesce((SELECT kv.expires_at_ms FROM kv WHERE "
+        "kv.key = ? || queue.body), ?) WHERE expires_at_ms IS NULL",
+        (record_key(""), now),
+    )
 
 
 def _decide(db: sqlite3.Connection, keys: Sequence[str], decide: Decide[T]) -> Change[T]:
@@ -287,7 +296,7 @@ class SQLiteStore:
             # Checkpoints (where SQLite syncs) are the checkpointer thread's, never a commit's.
             db.execute("PRAGMA wal_autocheckpoint=0")
             db.executescript(_SCHEMA)
-            _migrate(db)
+            _migrate(db, _clock())
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open registry store {self.description}: {exc}") from exc
         if self.path != ":memory:":

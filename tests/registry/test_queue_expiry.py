@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentgen.runtime.registry import sqlite_store
-from agentgen.runtime.registry.admission import Limits
+from agentgen.runtime.registry.admission import Limits, record_key
 from agentgen.runtime.registry.operations import RegistryOperations
 from agentgen.runtime.registry.redis_store import RedisStore
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
@@ -77,20 +77,42 @@ async def test_a_redis_queue_that_expires_while_a_claim_waits_goes_on_serving(
         await store.close()
 
 
-async def test_a_sqlite_file_of_an_earlier_version_is_brought_up_to_date(tmp_path: Path) -> None:
+#: The tables of a registry file written before queue messages expired.
+_BEFORE_EXPIRY = (
+    "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at_ms INTEGER);"
+    "CREATE TABLE queue (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, "
+    "body TEXT NOT NULL, delivered_to TEXT, delivered_at_ms INTEGER);"
+)
+
+
+@pytest.mark.parametrize("layout", ["before expiry", "column added without expiries"])
+async def test_messages_of_a_sqlite_file_of_an_earlier_version_get_their_calls_expiry(
+    tmp_path: Path, layout: str
+) -> None:
+    """Messages written before queue messages expired stayed for good: a file brought up to
+    date gave them no expiry, and a queue nobody reads kept them."""
     path = tmp_path / "registry.db"
+    live_until = sqlite_store._clock() + 3_600_000
     with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript(
-            "CREATE TABLE queue (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, "
-            "body TEXT NOT NULL, delivered_to TEXT, delivered_at_ms INTEGER);"
-            "INSERT INTO queue (queue, body) VALUES ('q', 'from-before');"
+        db.executescript(_BEFORE_EXPIRY)
+        if layout == "column added without expiries":  # what the previous release left
+            db.execute("ALTER TABLE queue ADD COLUMN expires_at_ms INTEGER")
+        db.execute(
+            "INSERT INTO kv VALUES (?, '{}', ?)", (record_key("call-alive"), live_until)
         )
+        db.executemany(
+            "INSERT INTO queue (queue, body) VALUES ('q', ?)", [("call-alive",), ("call-gone",)]
+        )
+        db.commit()
     store = SQLiteStore(str(path))
     await store.open()
     try:
-        # A message from before has no expiry: it stays until acknowledged, as it did.
-        (delivered,) = await store.receive("q", "c", 4, 1)
-        assert delivered.body == "from-before"
+        assert store._db is not None
+        expiries = dict(store._db.execute("SELECT body, expires_at_ms FROM queue").fetchall())
+        assert expiries["call-alive"] == live_until
+        # A message whose call is gone is of no use: nobody can claim it.
+        assert expiries["call-gone"] <= sqlite_store._clock()
+        assert [d.body for d in await store.receive("q", "c", 4, 1)] == ["call-alive"]
         await store.transact(["k"], lambda values, now: Change(None, enqueue=[("q", "new")]))
         assert [d.body for d in await store.receive("q", "c", 4, 1)] == ["new"]
     finally:
