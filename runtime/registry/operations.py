@@ -41,7 +41,15 @@ from agentgen.runtime.registry.admission import (
 from agentgen.runtime.registry.auth import Principal
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.kept import KeptDeclaration, KeptEntry, keep
-from agentgen.runtime.registry.store import Change, Notify, Operation, Store, StoreError, Write
+from agentgen.runtime.registry.store import (
+    ANSWER_TIMEOUT_S,
+    Change,
+    Notify,
+    Operation,
+    Store,
+    Write,
+    unanswered,
+)
 
 __all__ = [
     "CatalogCorruptError",
@@ -56,8 +64,9 @@ __all__ = [
 #: and deadlines are noticed by whoever looks).
 RECHECK_MS = 1_000
 _CLAIM_OP_RETENTION_MS = 15 * 60_000
-#: Longest ``GET /health`` waits for the store's clock before answering 503.
-HEALTH_TIMEOUT_S = 5.0
+#: Longest ``GET /health`` waits for the store's clock before answering 503 (a store of one's
+#: own may have no bound of its own).
+HEALTH_TIMEOUT_S = ANSWER_TIMEOUT_S
 #: How much stored entry text (characters) the parsed-entry cache keeps at most.
 _ENTRY_TEXT_BYTES = 256 * 2**20
 _COMPILED_CACHE = 512
@@ -718,10 +727,7 @@ class RegistryOperations:
         try:
             return await asyncio.wait_for(self.store.now_ms(), HEALTH_TIMEOUT_S)
         except TimeoutError:
-            raise StoreError(
-                f"registry store {self.store.description} did not answer within "
-                f"{HEALTH_TIMEOUT_S:g} s"
-            ) from None
+            raise unanswered(self.store.description, HEALTH_TIMEOUT_S) from None
 
 
 def _in_toolset(record: CallRecord | None, name: str, use_id: str) -> CallRecord | None:

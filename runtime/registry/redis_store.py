@@ -27,17 +27,19 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from agentgen.runtime.registry.store import (
+    ANSWER_TIMEOUT_S,
     Change,
     Decide,
     Delivery,
     Operation,
     Signals,
     StoreError,
+    unanswered,
 )
 
 __all__ = ["RedisStore"]
@@ -76,9 +78,6 @@ _CHANNEL_MAXLEN = 512
 _POOL = 64
 #: Connections for blocking reads of provider queues (one per waiting claim).
 _BLOCKING_POOL = 256
-#: How long a command may go unanswered before Redis counts as unreachable (redis-py's own
-#: default, given here so that it is a decision): ordinary commands take microseconds.
-_COMMAND_TIMEOUT_S = 5.0
 #: How long past the time a blocking read asked Redis to block for its answer may take before
 #: Redis counts as unreachable. Blocking reads have no socket timeout of their own: a claim
 #: waits up to its long poll (10 s by default, 60 s at most), longer than any fixed one.
@@ -106,9 +105,18 @@ def _check_url(url: str, description: str) -> None:
 
 class RedisStore:
     def __init__(
-        self, url: str, *, namespace: str = "agentgen:registry", redelivery_ms: int = 5_000
+        self,
+        url: str,
+        *,
+        namespace: str = "agentgen:registry",
+        redelivery_ms: int = 5_000,
+        answer_timeout_s: float = ANSWER_TIMEOUT_S,
     ) -> None:
         self.url = url
+        #: How long an operation (a command, or a decision or read waiting for its batch's
+        #: round trip) may go unanswered before Redis counts as unreachable: ordinary commands
+        #: take microseconds. A blocking read's bound is its own (see :meth:`_read_blocking`).
+        self.answer_timeout_s = answer_timeout_s
         # Never print a password.
         scheme, _, rest = url.partition("://")
         self.description = f"{scheme}://{rest.rsplit('@', maxsplit=1)[-1]}"
@@ -152,13 +160,13 @@ class RedisStore:
                 max_connections=size,
                 timeout=30,
                 socket_timeout=read_timeout,
-                socket_connect_timeout=_COMMAND_TIMEOUT_S,
+                socket_connect_timeout=self.answer_timeout_s,
             )
             return redis.Redis(connection_pool=pool)
 
         # A blocking read's bound is its own block time (see receive): a socket timeout shorter
         # than a claim's wait failed every claim waiting 5 s or more on an idle queue.
-        main = client(_POOL, _COMMAND_TIMEOUT_S)
+        main = client(_POOL, self.answer_timeout_s)
         blocking = client(_BLOCKING_POOL, None)
         try:
             await main.ping()
@@ -203,14 +211,37 @@ class RedisStore:
             await self._blocking.aclose()
             self._redis = self._blocking = None
 
-    async def _call(self, coro: Any) -> Any:
+    async def _call(self, coro: Awaitable[T], *, bounded: bool = True) -> T:
+        """Redis's answer; StoreError, naming the store, if it cannot be reached or (unless
+        ``bounded`` is False) does not answer within :attr:`answer_timeout_s`."""
         from redis.exceptions import ConnectionError as RedisConnectionError
         from redis.exceptions import TimeoutError as RedisTimeoutError
 
         try:
-            return await coro
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise StoreError(f"registry store {self.description}: {exc}") from exc
+            return await (self._answered(coro) if bounded else coro)
+        except RedisTimeoutError:
+            raise unanswered(self.description, self.answer_timeout_s) from None
+        except (RedisConnectionError, OSError) as exc:
+            raise StoreError(
+                f"registry store {self.description} cannot be reached ({exc}): check that it is "
+                "running and reachable from the registry (requests succeed again as soon as it "
+                "answers)"
+            ) from exc
+
+    async def _answered(self, work: Awaitable[T]) -> T:
+        """``work``'s outcome, or StoreError once it took :attr:`answer_timeout_s`. Each
+        operation is bounded from when it is asked for, not per command: a read or decision
+        waits for its batch's round trip, and a command for a free connection, and while
+        Redis is stalled those queue behind each other (a decision's request took 15 s, and
+        more under load, each command of the line before it having its 5 s)."""
+        limit = asyncio.timeout(self.answer_timeout_s)
+        try:
+            async with limit:
+                return await work
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            raise unanswered(self.description, self.answer_timeout_s) from None
 
     async def now_ms(self) -> int:
         seconds, micros = await self._call(self._r.time())
@@ -240,7 +271,7 @@ class RedisStore:
         self._reads.append((keys, done))
         if self._reader is None or self._reader.done():
             self._reader = asyncio.create_task(self._read_pending())
-        return await done
+        return await self._answered(done)
 
     async def _read_pending(self) -> None:
         while self._reads:
@@ -250,7 +281,7 @@ class RedisStore:
                 async with self._r.pipeline(transaction=False) as pipe:
                     pipe.mget([self._k(k) for k in keys])
                     pipe.time()
-                    read, (seconds, micros) = await self._call(pipe.execute())
+                    read, (seconds, micros) = await self._call(pipe.execute(), bounded=False)
             except Exception as exc:  # every read of the batch failed alike
                 for _, done in batch:
                     if not done.done():
@@ -278,13 +309,21 @@ class RedisStore:
         self._pending.extend(waiting)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
-        return [await done for _, done in waiting]
+        return await self._answered(self._outcomes([done for _, done in waiting]))
+
+    @staticmethod
+    async def _outcomes(futures: list[asyncio.Future[Any]]) -> list[Any]:
+        return [await done for done in futures]
 
     async def _flush(self) -> None:
         while self._pending:
             batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
             try:
-                outcomes: list[Any] = await self._call(self._decide_all([op for op, _ in batch]))
+                # Unbounded here: each of its commands has the socket's timeout, and every
+                # decision's caller its own bound (see _answered).
+                outcomes: list[Any] = await self._call(
+                    self._decide_all([op for op, _ in batch]), bounded=False
+                )
             except Exception as exc:  # the store failed: nothing of the batch is known
                 outcomes = [exc] * len(batch)
             for (_, done), outcome in zip(batch, outcomes, strict=True):
@@ -434,7 +473,8 @@ class RedisStore:
                 read = await self._call(
                     self._blocking.xreadgroup(
                         _GROUP, consumer, {stream: ">"}, count=count, block=block_ms
-                    )
+                    ),
+                    bounded=False,
                 )
         except BaseException as exc:
             # Timed out, failed or cancelled: Redis may have delivered messages meanwhile.
@@ -445,7 +485,8 @@ class RedisStore:
                 raise StoreError(
                     f"registry store {self.description}: a read of provider queue {stream} "
                     f"blocking for {block_ms} ms was not answered {_BLOCK_MARGIN_S:g} s after "
-                    "it should have been"
+                    "it should have been: check that it is running and reachable from the "
+                    "registry (requests succeed again as soon as it answers)"
                 ) from None
             raise
         return _entries(read)

@@ -26,13 +26,14 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from agentgen.runtime.registry.admission import record_key
 from agentgen.runtime.registry.store import (
+    ANSWER_TIMEOUT_S,
     Change,
     Decide,
     Delivery,
@@ -67,6 +68,8 @@ _PURGE_EVERY = 1000
 #: The log is checkpointed after this many commits, or this often (seconds) if any.
 _CHECKPOINT_EVERY = 200
 _CHECKPOINT_SECONDS = 0.5
+#: Longest pause between two attempts at a database another process holds locked.
+_LOCKED_PAUSE_S = 0.1
 _READ = "SELECT value FROM kv WHERE key = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?)"
 
 
@@ -197,9 +200,23 @@ def _create_private(path: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether another connection holds the lock ``exc`` was refused for."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_BUSY
+
+
 class SQLiteStore:
-    def __init__(self, path: str, *, redelivery_ms: int = 5_000) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        redelivery_ms: int = 5_000,
+        answer_timeout_s: float = ANSWER_TIMEOUT_S,
+    ) -> None:
         self.path = path
+        #: How long an operation waits for a database another process holds locked.
+        self.answer_timeout_s = answer_timeout_s
         self.description = "memory" if path == ":memory:" else f"sqlite:{path}"
         self.redelivery_ms = redelivery_ms
         self._db: sqlite3.Connection | None = None
@@ -214,19 +231,66 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ the transaction
 
-    def _run(self, fn: Callable[[sqlite3.Connection], R], *, writes: bool) -> asyncio.Future[R]:
+    def _run(self, fn: Callable[[sqlite3.Connection], R], *, writes: bool) -> Awaitable[R]:
         """Run ``fn`` now, in the open transaction (opened if needed); its outcome is handed
-        out once that transaction has committed."""
+        out once that transaction has committed. If another process holds the database locked,
+        ``fn`` runs once it is free (see :meth:`_once_unlocked`)."""
         db, loop = self._db, self._loop
         if db is None or loop is None:
             raise StoreError(f"registry store {self.description} is not open")
-        if self._open is None:
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise self._wrap(exc) from exc
-            self._open = []
-            loop.call_soon(self._commit)
+        if not self._begin(db, loop):
+            return self._once_unlocked(fn, writes)
+        return self._join(db, loop, fn, writes)
+
+    def _begin(self, db: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> bool:
+        """Open the transaction if none is open; False if another process holds the lock."""
+        if self._open is not None:
+            return True
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            if _busy(exc):
+                return False
+            raise self._wrap(exc) from exc
+        self._open = []
+        loop.call_soon(self._commit)
+        return True
+
+    async def _once_unlocked(self, fn: Callable[[sqlite3.Connection], R], writes: bool) -> R:
+        """Run ``fn`` once no other process holds the database locked (a program writing to
+        the file: a ``sqlite3`` shell with a transaction open, a backup tool), looking again
+        after growing pauses; StoreError after :attr:`answer_timeout_s`. The connection does
+        not wait for the lock itself (no ``busy_timeout``): it would wait on the event loop,
+        and every request, long poll and health check of the registry with it, one locked
+        operation after the other (eight requests took 5 to 35 s)."""
+        deadline = time.monotonic() + self.answer_timeout_s
+        pause = 0.005
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreError(
+                    f"registry store {self.description} stayed locked by another process for "
+                    f"{self.answer_timeout_s:g} s: end what holds it (a program writing to the "
+                    "file, such as a sqlite3 shell with a transaction open); requests succeed "
+                    "again as soon as it is free"
+                )
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, _LOCKED_PAUSE_S)
+            db, loop = self._db, self._loop
+            if db is None or loop is None:
+                raise StoreError(f"registry store {self.description} is not open")
+            if self._begin(db, loop):
+                return await self._join(db, loop, fn, writes)
+
+    def _join(
+        self,
+        db: sqlite3.Connection,
+        loop: asyncio.AbstractEventLoop,
+        fn: Callable[[sqlite3.Connection], R],
+        writes: bool,
+    ) -> asyncio.Future[R]:
+        """Run ``fn`` in the open transaction."""
+        assert self._open is not None
         job = _Job(loop.create_future())
         self._open.append(job)
         try:
@@ -297,6 +361,9 @@ class SQLiteStore:
             db.execute("PRAGMA wal_autocheckpoint=0")
             db.executescript(_SCHEMA)
             _migrate(db, _clock())
+            # From now on the connection never waits for another process's lock: it would wait
+            # on the event loop (see _once_unlocked).
+            db.execute("PRAGMA busy_timeout=0")
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open registry store {self.description}: {exc}") from exc
         if self.path != ":memory:":

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = [
+    "ANSWER_TIMEOUT_S",
     "Change",
     "Delivery",
     "Notify",
@@ -33,6 +34,7 @@ __all__ = [
     "Store",
     "StoreError",
     "Write",
+    "unanswered",
 ]
 
 T = TypeVar("T")
@@ -40,6 +42,21 @@ T = TypeVar("T")
 
 class StoreError(Exception):
     """The store cannot be reached or used; the message names it."""
+
+
+#: Longest one operation of a store may go unanswered before the request waiting for it is
+#: answered ``503 service_unavailable``. Operations take microseconds (SQLite) to a millisecond
+#: (Redis); without a bound of their own, requests queued behind an unanswered one (a stalled
+#: Redis, a SQLite file another process holds locked) each waited for those before them too.
+ANSWER_TIMEOUT_S = 5.0
+
+
+def unanswered(description: str, seconds: float) -> StoreError:
+    """The refusal of a request whose store did not answer within ``seconds``."""
+    return StoreError(
+        f"registry store {description} did not answer within {seconds:g} s: check that it is "
+        "running and reachable from the registry (requests succeed again as soon as it answers)"
+    )
 
 
 @dataclass(frozen=True)

@@ -52,12 +52,11 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+def start_redis_server(folder: Path) -> RedisServer:
+    """A redis-server of its own on a free loopback port, answering once this returns."""
     binary = shutil.which("redis-server")
     assert binary, "redis-server is not installed: `make test` installs it (apt-get)"
     port = free_port()
-    folder = tmp_path_factory.mktemp("redis")
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", str(folder), "--protected-mode", "yes", "--loglevel", "warning"],
@@ -76,9 +75,15 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         assert process.poll() is None, "redis-server exited at start"
         assert time.monotonic() < deadline, "redis-server did not answer within 10 s"
         time.sleep(0.05)
-    yield RedisServer(port, process)
-    process.terminate()
-    process.wait(10)
+    return RedisServer(port, process)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = start_redis_server(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.process.terminate()
+    server.process.wait(10)
 
 
 STORES = ["sqlite-file", "sqlite-memory", "redis"]

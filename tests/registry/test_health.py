@@ -30,4 +30,7 @@ async def test_a_store_that_does_not_answer_makes_health_unavailable(
     assert answer.status_code == 503, answer.text
     error = answer.json()["error"]
     assert error["code"] == "service_unavailable"
-    assert error["message"] == (f"registry store {store.description} did not answer within 0.2 s")
+    assert error["message"] == (
+        f"registry store {store.description} did not answer within 0.2 s: check that it is "
+        "running and reachable from the registry (requests succeed again as soon as it answers)"
+    )

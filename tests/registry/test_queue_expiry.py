@@ -97,9 +97,7 @@ async def test_messages_of_a_sqlite_file_of_an_earlier_version_get_their_calls_e
         db.executescript(_BEFORE_EXPIRY)
         if layout == "column added without expiries":  # what the previous release left
             db.execute("ALTER TABLE queue ADD COLUMN expires_at_ms INTEGER")
-        db.execute(
-            "INSERT INTO kv VALUES (?, '{}', ?)", (record_key("call-alive"), live_until)
-        )
+        db.execute("INSERT INTO kv VALUES (?, '{}', ?)", (record_key("call-alive"), live_until))
         db.executemany(
             "INSERT INTO queue (queue, body) VALUES ('q', ?)", [("call-alive",), ("call-gone",)]
         )
