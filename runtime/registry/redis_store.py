@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import hashlib
 import time
+from collections import deque
 from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
@@ -138,6 +139,10 @@ class RedisStore:
         #: (stream, consumer) pairs whose last blocking read ended without its answer (timed
         #: out, failed, cancelled): Redis may have delivered messages to it that nobody saw.
         self._interrupted: set[tuple[str, str]] = set()
+        #: Reads and decisions waiting for their batch's round trip, oldest first, with when
+        #: they give up (the loop's clock), and the timer that fails the oldest then.
+        self._waiting: deque[tuple[float, asyncio.Future[Any]]] = deque()
+        self._watch: asyncio.TimerHandle | None = None
 
     def _k(self, key: str) -> str:
         return f"{self.namespace}:{key}"
@@ -196,6 +201,10 @@ class RedisStore:
                 await asyncio.sleep(0.5)  # waiters re-check on their own meanwhile
 
     async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
+        self._waiting.clear()
         for task in (self._flusher, self._reader):
             if task is not None:
                 with contextlib.suppress(Exception):
@@ -229,11 +238,9 @@ class RedisStore:
             ) from exc
 
     async def _answered(self, work: Awaitable[T]) -> T:
-        """``work``'s outcome, or StoreError once it took :attr:`answer_timeout_s`. Each
-        operation is bounded from when it is asked for, not per command: a read or decision
-        waits for its batch's round trip, and a command for a free connection, and while
-        Redis is stalled those queue behind each other (a decision's request took 15 s, and
-        more under load, each command of the line before it having its 5 s)."""
+        """``work``'s outcome, or StoreError once it took :attr:`answer_timeout_s`: bounded
+        from when it is asked for, the wait for a free connection included (while Redis is
+        stalled, commands queue for connections)."""
         limit = asyncio.timeout(self.answer_timeout_s)
         try:
             async with limit:
@@ -271,7 +278,8 @@ class RedisStore:
         self._reads.append((keys, done))
         if self._reader is None or self._reader.done():
             self._reader = asyncio.create_task(self._read_pending())
-        return await self._answered(done)
+        self._bound(done)
+        return await done
 
     async def _read_pending(self) -> None:
         while self._reads:
@@ -309,18 +317,44 @@ class RedisStore:
         self._pending.extend(waiting)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
-        return await self._answered(self._outcomes([done for _, done in waiting]))
+        for _, done in waiting:
+            self._bound(done)
+        return [await done for _, done in waiting]
 
-    @staticmethod
-    async def _outcomes(futures: list[asyncio.Future[Any]]) -> list[Any]:
-        return [await done for done in futures]
+    def _bound(self, done: asyncio.Future[Any]) -> None:
+        """Fail ``done`` with StoreError unless it is settled within :attr:`answer_timeout_s`.
+
+        A read or decision waits for its batch's round trip, and that batch for the one before
+        it: while Redis is stalled each command of the line has its socket's timeout, and the
+        requests queued behind them waited for all of them (300 requests: up to 16 s). Bounded
+        from when it is asked for, with one timer for every waiting operation (a timer each,
+        armed and cancelled, cost about 17 us per operation: a call's round trip makes a dozen
+        of them)."""
+        loop = done.get_loop()
+        waiting = self._waiting
+        while waiting and waiting[0][1].done():
+            waiting.popleft()
+        waiting.append((loop.time() + self.answer_timeout_s, done))
+        if self._watch is None:
+            self._watch = loop.call_at(waiting[0][0], self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Fail the operations whose time is up; watch the next one."""
+        self._watch = None
+        now, waiting = loop.time(), self._waiting
+        while waiting and (waiting[0][1].done() or waiting[0][0] <= now):
+            _, done = waiting.popleft()
+            if not done.done():
+                done.set_exception(unanswered(self.description, self.answer_timeout_s))
+        if waiting:
+            self._watch = loop.call_at(waiting[0][0], self._expire, loop)
 
     async def _flush(self) -> None:
         while self._pending:
             batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
             try:
                 # Unbounded here: each of its commands has the socket's timeout, and every
-                # decision's caller its own bound (see _answered).
+                # decision its own bound (see _bound).
                 outcomes: list[Any] = await self._call(
                     self._decide_all([op for op, _ in batch]), bounded=False
                 )
