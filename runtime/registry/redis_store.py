@@ -18,6 +18,10 @@ call), and announced on one pub/sub channel that every registry process listens 
 consumer waiting on any process wakes at once (without holding a Redis connection per waiting
 consumer; a missed announcement costs at most the waiter's periodic re-check).
 
+Each read, decision and command gives Redis :attr:`RedisStore.answer_timeout_s` (5 s) from
+when it is asked for, the wait behind the round trips before it included: a stalled Redis
+answers every request ``503`` within that, rather than after every command queued before it.
+
 Works with Redis 7.0 (no 7.4+ commands such as ``HEXPIRE``).
 """
 
