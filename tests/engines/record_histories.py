@@ -7,6 +7,11 @@ release that changes the workflow, into a new file; files of earlier releases ar
 rewritten (they are what the current workflow code must still replay).
 
     python -m tests.engines.record_histories RELEASE
+    python -m tests.engines.record_histories --large-arguments NAME
+
+The second records, into ``large-arguments/NAME-run.json``, a run whose reply holds calls with
+large arguments (one accepted, one refused), which a planning answer writes once since
+``shared_arguments``; ``NAME`` says which code recorded it.
 """
 
 from __future__ import annotations
@@ -82,7 +87,34 @@ async def record(release: str) -> None:
         await env.shutdown()
 
 
+#: The arguments of the large-arguments run's calls (above ``shared_arguments.SHARED_FROM``).
+LARGE_QUERY = "q" * 20_000
+
+
+async def record_large_arguments(name: str) -> None:
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=dev_server_path())
+    try:
+        rt = Runtime(engine=TemporalEngine(client=env.client, task_queue="record-large"))
+        planner = ScriptedPlanner(
+            [
+                calls(("records.search", {"query": LARGE_QUERY}), ("nope.tool", {"x": "y"})),
+                answer("done"),
+            ]
+        )
+        register(rt, planner)
+        async with build_worker(env.client, rt, "record-large"):
+            outcome = await rt.client("test.agent").run("go", run_id=f"large-arguments-{name}")
+        assert outcome.final_text == "done", outcome
+        history = await env.client.get_workflow_handle(outcome.run_id).fetch_history()
+        (HERE / "large-arguments" / f"{name}-run.json").write_text(history.to_json() + "\n")
+    finally:
+        await env.shutdown()
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) == 3 and sys.argv[1] == "--large-arguments":
+        asyncio.run(record_large_arguments(sys.argv[2]))
+    elif len(sys.argv) == 2:
+        asyncio.run(record(sys.argv[1]))
+    else:
         raise SystemExit(__doc__)
-    asyncio.run(record(sys.argv[1]))

@@ -6,7 +6,8 @@ its type hints, and read back the same way; the payload's metadata names the typ
 name, so histories written by one release are read by the next). A field added to a type is left
 out while it holds its default (:mod:`agentgen.runtime.wire_fields`), so that a worker of the
 release before reads every payload of a run that does not use what it adds. Messages use their
-own JSON form (metadata, native search records and all). Fields typed ``Any`` hold JSON values a
+own JSON form (metadata, native search records and all). A planning answer whose calls carry
+large arguments writes them once (:mod:`.shared_arguments`). Fields typed ``Any`` hold JSON values a
 planner or a tool produced (arguments, structured answers, checkpoints): they keep exact
 numbers, written as ``{"exact": "<JSON text>"}`` when they hold ``Decimal`` values and as
 ``{"json": <value>}`` otherwise, so that a value comes back with the types it left with. A
@@ -40,6 +41,7 @@ from agentgen.runtime.agents.definition import RunPolicy, TagClause
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.contracts.codecs import decode_exact, encode_exact
 from agentgen.runtime.engines.temporal.settings import TemporalSettings
+from agentgen.runtime.engines.temporal.shared_arguments import share, unshare
 from agentgen.runtime.engines.temporal.wire import (
     AwaitTask,
     CallTask,
@@ -174,7 +176,7 @@ def encode(value: Any, hint: Any) -> Any:
             item = getattr(value, name)
             if default is _ALWAYS or item != default:
                 written[name] = encode(item, field_hint)
-        return written
+        return share(written) if cls is Planned else written
     if origin in (tuple, list, Sequence):
         item = typing.get_args(hint)[0]
         return [encode(v, item) for v in value]
@@ -199,6 +201,8 @@ def decode(data: Any, hint: Any) -> Any:
     if cls is Message:
         return Message.from_json(data)
     if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        if cls is Planned:
+            data = unshare(data)
         hints = _hints(cls)
         fields = {f.name for f in dataclasses.fields(cls) if f.init}
         unknown = set(data) - fields
