@@ -67,6 +67,15 @@ def _task_queue(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "larger one fails the run with PayloadTooLargeError. Raise it with the server's limit and "
     "TemporalSettings.max_payload_bytes.",
 )
+@click.option(
+    "--heartbeat-interval",
+    type=click.FloatRange(min=0, min_open=True, max=315_576_000_000),
+    default=1.0,
+    show_default=True,
+    help="Seconds between a running activity's heartbeats: a cancelled run's tools and "
+    "planning steps hear of it within about this long (each heartbeat is a request to the "
+    "server).",
+)
 def worker(
     task_queue: str,
     app: str,
@@ -74,6 +83,7 @@ def worker(
     namespace: str | None,
     sticky_timeout: float,
     max_payload_bytes: int,
+    heartbeat_interval: float,
 ) -> None:
     """Run a Temporal worker for an application's durable runs.
 
@@ -113,6 +123,7 @@ def worker(
                 ready=ready,
                 sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
                 max_payload_bytes=max_payload_bytes,
+                heartbeat_interval=heartbeat_interval,
             )
         )
     except AppLoadError as exc:

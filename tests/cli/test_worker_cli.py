@@ -39,6 +39,7 @@ def test_help_names_every_option() -> None:
         "--address",
         "--namespace",
         "--max-payload-bytes",
+        "--heartbeat-interval",
     ):
         assert option in result.stdout
     assert "worker" in CliRunner().invoke(main, ["--help"]).stdout
@@ -90,6 +91,23 @@ def test_the_payload_limit_reaches_the_worker(monkeypatch: pytest.MonkeyPatch) -
     assert code == 0 and given["max_payload_bytes"] == 4 * 1024 * 1024
     code, _, err = worker("--app", "m:f", "--max-payload-bytes", "0")
     assert code == 2 and "--max-payload-bytes" in err
+
+
+def test_the_heartbeat_interval_reaches_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentgen.runtime.engines.temporal import worker as worker_module
+
+    given: dict[str, Any] = {}
+
+    async def serve(reference: str, **options: Any) -> None:
+        given.update(options, reference=reference)
+
+    monkeypatch.setattr(worker_module, "serve", serve)
+    code, _, _ = worker("--app", "m:f")
+    assert code == 0 and given["heartbeat_interval"] == 1.0
+    code, _, _ = worker("--app", "m:f", "--heartbeat-interval", "5")
+    assert code == 0 and given["heartbeat_interval"] == 5.0
+    code, _, err = worker("--app", "m:f", "--heartbeat-interval", "0")
+    assert code == 2 and "--heartbeat-interval" in err
 
 
 @pytest.mark.parametrize("queue", ["", "  "])

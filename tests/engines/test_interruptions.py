@@ -482,6 +482,54 @@ async def test_a_caller_that_gives_up_on_run_cancels_the_run_as_in_memory(
         assert executor.events == ["search started", "search cancelled"]
 
 
+class _Ended(Effects):
+    """Effects whose search says when it ended, finished or cancelled."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.ended = asyncio.Event()
+
+    async def search(self, args: Any, context: Any) -> Any:
+        try:
+            return await super().search(args, context)
+        finally:
+            self.ended.set()
+
+
+async def test_a_cancelled_caller_s_running_tool_is_cancelled_promptly(
+    durable: Harness,
+) -> None:
+    """A running tool hears of its run's cancellation in the answer to its next heartbeat. With
+    the default heartbeat timeout (30 s), heartbeats went out every 10 s and the SDK held them
+    back to one per 24 s: a search of 15 s finished (for nobody) before the cancellation reached
+    it. Heartbeats now go out every second (``build_worker``'s ``heartbeat_interval``)."""
+    assert durable.settings.heartbeat_timeout == 30  # the default
+    rt = durable.runtime()
+    executor = _Ended(seconds=15)
+    _two_rounds(rt, executor)
+    async with durable.serving(rt):
+        running = asyncio.create_task(rt.client("test.agent").run("go"))
+        await asyncio.wait_for(executor.started.wait(), 30)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        await asyncio.wait_for(executor.ended.wait(), 30)
+    assert executor.events == ["search started", "search cancelled"]
+
+
+async def test_the_heartbeat_interval_must_be_positive_seconds(durable: Harness) -> None:
+    rt = durable.runtime()
+    _two_rounds(rt, Effects())
+    assert durable.env is not None
+    for wrong in (0, -1.0, float("nan"), float("inf"), True):
+        with pytest.raises(
+            ValueError, match=f"heartbeat_interval must be positive seconds, not {wrong!r}"
+        ):
+            build_worker(durable.env.client, rt, "q", heartbeat_interval=wrong)
+    worker = build_worker(durable.env.client, rt, "q", heartbeat_interval=0.5)
+    assert worker.config()["max_heartbeat_throttle_interval"] == timedelta(seconds=0.5)
+
+
 async def test_giving_up_on_the_result_of_a_started_run_leaves_it_running(
     durable: Harness,
 ) -> None:

@@ -21,6 +21,7 @@ one (Temporal grants it to an activity paused while it ran, once unpaused) answe
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -55,15 +56,22 @@ from agentgen.runtime.runs.steps import Admission, Decision, Planned, PlanTask, 
 from agentgen.runtime.telemetry.config import activated
 from agentgen.runtime.telemetry.exceptions import explaining_cancellations
 
-__all__ = ["RunActivities"]
+__all__ = ["DEFAULT_HEARTBEAT_INTERVAL", "RunActivities"]
 
 T = TypeVar("T")
 
+#: Seconds between a running activity's heartbeats (and the longest the worker holds one back:
+#: ``build_worker`` sets the SDK's throttle to it). A cancellation reaches a running activity
+#: only in the server's answer to a heartbeat, so this bounds how long a tool of a cancelled run
+#: goes on; spaced by the heartbeat timeout (30 s, throttled to 24 s), it went on ~24 s.
+DEFAULT_HEARTBEAT_INTERVAL = 1.0
 
-async def _heartbeating(work: Awaitable[T], attempt: Attempt) -> T:
-    """Await ``work`` while heartbeating, a few times per heartbeat timeout."""
+
+async def _heartbeating(work: Awaitable[T], attempt: Attempt, every: float) -> T:
+    """Await ``work`` while heartbeating every ``every`` seconds, and a few times per heartbeat
+    timeout when that is shorter (a lost worker is noticed within it)."""
     timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
-    interval = max(timeout.total_seconds() / 3, 0.05)
+    interval = max(min(timeout.total_seconds() / 3, every), 0.05)
 
     async def beat() -> None:
         while True:
@@ -82,20 +90,22 @@ async def _step(
     work: Callable[[], Awaitable[T]],
     limit: int,
     run: RunContext,
+    every: float,
     attempt: Attempt | None = None,
 ) -> T:
     """Run a step under the host's telemetry (its spans hang under the SDK's ``RunActivity``
     span, which links them to the workflow); a retried attempt does not count again what the
     first one counted; a cancellation that is not its run's (a timeout) is reported as the
-    failure it is. Its answer must fit in ``limit`` bytes. ``attempt`` sends its heartbeats
-    (a metered one's failure carries its final account of the usage)."""
+    failure it is. Its answer must fit in ``limit`` bytes. ``attempt`` sends its heartbeats,
+    ``every`` so many seconds (a metered one's failure carries its final account of the
+    usage)."""
     attempt = attempt or Attempt()
     try:
         with (
             activated(host.telemetry, attempt=activity.info().attempt),
             explaining_cancellations(lambda: cancellation_failure(attempt)),
         ):
-            result = await _heartbeating(work(), attempt)
+            result = await _heartbeating(work(), attempt, every)
         what = f"the answer of the {_WHAT.get(activity.info().activity_type, 'activity')}"
         check_payload(activity.payload_converter(), result, limit, what, run)
         return result
@@ -123,13 +133,28 @@ _WHAT = {ACTIVITY_NAMES[step]: what for step, what in ACTIVITY_WHAT.items()}
 
 class RunActivities:
     """The activities, bound to the worker's host. ``max_payload_bytes`` bounds what each
-    answers (the server's blob size limit)."""
+    answers (the server's blob size limit); each heartbeats every ``heartbeat_interval``
+    seconds while it runs."""
 
-    def __init__(self, host: RunHost, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
+    def __init__(
+        self,
+        host: RunHost,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
+    ) -> None:
         if max_payload_bytes < 1:
             raise ValueError("max_payload_bytes must be at least 1")
+        number = isinstance(heartbeat_interval, int | float) and not isinstance(
+            heartbeat_interval, bool
+        )
+        if not (number and 0 < heartbeat_interval < math.inf):
+            raise ValueError(
+                "the worker's heartbeat_interval must be positive seconds, not "
+                f"{heartbeat_interval!r}"
+            )
         self.host = host
         self.limit = max_payload_bytes
+        self.every = float(heartbeat_interval)
 
     def all(self) -> list[Callable[..., Any]]:
         return [
@@ -172,7 +197,7 @@ class RunActivities:
                 finalized=planned.finalized,
             )
 
-        return await _step(self.host, work, self.limit, task.run, attempt)
+        return await _step(self.host, work, self.limit, task.run, self.every, attempt)
 
     @activity.defn(name=ACTIVITY_NAMES["prepare"])
     async def prepare(self, task: CallTask) -> Prepared:
@@ -180,7 +205,7 @@ class RunActivities:
             context, accepted = self._restore(task)
             return execution.prepare(context, accepted, confirmable=task.confirmable)
 
-        return await _step(self.host, work, self.limit, task.run)
+        return await _step(self.host, work, self.limit, task.run, self.every)
 
     @activity.defn(name=ACTIVITY_NAMES["deny"])
     async def deny(self, task: DenyTask) -> ToolResultPart:
@@ -188,7 +213,7 @@ class RunActivities:
             _, accepted = self._restore(task.task)
             return execution.deny(accepted, task.arguments)
 
-        return await _step(self.host, work, self.limit, task.task.run)
+        return await _step(self.host, work, self.limit, task.task.run, self.every)
 
     @activity.defn(name=ACTIVITY_NAMES["execute"])
     async def execute(self, task: CallTask) -> ToolResultPart:
@@ -198,7 +223,7 @@ class RunActivities:
                 return _run_before(accepted, "it was stopped while it ran", "run")
             return await execution.call_executor(context, accepted)
 
-        return await _step(self.host, work, self.limit, task.run)
+        return await _step(self.host, work, self.limit, task.run, self.every)
 
     @activity.defn(name=ACTIVITY_NAMES["admit"])
     async def admit(self, task: CallTask) -> Admission:
@@ -215,7 +240,7 @@ class RunActivities:
                 check_admission_timeout(registration, limit, task.run.agent_id, task.run.run_id)
             return await execution.admit(context, accepted)
 
-        return await _step(self.host, work, self.limit, task.run)
+        return await _step(self.host, work, self.limit, task.run, self.every)
 
     @activity.defn(name=ACTIVITY_NAMES["await_outcome"])
     async def await_outcome(self, task: AwaitTask) -> ToolResultPart:
@@ -223,7 +248,7 @@ class RunActivities:
             context, accepted = self._restore(task.task)
             return await execution.await_outcome(context, accepted, task.ref)
 
-        return await _step(self.host, work, self.limit, task.task.run)
+        return await _step(self.host, work, self.limit, task.task.run, self.every)
 
     @activity.defn(name=ACTIVITY_NAMES["agent_result"])
     async def agent_result(self, task: ResultTask) -> ToolResultPart:
@@ -231,4 +256,4 @@ class RunActivities:
             _, accepted = self._restore(task.task)
             return execution.agent_result(accepted, task.child)
 
-        return await _step(self.host, work, self.limit, task.task.run)
+        return await _step(self.host, work, self.limit, task.task.run, self.every)

@@ -15,6 +15,7 @@ import importlib
 import inspect
 import signal
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 from google.protobuf.json_format import ParseError
@@ -23,7 +24,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from agentgen.runtime.engines.temporal.activities import RunActivities
+from agentgen.runtime.engines.temporal.activities import DEFAULT_HEARTBEAT_INTERVAL, RunActivities
 from agentgen.runtime.engines.temporal.client import (
     DEFAULT_ADDRESS,
     TemporalEngine,
@@ -69,11 +70,19 @@ def build_worker(
     task_queue: str,
     *,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
     **options: Any,
 ) -> Worker:
     """A worker for ``task_queue`` whose activities run against ``host`` (the application's
     sealed ``Runtime``); an activity's answer over ``max_payload_bytes`` (the server's blob
-    size limit) fails it for good. ``options`` go to ``temporalio.worker.Worker``."""
+    size limit) fails it for good. Running activities heartbeat every ``heartbeat_interval``
+    seconds, and the SDK sends each at once (its throttle, 80% of the heartbeat timeout by
+    default, is set to the interval): a cancelled run's activities hear of it within about
+    that. ``options`` go to ``temporalio.worker.Worker``."""
+    activities = RunActivities(host, max_payload_bytes, heartbeat_interval).all()
+    throttle = timedelta(seconds=heartbeat_interval)
+    options.setdefault("max_heartbeat_throttle_interval", throttle)
+    options.setdefault("default_heartbeat_throttle_interval", throttle)
     seal: Callable[[], None] | None = getattr(host, "seal", None)
     if seal is not None:
         seal()  # what the runtime checks before its first run, checked before any activity
@@ -81,7 +90,7 @@ def build_worker(
         agentgen_client(client),
         task_queue=task_queue,
         workflows=[AgentRunWorkflow],
-        activities=RunActivities(host, max_payload_bytes).all(),
+        activities=activities,
         workflow_runner=sandbox_runner(),
         **options,
     )
