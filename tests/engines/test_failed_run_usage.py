@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.service import RPCError
 
 from agentgen.runtime import (
     IncompleteAnswerError,
@@ -32,8 +33,9 @@ from agentgen.runtime.messages import Message, TextPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse
 from agentgen.runtime.runs.requests import RunRequest
 from tests.engines.conftest import Harness
+from tests.engines.test_interruptions import Effects
 from tests.runtime import sink_agents as sink
-from tests.runtime.agents import answer, calls
+from tests.runtime.agents import answer, calls, register
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -369,6 +371,63 @@ async def test_a_cancelled_durable_run_counts_its_child_run_cancelled_with_it(
             await asyncio.wait_for(running, 30)
     # The parent's reply, and the child run cancelled in flight (what it got is not known).
     assert run_usage(raised.value) == PARENT + Usage.not_reported()
+
+
+class _AsksThenSearches:
+    """Asks its model once, then calls the search (which never ends)."""
+
+    async def plan_start(self, input: PlanInput) -> PlanResult:
+        await input.agent.model("parent").complete(ModelRequest("m", tuple(input.messages)))
+        return PlanResult(calls(("records.search", {"query": "x"})))
+
+    async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
+        raise AssertionError("the run is cancelled while its search runs")
+
+
+async def test_a_run_whose_caller_gave_up_says_what_it_cost_on_both_engines(
+    harness: Harness,
+) -> None:
+    """On Temporal, the cancelled caller's ``CancelledError`` used to carry no usage: the engine
+    asked the server to cancel the run and raised at once, before the workflow recorded what
+    it cost. It now waits (a bounded while)
+    for the cancelled workflow to end, and the figures are those of the in-memory engine."""
+    rt = harness.runtime()
+    rt.register_model("parent", Scripted(PARENT))
+    executor = Effects(seconds=60)
+    register(rt, _AsksThenSearches(), executor=executor)  # type: ignore[arg-type]
+    async with harness.serving(rt):
+        running = asyncio.create_task(rt.client("test.agent").run("go"))
+        await asyncio.wait_for(executor.started.wait(), 30)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError) as raised:
+            await running
+    assert run_usage(raised.value) == PARENT
+
+
+async def test_a_caller_gives_up_waiting_for_the_usage_of_a_run_no_worker_takes(
+    durable: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait for a cancelled run's usage is bounded (``USAGE_WAIT``): with no worker to
+    take the cancellation, the caller's cancellation goes on without usage."""
+    from agentgen.runtime.engines.temporal import client
+
+    monkeypatch.setattr(client, "USAGE_WAIT", 0.2)
+    rt = durable.runtime()
+    register(rt, _AsksThenSearches())  # type: ignore[arg-type]
+    assert durable.env is not None
+    handle = durable.env.client.get_workflow_handle("unserved")
+    running = asyncio.create_task(rt.client("test.agent").run("go", run_id="unserved"))
+    while True:  # until the workflow exists (no worker polls its queue)
+        try:
+            await handle.describe()
+            break
+        except RPCError:
+            await asyncio.sleep(0.02)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError) as raised:
+        await asyncio.wait_for(running, 30)
+    assert run_usage(raised.value) is None
+    await handle.terminate("test over")
 
 
 async def test_a_terminated_durable_run_does_not_make_its_usage_up(durable: Harness) -> None:

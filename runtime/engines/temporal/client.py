@@ -63,19 +63,34 @@ from agentgen.runtime.runs.loop import outcome
 from agentgen.runtime.runs.model_calls import check_model_timeout
 from agentgen.runtime.runs.policy import merge
 from agentgen.runtime.runs.registry_calls import check_admission_timeout
-from agentgen.runtime.runs.requests import RunError, RunOutcome, RunRequest, record_run_usage
+from agentgen.runtime.runs.requests import (
+    RunError,
+    RunOutcome,
+    RunRequest,
+    record_run_usage,
+    run_usage,
+)
 from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
 from agentgen.runtime.tasks import stop_task
 from agentgen.runtime.telemetry.config import activated
 from agentgen.runtime.telemetry.spans import Confirmation, Run
 
-__all__ = ["DEFAULT_ADDRESS", "RunCancelledError", "TemporalEngine", "agentgen_client"]
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "USAGE_WAIT",
+    "RunCancelledError",
+    "TemporalEngine",
+    "agentgen_client",
+]
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 #: Where a run whose caller was cancelled says that the run could not be cancelled with it.
 _LOG = logging.getLogger("agentgen.run")
 #: How long one status query may take before the watcher tries again.
 _QUERY_TIMEOUT = timedelta(seconds=5)
+#: How long a cancelled caller waits for its cancelled run to end and record what it cost (a
+#: workflow task: milliseconds while a worker polls) before its cancellation goes on without.
+USAGE_WAIT = 2.0
 
 
 def _traces(interceptor: object) -> bool:
@@ -191,12 +206,18 @@ class TemporalEngine:
                 parent_tool_call_id=request.parent_tool_call_id,
             ) as span,
         ):
+            handle: WorkflowHandle[object, WorkflowResult] | None = None
             try:
-                result = await self._wait(host, await self._start(host, request), decide=True)
-            except asyncio.CancelledError:
+                handle = await self._start(host, request)
+                result = await self._wait(host, handle, decide=True)
+            except asyncio.CancelledError as cancelled:
                 # The caller gave up (cancelled, or a deadline around it): so does the run,
-                # as in memory. Waiting for a run started with start() detaches instead.
+                # as in memory, and its cancellation says what the run cost (run_usage), once
+                # the workflow recorded it. Waiting for a run started with start() detaches.
                 await self._withdraw(request.run_id)
+                usage = await _usage_once_ended(handle) if handle is not None else None
+                if usage is not None:
+                    record_run_usage(cancelled, usage)
                 raise
             span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
         return result
@@ -475,6 +496,29 @@ async def _unknown(exc: RPCError, run_id: str, client: Client) -> Exception:
         f"no run {run_id!r} on Temporal (namespace {client.namespace!r}): check the run ID "
         "(the one engine.start returned) and that the engine uses the run's namespace"
     )
+
+
+async def _usage_once_ended(handle: WorkflowHandle[Any, WorkflowResult]) -> Usage | None:
+    """What a run whose caller cancelled it cost, once it ended (cancelled, or finished or
+    failed before the cancellation reached it); None when it has not ended within
+    :data:`USAGE_WAIT` (no worker took the cancellation) or the server cannot say."""
+
+    async def ended() -> Usage | None:
+        try:
+            result = await handle.result()
+        except WorkflowFailureError as exc:
+            failure = _failed(exc, handle.id)
+            if isinstance(failure, RunCancelledError):
+                return await _cancelled_usage(handle)
+            return run_usage(failure)
+        except TemporalError:
+            return None
+        return result.usage
+
+    try:
+        return await asyncio.wait_for(ended(), USAGE_WAIT)
+    except TimeoutError:
+        return None
 
 
 async def _cancelled_usage(handle: WorkflowHandle[Any, Any]) -> Usage | None:
