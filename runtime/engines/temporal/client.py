@@ -51,6 +51,7 @@ from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.engines.temporal.converter import AgentgenPayloadConverter, data_converter
 from agentgen.runtime.engines.temporal.errors import RunCancelledError, run_failure
 from agentgen.runtime.engines.temporal.namespaces import require_namespace
+from agentgen.runtime.engines.temporal.poll_pacing import PollPacing
 from agentgen.runtime.engines.temporal.settings import TemporalSettings
 from agentgen.runtime.engines.temporal.usage_details import failure_usage, usage_in
 from agentgen.runtime.engines.temporal.wire import Decide, RunInput, RunStatus, WorkflowResult
@@ -77,6 +78,7 @@ from agentgen.runtime.telemetry.spans import Confirmation, Run
 
 __all__ = [
     "DEFAULT_ADDRESS",
+    "DEFAULT_MAX_POLL_INTERVAL",
     "USAGE_WAIT",
     "RunCancelledError",
     "TemporalEngine",
@@ -91,6 +93,8 @@ _QUERY_TIMEOUT = timedelta(seconds=5)
 #: How long a cancelled caller waits for its cancelled run to end and record what it cost (a
 #: workflow task: milliseconds while a worker polls) before its cancellation goes on without.
 USAGE_WAIT = 2.0
+#: The longest the confirmation watcher waits between two looks while none waits.
+DEFAULT_MAX_POLL_INTERVAL = 1.0
 
 
 def _traces(interceptor: object) -> bool:
@@ -131,8 +135,10 @@ class TemporalEngine:
 
     Give it a connected ``client``, or an ``address`` and ``namespace`` to connect to on first
     use. ``settings`` (timeouts, retries, continue-as-new) travel with every run it starts.
-    Confirmations are polled every ``poll_interval`` seconds while :meth:`run` or
-    :meth:`result` waits and the runtime has a confirmer.
+    While :meth:`run` or :meth:`result` waits and the runtime has a confirmer, the run tree's
+    confirmations are polled every ``poll_interval`` seconds, backing off to
+    ``max_poll_interval`` (1 s, or ``poll_interval`` if longer) while none waits
+    (:mod:`.poll_pacing`).
     """
 
     def __init__(
@@ -144,6 +150,7 @@ class TemporalEngine:
         namespace: str = "default",
         settings: TemporalSettings | None = None,
         poll_interval: float = 0.1,
+        max_poll_interval: float | None = None,
     ) -> None:
         if not task_queue:
             raise ValueError("TemporalEngine needs a task queue")
@@ -151,11 +158,19 @@ class TemporalEngine:
             raise ValueError(
                 f"TemporalEngine.poll_interval must be positive seconds, not {poll_interval!r}"
             )
+        if max_poll_interval is None:
+            max_poll_interval = max(DEFAULT_MAX_POLL_INTERVAL, poll_interval)
+        elif not poll_interval <= max_poll_interval < math.inf:
+            raise ValueError(
+                f"TemporalEngine.max_poll_interval must be seconds at least poll_interval "
+                f"({poll_interval!r}), not {max_poll_interval!r}"
+            )
         self.task_queue = task_queue
         self.address = address
         self.namespace = client.namespace if client is not None else namespace
         self.settings = settings or TemporalSettings()
         self.poll_interval = poll_interval
+        self.max_poll_interval = max_poll_interval
         self._client = agentgen_client(client) if client is not None else None
         self._quiet: Client | None = None
         self._connecting: asyncio.Lock | None = None
@@ -454,16 +469,18 @@ class TemporalEngine:
                 else:
                     return
 
+        pacing = PollPacing(self.poll_interval, self.max_poll_interval)
         try:
             while True:
-                for workflow_id, request in await self._pending(run_id):
+                pending = await self._pending(run_id)
+                for workflow_id, request in pending:
                     key = (workflow_id, request.tool_call_id)
                     if key not in seen:
                         seen.add(key)
                         task = asyncio.create_task(deliver(workflow_id, request))
                         deciding.add(task)
                         task.add_done_callback(deciding.discard)
-                await asyncio.sleep(self.poll_interval)
+                await asyncio.sleep(pacing.after(waiting=bool(pending)))
         finally:
             for task in deciding:
                 task.cancel()
