@@ -1,9 +1,10 @@
-"""The confirmation watcher backs off while nothing waits for a decision.
+"""The confirmation watcher backs off while it finds nothing new.
 
 It queried the whole run tree every ``poll_interval`` (0.1 s) for as long as a run with a
 confirmer lasted: about 9 status queries a second per workflow for a run waiting 10 s on a tool,
-to find nothing (1.2 a second now). It now doubles its wait while no confirmation waits, up to
-``max_poll_interval``, and looks every ``poll_interval`` again once one does.
+to find nothing (1.2 a second now), and as often while a person took minutes to decide. It now
+doubles its wait while it finds nothing new, up to ``max_poll_interval``, and looks every
+``poll_interval`` again once it finds a confirmation or delivers a decision.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ from tests.engines.test_scenarios import confirmed_records
 from tests.runtime.agents import Records, ScriptedPlanner, answer, calls, register
 
 
-def test_the_wait_doubles_while_nothing_waits_and_is_short_again_once_something_does() -> None:
+def test_the_wait_doubles_while_nothing_is_new_and_is_short_again_once_something_is() -> None:
     pacing = PollPacing(0.1, 1.0)
-    idle = [pacing.after(waiting=False) for _ in range(5)]
+    idle = [pacing.after(found=False) for _ in range(5)]
     assert idle == [0.2, 0.4, 0.8, 1.0, 1.0]
-    assert pacing.after(waiting=True) == 0.1
-    assert pacing.after(waiting=True) == 0.1
-    assert pacing.after(waiting=False) == 0.2
+    assert pacing.after(found=True) == 0.1
+    assert pacing.after(found=True) == 0.1
+    assert pacing.after(found=False) == 0.2
+    assert [pacing.after(found=False) for _ in range(4)] == [0.4, 0.8, 1.0, 1.0]
+    assert pacing.decided() == 0.1
+    assert pacing.after(found=False) == 0.2
 
 
 @pytest.mark.parametrize(("fastest", "slowest"), [(0, 1), (-1, 1), (2, 1), (math.nan, 1)])
@@ -55,18 +59,24 @@ class _SlowLookup(Records):
 
 
 @pytest.mark.asyncio(loop_scope="session")
-async def test_the_watcher_backs_off_during_a_long_tool_and_still_decides_quickly(
+async def test_the_watcher_backs_off_while_idle_or_deciding_and_is_fast_after_a_decision(
     durable: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A 3 s lookup, then a confirmed search: while the lookup runs the watcher's waits grow to
-    ``max_poll_interval``; once the search's confirmation waits, it looks every
-    ``poll_interval`` again."""
-    chosen: list[tuple[bool, float]] = []
+    """A 3 s lookup, then a confirmed search decided after 3 s (a person), then another: the
+    watcher's waits grow to ``max_poll_interval`` while the lookup runs and while the person
+    decides; it looks every ``poll_interval`` once it finds a confirmation, and once the first
+    decision is delivered (the run goes on, and may ask again at once)."""
+    chosen: list[tuple[str, float]] = []
 
     class Recorded(PollPacing):
-        def after(self, *, waiting: bool) -> float:
-            wait = super().after(waiting=waiting)
-            chosen.append((waiting, wait))
+        def after(self, *, found: bool) -> float:
+            wait = super().after(found=found)
+            chosen.append(("found" if found else "nothing new", wait))
+            return wait
+
+        def decided(self) -> float:
+            wait = super().decided()
+            chosen.append(("decided", wait))
             return wait
 
     monkeypatch.setattr(client_module, "PollPacing", Recorded)
@@ -74,14 +84,18 @@ async def test_the_watcher_backs_off_during_a_long_tool_and_still_decides_quickl
 
     async def confirm(request: ConfirmationRequest) -> bool:
         asked.append(request)
+        if len(asked) == 1:
+            await asyncio.sleep(3)
         return True
 
     rt = durable.runtime(confirm=confirm)
     engine = durable.engine(rt)
+    engine.poll_interval = 0.25  # the slowest, 1 s, two looks away: reached in any idle spell
     planner = ScriptedPlanner(
         [
             calls(("records.lookup", {"id": "1"})),
             calls(("records.search", {"query": "tokyo"}), prefix="d"),
+            calls(("records.search", {"query": "kyoto"}), prefix="e"),
             answer(),
         ]
     )
@@ -89,10 +103,19 @@ async def test_the_watcher_backs_off_during_a_long_tool_and_still_decides_quickl
     async with durable.serving(rt):
         outcome = await asyncio.wait_for(rt.client("test.agent").run("go"), 60)
     assert outcome.final_text == "done"
-    assert [request.tool_id for request in asked] == ["records.search"]
-    assert [name for name, _, _ in executor.calls] == ["lookup", "search"]
-    first_found = next(i for i, (waiting, _) in enumerate(chosen) if waiting)
-    idle = [wait for _, wait in chosen[:first_found]]
-    assert engine.max_poll_interval == 1.0 and idle[-1] == 1.0  # backed off to the slowest
-    assert idle == sorted(idle)  # and only grew while nothing waited
-    assert chosen[first_found] == (True, engine.poll_interval)  # fast again once one waited
+    assert [request.arguments["query"] for request in asked] == ["tokyo", "kyoto"]
+    assert [name for name, _, _ in executor.calls] == ["lookup", "search", "search"]
+    fast, slow = engine.poll_interval, engine.max_poll_interval
+    assert slow == 1.0
+    found = [i for i, (what, _) in enumerate(chosen) if what == "found"]
+    decided = [i for i, (what, _) in enumerate(chosen) if what == "decided"]
+    assert len(found) == 2 and len(decided) == 2
+    first, second = found
+    # While the lookup ran: only growing waits, up to the slowest; then fast once found.
+    assert [wait for _, wait in chosen[:first]][-1] == slow
+    assert chosen[first] == ("found", fast)
+    # While the person decided: backing off again, to the slowest.
+    assert chosen[decided[0] - 1] == ("nothing new", slow)
+    # Once the decision was delivered: fast again, until the second confirmation is found.
+    assert chosen[decided[0]] == ("decided", fast)
+    assert decided[0] < second and chosen[second] == ("found", fast)

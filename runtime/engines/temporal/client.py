@@ -456,6 +456,9 @@ class TemporalEngine:
         seen: set[tuple[str, str]] = set()
         deciding: set[asyncio.Task[None]] = set()
 
+        #: Set when a decision reached its run (which goes on: it may ask again at once).
+        delivered = asyncio.Event()
+
         async def deliver(workflow_id: str, request: ConfirmationRequest) -> None:
             decided = await decide(confirmer, request)  # the confirmation's span
             decision = Decide(request.tool_call_id, decided.approved, decided.error)
@@ -463,24 +466,31 @@ class TemporalEngine:
                 try:
                     await self._decide(workflow_id, decision)
                 except WorkflowUpdateFailedError:
-                    return  # decided meanwhile (by another client)
+                    break  # decided meanwhile (by another client)
                 except TemporalError:
                     await asyncio.sleep(self.poll_interval)  # no worker answered yet
                 else:
-                    return
+                    break
+            delivered.set()
 
         pacing = PollPacing(self.poll_interval, self.max_poll_interval)
         try:
             while True:
-                pending = await self._pending(run_id)
-                for workflow_id, request in pending:
+                found = False
+                for workflow_id, request in await self._pending(run_id):
                     key = (workflow_id, request.tool_call_id)
                     if key not in seen:
                         seen.add(key)
+                        found = True
                         task = asyncio.create_task(deliver(workflow_id, request))
                         deciding.add(task)
                         task.add_done_callback(deciding.discard)
-                await asyncio.sleep(pacing.after(waiting=bool(pending)))
+                try:  # backing off while nothing is new, until a decision is delivered
+                    await asyncio.wait_for(delivered.wait(), pacing.after(found=found))
+                except TimeoutError:
+                    continue
+                delivered.clear()
+                await asyncio.sleep(pacing.decided())
         finally:
             for task in deciding:
                 task.cancel()
