@@ -46,7 +46,7 @@ class CheckedDesign:
 def check_design(evaluation: Evaluation) -> CheckedDesign:
     root = evaluation.root
     ownership = assign_owners(root)
-    types = analyze_types(root)
+    types = analyze_types(root, evaluation.sources)
     errors = [
         *evaluation.errors,
         *types.errors,

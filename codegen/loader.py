@@ -22,7 +22,7 @@ import pathlib
 import sys
 import traceback
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 
@@ -258,6 +258,7 @@ def _run(design: Path, code: types.CodeType) -> Evaluation:
     sys.modules[module_name] = module
     sys.path[0:0] = paths
     callers: set[str] = set()
+    sources: dict[str, str] = {}
     try:
         with design_context(str(design)) as ctx:
             callers = ctx.callers
@@ -267,7 +268,7 @@ def _run(design: Path, code: types.CodeType) -> Evaluation:
                 raise
             except BaseException as exc:
                 raise UserCodeError(user_traceback(exc)) from None
-            return finish(ctx)
+            evaluation = finish(ctx)
     finally:
         for path in paths:
             sys.path.remove(path)
@@ -275,16 +276,18 @@ def _run(design: Path, code: types.CodeType) -> Evaluation:
             source = getattr(sys.modules[name], "__file__", None)
             if source and _RECORDING:
                 _RECORDING[-1].files.add(os.path.abspath(source))
-        _forget_design_modules(before, {os.path.abspath(file) for file in callers})
+        sources = _forget_design_modules(before, {os.path.abspath(file) for file in callers})
+    return replace(evaluation, sources=sources)
 
 
-def _forget_design_modules(before: set[str], callers: set[str]) -> None:
+def _forget_design_modules(before: set[str], callers: set[str]) -> dict[str, str]:
     """Unload the design module and every module first imported during the load from outside
     the Python installation (its own folder, a sibling ``lib/``, a ``sys.path`` entry...) or
     that made DSL calls (``callers``: a toolset an installed package declares at import), so
     that the next load runs their DSL calls again in its own context: an expression belongs
     to the tree of one load. The standard library, installed distributions and agentgen itself
-    stay loaded."""
+    stay loaded. Returns the source file of each unloaded module, by name."""
+    sources: dict[str, str] = {}
     for name in set(sys.modules) - before:
         module = sys.modules.get(name)
         if (
@@ -292,7 +295,11 @@ def _forget_design_modules(before: set[str], callers: set[str]) -> None:
             or _is_design_code(name, module)
             or _made_dsl_calls(module, callers)
         ):
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str):
+                sources[name] = file
             del sys.modules[name]
+    return sources
 
 
 def _made_dsl_calls(module: types.ModuleType | None, callers: set[str]) -> bool:

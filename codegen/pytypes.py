@@ -164,14 +164,26 @@ def _once(model: str, name: str, constraints: list[str]) -> list[str]:
 
 
 class UnsupportedType(Exception):
-    """The model cannot be reproduced; ``field`` is the field at fault (or None)."""
+    """The model cannot be reproduced; ``field`` is the field at fault (or None).
+
+    ``at`` is the class and field (None: the class itself) whose source line the error points
+    at, filled in by the class being written when the problem reaches it: a problem of a type
+    a field uses (an enum with mixed values) is the field's, where the user wrote the type.
+    """
 
     def __init__(self, model: str, field: str | None, reason: str) -> None:
         self.model = model
         self.field = field
         self.reason = reason
+        self.at: tuple[type, str | None] | None = None
         where = f"model {model}" + (f', field "{field}"' if field else "")
         super().__init__(f"{where}: {reason}")
+
+    def located(self, cls: type, field: str | None) -> UnsupportedType:
+        """This problem, pointed at ``cls``'s ``field`` unless it points somewhere already."""
+        if self.at is None:
+            self.at = (cls, field)
+        return self
 
 
 @dataclass(frozen=True)
@@ -368,21 +380,25 @@ class TypeModule:
                     None,
                     f"has custom {', '.join(custom)}, which generated code cannot reproduce; "
                     "express the rule with Field(...) constraints or check it in the executor",
-                )
+                ).located(model, None)
             )
         if (
             model.__pydantic_generic_metadata__["parameters"]
             or model.__pydantic_generic_metadata__["origin"]
         ):
-            self.problems.append(UnsupportedType(qual, None, "generic models are not supported"))
+            self.problems.append(
+                UnsupportedType(qual, None, "generic models are not supported").located(model, None)
+            )
         if isinstance(model, type) and issubclass(model, pydantic.RootModel):
             self.problems.append(
-                UnsupportedType(qual, None, "RootModel is not supported; use a model with fields")
+                UnsupportedType(
+                    qual, None, "RootModel is not supported; use a model with fields"
+                ).located(model, None)
             )
         if not model.__pydantic_complete__:
             raise UnsupportedType(
                 qual, None, "is not fully defined (a forward reference is missing)"
-            )
+            ).located(model, None)
         # Fields first: the classes they use are appended before this one.
         fields: list[FieldSource] = []
         self._fields.append(frozenset(model.model_fields))
@@ -391,7 +407,7 @@ class TypeModule:
                 try:
                     fields.append(self._field(qual, fname, info))
                 except UnsupportedType as problem:
-                    self.problems.append(problem)
+                    self.problems.append(problem.located(model, fname))
         finally:
             self._fields.pop()
         doc = None if model.__doc__ == BaseModel.__doc__ else _docstring(model.__doc__)
@@ -400,7 +416,7 @@ class TypeModule:
         try:
             config = self._config(model, renamed=name != model.__name__)
         except UnsupportedType as problem:
-            self.problems.append(problem)
+            self.problems.append(problem.located(model, None))
             config = None
         finally:
             self._fields.pop()

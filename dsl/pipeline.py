@@ -10,8 +10,8 @@ checker) can add its own and report everything in one run.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from agentgen.dsl.errors import DesignError, DesignErrors, sort_errors
 from agentgen.dsl.eval import EvalContext, design_context
@@ -29,6 +29,9 @@ class Evaluation:
 
     root: RootExpr
     errors: tuple[DesignError, ...]
+    #: The source file of each module the load ran and then unloaded, by module name: the
+    #: generator's checks point at a model's own lines after the load (the loader fills it).
+    sources: Mapping[str, str] = field(default_factory=dict)
 
 
 def finish(ctx: EvalContext) -> Evaluation:

@@ -7,7 +7,7 @@ others; the builders read the same analysis, so a type is examined once per gene
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from agentgen.codegen.builders.owners import toolset_kind
 from agentgen.codegen.generation_model import TypeRef
+from agentgen.codegen.model_source import model_loc
 from agentgen.codegen.pytypes import TypeModule, UnsupportedType
 from agentgen.dsl.errors import DesignError
 from agentgen.dsl.expr import RootExpr, ServerDataExpr, ToolExpr, ToolsetExpr, TypeExpr
@@ -158,14 +159,18 @@ class TypeAnalysis:
         return self.toolsets[id(toolset)]
 
 
-def analyze_types(root: RootExpr) -> TypeAnalysis:
+def analyze_types(root: RootExpr, sources: Mapping[str, str] | None = None) -> TypeAnalysis:
     """Examine the types of every tool of every toolset (used or not: a design error in an
-    unused toolset is still an error). Never raises for a broken design."""
+    unused toolset is still an error). Never raises for a broken design.
+
+    ``sources`` (module name → file, from the loader) finds the source of models whose modules
+    the load unloaded: a field that cannot be generated is reported at its own line.
+    """
     analysis = TypeAnalysis()
     prefetch_schemas(list(_models(root)))
     for toolset in root.toolsets:
         if not toolset.is_registry:
-            analysis.toolsets[id(toolset)] = _toolset(toolset, analysis.errors)
+            analysis.toolsets[id(toolset)] = _toolset(toolset, analysis.errors, sources or {})
     return analysis
 
 
@@ -183,20 +188,26 @@ def _models(root: RootExpr) -> Iterable[tuple[type[BaseModel], Mode]]:
                     yield value, cast(Mode, mode)
 
 
-def _toolset(expr: ToolsetExpr, errors: list[DesignError]) -> ToolsetTypes:
+def _toolset(
+    expr: ToolsetExpr, errors: list[DesignError], sources: Mapping[str, str]
+) -> ToolsetTypes:
     # The executor protocol annotates its methods with ``types.X``; a method named ``types``
     # would shadow the module there, which is then imported as ``_types``.
     methods = {python_identifier(tool.name) for tool in expr.tools}
     types = ToolsetTypes(TypeModule(), "_types" if "types" in methods else "types")
     agent_tools = toolset_kind(expr) == "agent"
     for tool in expr.tools:
-        payload = _type_ref(types, tool.args, result=False, tool=tool, errors=errors)
+        payload = _type_ref(
+            types, tool.args, result=False, tool=tool, errors=errors, sources=sources
+        )
         result: TypeRef | None
         if tool.result is None and agent_tools:
             # An agent tool without Return answers with the agent's final text.
             result = TypeRef("schema", None, compact_json(AGENT_TEXT_RESULT_SCHEMA), "str")
         else:
-            result = _type_ref(types, tool.result, result=True, tool=tool, errors=errors)
+            result = _type_ref(
+                types, tool.result, result=True, tool=tool, errors=errors, sources=sources
+            )
         server_data = _server_data(tool, errors)
         if payload is not None and result is not None and server_data is not None:
             types.tools[tool.name] = ToolTypes(payload, result, server_data)
@@ -210,6 +221,7 @@ def _type_ref(
     result: bool,
     tool: ToolExpr,
     errors: list[DesignError],
+    sources: Mapping[str, str],
 ) -> TypeRef | None:
     if expr is None:
         if result:
@@ -236,7 +248,7 @@ def _type_ref(
         module.problems.append(exc)
     unsupported = module.problems[known:]
     errors.extend(
-        DesignError(expr.loc, tool.where(), f"{func} {problem}") for problem in unsupported
+        _unsupported(expr, tool, f"{func} {problem}", problem, sources) for problem in unsupported
     )
     try:
         schema = json_schema(value, "serialization" if result else "validation")
@@ -271,6 +283,21 @@ def _type_ref(
     if text is None:
         return None
     return TypeRef("model", name, text, f"{types.types_module}.{name}")
+
+
+def _unsupported(
+    expr: TypeExpr,
+    tool: ToolExpr,
+    message: str,
+    problem: UnsupportedType,
+    sources: Mapping[str, str],
+) -> DesignError:
+    """The error of a model the generator cannot reproduce, at the field (or class) at fault
+    when its source can be read, with the ``Args``/``Return`` call as the related place."""
+    loc = model_loc(*problem.at, sources) if problem.at is not None else None
+    if loc is None or loc == expr.loc:
+        return DesignError(expr.loc, tool.where(), message)
+    return DesignError(loc, tool.where(), message, related=(expr.loc,))
 
 
 def _schema_text(

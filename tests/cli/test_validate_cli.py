@@ -135,7 +135,8 @@ def test_type_problems_are_reported_with_dsl_errors_in_one_run(
     assert (code, out) == (1, "")
     heads = [line for line in err.splitlines() if line.startswith("design.py")]
     assert heads == [
-        'design.py:5: toolset "records" › tool "lookup": Args model Raw, field "data": bytes '
+        # At the field's own line (4), not the Args(Raw) call (5).
+        'design.py:4: toolset "records" › tool "lookup": Args model Raw, field "data": bytes '
         "have no JSON form; use str (base64)",
         'design.py:7: toolset "weather" › tool "get": Args JSON Schema is not a valid JSON '
         "Schema (2020-12): 'objekt' is not valid under any of the given schemas (at /type)",

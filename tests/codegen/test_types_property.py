@@ -313,9 +313,11 @@ def compare(plan: Plan, folder: Path, inputs: list[dict[str, Any]]) -> None:
     lines = {line: name for name, *both in plan.tools for line in both}
     refused = set()
     for error in checked.errors:
-        assert error.loc.line in lines, f"{error.format()}\n{plan.source}"
+        # A field at fault is reported at its own line, with the Args/Return call related.
+        call = error.related[0] if error.related else error.loc
+        assert call.line in lines, f"{error.format()}\n{plan.source}"
         assert error.message.startswith(("Args ", "Return ")), error.format()
-        refused.add(lines[error.loc.line])
+        refused.add(lines[call.line])
     if checked.errors:
         return
     files = render_model(build(checked))

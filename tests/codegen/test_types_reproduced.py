@@ -46,8 +46,10 @@ def generated(designs: DesignRunner, folder: Path, models: str) -> tuple[ModuleT
 
 
 def refused(designs: DesignRunner, models: str, fragment: str) -> None:
-    """Assert that the design whose tool ``edit`` takes ``Note`` is refused on that line."""
-    designs.check(models + TOOLSET.replace("Args(Note))", "Args(Note))  # <-"), fragment)
+    """Assert that the design whose tool ``edit`` takes ``Note`` is refused on the marked line
+    of ``models`` (a field at fault), or else on the ``Args(Note)`` line."""
+    toolset = TOOLSET if "# <-" in models else TOOLSET.replace("Args(Note))", "Args(Note))  # <-")
+    designs.check(models + toolset, fragment)
 
 
 def same_schemas(ours: Any, theirs: Any) -> None:
@@ -98,7 +100,7 @@ def test_a_constraint_given_twice_is_refused_with_the_line(designs: DesignRunner
 from typing import Annotated
 from pydantic import BaseModel, Field
 class Note(BaseModel):
-    x: Annotated[int, Field(gt=0)] = Field(1, gt=-5)
+    x: Annotated[int, Field(gt=0)] = Field(1, gt=-5)  # <-
 """,
         'Args model Note, field "x": constraint gt is given twice (gt=-5 and gt=0',
     )
@@ -112,7 +114,7 @@ def test_unhashable_annotation_metadata_is_refused_with_the_line(designs: Design
 from typing import Annotated
 from pydantic import BaseModel
 class Note(BaseModel):
-    x: list[Annotated[int, {"unit": "cm"}]]
+    x: list[Annotated[int, {"unit": "cm"}]]  # <-
 """,
         'Args model Note, field "x": annotation metadata dict is not supported',
     )
@@ -214,7 +216,7 @@ def test_a_default_in_a_nested_annotation_is_refused_with_the_line(
 from typing import Annotated
 from pydantic import BaseModel, Field
 class Note(BaseModel):
-    x: list[Annotated[int, Field(default=1)]]
+    x: list[Annotated[int, Field(default=1)]]  # <-
 """,
         'Args model Note, field "x": Field(default=...) has no effect inside a nested '
         "Annotated[...] (pydantic ignores it there); remove it, or give it in the field's own "
@@ -375,7 +377,7 @@ def test_defaults_of_another_type_are_written_as_the_values_they_stand_for(
 def test_a_default_that_is_no_value_of_its_type_is_refused(designs: DesignRunner) -> None:
     refused(
         designs,
-        "from pydantic import BaseModel\nclass Note(BaseModel):\n    count: int = 'many'\n",
+        "from pydantic import BaseModel\nclass Note(BaseModel):\n    count: int = 'many'  # <-\n",
         "Args model Note, field \"count\": default 'many' is not a value of the field's type int "
         "(Input should be a valid integer, unable to parse string as an integer",
     )
