@@ -9,7 +9,13 @@ from datetime import timedelta
 
 from agentgen.dsl.names import q
 
-__all__ = ["Duration", "parse_duration"]
+__all__ = ["MIN_DURATION_S", "Duration", "parse_duration"]
+
+#: The shortest duration other than zero a setting takes, one millisecond: Temporal's workflow
+#: timers round to whole milliseconds (a 0.4 ms timeout fires at once), and the registry's wire
+#: and stores count whole milliseconds (``int(seconds * 1000)`` makes 0.4 ms a 0). A shorter
+#: one would act as zero, or as no bound, wherever it went.
+MIN_DURATION_S = 0.001
 
 Duration = float | int | str | timedelta
 
@@ -27,8 +33,9 @@ def parse_duration(
     Infinity and NaN are refused whatever the form (``float("inf")``, ``"1e400"``-sized digit
     strings): generated code would spell them as names that do not exist, and "no bound" is
     said by leaving a setting out. ``positive`` is for a bound that must act: zero is refused
-    too. Raises ValueError with the reason, ending with ``hint`` (what to do instead: the
-    caller knows what leaving its setting out means).
+    too. A duration other than zero below :data:`MIN_DURATION_S` is refused whatever the
+    setting (it would act as zero). Raises ValueError with the reason, ending with ``hint``
+    (what to do instead: the caller knows what leaving its setting out means).
     """
     if isinstance(value, bool):
         raise ValueError("expected a duration, got bool")
@@ -60,4 +67,11 @@ def parse_duration(
         raise ValueError(f"must be {kind} duration, got {shown}; {hint}")
     if seconds < 0:
         raise ValueError(f"must be non-negative, got {value}")
+    if seconds > 0 and seconds * 1000 < 1 - 1e-9:  # "0.1ms" + "0.9ms" is 1 ms, give or take
+        shown = q(value) if isinstance(value, str) else value
+        least = "at least 1ms" if positive else "0 or at least 1ms"
+        raise ValueError(
+            f"must be {least} (timers and the registry count whole milliseconds), got {shown}; "
+            f"{hint}"
+        )
     return seconds

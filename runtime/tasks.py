@@ -15,9 +15,14 @@ import math
 from collections.abc import Awaitable
 from typing import TypeVar
 
-__all__ = ["DeadlinePassed", "is_seconds", "stop_task", "within_deadline"]
+__all__ = ["MIN_TIMEOUT_S", "DeadlinePassed", "is_seconds", "stop_task", "within_deadline"]
 
 T = TypeVar("T")
+
+#: The shortest timeout a policy takes, one millisecond: Temporal's workflow timers round to
+#: whole milliseconds and the registry counts them whole; a shorter one acts as zero. The
+#: DSL's durations have the same floor (``agentgen.dsl.durations.MIN_DURATION_S``).
+MIN_TIMEOUT_S = 0.001
 
 
 def is_seconds(value: object) -> bool:

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from agentgen.runtime.agents.executors import refuse_wrong_arguments
 from agentgen.runtime.contracts.specs import ToolSpec
-from agentgen.runtime.tasks import is_seconds
+from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_seconds
 from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
@@ -107,8 +107,9 @@ class RunPolicy:
                 (
                     "model_timeout",
                     self.model_timeout,
-                    "None or a positive, finite number of seconds",
-                    self.model_timeout is None or is_seconds(self.model_timeout),
+                    "None or a positive, finite number of seconds, at least 0.001 (1 ms)",
+                    self.model_timeout is None
+                    or (is_seconds(self.model_timeout) and self.model_timeout >= MIN_TIMEOUT_S),
                 ),
             ),
         )

@@ -139,6 +139,34 @@ with Registry("zero"):
     )
 
 
+def test_c1_a_duration_under_one_millisecond_is_refused(designs: DesignRunner) -> None:
+    # Timeout("0.0000001ms") was accepted (it is positive), yet counted in whole milliseconds
+    # (the registry's wire and stores, Temporal's timers) it is zero: every request failed.
+    errors = designs.check(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Timeout("0.0000001ms")  # <-
+    SyncInterval("0.5ms")  # <-
+    CacheTTL(0.0009)  # <-
+    Retry(1, timedelta(microseconds=10), "1s")  # <-
+with Registry("edge"):
+    URL("https://edge.example")
+    Timeout("1ms")
+    SyncInterval(0)
+    CacheTTL("0.1ms0.9ms")
+    Retry(1, 0, "1ms")
+""".replace("with Registry", "from datetime import timedelta\nwith Registry", 1),
+        "Timeout must be at least 1ms (timers and the registry count whole milliseconds), got "
+        '"0.0000001ms"; give the time allowed, or leave the setting out',
+        "SyncInterval must be 0 or at least 1ms (timers and the registry count whole "
+        'milliseconds), got "0.5ms"',
+        "CacheTTL must be 0 or at least 1ms",
+        "Retry backoff_base must be 0 or at least 1ms",
+    )
+    assert all(":" in e.format() for e in errors)
+
+
 def test_c2_from_registry_toolset_name_derived_or_given(designs: DesignRunner) -> None:
     root = designs.load(
         COMPANY + 'Named = Toolset("company_records", FromRegistry(Company, "records"))\n'

@@ -455,6 +455,21 @@ with Service("svc"):
     }  # fmt: skip
 
 
+def test_a_model_timeout_under_one_millisecond_is_refused(designs: DesignRunner) -> None:
+    designs.check(
+        """
+with Service("svc"):
+    Agent("a", "A.", lambda: RunPolicy(lambda: ModelTimeout("0.5ms")))  # <-
+    Agent("b", "B.", lambda: RunPolicy(lambda: ModelTimeout(1e-7)))  # <-
+    Agent("c", "C.", lambda: RunPolicy(lambda: ModelTimeout("1ms")))
+""",
+        "ModelTimeout must be at least 1ms (timers and the registry count whole milliseconds), "
+        'got "0.5ms"; give the time allowed, or leave the setting out for no bound',
+        "ModelTimeout must be at least 1ms (timers and the registry count whole milliseconds), "
+        "got 1e-07",
+    )
+
+
 def test_model_timeout_must_be_positive_finite_and_set_once(designs: DesignRunner) -> None:
     bound = "must be a positive, finite duration, got {}; give the time allowed, or leave"
     designs.check(

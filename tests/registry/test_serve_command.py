@@ -172,6 +172,18 @@ def test_a_duration_option_the_registry_cannot_keep_is_a_usage_error(given: str,
     assert "Traceback" not in result.output
 
 
+def test_a_duration_option_under_a_millisecond_is_a_usage_error() -> None:
+    # Kept as int(seconds * 1000), "0.5ms" became a 0 ms lease ceiling (refused here as shorter
+    # than --min-lease: the serve command never starts, with or without the check).
+    args = ["registry", "serve", "--port", "0", "--min-lease", "5s", "--max-lease", "0.5ms"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert (
+        "Invalid value for --max-lease: must be 0 or at least 1ms (timers and the registry count "
+        'whole milliseconds), got "0.5ms"; give the time allowed, or leave --max-lease out'
+    ) in " ".join(result.output.split()), result.output
+
+
 #: ``agentgen registry serve`` with a signal sent to it once uvicorn has shut down, while its
 #: event loop still winds down (cancelling what is left, stopping the default executor): where a
 #: second ``kill`` lands when the first stop takes a while. The test above sends one whenever the

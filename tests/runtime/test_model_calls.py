@@ -170,13 +170,13 @@ async def test_a_child_run_that_times_out_is_its_parents_agent_failed_tool_error
     assert model.cancelled == 1
 
 
-@pytest.mark.parametrize("value", [0, -1, 0.0, math.nan, math.inf, True, "5", [5]])
+@pytest.mark.parametrize("value", [0, -1, 0.0, math.nan, math.inf, True, "5", [5], 0.0009, 1e-10])
 def test_model_timeout_must_be_positive_finite_seconds(value: object) -> None:
     with pytest.raises(TypeError, match="model_timeout must be None or a positive, finite"):
         RunPolicy(model_timeout=value)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("value", [None, 1, 0.25, 86400])
+@pytest.mark.parametrize("value", [None, 1, 0.25, 86400, 0.001])
 def test_model_timeout_takes_seconds(value: float | None) -> None:
     assert RunPolicy(model_timeout=value).model_timeout == value
 
