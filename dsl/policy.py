@@ -20,20 +20,21 @@ def RunPolicy(*args: object) -> RunPolicyExpr:
     return open_scope(call, expr, body)
 
 
-def _count(call: Call, value: object) -> int | None:
+def _count(call: Call, value: object, least: int, zero: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         call.error(f"{call.func} takes an integer, got {type(value).__name__}")
         return None
-    if value < 0:
-        call.error(f"{call.func} must be non-negative, got {value}")
+    if value < least:
+        qualifier = "non-negative" if least == 0 else f"at least {least}"
+        call.error(f"{call.func} must be {qualifier}, got {value}{zero if value == 0 else ''}")
         return None
     return value
 
 
-def _set_cap(func: str, attr: str, value: int) -> None:
+def _set_cap(func: str, attr: str, value: int, *, least: int = 0, zero: str = "") -> None:
     call = begin(func)
     policy = call.expect((RunPolicyExpr,), "inside a RunPolicy body")
-    count = _count(call, value)
+    count = _count(call, value, least, zero)
     if policy is None or count is None:
         return
     if getattr(policy, attr) is not None:
@@ -48,8 +49,24 @@ def MaxToolCalls(count: int) -> None:
 
 
 def MaxConsecutiveFailedToolCalls(count: int) -> None:
-    """Stop the run after ``count`` failed tool calls in a row."""
-    _set_cap("MaxConsecutiveFailedToolCalls", "max_consecutive_failed_tool_calls", count)
+    """Stop the run's tool use after ``count`` failed tool calls in a row.
+
+    Zero is refused, as the runtime's ``RunPolicy`` refuses it: no failure has to happen for
+    "0 failures in a row" to be reached, so it would end tool use after the first activity
+    whatever the calls did. No limit is said by leaving the setting out (``MaxToolCalls(0)``
+    differs: a run without tool calls is a meaningful policy).
+    """
+    _set_cap(
+        "MaxConsecutiveFailedToolCalls",
+        "max_consecutive_failed_tool_calls",
+        count,
+        least=1,
+        zero=(
+            ": no failure is needed to reach 0 failures in a row, so every activity after the "
+            "first would be final-answer-only; give 1 or more, or leave the setting out for no "
+            "limit"
+        ),
+    )
 
 
 def ModelTimeout(duration: Duration) -> None:

@@ -80,15 +80,19 @@ class RunPolicy:
         refuse_wrong_arguments(
             "RunPolicy(...)",
             (
-                *(
-                    (name, value, "None or an int >= 0", _count(value))
-                    for name, value in (
-                        ("max_tool_calls", self.max_tool_calls),
-                        (
-                            "max_consecutive_failed_tool_calls",
-                            self.max_consecutive_failed_tool_calls,
-                        ),
-                    )
+                (
+                    "max_tool_calls",
+                    self.max_tool_calls,
+                    "None or an int >= 0",
+                    _count(self.max_tool_calls, 0),
+                ),
+                (
+                    # 0 is refused: no failure is needed to reach "0 failures in a row", so
+                    # every activity after the first was final-answer-only.
+                    "max_consecutive_failed_tool_calls",
+                    self.max_consecutive_failed_tool_calls,
+                    "None (no limit) or an int >= 1",
+                    _count(self.max_consecutive_failed_tool_calls, 1),
                 ),
                 (
                     "tag_clauses",
@@ -115,8 +119,8 @@ class RunPolicy:
         )
 
 
-def _count(value: object) -> bool:
-    return value is None or (type(value) is int and value >= 0)
+def _count(value: object, least: int) -> bool:
+    return value is None or (type(value) is int and value >= least)
 
 
 class RegistryCatalog(Protocol):

@@ -437,6 +437,31 @@ with Service("svc"):
     )
 
 
+def test_zero_consecutive_failed_tool_calls_is_refused(designs: DesignRunner) -> None:
+    # It was accepted and generated: no failure is needed to reach 0 failures in a row, so every
+    # activity after the first was final-answer-only. MaxToolCalls(0) stays a valid policy.
+    root = designs.load(
+        """
+with Service("svc"):
+    Agent("a", "A.", lambda: RunPolicy(lambda: (MaxToolCalls(0), MaxConsecutiveFailedToolCalls(1))))
+"""
+    )
+    policy = root.agents()[0].policy
+    assert policy is not None
+    assert (policy.max_tool_calls, policy.max_consecutive_failed_tool_calls) == (0, 1)
+    designs.check(
+        """
+with Service("svc"):
+    Agent("a", "A.", lambda: RunPolicy(lambda: MaxConsecutiveFailedToolCalls(0)))  # <-
+    Agent("b", "B.", lambda: RunPolicy(lambda: MaxConsecutiveFailedToolCalls(-2)))  # <-
+""",
+        "MaxConsecutiveFailedToolCalls must be at least 1, got 0: no failure is needed to reach 0 "
+        "failures in a row, so every activity after the first would be final-answer-only; give 1 "
+        "or more, or leave the setting out for no limit",
+        "MaxConsecutiveFailedToolCalls must be at least 1, got -2",
+    )
+
+
 def test_model_timeout_takes_the_registry_duration_forms(designs: DesignRunner) -> None:
     root = designs.load(
         """

@@ -234,6 +234,11 @@ async def test_the_first_run_checks_consumed_registries_before_planning() -> Non
         ),
         (lambda: RunPolicy(max_tool_calls="3"), r"max_tool_calls must be None or an int >= 0"),  # type: ignore[arg-type]
         (lambda: RunPolicy(max_consecutive_failed_tool_calls=-1), r"failed_tool_calls must be"),
+        # 0 made every activity after the first final-answer-only (no failure needed).
+        (
+            lambda: RunPolicy(max_consecutive_failed_tool_calls=0),
+            r"max_consecutive_failed_tool_calls must be None \(no limit\) or an int >= 1, not 0",
+        ),
         (lambda: RunPolicy(tag_clauses=["web"]), r"tag_clauses must be a tuple of TagClause"),  # type: ignore[arg-type]
         (lambda: RunPolicy(restrict_to_tool=""), r"restrict_to_tool must be None or a tool ID"),
     ],
