@@ -97,6 +97,8 @@ async def _plan(
     budget = policy.max_tool_calls
     # A run whose budget is spent (0 from the start) only answers: its first activity too.
     finalize = task.finalize or (budget is not None and task.calls_made >= budget)
+    if finalize:
+        span.final_answer_only()
     models = ModelCalls(host, definition.id, task.run.run_id, policy.model_timeout, meter)
     if task.start:
         seen: dict[str, str] = {}

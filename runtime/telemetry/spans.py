@@ -331,6 +331,13 @@ class Planning(_Operation):
             self._reset: Token[Planning | None] = _PLANNING.set(self)
         return self
 
+    def final_answer_only(self) -> None:
+        """The activity turned out final-answer-only once the run's policy was merged (a
+        budget of 0 makes the first one so): labelled ``final`` like every other, not
+        ``start``."""
+        self.plan_kind = "final"
+        self.set(names.PLAN_KIND, self.plan_kind)
+
     def results(self, results: Sequence[tuple[str, str, str]]) -> None:
         """The previous round's results the planner reads now, as (tool ID, call ID, outcome):
         one event each, and the tool-call counter (once, on a step's first attempt)."""
