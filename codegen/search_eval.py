@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentgen.runtime.contracts.ids import humanize_title
+from agentgen.runtime.contracts.json_values import find_lone_surrogate
 from agentgen.runtime.search.document import search_document, search_text
 from agentgen.runtime.search.index import RANKINGS, SearchEntry, SearchIndex
 
@@ -158,29 +158,22 @@ def _read_json(path: str | Path) -> Any:
         ) from None
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _lone_surrogate(value: Any, where: str = "") -> str | None:
+def _lone_surrogate(value: Any) -> str | None:
     """Where in a JSON value a string (or key) holds a lone surrogate (``"\\ud800"`` is valid
     JSON but no UTF-8 text: the report could not be printed), as ``"description"`` or
     ``"parameters"."properties"."q"``; None when nothing does."""
-    if isinstance(value, str):
-        return (where or "the value") if _SURROGATE.search(value) else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            at = f"{where}.{json.dumps(key)}" if where else json.dumps(key)
-            if _SURROGATE.search(key):
-                return f"a key of {where}" if where else "a key"
-            found = _lone_surrogate(item, at)
-            if found:
-                return found
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _lone_surrogate(item, f"{where}[{index}]")
-            if found:
-                return found
-    return None
+    found = find_lone_surrogate(value)
+    if found is None:
+        return None
+    where = ""
+    for key in found.path:
+        if isinstance(key, int):
+            where += f"[{key}]"
+        else:
+            where += f".{json.dumps(key)}" if where else json.dumps(key)
+    if found.in_key:
+        return f"a key of {where}" if where else "a key"
+    return where or "the value"
 
 
 def _refuse_surrogates(item: Any, where: str) -> None:

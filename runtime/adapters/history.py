@@ -20,7 +20,7 @@ module. Every refusal says what is wrong and what to do; nothing is patched or r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from agentgen.runtime.adapters.anchors import describe, require_mapping
@@ -32,6 +32,7 @@ from agentgen.runtime.adapters.errors import (
     TamperedHistoryError,
 )
 from agentgen.runtime.contracts.canonical import canonical_bytes
+from agentgen.runtime.contracts.json_values import find_lone_surrogate
 from agentgen.runtime.messages import Message, Part, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ModelError
 
@@ -203,27 +204,14 @@ def require_unicode(value: object, what: str) -> None:
         )
 
 
-def _lone_surrogate(value: object, path: str) -> str | None:
-    """The path of the first text in ``value`` that UTF-8 cannot encode, if any."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"{path} ({value!r})"
+def _lone_surrogate(value: object, root: str) -> str | None:
+    """Where the first text in ``value`` that UTF-8 cannot encode is (``$.output[0].text``,
+    or the mapping holding a key that cannot), with that text, if any."""
+    found = find_lone_surrogate(value)
+    if found is None:
         return None
-    items: Iterable[tuple[object, object]]
-    if isinstance(value, Mapping):
-        items = value.items()
-    elif isinstance(value, list | tuple):
-        items = enumerate(value)
-    else:
-        return None
-    for key, item in items:
-        inner = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]"
-        found = _lone_surrogate(key, path) or _lone_surrogate(item, inner)
-        if found is not None:
-            return found
-    return None
+    path = root + "".join(f".{k}" if isinstance(k, str) else f"[{k}]" for k in found.path)
+    return f"{path} ({found.text!r})"
 
 
 def read_sealed(value: object, where: str, version: int, keys: Collection[str]) -> dict[str, Any]:

@@ -5,6 +5,10 @@ registry's (or MCP server's) JSON. ``json.loads`` accepts what no JSON text can 
 lone surrogate (half of a UTF-16 pair, which JSON lets a string spell as ``"\\ud800"``) and
 numbers beyond a double's range (``1e400`` reads as infinity). Messages that refuse such a
 value name the place in it, as a JSON Pointer, so that its author can find it.
+
+:func:`find_lone_surrogate` is the one walk for lone surrogates: it gives the place as keys and
+indexes, and each caller writes it the way its readers know (a JSON Pointer here, ``$.a[0]``
+for a provider's reply, ``"parameters"."properties"."q"`` for the search evaluation's files).
 """
 
 from __future__ import annotations
@@ -12,11 +16,15 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 __all__ = [
+    "LoneSurrogate",
     "encodes_utf8",
+    "find_lone_surrogate",
     "json_problem",
     "lone_surrogate",
     "surrogate_problem",
@@ -33,28 +41,54 @@ def encodes_utf8(text: str) -> bool:
     return True
 
 
-def lone_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
-    """The path (``/properties/x/description``) and code point (``U+D800``) of the first lone
-    surrogate in a JSON value's strings or keys, or None (only surrogates fail to encode)."""
+@dataclass(frozen=True)
+class LoneSurrogate:
+    """The first lone surrogate of a value: ``text`` is the string holding it, found at
+    ``path`` (the keys and indexes leading to it), or, with ``in_key``, a key of the mapping
+    at ``path``."""
+
+    path: tuple[object, ...]
+    text: str
+    in_key: bool = False
+
+    @property
+    def code(self) -> str:
+        """The surrogate's code point, as ``U+D800``."""
+        code = next(ord(c) for c in self.text if "\ud800" <= c <= "\udfff")
+        return f"U+{code:04X}"
+
+
+def find_lone_surrogate(value: object, path: tuple[object, ...] = ()) -> LoneSurrogate | None:
+    """The first lone surrogate in the strings and keys of ``value`` (mappings, lists and
+    tuples are walked; a mapping's entries in order, each key before its value), or None.
+    Only lone surrogates keep a string from encoding as UTF-8, which is checked at C speed."""
     if isinstance(value, str):
-        if encodes_utf8(value):
-            return None
-        code = next(ord(c) for c in value if "\ud800" <= c <= "\udfff")
-        return path or "/", f"U+{code:04X}"
-    items: list[tuple[str, Any]] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = lone_surrogate(key, f"{path}/{key}") if isinstance(key, str) else None
-            if found is not None:
-                return found
-            items.append((str(key), item))
-    elif isinstance(value, list):
-        items = [(str(i), v) for i, v in enumerate(value)]
+        return None if encodes_utf8(value) else LoneSurrogate(path, value)
+    items: Iterable[tuple[object, object]]
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
     for key, item in items:
-        found = lone_surrogate(item, f"{path}/{key}")
+        if isinstance(key, str) and not encodes_utf8(key):
+            return LoneSurrogate(path, key, in_key=True)
+        found = find_lone_surrogate(item, (*path, key))
         if found is not None:
             return found
     return None
+
+
+def lone_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The path (``/properties/x/description``) and code point (``U+D800``) of the first lone
+    surrogate in a JSON value's strings or keys, or None; ``path`` is where ``value`` is.
+    A surrogate in a key is placed at the key's own member (``/properties/<key>``)."""
+    found = find_lone_surrogate(value)
+    if found is None:
+        return None
+    keys = (*found.path, found.text) if found.in_key else found.path
+    return path + "".join(f"/{key}" for key in keys) or "/", found.code
 
 
 def surrogate_problem(value: Any) -> str | None:
