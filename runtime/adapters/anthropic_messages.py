@@ -13,8 +13,8 @@ tool-search beta goes into the body's ``anthropic_beta`` and ``anthropic_version
 the version AWS documents.
 
 Out of scope: continuing a turn that Claude paused (``pause_turn``) after doing only hosted
-work. Such a reply is refused with a :class:`~agentgen.runtime.model_client.ModelError` instead of
-being passed off as a final answer.
+work. Such a reply is refused with a transient :class:`~agentgen.runtime.model_client.ModelError`
+(a durable run asks again) instead of being passed off as a final answer.
 """
 
 from __future__ import annotations
@@ -41,13 +41,16 @@ from agentgen.runtime.adapters.anthropic_search import (
     change_message,
 )
 from agentgen.runtime.adapters.errors import (
-    OutputBudgetError,
+    CUT_STOPS,
     ToolIdentityError,
+    broken_reply,
+    call_under_no_tool_choice,
+    cut_off,
     refuse_empty_reply,
     request_failure,
     sdk_errors,
 )
-from agentgen.runtime.adapters.history import claim_call_id
+from agentgen.runtime.adapters.history import claim_call_id, require_unicode
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.adapters.usage import reported_usage
@@ -57,6 +60,7 @@ from agentgen.runtime.model_client import (
     ModelRequest,
     ModelResponse,
     ToolSearchUnsupportedError,
+    Usage,
 )
 from agentgen.runtime.telemetry.spans import model_response, searched
 
@@ -138,7 +142,16 @@ class AnthropicMessagesModel:
         )
         body, betas = self._body(request, selection, names, current, replay)
         raw = await self._create(body, betas, request.model)
-        return self._decode(raw, request, selection, names, current, replay)
+        usage = reported_usage(
+            raw, cache_keys=("cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        try:
+            return self._decode(raw, usage, request, selection, names, current, replay)
+        except ModelError as exc:
+            # A reply refused once it was generated was billed all the same.
+            if exc.usage is None:
+                exc.usage = usage
+            raise
 
     def _body(
         self,
@@ -229,6 +242,7 @@ class AnthropicMessagesModel:
     def _decode(
         self,
         raw: Mapping[str, Any],
+        usage: Usage,
         request: ModelRequest,
         selection: ToolSelection,
         names: NameMap,
@@ -240,12 +254,15 @@ class AnthropicMessagesModel:
         seen = set(replay.call_ids)
         parts: list[Part] = []
         records: list[Anchored] = []
-        for block in raw.get("content") or []:
+        choice = selection.choice.mode
+        for position, block in enumerate(raw.get("content") or []):
+            # Text that is not valid Unicode could be neither stored nor sent back.
+            require_unicode(block, f"{what}: content[{position}]")
             kind = block.get("type")
             if kind == "text":
                 parts.append(TextPart(block.get("text") or ""))
             elif kind == "tool_use":
-                parts.append(self._call(block, what, names, permitted, seen))
+                parts.append(self._call(block, what, names, permitted, seen, choice))
             elif kind in ("server_tool_use", "tool_search_tool_result"):
                 records.append((len(parts), block))
             else:
@@ -257,12 +274,12 @@ class AnthropicMessagesModel:
             [block for _, block in records], what, stored=False
         )
         stop_reason = raw.get("stop_reason")
-        if stop_reason == "max_tokens":
-            _refuse_cut(what, self._max_tokens(request), parts, unanswered)
+        if stop_reason in CUT_STOPS:
+            _refuse_cut(what, str(stop_reason), self._max_tokens(request), parts, unanswered)
         if stop_reason == "pause_turn" or unanswered:
-            raise ModelError(
+            raise broken_reply(
                 f"{what} paused its turn (stop_reason {stop_reason!r}) with hosted tool search "
-                "work in progress; continuing such pauses is not supported: retry the request"
+                "work in progress, and continuing such pauses is not supported"
             )
         _report_searches(records, names)
         sent = {**current, **{definition.name: definition for definition in replay.resent}}
@@ -282,10 +299,7 @@ class AnthropicMessagesModel:
             ).to_json(parts)
         return ModelResponse(
             Message("assistant", tuple(parts), metadata),
-            reported_usage(
-                raw,
-                cache_keys=("cache_creation_input_tokens", "cache_read_input_tokens"),
-            ),
+            usage,
             str(stop_reason) if stop_reason is not None else None,
         )
 
@@ -296,10 +310,13 @@ class AnthropicMessagesModel:
         names: NameMap,
         permitted: set[str],
         seen: set[str],
+        choice: str,
     ) -> ToolCallPart:
         name, call_id, arguments = block.get("name"), block.get("id"), block.get("input")
         if not isinstance(name, str) or not isinstance(call_id, str):
             raise ModelError(f"{what} holds a tool_use block without name or id")
+        if choice == "none":
+            raise call_under_no_tool_choice(what, name)
         seen.add(claim_call_id(what, name, call_id, "tool_use ID", seen))
         tool_id = names.tool_id(name)
         if tool_id is None or tool_id not in permitted:
@@ -309,30 +326,35 @@ class AnthropicMessagesModel:
         if arguments is not None and not isinstance(arguments, Mapping):
             # Replay sends calls' arguments back as objects: accepting this would break every
             # later request of the conversation.
-            raise ModelError(
+            raise broken_reply(
                 f"{what} calls {name!r} (tool_use {call_id!r}) with input of type "
-                f"{type(arguments).__name__}, not a JSON object; retry the request"
+                f"{type(arguments).__name__}, not a JSON object"
             )
         return ToolCallPart(
             call_id, tool_id, json.dumps(arguments if arguments is not None else {})
         )
 
 
-def _refuse_cut(what: str, max_tokens: int, parts: list[Part], unanswered: list[str]) -> None:
-    """Refuse a reply cut at ``max_tokens`` where that leaves nothing to act on: a hosted
-    search without its result, or a tool call whose input may have been cut short (the last
-    call is the one being written; running it could act on half its arguments)."""
+def _refuse_cut(
+    what: str, stop_reason: str, max_tokens: int, parts: list[Part], unanswered: list[str]
+) -> None:
+    """Refuse a reply cut off (at ``max_tokens``, or by the context window) where that leaves
+    nothing to act on: a hosted search without its result, or a tool call whose input may have
+    been cut short (the last call is the one being written; running it could act on half its
+    arguments)."""
     if unanswered:
-        raise OutputBudgetError(
-            f"{what} reached max_tokens ({max_tokens}) in the middle of a hosted tool search "
-            f"(server_tool_use {unanswered} has no result): raise max_tokens"
+        writing = (
+            f"in the middle of a hosted tool search (server_tool_use {unanswered} has no result)"
         )
+        raise cut_off(what, stop_reason, max_tokens, writing)
     calls = [part for part in parts if isinstance(part, ToolCallPart)]
     if calls:
-        raise OutputBudgetError(
-            f"{what} reached max_tokens ({max_tokens}) while calling {calls[-1].tool_id!r} "
-            f"(tool_use {calls[-1].call_id!r}, stop_reason 'max_tokens'): its input may be cut "
-            "short, so no call of the reply is run; raise max_tokens"
+        raise cut_off(
+            what,
+            stop_reason,
+            max_tokens,
+            f"while calling {calls[-1].tool_id!r} (tool_use {calls[-1].call_id!r}, stop_reason "
+            f"{stop_reason!r}): its input may be cut short, so no call of the reply is run",
         )
 
 

@@ -22,15 +22,18 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 
 from agentgen.runtime.adapters.anchors import describe
 from agentgen.runtime.adapters.errors import (
+    CUT_STOPS,
     HistoryReplayError,
-    OutputBudgetError,
     ToolIdentityError,
     blank,
+    broken_reply,
     call_arguments,
+    call_under_no_tool_choice,
+    cut_off,
     refuse_empty_reply,
     request_failure,
 )
-from agentgen.runtime.adapters.history import check_history, claim_call_id
+from agentgen.runtime.adapters.history import check_history, claim_call_id, require_unicode
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import select_tools
 from agentgen.runtime.adapters.usage import reported_usage
@@ -41,6 +44,7 @@ from agentgen.runtime.model_client import (
     ModelResponse,
     ToolDefinition,
     ToolSearchUnsupportedError,
+    Usage,
 )
 from agentgen.runtime.telemetry.spans import model_response
 
@@ -151,10 +155,17 @@ class BedrockConverseModel:
         metadata = raw.get("ResponseMetadata") if isinstance(raw, dict) else None
         request_id = metadata.get("RequestId") if isinstance(metadata, dict) else None
         model_response("aws.bedrock", response_id=request_id)
-        callable_ids = (
-            set() if selection.choice.mode == "none" else {tool.id for tool in advertised}
+        usage = reported_usage(
+            raw, "inputTokens", "outputTokens", ("cacheReadInputTokens", "cacheWriteInputTokens")
         )
-        return _decode(raw, request.model, names, callable_ids, set(call_ids))
+        callable_ids = None if selection.choice.mode == "none" else {tool.id for tool in advertised}
+        try:
+            return _decode(raw, usage, request, names, callable_ids, set(call_ids))
+        except ModelError as exc:
+            # A reply refused once it was generated was billed all the same.
+            if exc.usage is None:
+                exc.usage = usage
+            raise
 
 
 def _answering_tools(
@@ -243,16 +254,27 @@ def _block(what: str, part: Part, names: NameMap, error_status: bool) -> dict[st
 
 
 def _decode(
-    raw: dict[str, Any], model: str, names: NameMap, callable_ids: set[str], seen: set[str]
+    raw: dict[str, Any],
+    usage: Usage,
+    request: ModelRequest,
+    names: NameMap,
+    callable_ids: set[str] | None,
+    seen: set[str],
 ) -> ModelResponse:
-    what = f"{_PROVIDER}: reply of model {model!r}"
+    """The reply as a message; ``callable_ids`` is None when the request's tool choice was
+    ``none`` (any call is refused)."""
+    what = f"{_PROVIDER}: reply of model {request.model!r}"
     message = (raw.get("output") or {}).get("message") or {}
     parts: list[Part] = []
-    for block in message.get("content") or []:
+    for position, block in enumerate(message.get("content") or []):
+        # Text that is not valid Unicode could be neither stored nor sent back.
+        require_unicode(block, f"{what}: content[{position}]")
         if "text" in block:
             parts.append(TextPart(block["text"]))
         elif "toolUse" in block:
             use = block["toolUse"]
+            if callable_ids is None:
+                raise call_under_no_tool_choice(what, use.get("name"))
             tool_id = names.tool_id(use.get("name", ""))
             if tool_id is None or tool_id not in callable_ids:
                 raise ToolIdentityError(
@@ -263,9 +285,9 @@ def _decode(
             if not isinstance(use.get("input"), dict):
                 # Replay sends calls' arguments back as objects: accepting this would break
                 # every later request of the conversation.
-                raise ModelError(
+                raise broken_reply(
                     f"{what} calls {use.get('name')!r} (toolUseId {call_id!r}) with input of "
-                    f"type {type(use.get('input')).__name__}, not a JSON object; retry the request"
+                    f"type {type(use.get('input')).__name__}, not a JSON object"
                 )
             parts.append(ToolCallPart(call_id, tool_id, json.dumps(use.get("input"))))
         else:
@@ -275,20 +297,17 @@ def _decode(
             )
     stop_reason = _stop_reason(raw.get("stopReason"), what)
     calls = [part for part in parts if isinstance(part, ToolCallPart)]
-    if stop_reason == "max_tokens" and calls:
-        raise OutputBudgetError(
-            f"{what} reached its output limit while calling {calls[-1].tool_id!r} (toolUseId "
-            f"{calls[-1].call_id!r}, stopReason 'max_tokens'): its input may be cut short, so "
-            "no call of the reply is run; raise max_tokens"
+    if stop_reason in CUT_STOPS and calls:
+        assert stop_reason is not None
+        raise cut_off(
+            what,
+            stop_reason,
+            request.max_tokens,
+            f"while calling {calls[-1].tool_id!r} (toolUseId {calls[-1].call_id!r}, stopReason "
+            f"{stop_reason!r}): its input may be cut short, so no call of the reply is run",
         )
     refuse_empty_reply(what, parts, stop_reason)
-    return ModelResponse(
-        Message("assistant", tuple(parts)),
-        reported_usage(
-            raw, "inputTokens", "outputTokens", ("cacheReadInputTokens", "cacheWriteInputTokens")
-        ),
-        stop_reason,
-    )
+    return ModelResponse(Message("assistant", tuple(parts)), usage, stop_reason)
 
 
 #: Converse's documented stop reasons (botocore's ``StopReason``), as the adapters report them:
@@ -318,8 +337,7 @@ def _stop_reason(value: object, what: str) -> str | None:
         return None
     reason = str(value)
     if reason in _MALFORMED:
-        raise ModelError(
-            f"{what} stopped with stopReason {reason!r} ({_MALFORMED[reason]}); it holds no "
-            "answer, retry the request"
+        raise broken_reply(
+            f"{what} stopped with stopReason {reason!r} ({_MALFORMED[reason]})"
         )
     return _STOP_REASONS.get(reason, reason)

@@ -19,6 +19,9 @@ from agentgen.runtime.messages import Part, TextPart, ToolCallPart
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 
 __all__ = [
+    "CUT_STOPS",
+    "LATER_ATTEMPT",
+    "SHORTER_CONVERSATION",
     "BrokenHistoryError",
     "DuplicateCallIdError",
     "EmptyReplyError",
@@ -32,6 +35,9 @@ __all__ = [
     "ToolIdentityError",
     "ToolSearchUnsupportedError",
     "blank",
+    "broken_reply",
+    "call_under_no_tool_choice",
+    "cut_off",
     "refuse_empty_reply",
     "request_failure",
     "sdk_errors",
@@ -121,6 +127,20 @@ def call_arguments(what: str, part: ToolCallPart) -> dict[str, Any]:
     return arguments
 
 
+#: What to do about a reply the model's context window cut (raising max_tokens cannot help).
+SHORTER_CONVERSATION = (
+    "shorten the conversation (compact it, or start a new one) or use a model with a larger "
+    "context window"
+)
+
+#: What the message of a transient failure says to do about it.
+LATER_ATTEMPT = "a later attempt may pass (durable runs retry it)"
+
+#: Error codes of an answer that no later attempt gets past whatever its HTTP status: OpenAI
+#: answers 429 ``insufficient_quota`` when the account's quota or credit is used up, which
+#: lasts until someone changes the plan or billing, unlike a rate limit.
+_QUOTA_CODES = frozenset({"insufficient_quota"})
+
 #: HTTP statuses of a provider's error answer that a later attempt can get past besides the
 #: server errors: a request timeout, a conflict, a rate limit.
 _TRANSIENT_CLIENT_STATUS = frozenset({408, 409, 429})
@@ -209,10 +229,18 @@ def _answer(exc: BaseException) -> tuple[int | None, str | None]:
     return status, code
 
 
+def _out_of_quota(exc: BaseException) -> bool:
+    """Whether an SDK's error answer says the account is out of quota (openai's ``code``)."""
+    return getattr(exc, "code", None) in _QUOTA_CODES
+
+
 def transient_failure(exc: BaseException) -> bool:
     """Whether an SDK's failure (unwrapped) may pass when the request is sent again: an error
-    answer whose status or Bedrock code says so, or a request that got no answer."""
+    answer whose status or Bedrock code says so (but not an account out of quota, answered
+    429 too), or a request that got no answer."""
     status, code = _answer(exc)
+    if _out_of_quota(exc):
+        return False
     if status is not None or code is not None:
         return (status is not None and transient_status(status)) or code in _TRANSIENT_AWS_CODES
     return isinstance(exc, _installed(tuple(_CONNECTION_ERRORS.items())))
@@ -229,11 +257,15 @@ def request_failure(provider: str, model: str, exc: BaseException) -> ModelError
     if status is not None or code is not None:
         transient = transient_failure(exc)
         answered = f" with HTTP {status}" if status is not None else ""
-        remedy = (
-            "a later attempt may pass (durable runs retry it)"
-            if transient
-            else "the provider refused this request: fix what it names"
-        )
+        if transient:
+            remedy = LATER_ATTEMPT
+        elif _out_of_quota(exc):
+            remedy = (
+                "the account is out of quota, which no later attempt gets past: check its plan "
+                "and billing details with the provider"
+            )
+        else:
+            remedy = "the provider refused this request: fix what it names"
         return ModelError(
             f"{provider}: the request for model {model!r} failed{answered}: {detail}; {remedy}",
             status=status,
@@ -242,7 +274,7 @@ def request_failure(provider: str, model: str, exc: BaseException) -> ModelError
     if transient_failure(exc):
         return ModelError(
             f"{provider}: the request for model {model!r} failed without an answer: {detail}; "
-            "a later attempt may pass (durable runs retry it)",
+            f"{LATER_ATTEMPT}",
             transient=True,
         )
     if isinstance(exc, _installed(tuple(_API_ERRORS.items()))):
@@ -250,6 +282,43 @@ def request_failure(provider: str, model: str, exc: BaseException) -> ModelError
     return ModelError(
         f"{provider}: the client could not send the request for model {model!r}: {detail}; "
         "check the client's configuration (credentials, profile, region, endpoint)"
+    )
+
+
+#: Stop reasons of a reply cut off in the middle of whatever it was writing: the output limit,
+#: or the model's context window (Claude's and Converse's ``model_context_window_exceeded``).
+CUT_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
+
+
+def cut_off(what: str, stop_reason: str, max_tokens: int | None, writing: str) -> ModelError:
+    """The refusal of a reply (``what``) that ``stop_reason`` (one of :data:`CUT_STOPS`) cut
+    off while ``writing`` (a tool call whose input may be cut short, a hosted search without
+    its result): at the output limit an :class:`OutputBudgetError` (raise ``max_tokens``);
+    cut by the context window, which holds the conversation as well as the reply, a permanent
+    :class:`ModelError` whose remedy is a shorter conversation (more ``max_tokens`` cannot
+    help there)."""
+    if stop_reason == "max_tokens":
+        limit = "its output limit" if max_tokens is None else f"max_tokens ({max_tokens})"
+        return OutputBudgetError(f"{what} reached {limit} {writing}; raise max_tokens")
+    return ModelError(f"{what} filled the model's context window {writing}; {SHORTER_CONVERSATION}")
+
+
+def broken_reply(message: str) -> ModelError:
+    """The transient :class:`ModelError` for a reply that came back broken as output (the
+    provider says it could not parse it, a tool input that is not a JSON object, text that is
+    not valid Unicode, a turn paused with hosted work unfinished): nothing in the request
+    caused it, and sampling again usually gives a well-formed reply, so a durable engine
+    retries it (its cost is counted all the same). ``message`` names what is broken."""
+    return ModelError(f"{message}; the reply is refused: {LATER_ATTEMPT}", transient=True)
+
+
+def call_under_no_tool_choice(what: str, name: object) -> ToolIdentityError:
+    """The refusal of a call in a reply to a request whose tool choice was ``none`` (a
+    final-answer-only request: the run's tool budget is spent), so that no adapter hands one
+    to the run."""
+    return ToolIdentityError(
+        f"{what} called {name!r}, though the request's tool choice was 'none' (no tool may be "
+        "called: a final-answer-only request); the reply is refused"
     )
 
 
@@ -269,6 +338,8 @@ def refuse_empty_reply(what: str, parts: Sequence[Part], stop_reason: object) ->
         return
     if stop_reason == "max_tokens":
         remedy = "the output limit was reached before any text: raise max_tokens"
+    elif stop_reason == "model_context_window_exceeded":
+        remedy = f"the conversation filled the model's context window: {SHORTER_CONVERSATION}"
     elif stop_reason in ("end_turn", "stop_sequence", None):
         remedy = (
             "the model ended its turn without an answer (Claude does so at times right after "

@@ -7,6 +7,7 @@ shows the model something that did not happen. So before encoding, every adapter
 * order and pairing (:func:`check_history`): the conversation starts with the user; every
   call has an ID no other call has; every call is answered, once, by a result naming the
   same tool, before the conversation goes on; no result answers a call that was not made;
+  and no part holds text that is not valid Unicode, which no SDK can send;
 * record integrity (:func:`seal` / :func:`verify`): the search records an adapter stores
   with an assistant message carry a fingerprint of them and of the message's calls, so a
   call switched to another tool or a saved definition changed after storing is found;
@@ -19,6 +20,7 @@ module. Every refusal says what is wrong and what to do; nothing is patched or r
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -30,11 +32,11 @@ from agentgen.runtime.adapters.errors import (
     HistoryReplayError,
     MissingSearchRecordsError,
     TamperedHistoryError,
+    broken_reply,
 )
 from agentgen.runtime.contracts.canonical import canonical_bytes
-from agentgen.runtime.contracts.json_values import find_lone_surrogate
+from agentgen.runtime.contracts.json_values import find_lone_surrogate, lone_surrogate
 from agentgen.runtime.messages import Message, Part, ToolCallPart, ToolResultPart
-from agentgen.runtime.model_client import ModelError
 
 __all__ = [
     "FINGERPRINT_KEY",
@@ -64,6 +66,7 @@ def check_history(provider: str, messages: Sequence[Message]) -> frozenset[str]:
     started = False
     for index, message in enumerate(messages):
         what = f"{provider}: {describe(index, message)}"
+        _require_unicode_parts(what, message)
         if message.role != "system" and not started:
             started = True
             if message.role != "user":
@@ -94,6 +97,23 @@ def check_history(provider: str, messages: Sequence[Message]) -> frozenset[str]:
             f"answered: add the results, or {REMEDY}"
         )
     return frozenset(calls)
+
+
+def _require_unicode_parts(what: str, message: Message) -> None:
+    """Refuse a message whose parts hold text that is not valid Unicode (a lone UTF-16
+    surrogate: a tool result or user text cut in the middle of an emoji): the SDKs encode the
+    request as UTF-8 and would fail with a bare ``UnicodeEncodeError`` naming nothing."""
+    for position, part in enumerate(message.parts):
+        for field in dataclasses.fields(part):
+            value = getattr(part, field.name)
+            found = lone_surrogate(value) if isinstance(value, str) else None
+            if found is not None:
+                raise HistoryReplayError(
+                    f"{what}: part {position} ({part.kind}) holds text that is not valid "
+                    f"Unicode in its {field.name} (a lone UTF-16 surrogate, {found[1]}, such "
+                    "as half of an emoji), which cannot be sent to any provider: correct that "
+                    f"text (the code that built the message), or {REMEDY}"
+                )
 
 
 def claim_call_id(
@@ -197,10 +217,9 @@ def require_unicode(value: object, what: str) -> None:
     with a bare ``UnicodeEncodeError``."""
     where = _lone_surrogate(value, "$")
     if where is not None:
-        raise ModelError(
+        raise broken_reply(
             f"{what} holds text that is not valid Unicode (a lone UTF-16 surrogate, such as "
-            f"half of an emoji) at {where}; it can be neither replayed nor stored, so the reply "
-            "is refused: retry the request"
+            f"half of an emoji) at {where}, which can be neither replayed nor stored"
         )
 
 

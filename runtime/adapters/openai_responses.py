@@ -24,8 +24,11 @@ from openai import AsyncOpenAI
 
 from agentgen.runtime.adapters.anchors import Anchored
 from agentgen.runtime.adapters.errors import (
+    LATER_ATTEMPT,
     OutputBudgetError,
     ToolIdentityError,
+    call_under_no_tool_choice,
+    refuse_empty_reply,
     request_failure,
 )
 from agentgen.runtime.adapters.history import claim_call_id, require_unicode
@@ -220,6 +223,13 @@ class _Invocation:
         if selection.discovery:
             tools.append(dict(SEARCH_TOOL))
         budget = request.max_tokens
+        if budget is not None and 0 < budget < MIN_OUTPUT_TOKENS:
+            raise OutputBudgetError(
+                f"{self.provider}: the request for model {request.model!r} sets max_tokens to "
+                f"{budget}, but the Responses API takes no max_output_tokens below "
+                f"{MIN_OUTPUT_TOKENS} (it answers 400 integer_below_min_value); set max_tokens "
+                f"(the planner's, e.g. ModelPlanner(max_tokens=...)) to {MIN_OUTPUT_TOKENS} or more"
+            )
         if (budget is not None and budget <= 0) or (selection.discovery and budget is None):
             raise OutputBudgetError(
                 f"{self.provider}: model {request.model!r} was given deferred tools "
@@ -318,6 +328,7 @@ class _Invocation:
             require_unicode(item, f"{what}: output[{position}]")
             kind = item.get("type")
             if kind == "tool_search_call":
+                _require_complete_call(raw, item, what, body.get("max_output_tokens"))
                 search = self._search_call(item, what)
                 searches.append(search)
                 self.records.append((len(self.parts), search.record))
@@ -371,10 +382,7 @@ class _Invocation:
             raise ModelError(f"{what} holds a function_call without name, call_id or arguments")
         assert isinstance(name, str) and isinstance(call_id, str) and isinstance(arguments, str)
         if self.selection.choice.mode == "none":
-            raise ToolIdentityError(
-                f"{what} called {name!r}, though the request's tool choice was 'none' (no tool "
-                "may be called: a final-answer-only request); the reply is refused"
-            )
+            raise call_under_no_tool_choice(what, name)
         taken = (self.replay.call_ids, self.call_ids)
         self.call_ids.add(claim_call_id(what, name, call_id, "call ID", *taken))
         tool_id = self.names.tool_id(name)
@@ -434,6 +442,9 @@ class _Invocation:
         if self.refused and stop_reason == "end_turn":
             # Anthropic's name for it: the refusal text is not an answer to the request.
             stop_reason = "refusal"
+        # Only reasoning, or nothing: no answer, and a message no other adapter could replay.
+        what = f"{self.provider}: response {raw.get('id')!r} of model {self.request.model!r}"
+        refuse_empty_reply(what, self.parts, stop_reason)
         return ModelResponse(message, self.usage, stop_reason)
 
 
@@ -477,16 +488,32 @@ class _Loadable(Mapping[str, dict[str, Any]]):
         return len(self._tools)
 
 
+#: ``error.code`` of a failed response that a later attempt may get past: the failures the
+#: API answers with HTTP 500 and 429 when it reports them before generating.
+_TRANSIENT_FAILURES = frozenset({"server_error", "rate_limit_exceeded", "vector_store_timeout"})
+
+
 def _check_status(raw: Mapping[str, Any], provider: str, model: str) -> None:
-    """Refuse a response that did not finish: its output is not an answer of the model."""
+    """Refuse a response that did not finish: its output is not an answer of the model. A
+    failure on the provider's side (a server error, a rate limit) is transient, as it is when
+    answered with an HTTP error; any other (a prompt or image the API refused) is not."""
     status = raw.get("status")
     if status in (None, "completed", "incomplete"):
         return
     error = raw.get("error") or {}
-    detail = f": {error.get('code')}: {error.get('message')}" if error else ""
+    code = error.get("code")
+    detail = f": {code}: {error.get('message')}" if error else ""
+    transient = code in _TRANSIENT_FAILURES
+    if transient:
+        remedy = LATER_ATTEMPT
+    elif error:
+        remedy = "the provider refused this request: fix what it names"
+    else:
+        remedy = "the provider gave no error saying why"
     raise ModelError(
         f"{provider}: response {raw.get('id')!r} of model {model!r} has status {status!r}"
-        f"{detail}; it holds no answer, retry the request"
+        f"{detail}; it holds no answer: {remedy}",
+        transient=transient,
     )
 
 
@@ -514,23 +541,30 @@ def _incomplete_reason(raw: Mapping[str, Any]) -> str | None:
 def _require_complete_call(
     raw: Mapping[str, Any], item: Mapping[str, Any], what: str, budget: object
 ) -> None:
-    """Refuse a function call the response cut short: its arguments are not what the model
-    meant to send (a truncated JSON text), so it can be neither run nor replayed."""
-    status = item.get("status")
-    if status in (None, "completed"):
+    """Refuse a function or tool search call the response cut short: its arguments are not
+    what the model meant to send (a truncated JSON text), so it can be neither run nor
+    replayed; cut by the output limit, the remedy is a larger budget, as for any other cut."""
+    status, function = item.get("status"), item.get("type") == "function_call"
+    if status == "completed" or (function and status is None):
         return
-    name = item.get("name")
+    if not function and status != "incomplete":
+        return  # the search call's parser refuses any other status, naming it
+    call = (
+        f"a call to {item.get('name')!r}"
+        if function
+        else f"tool search call {item.get('call_id')!r}"
+    )
     reason = _incomplete_reason(raw)
     if reason == "max_output_tokens":
         raise OutputBudgetError(
-            f"{what} was cut off by the output limit while writing a call to {name!r} "
+            f"{what} was cut off by the output limit while writing {call} "
             f"(status {status!r}, its arguments are incomplete); raise max_tokens (this "
             f"round could produce {budget} tokens)"
         )
     status_of = raw.get("status")
     cause = f"incomplete: {reason!r}" if reason else f"the response has status {status_of!r}"
     raise ModelError(
-        f"{what} holds a call to {name!r} with status {status!r} ({cause}): its arguments are "
+        f"{what} holds {call} with status {status!r} ({cause}): its arguments are "
         "incomplete, so the reply is refused"
     )
 

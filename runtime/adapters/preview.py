@@ -79,7 +79,15 @@ _OPENAI_REPLY: dict[str, Any] = {
     "parallel_tool_calls": True,
     "tool_choice": "auto",
     "tools": [],
-    "output": [],
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+        }
+    ],
     "usage": {
         "input_tokens": 1,
         "output_tokens": 1,

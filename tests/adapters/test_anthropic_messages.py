@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
 import pytest
+from anthropic import AsyncAnthropic
 
 from agentgen.runtime import transcript
 from agentgen.runtime.adapters import (
@@ -241,8 +243,11 @@ async def test_a_paused_turn_with_only_native_work_is_not_continued() -> None:
     server = anthropic_server(
         message(server_search("srvtoolu_1", "weather"), stop_reason="pause_turn")
     )
-    with pytest.raises(ModelError, match="continuing such pauses is not supported"):
+    with pytest.raises(ModelError, match="continuing such pauses is not supported") as caught:
         await adapter(server).complete(ask())
+    # Broken as output, not as a request: a durable run asks again (before: never retried,
+    # though the message said "retry the request").
+    assert caught.value.transient and "later attempt may pass" in str(caught.value)
 
 
 async def test_calls_to_tools_outside_the_request_are_refused() -> None:
@@ -256,8 +261,9 @@ async def test_a_call_whose_input_is_not_an_object_is_refused() -> None:
     reply = message(tool_use("t1", "records_search", {}), stop_reason="tool_use", validate=False)
     reply["content"][0]["input"] = "oops"
     model = AnthropicMessagesModel(anthropic_client(anthropic_server(reply), strict=False))
-    with pytest.raises(ModelError, match=r"\(tool_use 't1'\) with input of type str"):
+    with pytest.raises(ModelError, match=r"\(tool_use 't1'\) with input of type str") as caught:
         await model.complete(ask(tools=(RECORDS,)))
+    assert caught.value.transient and "later attempt may pass" in str(caught.value)
 
 
 async def test_unhandled_content_blocks_are_refused() -> None:
@@ -548,3 +554,80 @@ async def test_a_search_cut_by_max_tokens_says_to_raise_max_tokens() -> None:
         await adapter(server).complete(ask(max_tokens=32))
     assert "reached max_tokens (32) in the middle of a hosted tool search" in str(caught.value)
     assert "raise max_tokens" in str(caught.value) and "retry" not in str(caught.value)
+
+
+CONTEXT_WINDOW = "model_context_window_exceeded"
+
+
+async def test_a_call_cut_by_the_context_window_is_refused_with_a_shorter_conversation() -> None:
+    # Before: handed to the run as an ordinary call, though its input may be cut short.
+    server = anthropic_server(
+        message(tool_use("t1", "records_search", {"name": "Ad"}), stop_reason=CONTEXT_WINDOW)
+    )
+    with pytest.raises(ModelError) as caught:
+        await adapter(server).complete(ask(tools=(RECORDS,), max_tokens=64))
+    error = caught.value
+    assert not isinstance(error, OutputBudgetError) and not error.transient
+    text = str(error)
+    assert "filled the model's context window while calling 'records.search' (tool_use 't1'" in text
+    assert f"stop_reason {CONTEXT_WINDOW!r}" in text and "shorten the conversation" in text
+    assert "max_tokens" not in text  # more output budget cannot help
+
+
+async def test_a_search_cut_by_the_context_window_is_not_called_a_pause() -> None:
+    server = anthropic_server(
+        message(server_search("srvtoolu_1", "weather"), stop_reason=CONTEXT_WINDOW)
+    )
+    with pytest.raises(ModelError) as caught:
+        await adapter(server).complete(ask())
+    text = str(caught.value)
+    assert "filled the model's context window in the middle of a hosted tool search" in text
+    assert "paused" not in text and not caught.value.transient
+
+
+async def test_text_cut_by_the_context_window_is_passed_on_with_its_stop_reason() -> None:
+    # Only calls and searches are refused: a cut answer fails the run as IncompleteAnswerError.
+    server = anthropic_server(message(claude_text("The records say"), stop_reason=CONTEXT_WINDOW))
+    reply = await adapter(server).complete(ask(tools=(RECORDS,)))
+    assert (reply.message.text, reply.stop_reason) == ("The records say", CONTEXT_WINDOW)
+
+
+async def test_an_empty_reply_cut_by_the_context_window_says_to_shorten_the_conversation() -> None:
+    server = anthropic_server(message(stop_reason=CONTEXT_WINDOW))
+    with pytest.raises(EmptyReplyError, match="filled the model's context window: shorten"):
+        await adapter(server).complete(ask(tools=(RECORDS,)))
+
+
+async def test_a_call_in_reply_to_tool_choice_none_is_refused() -> None:
+    # Before: handed to the run, though a final-answer-only request may call nothing.
+    server = anthropic_server(
+        message(tool_use("toolu_9", "records_search", {"name": "A"}), stop_reason="tool_use")
+    )
+    with pytest.raises(ToolIdentityError) as caught:
+        await adapter(server).complete(ask(tools=(RECORDS,), choice=ToolChoice("none")))
+    assert "called 'records_search', though the request's tool choice was 'none'" in str(
+        caught.value
+    )
+    assert server.bodies[0]["tool_choice"] == {"type": "none"}
+
+
+async def test_reply_text_that_is_not_unicode_is_refused_by_name() -> None:
+    # Before: accepted, and every later request of the conversation died with a bare
+    # UnicodeEncodeError from the SDK.
+    raw = json.dumps(message(claude_text("x"))).replace('"text": "x"', '"text": "hi \\ud83d"')
+
+    def handler(_: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=raw, headers={"content-type": "application/json"})
+
+    client = AsyncAnthropic(
+        api_key="sk-ant-test",
+        base_url="http://stub.local",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+    with pytest.raises(ModelError) as caught:
+        await AnthropicMessagesModel(client).complete(ask(tools=(RECORDS,)))
+    text = str(caught.value)
+    assert "reply 'msg_1' of model 'claude-opus-4-7': content[0] holds text that is not" in text
+    assert "$.text ('hi \\ud83d')" in text
+    assert caught.value.transient and caught.value.usage is not None

@@ -21,6 +21,7 @@ from agentgen.runtime.adapters import (
     ToolIdentityError,
     ToolSearchUnsupportedError,
 )
+from agentgen.runtime.engines.temporal.errors import retryable
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ToolChoice, Usage
 from tests.adapters.tools import RECORDS, WEATHER, deferred, request
@@ -189,7 +190,7 @@ async def test_tool_choice_none_with_tool_history_sends_eager_tools_but_refuses_
     converse: Converse,
 ) -> None:
     converse.reply({"toolUse": {"toolUseId": "t2", "name": "records_search", "input": {}}})
-    with pytest.raises(ToolIdentityError, match="does not let it call"):
+    with pytest.raises(ToolIdentityError, match="tool choice was 'none'"):
         await BedrockConverseModel(converse.client).complete(
             request(
                 *tool_history(), tools=(RECORDS, WEATHER), choice=ToolChoice("none"), model=MODEL
@@ -283,8 +284,10 @@ async def test_a_call_whose_input_is_not_an_object_is_refused(
 ) -> None:
     # Replay sends arguments back as objects: such a call would break the next request.
     converse.reply({"toolUse": {"toolUseId": "t1", "name": "records_search", "input": value}})
-    with pytest.raises(ModelError, match=r"\(toolUseId 't1'\) with input of type"):
+    with pytest.raises(ModelError, match=r"\(toolUseId 't1'\) with input of type") as caught:
         await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
+    # Broken as output: a durable run asks again (the message used to say so, the flag not).
+    assert caught.value.transient and "later attempt may pass" in str(caught.value)
 
 
 async def test_any_means_some_tool(converse: Converse) -> None:
@@ -337,9 +340,11 @@ async def test_stop_reasons_are_reported_in_the_adapters_words(
     converse.reply({"text": "partial"}, stop=stop)
     model = BedrockConverseModel(converse.client)
     if reported is None:
-        # Bedrock says the reply is broken: it is not an answer (nor an empty end_turn).
-        with pytest.raises(ModelError, match=f"stopReason {stop!r} .*retry the request"):
+        # Bedrock says the reply is broken: it is not an answer (nor an empty end_turn), and
+        # sampling again usually gives a well-formed one, so a durable run asks again.
+        with pytest.raises(ModelError, match=f"stopReason {stop!r} .*later attempt may pass") as e:
             await model.complete(request(tools=(RECORDS,), model=MODEL))
+        assert e.value.transient and retryable(e.value)
         return
     reply = await model.complete(request(tools=(RECORDS,), model=MODEL))
     assert reply.stop_reason == reported
@@ -415,6 +420,38 @@ async def test_a_call_cut_by_max_tokens_is_refused_naming_the_tool(converse: Con
     text = str(caught.value)
     assert "while calling 'records.search' (toolUseId 't9', stopReason 'max_tokens')" in text
     assert text.endswith("raise max_tokens")
+
+
+async def test_a_call_cut_by_the_context_window_is_refused_with_a_shorter_conversation(
+    converse: Converse,
+) -> None:
+    # Before: handed to the run as an ordinary call, though its input may be cut short.
+    converse.reply(
+        {"toolUse": {"toolUseId": "t9", "name": "records_search", "input": {"name": "A"}}},
+        stop="model_context_window_exceeded",
+    )
+    with pytest.raises(ModelError) as caught:
+        await BedrockConverseModel(converse.client).complete(
+            request(tools=(RECORDS,), model=MODEL, max_tokens=300)
+        )
+    error = caught.value
+    assert not isinstance(error, OutputBudgetError) and not error.transient
+    text = str(error)
+    assert "filled the model's context window while calling 'records.search'" in text
+    assert "stopReason 'model_context_window_exceeded'" in text
+    assert "shorten the conversation" in text and "max_tokens" not in text
+    assert error.usage == Usage(50, 7)
+
+
+async def test_reply_text_that_is_not_unicode_is_refused_by_name(converse: Converse) -> None:
+    # Before: accepted, and every later request of the conversation failed to encode.
+    converse.reply({"text": "hi \ud83d"})
+    with pytest.raises(ModelError) as caught:
+        await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
+    text = str(caught.value)
+    assert "reply of model 'anthropic.claude-sonnet-4-5-v1:0': content[0] holds text" in text
+    assert "$.text ('hi \\ud83d')" in text
+    assert caught.value.transient and caught.value.usage == Usage(50, 7)
 
 
 async def test_answering_without_tools_after_forced_calls_of_deferred_tools(

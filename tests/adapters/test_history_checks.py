@@ -149,6 +149,48 @@ async def test_a_well_formed_tool_history_is_still_sent(send: Send) -> None:
         await send(history)
 
 
+#: Messages holding half of an emoji (a lone UTF-16 surrogate, which JSON can spell as
+#: ``\ud83d``) in each kind of part: no SDK can encode such a request as UTF-8.
+HALF_EMOJI: dict[str, tuple[list[Message], str]] = {
+    "user-text": ([Message.user("Find Ada \ud83d")], "message 0 (user): part 0 (text)"),
+    "assistant-text": (
+        [USER, Message("assistant", (TextPart("Here \ud83d"),)), AGAIN],
+        "message 1 (assistant): part 0 (text) holds text that is not valid Unicode in its text",
+    ),
+    "call-arguments": (
+        [
+            USER,
+            Message("assistant", (ToolCallPart("c1", "records.search", '{"name":"\ud83d"}'),)),
+            result("c1"),
+            AGAIN,
+        ],
+        "message 1 (assistant): part 0 (tool_call) holds text that is not valid Unicode in its "
+        "arguments",
+    ),
+    "tool-result": (
+        [
+            USER,
+            call("c1"),
+            Message("tool", (ToolResultPart("c1", "records.search", '{"a": "\udc00"}'),)),
+            AGAIN,
+        ],
+        "message 2 (tool): part 0 (tool_result) holds text that is not valid Unicode in its "
+        "content (a lone UTF-16 surrogate, U+DC00",
+    ),
+}
+
+
+@ADAPTERS
+@pytest.mark.parametrize("case", sorted(HALF_EMOJI))
+async def test_text_that_is_not_unicode_is_refused_naming_the_part(send: Send, case: str) -> None:
+    # Before: the SDK's serialisation failed with a bare UnicodeEncodeError naming nothing.
+    history, fragment = HALF_EMOJI[case]
+    with pytest.raises(HistoryReplayError) as info:
+        await send(history)
+    assert fragment in str(info.value), str(info.value)
+    assert not info.value.transient
+
+
 # --------------------------------------------------------------------------- OpenAI records
 
 

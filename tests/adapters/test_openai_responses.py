@@ -14,6 +14,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from agentgen.runtime.adapters import (
+    EmptyReplyError,
     ModelError,
     OpenAIResponsesModel,
     OutputBudgetError,
@@ -512,6 +513,73 @@ async def test_a_call_cut_off_by_the_output_limit_is_refused() -> None:
     assert "raise max_tokens (this round could produce 50 tokens)" in message
 
 
+async def test_a_search_call_cut_off_by_the_output_limit_is_a_budget_error() -> None:
+    # Before: a plain ModelError from the search call's parser, unlike a cut function call.
+    item = search_call("s1", "weather")
+    item["status"] = "incomplete"
+    server = openai_server(response(item, status="incomplete", incomplete="max_output_tokens"))
+    with pytest.raises(OutputBudgetError) as caught:
+        await adapter(server).complete(request(tools=(RECORDS, WEATHER), max_tokens=200))
+    message = str(caught.value)
+    assert "cut off by the output limit while writing tool search call 's1'" in message
+    assert "raise max_tokens (this round could produce 200 tokens)" in message
+    assert caught.value.usage == Usage(100, 20)
+
+
+async def test_a_search_call_cut_short_for_another_reason_names_it() -> None:
+    item = search_call("s1", "weather")
+    item["status"] = "incomplete"
+    server = openai_server(response(item, status="incomplete", incomplete="content_filter"))
+    with pytest.raises(ModelError) as caught:
+        await adapter(server).complete(request(tools=(RECORDS, WEATHER), max_tokens=200))
+    assert not isinstance(caught.value, OutputBudgetError)
+    assert "tool search call 's1' with status 'incomplete' (incomplete: 'content_filter')" in str(
+        caught.value
+    )
+
+
+@pytest.mark.parametrize("output", [[reasoning()], []], ids=["reasoning-only", "empty"])
+async def test_a_reply_without_a_call_or_text_is_refused_not_passed_as_an_answer(
+    output: list[dict[str, Any]],
+) -> None:
+    # Before: parts=(), text '' and stop reason end_turn, taken as the final answer ''.
+    server = openai_server(response(*output, output_tokens=1000))
+    with pytest.raises(EmptyReplyError) as caught:
+        await adapter(server).complete(request(tools=(RECORDS,)))
+    message = str(caught.value)
+    assert "response 'resp_1' of model 'gpt-5.4' holds no tool call and no text" in message
+    assert "stop reason 'end_turn'" in message
+    assert caught.value.usage == Usage(100, 1000)  # billed all the same
+
+
+async def test_a_reply_cut_before_any_text_says_to_raise_max_tokens() -> None:
+    server = openai_server(
+        response(reasoning(), status="incomplete", incomplete="max_output_tokens")
+    )
+    with pytest.raises(EmptyReplyError, match="reached before any text: raise max_tokens"):
+        await adapter(server).complete(request(tools=(RECORDS,), max_tokens=64))
+
+
+@pytest.mark.parametrize("max_tokens", [1, 15])
+async def test_max_tokens_below_the_apis_minimum_is_refused_before_sending(
+    max_tokens: int,
+) -> None:
+    # Before: sent as max_output_tokens and answered 400 integer_below_min_value by the API.
+    server = openai_server(response(text("hi")))
+    with pytest.raises(OutputBudgetError) as caught:
+        await adapter(server).complete(request(tools=(RECORDS,), max_tokens=max_tokens))
+    message = str(caught.value)
+    assert f"sets max_tokens to {max_tokens}" in message
+    assert "no max_output_tokens below 16" in message and "16 or more" in message
+    assert server.bodies == []
+
+
+async def test_max_tokens_at_the_apis_minimum_is_sent() -> None:
+    server = openai_server(response(text("hi")))
+    await adapter(server).complete(request(tools=(RECORDS,), max_tokens=16))
+    assert server.bodies[0]["max_output_tokens"] == 16
+
+
 async def test_a_call_cut_short_for_another_reason_names_it() -> None:
     item = function_call("c1", "records_search", '{"name": "Ali')
     item["status"] = "incomplete"
@@ -562,6 +630,8 @@ async def test_a_reply_with_a_lone_surrogate_is_refused_by_name() -> None:
     message = str(caught.value)
     assert "response 'resp_1' of model 'gpt-5.4': output[0]" in message
     assert "$.arguments.query" in message and "lone UTF-16 surrogate" in message
+    # Broken output, not a broken request: sampling again usually gives a well-formed reply.
+    assert caught.value.transient and "later attempt may pass" in message
     assert len(bodies) == 1
 
 

@@ -25,6 +25,7 @@ from agentgen.runtime.adapters import (
     OpenAIResponsesModel,
 )
 from agentgen.runtime.engines.temporal.errors import retryable
+from tests.adapters.fakes import openai_client, openai_server, response
 from tests.adapters.tools import RECORDS, request
 
 CLAUDE = "claude-opus-4-7"
@@ -159,6 +160,63 @@ async def test_openai_error_answers_keep_their_status(status: int, transient: bo
     with pytest.raises(ModelError) as caught:
         await model.complete(request(tools=(RECORDS,)))
     assert (caught.value.status, retryable(caught.value)) == (status, transient)
+
+
+def openai_answering(handler: Handler) -> OpenAIResponsesModel:
+    return OpenAIResponsesModel(
+        openai.AsyncOpenAI(
+            api_key="sk-test",
+            base_url="http://stub.local/v1",
+            max_retries=0,
+            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+        )
+    )
+
+
+async def test_an_openai_account_out_of_quota_is_not_retried() -> None:
+    # 429 like a rate limit, but it lasts until someone changes the plan or billing.
+    quota = {
+        "error": {
+            "message": "You exceeded your current quota, please check your plan and billing.",
+            "type": "insufficient_quota",
+            "param": None,
+            "code": "insufficient_quota",
+        }
+    }
+    with pytest.raises(ModelError) as caught:
+        await openai_answering(answering(429, quota)).complete(request(tools=(RECORDS,)))
+    error = caught.value
+    assert (error.status, error.transient, retryable(error)) == (429, False, False)
+    assert retryable(error.__cause__) is False  # the raw SDK error, as a planner might raise it
+    assert "out of quota" in str(error) and "billing" in str(error)
+    assert "later attempt may pass" not in str(error)
+
+
+#: ``error.code`` of a 200 response with status "failed", and whether a later attempt may pass:
+#: the provider's own failures are transient, as they are when answered with HTTP 500 or 429.
+FAILED_CODES = [
+    ("server_error", True),
+    ("rate_limit_exceeded", True),
+    ("invalid_prompt", False),
+    ("image_content_policy_violation", False),
+]
+
+
+@pytest.mark.parametrize(("code", "transient"), FAILED_CODES)
+async def test_an_openai_response_that_failed_is_retried_when_the_failure_may_pass(
+    code: str, transient: bool
+) -> None:
+    # Before: never transient, though the message said "retry the request".
+    failed = response(status="failed")
+    failed["error"] = {"code": code, "message": "boom"}
+    with pytest.raises(ModelError) as caught:
+        await OpenAIResponsesModel(openai_client(openai_server(failed))).complete(request())
+    error = caught.value
+    assert (error.transient, retryable(error)) == (transient, transient)
+    message = str(error)
+    assert f"has status 'failed': {code}: boom; it holds no answer" in message
+    assert ("later attempt may pass" in message) is transient
+    assert ("retry" in message) is transient  # only "(durable runs retry it)"
 
 
 @pytest.fixture

@@ -14,9 +14,11 @@ from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
 from agentgen.runtime.adapters import (
     AnthropicMessagesModel,
     BedrockConverseModel,
+    EmptyReplyError,
     ModelError,
     OpenAIResponsesModel,
     OutputBudgetError,
+    ToolIdentityError,
 )
 from agentgen.runtime.model_client import Usage
 from tests.adapters.fakes import (
@@ -28,9 +30,11 @@ from tests.adapters.fakes import (
     openai_server,
     response,
     search_call,
+    server_search,
     text,
+    tool_use,
 )
-from tests.adapters.tools import request
+from tests.adapters.tools import RECORDS, request
 
 
 def _without_usage(reply: dict[str, Any], how: str) -> dict[str, Any]:
@@ -165,6 +169,36 @@ async def test_anthropic_malformed_cache_count_is_unreported() -> None:
     assert reply.usage == Usage.not_reported()
 
 
+#: Replies Claude generated (1,000 output tokens billed) that the adapter refuses.
+REFUSED_CLAUDE = {
+    "cut-in-a-call": (
+        message(tool_use("toolu_1", "records_search", {"name": "A"}), stop_reason="max_tokens",
+                output_tokens=1000),
+        OutputBudgetError,
+    ),
+    "empty": (message(stop_reason="end_turn", output_tokens=1000), EmptyReplyError),
+    "unknown-tool": (
+        message(tool_use("toolu_1", "nope", {}), stop_reason="tool_use", output_tokens=1000),
+        ToolIdentityError,
+    ),
+    "paused-turn": (
+        message(server_search("srvtoolu_1", "weather"), stop_reason="pause_turn",
+                output_tokens=1000),
+        ModelError,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_CLAUDE))
+async def test_anthropic_a_refused_reply_carries_what_it_cost(case: str) -> None:
+    # Before: usage None, so the billed tokens vanished from the run's meter and spans.
+    reply, error = REFUSED_CLAUDE[case]
+    model = AnthropicMessagesModel(anthropic_client(anthropic_server(reply)))
+    with pytest.raises(error) as caught:
+        await model.complete(request(tools=(RECORDS,)))
+    assert caught.value.usage == Usage(100, 1000)
+
+
 # --- Bedrock Converse -------------------------------------------------------------------------
 
 
@@ -231,3 +265,22 @@ async def test_bedrock_input_read_from_or_written_to_the_prompt_cache_is_input()
     model = BedrockConverseModel(_converse_client(_converse(usage)))
     reply = await model.complete(request(tools=()))
     assert reply.usage == Usage(1_210, 4)
+
+
+async def test_bedrock_a_refused_reply_carries_what_it_cost() -> None:
+    # Before: usage None for a reply refused after it was generated (and billed).
+    body = _converse({"inputTokens": 100, "outputTokens": 1000, "totalTokens": 1100})
+    use = {"toolUseId": "t1", "name": "records_search", "input": {"name": "A"}}
+    body["output"]["message"]["content"] = [{"toolUse": use}]
+    body["stopReason"] = "max_tokens"
+    with pytest.raises(OutputBudgetError) as caught:
+        await BedrockConverseModel(_converse_client(body)).complete(request(tools=(RECORDS,)))
+    assert caught.value.usage == Usage(100, 1000)
+
+
+async def test_bedrock_a_broken_reply_carries_what_it_cost() -> None:
+    body = _converse({"inputTokens": 100, "outputTokens": 1000, "totalTokens": 1100})
+    body["stopReason"] = "malformed_model_output"
+    with pytest.raises(ModelError, match="malformed_model_output") as caught:
+        await BedrockConverseModel(_converse_client(body)).complete(request(tools=(RECORDS,)))
+    assert caught.value.usage == Usage(100, 1000)
