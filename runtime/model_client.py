@@ -173,9 +173,11 @@ class ModelError(Exception):
 
     ``status`` is the HTTP status of the provider's error answer, when it gave one.
     ``transient`` says whether the same request may pass when sent again: a rate limit, an
-    overloaded or unavailable provider, a connection that broke. Durable engines retry those
-    and nothing else (a request the provider refused as invalid, a client that is not
-    configured, a reply the adapter refuses fail the same way every time).
+    overloaded or unavailable provider, a connection that broke, a reply that came back broken
+    as output (one the provider could not parse, text that is not valid Unicode). Durable
+    engines retry those and nothing else (a request the provider refused as invalid, an
+    account out of quota, a client that is not configured, a well-formed reply the adapter
+    refuses as no answer fail the same way every time).
 
     ``usage`` is what the responses the failed call had already received cost (an adapter's
     search rounds before a later one failed, or a reply refused once it was generated): they

@@ -337,7 +337,5 @@ def _stop_reason(value: object, what: str) -> str | None:
         return None
     reason = str(value)
     if reason in _MALFORMED:
-        raise broken_reply(
-            f"{what} stopped with stopReason {reason!r} ({_MALFORMED[reason]})"
-        )
+        raise broken_reply(f"{what} stopped with stopReason {reason!r} ({_MALFORMED[reason]})")
     return _STOP_REASONS.get(reason, reason)
