@@ -248,6 +248,21 @@ def anthropic_client(
     )
 
 
+def raw_anthropic_client(raw: str | bytes) -> AsyncAnthropic:
+    """A client every request of which is answered with the JSON text ``raw``: a reply the
+    dictionaries above cannot hold (an escaped lone surrogate: valid JSON, not valid Unicode)."""
+
+    def handler(_: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=raw, headers={"content-type": "application/json"})
+
+    return AsyncAnthropic(
+        api_key="sk-ant-test",
+        base_url="http://stub.local",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+
+
 def message(
     *content: dict[str, Any],
     stop_reason: str = "end_turn",

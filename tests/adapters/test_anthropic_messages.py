@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx2
 import pytest
-from anthropic import AsyncAnthropic
 
 from agentgen.runtime import transcript
 from agentgen.runtime.adapters import (
@@ -31,6 +29,7 @@ from tests.adapters.fakes import (
     check_anthropic,
     claude_text,
     message,
+    raw_anthropic_client,
     search_error,
     search_result,
     server_search,
@@ -615,18 +614,8 @@ async def test_reply_text_that_is_not_unicode_is_refused_by_name() -> None:
     # Before: accepted, and every later request of the conversation died with a bare
     # UnicodeEncodeError from the SDK.
     raw = json.dumps(message(claude_text("x"))).replace('"text": "x"', '"text": "hi \\ud83d"')
-
-    def handler(_: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, content=raw, headers={"content-type": "application/json"})
-
-    client = AsyncAnthropic(
-        api_key="sk-ant-test",
-        base_url="http://stub.local",
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
-        max_retries=0,
-    )
     with pytest.raises(ModelError) as caught:
-        await AnthropicMessagesModel(client).complete(ask(tools=(RECORDS,)))
+        await AnthropicMessagesModel(raw_anthropic_client(raw)).complete(ask(tools=(RECORDS,)))
     text = str(caught.value)
     assert "reply 'msg_1' of model 'claude-opus-4-7': content[0] holds text that is not" in text
     assert "$.text ('hi \\ud83d')" in text

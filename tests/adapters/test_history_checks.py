@@ -9,9 +9,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx2
 import pytest
-from anthropic import AsyncAnthropic
 
 from agentgen.runtime.adapters import (
     AnthropicMessagesModel,
@@ -37,6 +35,7 @@ from tests.adapters.fakes import (
     message,
     openai_client,
     openai_server,
+    raw_anthropic_client,
     response,
     search_result,
     server_search,
@@ -354,17 +353,7 @@ async def test_records_with_a_lone_surrogate_are_refused_by_name_not_crashed_on(
         stop_reason="tool_use",
     )
     raw = json.dumps(reply).replace('"weather"', '"weather \\ud83d"').encode()
-
-    def handler(sent: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, content=raw, headers={"content-type": "application/json"})
-
-    client = AsyncAnthropic(
-        api_key="sk-ant-test",
-        base_url="http://stub.local",
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
-        max_retries=0,
-    )
-    model = AnthropicMessagesModel(client)
+    model = AnthropicMessagesModel(raw_anthropic_client(raw))
     with pytest.raises(ModelError) as caught:
         await model.complete(request(tools=(RECORDS, WEATHER), model="claude-opus-4-7"))
     message_text = str(caught.value)

@@ -145,23 +145,6 @@ async def test_openai_on_bedrock_without_credentials_is_a_configuration_error() 
         await model.complete(request(tools=(RECORDS,), model="openai.gpt-oss-120b-1:0"))
 
 
-@pytest.mark.parametrize(("status", "transient"), [(429, True), (503, True), (400, False)])
-async def test_openai_error_answers_keep_their_status(status: int, transient: bool) -> None:
-    model = OpenAIResponsesModel(
-        openai.AsyncOpenAI(
-            api_key="sk-test",
-            base_url="http://stub.local/v1",
-            max_retries=0,
-            http_client=httpx2.AsyncClient(
-                transport=httpx2.MockTransport(answering(status, {"error": {"message": "no"}}))
-            ),
-        )
-    )
-    with pytest.raises(ModelError) as caught:
-        await model.complete(request(tools=(RECORDS,)))
-    assert (caught.value.status, retryable(caught.value)) == (status, transient)
-
-
 def openai_answering(handler: Handler) -> OpenAIResponsesModel:
     return OpenAIResponsesModel(
         openai.AsyncOpenAI(
@@ -171,6 +154,14 @@ def openai_answering(handler: Handler) -> OpenAIResponsesModel:
             http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
         )
     )
+
+
+@pytest.mark.parametrize(("status", "transient"), [(429, True), (503, True), (400, False)])
+async def test_openai_error_answers_keep_their_status(status: int, transient: bool) -> None:
+    model = openai_answering(answering(status, {"error": {"message": "no"}}))
+    with pytest.raises(ModelError) as caught:
+        await model.complete(request(tools=(RECORDS,)))
+    assert (caught.value.status, retryable(caught.value)) == (status, transient)
 
 
 async def test_an_openai_account_out_of_quota_is_not_retried() -> None:
@@ -187,7 +178,9 @@ async def test_an_openai_account_out_of_quota_is_not_retried() -> None:
         await openai_answering(answering(429, quota)).complete(request(tools=(RECORDS,)))
     error = caught.value
     assert (error.status, error.transient, retryable(error)) == (429, False, False)
-    assert retryable(error.__cause__) is False  # the raw SDK error, as a planner might raise it
+    cause = error.__cause__
+    assert isinstance(cause, openai.RateLimitError)
+    assert not retryable(cause)  # the raw SDK error, as a planner of your own might raise it
     assert "out of quota" in str(error) and "billing" in str(error)
     assert "later attempt may pass" not in str(error)
 
