@@ -43,6 +43,7 @@ from agentgen.runtime.registry.client import (
     ResolvedToolset,
     ToolCallMeta,
 )
+from agentgen.runtime.registry.client_options import bearer_token_problem, checked_wait_ms
 from agentgen.runtime.telemetry.spans import registry_retry
 
 if TYPE_CHECKING:
@@ -174,7 +175,9 @@ class HttpRegistryClient(_Closing):
         #: second, well within the request timeout (the runtime bounds each call request by
         #: the registry's Timeout).
         self.call_wait_ms = (
-            call_wait_ms if call_wait_ms is not None else min(1_000, int(self.timeout * 250))
+            checked_wait_ms(call_wait_ms, "call_wait_ms", f"registry {self.name!r}")
+            if call_wait_ms is not None
+            else min(1_000, int(self.timeout * 250))
         )
         #: Outcomes that came back with their call, until the result stream asks for them
         #: (the oldest first). A run cancelled between the call and its wait never asks: at
@@ -185,9 +188,19 @@ class HttpRegistryClient(_Closing):
         #: batch resolve can name what it holds and be answered ``unchanged``; kept as text
         #: (see :mod:`~agentgen.runtime.registry.answers`).
         self._answers: dict[str, ResolvedToolset] = {}
-        token = token if token is not None else os.environ.get(ENV_TOKEN) or None
+        source = "token="
+        if token is None:
+            source, token = f"${ENV_TOKEN}", os.environ.get(ENV_TOKEN) or None
         headers = {"content-type": "application/json"}
         if token:
+            problem = bearer_token_problem(token)
+            if problem is not None:
+                raise ValueError(
+                    f"registry {self.name!r}: the bearer token given by {source} cannot be "
+                    f"sent: {problem}. A token is visible ASCII only; one read from a file "
+                    "often ends with a newline: strip it where the token is read (the token "
+                    "is not shown here)"
+                )
             headers["authorization"] = f"Bearer {token}"
         if transport is None:
             # TCP_NODELAY: a request goes out as headers then body; with Nagle's algorithm the
@@ -273,6 +286,8 @@ class HttpRegistryClient(_Closing):
             kind: str  # what went wrong without the words that came with it (telemetry's)
             try:
                 response = await self._send(path, content, timeout, headers)
+            except httpx2.LocalProtocolError as exc:
+                raise self._unsendable(path, exc) from None
             except httpx2.TransportError as exc:
                 kind = type(exc).__name__
                 problem = f"{kind}: {exc}"
@@ -334,6 +349,18 @@ class HttpRegistryClient(_Closing):
         if stamp is not None and stamp.isdigit():
             self._clock_offset = int(stamp) / 1000 - time.monotonic()
         return response
+
+    def _unsendable(self, path: str, exc: httpx2.LocalProtocolError) -> RegistryError:
+        """httpx refused to send the request: the same request fails the same way, so it is
+        not retried, and httpx's words are not repeated (they quote the offending header,
+        which may be the bearer token)."""
+        return RegistryError(
+            "protocol_error",
+            f"registry {self.name!r} at {self.shown_url}: {path} could not be sent: httpx "
+            f"refused the request as malformed ({type(exc).__name__}; its text is not shown, as "
+            "it may quote the Authorization header). Check the headers this client sends (its "
+            "token) and the transport it was given",
+        )
 
     def _refusal(self, response: httpx2.Response) -> RegistryError:
         try:
@@ -698,13 +725,22 @@ class HttpRegistryClient(_Closing):
 
         try:
             response = await self._http.get("/health")
+        except httpx2.LocalProtocolError as exc:
+            raise self._unsendable("/health", exc) from None
         except httpx2.TransportError as exc:
             raise RegistryError(
                 "service_unavailable", f"registry {self.name!r} at {self.shown_url}: {exc}"
             ) from None
         if response.status_code >= 400:
             raise self._refusal(response)
-        return api.HealthResponse.model_validate_json(response.content)
+        try:
+            return api.HealthResponse.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise RegistryError(
+                "protocol_error",
+                f"registry {self.name!r} at {self.shown_url} answered /health with an "
+                f"unexpected body: {first_error(exc)}; is the URL that of an agentgen registry?",
+            ) from None
 
 
 def _keep_latest(kept: dict[str, V], key: str, value: V, limit: int) -> None:
@@ -729,7 +765,10 @@ class HttpResultStream:
 
     def __init__(self, client: HttpRegistryClient, *, poll_ms: int = 10_000) -> None:
         self.client = client
-        self.poll_ms = poll_ms
+        #: Checked here: a wait the API cannot carry would fail only once a call was admitted.
+        self.poll_ms = checked_wait_ms(
+            poll_ms, "poll_ms", f"result stream of registry {client.name!r}"
+        )
 
     async def await_result(self, ref: CallRef) -> CallOutcome:
         """The admitted call's outcome. Asking for it is safe to repeat, so an outage of the
@@ -785,14 +824,24 @@ def connect_registry(
     result stream), unless ``rt`` already has a registry of that name (another agent's
     generated ``connect`` registered it, or the application its own client): that one is
     kept. Returns the new client (close it when the application stops), or None if kept."""
+    if _registered(rt, settings.name):
+        return None
+    client = HttpRegistryClient.from_settings(settings, token=token, url=url)
+    _register(rt, settings, client)
+    return client
+
+
+def _registered(rt: _Runtime, name: str) -> bool:
     try:
-        rt.registry(settings.name)
+        rt.registry(name)
     except LookupError:
-        client = HttpRegistryClient.from_settings(settings, token=token, url=url)
-        # The settings go to the runtime too: its bound on each request is the same Timeout.
-        rt.register_registry(settings.name, client, HttpResultStream(client), settings=settings)
-        return client
-    return None
+        return False
+    return True
+
+
+def _register(rt: _Runtime, settings: _Settings, client: HttpRegistryClient) -> None:
+    # The settings go to the runtime too: its bound on each request is the same Timeout.
+    rt.register_registry(settings.name, client, HttpResultStream(client), settings=settings)
 
 
 class RegistryConnections(_Closing):
@@ -820,7 +869,10 @@ def connect_registries(
     design's ``settings`` by name; ``urls`` replaces a registry's URL by name. A name in
     ``urls`` that is no registry of the design raises ``ValueError`` before anything is
     connected: a misspelt name would otherwise leave the design's URL in use without a word.
-    Returns the clients made, to close when the application stops."""
+    Every client is made (and so checked: its URL, token and options) before any is registered:
+    one that cannot be made raises with none of them registered, and none holding a connection
+    (a client opens its first connection with its first request). Returns the clients made, to
+    close when the application stops."""
     urls = urls or {}
     unknown = sorted(set(urls) - set(settings))
     if unknown:
@@ -828,5 +880,13 @@ def connect_registries(
             f"registry_tools.connect: urls names {unknown}, no registry of the design; its "
             f"registries: {sorted(settings)} (the names of Registry(...), not URLs)"
         )
-    made = [connect_registry(rt, settings[name], token=token, url=urls.get(name)) for name in reads]
-    return RegistryConnections([client for client in made if client is not None])
+    made: dict[str, tuple[_Settings, HttpRegistryClient]] = {}
+    for name in reads:
+        wanted = settings[name]
+        if wanted.name in made or _registered(rt, wanted.name):
+            continue
+        client = HttpRegistryClient.from_settings(wanted, token=token, url=urls.get(name))
+        made[wanted.name] = (wanted, client)
+    for wanted, client in made.values():
+        _register(rt, wanted, client)
+    return RegistryConnections([client for _, client in made.values()])

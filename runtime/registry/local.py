@@ -49,15 +49,18 @@ class LocalRegistry:
         self._server = uvicorn.Server(
             uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
         )
+        #: What ended the serving thread, if anything did; raised by the constructor (a start
+        #: that failed) or by :meth:`close` (a failure while serving), once.
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, name="agentgen-registry", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + start_timeout
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
+                failure, self._failure = self._failure, None
                 self.close()
                 raise RuntimeError(
-                    f"the local registry did not start: {self._failure or 'see the log above'}"
+                    f"the local registry did not start: {failure or 'see the log above'}"
                 )
             time.sleep(0.01)
 
@@ -68,9 +71,17 @@ class LocalRegistry:
             self._failure = exc
 
     def close(self) -> None:
+        """Stop serving; raises ``RuntimeError`` if the service failed while it served (its
+        requests may have failed with it), so that a test or trial does not pass over it."""
         self._server.should_exit = True
         self._thread.join(30)
         self._socket.close()
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise RuntimeError(
+                f"the local registry at {self.url} failed while serving: "
+                f"{type(failure).__name__}: {failure}"
+            ) from failure
 
     def __enter__(self) -> LocalRegistry:
         return self

@@ -252,6 +252,25 @@ _BATCH = 64
 _BATCH_BYTES = 512 * 1024
 #: Longest message a failed result carries (the registry takes 4,096 characters).
 _MESSAGE_CHARS = 4096
+#: Shortest time from one claim to the next when the first took no call: a claim that does
+#: not wait (``claim_wait_seconds=0``) is answered at once.
+_CLAIM_INTERVAL = 0.1
+#: Claim refusals that asking again cannot change (the lease being lost is its own case): the
+#: provider stops serving, rather than asking again for ever while its renewals keep the lease,
+#: and with it the toolset's calls, alive.
+_CLAIM_REFUSALS = frozenset(
+    {
+        "unauthenticated",
+        "forbidden",
+        "validation_error",
+        "malformed_json",
+        "not_found",
+        "unknown_route",
+        "method_not_allowed",
+        "unsupported_media_type",
+        "body_too_large",
+    }
+)
 #: Backoff between failed claims, and between failed renewals (bounded by the lease too).
 _CLAIM_RETRY = RetryPolicy(backoff_base=0.25, backoff_max=5.0)
 _RENEW_RETRY = RetryPolicy(backoff_base=0.1, backoff_max=2.0)
@@ -432,6 +451,8 @@ class _Provider:
         #: the registry counted the lease from a moment no earlier.
         self.leased_at = 0.0
         self.renewer: asyncio.Task[None] | None = None
+        #: Why serving stopped when the registry refused a claim for good (raised once drained).
+        self.refusal: RegistryError | None = None
         self.completions: _Completions | None = None
         self.registry_now_ms: Callable[[], float] = (
             client.registry_time_ms if isinstance(client, RegistryClock) else _own_clock_ms
@@ -455,7 +476,13 @@ class _Provider:
                 return self.report  # stopped while waiting for admission: nothing to release
             self.report.registration_token = self.token
             if on_registered is not None:
-                on_registered(self.token)
+                try:
+                    on_registered(self.token)
+                except BaseException:
+                    # Nothing was claimed yet: give the lease back, which would otherwise block
+                    # a new revision's registration until it expired.
+                    await self._release()
+                    raise
             self.renewer = asyncio.create_task(self._renew())
             try:
                 await self._claim_until_stopped()
@@ -465,6 +492,8 @@ class _Provider:
         finally:
             for remove in removers:
                 remove()
+        if self.refusal is not None:
+            raise self.refusal
         return self.report
 
     async def _abandon(self) -> None:
@@ -625,13 +654,18 @@ class _Provider:
     async def _claim_until_stopped(self) -> None:
         drained = False
         failures = 0
+        # A claim operation is one until it is answered: the registry may have taken calls for
+        # a claim whose answer was lost, and it hands them only to the same operation, so a
+        # claim that failed is asked again under the same ID (a replay returns what it took,
+        # whatever it asks for now). Only an answered claim ends its operation.
+        operation = uuid.uuid4().hex
         while not self.stop.is_set():
             free = self.options.concurrency - self.active
             if free <= 0:
                 self.freed.clear()
                 await self._until_stopped(self.freed.wait())  # a call in hand finished
                 continue
-            operation = uuid.uuid4().hex
+            asked = time.monotonic()
             claim, ended = await self._until_stopped(
                 self._claim(operation, free, int(self.options.claim_wait_seconds * 1000))
             )
@@ -650,10 +684,24 @@ class _Provider:
                 if exc.code == "provider_lease_lost":
                     self._lose(exc.message)
                     break
+                if exc.code in _CLAIM_REFUSALS:
+                    self.refusal = self._claim_refused(exc)
+                    break
                 # The client has retried already: back off further (jittered, so that the
                 # providers of a registry that comes back do not all ask at the same moment).
-                await self._pause(_CLAIM_RETRY.delay(failures))
+                pause = _CLAIM_RETRY.delay(failures)
                 failures += 1
+                _LOG.warning(
+                    "provider %r of toolset %r: claiming calls failed %d time(s) in a row "
+                    "(%s: %s); asking again in %.2f s",
+                    self.options.provider_id,
+                    self.name,
+                    failures,
+                    exc.code,
+                    exc.message,
+                    pause,
+                )
+                await self._pause(pause)
                 continue
             failures = 0
             for call in calls:
@@ -661,7 +709,26 @@ class _Provider:
                 task = asyncio.create_task(self._run(call, operation))
                 self.workers.add(task)
                 task.add_done_callback(self.workers.discard)
+            operation = uuid.uuid4().hex
+            rest = asked + _CLAIM_INTERVAL - time.monotonic()
+            if not calls and rest > 0:
+                # An empty answer sooner than _CLAIM_INTERVAL (a claim that does not wait, or a
+                # lease the registry no longer routes to): pause for the rest of it, rather
+                # than asking again at once, hundreds of times a second.
+                await self._pause(rest)
         await self._shutdown(drained)
+
+    def _claim_refused(self, exc: RegistryError) -> RegistryError:
+        """The error :func:`serve_toolset` raises, once drained, for a claim the registry
+        refused in a way asking again cannot change."""
+        return RegistryError(
+            exc.code,
+            f"provider {self.options.provider_id!r} of toolset {self.name!r}: the registry "
+            f"refused its claim for calls ({exc.code}: {exc.message}); every claim would be "
+            "refused the same way, so it stopped serving (drained, its lease released). Fix "
+            "what the refusal names (the provider's token and its role, or a registry of "
+            "another version than the provider's agentgen), then start the provider again",
+        )
 
     async def _drain(self) -> bool:
         """Ask the registry to drain this lease; whether it was asked (a refusal is said, and
@@ -699,8 +766,11 @@ class _Provider:
         if self.workers:
             await asyncio.wait(set(self.workers), timeout=self.options.drain_seconds)
         if not self.lost.is_set():
-            with contextlib.suppress(RegistryError):
-                await self.client.release(self.name, self.token, *self.ident)
+            await self._release()
+
+    async def _release(self) -> None:
+        with contextlib.suppress(RegistryError):
+            await self.client.release(self.name, self.token, *self.ident)
 
     async def _run(self, call: api.ClaimedCallBody, operation: str) -> None:
         """Run a call the claim operation ``operation`` took."""

@@ -1,0 +1,222 @@
+"""The HTTP registry client refuses what it could not send when it is built, and never quotes
+what it sends: a bearer token with a line break, a long-poll wait beyond the API's bound, a
+request httpx refuses to send, a health answer of another shape, a design's registries of which
+one cannot be connected."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import pytest
+
+from agentgen.runtime import Runtime
+from agentgen.runtime.registry.client import RegistryError, ToolCallMeta
+from agentgen.runtime.registry.http_client import (
+    ENV_TOKEN,
+    HttpRegistryClient,
+    HttpResultStream,
+    RetryPolicy,
+    connect_registries,
+)
+from agentgen.runtime.registry.sqlite_store import SQLiteStore
+from tests.registry.conftest import Running, running_registry
+from tests.registry.test_provider_resilience import Echo, serving
+
+SECRET = "s3cr3t-provider-token"
+
+
+@pytest.fixture
+async def registry() -> AsyncIterator[Running]:
+    async with running_registry(SQLiteStore(":memory:")) as running:
+        yield running
+
+
+# --- bearer tokens ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("token", "problem"),
+    [
+        (SECRET + "\n", "its last character is a line break"),
+        (SECRET + "\r\n", "character 22 is a line break"),
+        ("s3cr3t provider", "character 7 is whitespace"),
+        ("s3cr3t\tprovider", "character 7 is whitespace"),
+        ("s3cr3t\x1bprovider", "character 7 is a control character"),
+        ("s3cr3t\u00e9provider", "character 7 is a non-ASCII character"),
+    ],
+)
+def test_a_token_that_cannot_be_sent_is_refused_by_the_constructor_without_quoting_it(
+    monkeypatch: pytest.MonkeyPatch, token: str, problem: str
+) -> None:
+    """A token read from a file with its trailing newline was taken; every request then failed
+    inside httpx, was retried as an outage, and its error, which reached run failures and the
+    tool errors a model reads, quoted ``Bearer <token>``."""
+    with pytest.raises(ValueError) as given:
+        HttpRegistryClient("http://127.0.0.1:1", token=token, name="company")
+    assert str(given.value) == (
+        f"registry 'company': the bearer token given by token= cannot be sent: {problem}. A "
+        "token is visible ASCII only; one read from a file often ends with a newline: strip it "
+        "where the token is read (the token is not shown here)"
+    )
+    monkeypatch.setenv(ENV_TOKEN, token)
+    with pytest.raises(ValueError) as from_env:
+        HttpRegistryClient("http://127.0.0.1:1", name="company")
+    assert f"the bearer token given by ${ENV_TOKEN} cannot be sent: {problem}" in str(
+        from_env.value
+    )
+    for refused in (given.value, from_env.value):
+        assert "s3cr3t" not in str(refused)
+
+
+async def test_a_token_from_the_environment_is_sent_as_it_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str | None] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx2.Response(200, json={"toolsets": []})
+
+    monkeypatch.setenv(ENV_TOKEN, SECRET)
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1", transport=httpx2.MockTransport(answer)
+    ) as client:
+        assert await client.list_toolsets() == []
+    assert seen == [f"Bearer {SECRET}"]
+
+
+async def test_a_request_httpx_refuses_to_send_is_not_retried_nor_quoted() -> None:
+    """httpx's LocalProtocolError was taken for an outage (retried four times) and its text,
+    which quotes the offending header, went into the error."""
+    attempts: list[httpx2.Request] = []
+
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        attempts.append(request)
+        raise httpx2.LocalProtocolError(f"Illegal header value b'Bearer {SECRET}\\n'")
+
+    client = HttpRegistryClient(
+        "http://127.0.0.1:1",
+        name="company",
+        transport=httpx2.MockTransport(refuse),
+        retry=RetryPolicy(max_retries=3, backoff_base=0.0),
+    )
+    for request in (client.list_toolsets(), client.health()):
+        with pytest.raises(RegistryError) as refused:
+            await request
+        assert refused.value.code == "protocol_error"
+        assert SECRET not in str(refused.value)
+        assert "could not be sent: httpx refused the request as malformed (LocalProtocolError;" in (
+            refused.value.message
+        )
+    assert len(attempts) == 2  # once each: the same request would be refused the same way
+    await client.aclose()
+
+
+# --- waits -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [60_001, 120_000, -1, 1.5, True, None])
+def test_a_result_stream_wait_the_api_cannot_carry_is_refused_by_the_constructor(
+    value: Any,
+) -> None:
+    """poll_ms=120_000 was taken: the call was admitted and ran, then waiting for its outcome
+    raised a bare pydantic ValidationError (the run read it as an unknown outcome)."""
+    client = HttpRegistryClient("http://127.0.0.1:1", name="company")
+    with pytest.raises(ValueError) as refused:
+        HttpResultStream(client, poll_ms=value)
+    assert str(refused.value) == (
+        f"result stream of registry 'company': poll_ms={value!r} is out of bounds: a whole "
+        "number of milliseconds from 0 to 60,000 (the longest wait the registry's API carries)"
+    )
+
+
+@pytest.mark.parametrize("value", [60_001, -5, 0.5])
+def test_a_call_wait_the_api_cannot_carry_is_refused_by_the_constructor(value: Any) -> None:
+    """call_wait_ms=90_000 was taken, then every admission failed with a ValidationError."""
+    with pytest.raises(ValueError) as refused:
+        HttpRegistryClient("http://127.0.0.1:1", name="company", call_wait_ms=value)
+    assert str(refused.value) == (
+        f"registry 'company': call_wait_ms={value!r} is out of bounds: a whole number of "
+        "milliseconds from 0 to 60,000 (the longest wait the registry's API carries)"
+    )
+
+
+async def test_waits_at_the_bounds_are_taken(registry: Running) -> None:
+    impl = Echo()
+    async with serving(registry.url, impl):
+        async with HttpRegistryClient(registry.url, call_wait_ms=60_000) as client:
+            resolved = await client.resolve_toolset("echo")
+            ref = await client.call_resolved_tool(
+                toolset="echo",
+                tool="echo.say",
+                payload_json=json.dumps({"text": "hi"}),
+                meta=ToolCallMeta(run_id=uuid.uuid4().hex, tool_call_id="c1"),
+                expected_registration_token=resolved.registration_token,
+            )
+            outcome = await HttpResultStream(client, poll_ms=60_000).await_result(ref)
+            assert HttpResultStream(client, poll_ms=0).poll_ms == 0
+    assert (outcome.status, json.loads(outcome.payload_json)) == ("completed", {"said": "hi"})
+
+
+# --- health ----------------------------------------------------------------------------------
+
+
+async def test_a_health_answer_of_another_shape_is_a_protocol_error() -> None:
+    """A 200 answer that is no registry health (another service at the URL) raised a bare
+    pydantic ValidationError."""
+
+    def other_service(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={"hello": "world"})
+
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1", name="company", transport=httpx2.MockTransport(other_service)
+    ) as client:
+        with pytest.raises(RegistryError) as refused:
+            await client.health()
+    assert refused.value.code == "protocol_error"
+    assert refused.value.message.startswith(
+        "registry 'company' at http://127.0.0.1:1 answered /health with an unexpected body: "
+    )
+    assert refused.value.message.endswith("is the URL that of an agentgen registry?")
+
+
+async def test_health_of_a_live_registry(registry: Running) -> None:
+    async with HttpRegistryClient(registry.url) as client:
+        assert (await client.health()).model_dump()["status"] == "ok"
+
+
+# --- connecting a design's registries --------------------------------------------------------
+
+
+def test_registries_are_registered_only_once_every_client_could_be_made() -> None:
+    """With a bad URL for the second registry, the first was registered already (its client
+    never handed to anyone to close) when the error came."""
+    from examples.company.gen.registries import REGISTRIES
+
+    company = REGISTRIES["company"]
+    settings = {"company": company, "other": dataclasses.replace(company, name="other")}
+    rt = Runtime()
+    with pytest.raises(ValueError) as refused:
+        connect_registries(
+            rt,
+            settings,
+            ["company", "other"],
+            urls={"company": "http://127.0.0.1:1", "other": "ftp://127.0.0.1:2"},
+        )
+    assert "'ftp://127.0.0.1:2' is not an http(s) URL" in str(refused.value)
+    for name in settings:
+        with pytest.raises(LookupError):
+            rt.registry(name)  # nothing was registered
+
+    made = connect_registries(
+        rt, settings, ["company", "other", "company"], urls={"other": "http://127.0.0.1:2"}
+    )
+    assert [client.name for client in made.clients] == ["company", "other"]
+    assert [rt.registry(name).client for name in settings] == list(made.clients)
+    asyncio.run(made.aclose())

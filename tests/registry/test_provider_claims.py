@@ -1,0 +1,258 @@
+"""How the provider SDK claims calls when claims fail or come back empty, and what it leaves
+behind when serving ends early: against a live registry on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import pytest
+
+import agentgen.runtime.registry.provider as provider_module
+from agentgen.runtime.contracts.wire import fingerprint
+from agentgen.runtime.registry import api
+from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.registry.http_client import HttpRegistryClient, RetryPolicy
+from agentgen.runtime.registry.provider import serve_toolset
+from agentgen.runtime.registry.sqlite_store import SQLiteStore
+from tests.registry.conftest import Running, running_registry
+from tests.registry.helpers import echo_toolset
+from tests.registry.test_provider_resilience import (
+    OPTIONS,
+    Echo,
+    FlakyRenewals,
+    RecordedRetry,
+    call,
+    serving,
+)
+
+
+@pytest.fixture
+async def registry() -> AsyncIterator[Running]:
+    async with running_registry(SQLiteStore(":memory:")) as running:
+        yield running
+
+
+async def register_next_revision(url: str) -> None:
+    """Register revision r2 of the echo toolset without waiting: refused
+    (``admission_blocked``) while a lease of r1 is live."""
+    toolset = echo_toolset()
+    async with HttpRegistryClient(url) as other:
+        await other.register(
+            toolset,
+            schema_fingerprint=fingerprint(toolset),
+            revision="r2",
+            provider_id="p2",
+            incarnation_id="i2",
+            lease_ms=1_000,
+        )
+
+
+# --- a claim whose answers were lost ---------------------------------------------------------
+
+
+class LoseClaimAnswers(httpx2.AsyncBaseTransport):
+    """Forwards every request; the answers to the first ``lose`` claims that took calls are
+    lost (the registry took the calls, the reply never came back). Records each claim's
+    operation ID."""
+
+    def __init__(self, lose: int) -> None:
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.lose = lose
+        self.operations: list[str] = []
+        self.lost: list[str] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        if request.url.path.endswith("/providers/claim"):
+            operation = json.loads(request.content)["claim_operation_id"]
+            self.operations.append(operation)
+            await response.aread()
+            if len(self.lost) < self.lose and json.loads(response.content)["calls"]:
+                self.lost.append(operation)
+                raise httpx2.ReadError("connection reset by peer (test)")
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_claim_whose_answers_were_lost_is_asked_again_under_the_same_operation(
+    registry: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK drew a new claim operation ID after a claim that failed: the calls the registry
+    had given the first operation (whose every answer was lost) were replayed only to that
+    operation, stayed claimed in this live lease's name, and never ran; the consumer waited
+    until the call's deadline."""
+    monkeypatch.setattr(provider_module, "_CLAIM_RETRY", RecordedRetry())
+    transport = LoseClaimAnswers(lose=2)  # both attempts of the client (one retry)
+    client = HttpRegistryClient(
+        registry.url, transport=transport, retry=RetryPolicy(max_retries=1, backoff_base=0.0)
+    )
+    impl = Echo()
+    async with serving(registry.url, impl, client):
+        outcome = await asyncio.wait_for(call(registry.url, "hello"), 30)
+    assert (outcome.status, json.loads(outcome.payload_json)) == ("completed", {"said": "hello"})
+    assert impl.ran == ["hello"]
+    lost = transport.lost[0]
+    assert transport.lost == [lost, lost]
+    # Asked again under the operation that took the call, which its replay handed over.
+    following = transport.operations[transport.operations.index(lost) + 2]
+    assert following == lost
+
+
+# --- empty claims ----------------------------------------------------------------------------
+
+
+class TimedClaims(FlakyRenewals):
+    """Records when each claim was sent; stops serving after ``claims`` of them."""
+
+    def __init__(self, inner: HttpRegistryClient, claims: int, stop: asyncio.Event) -> None:
+        super().__init__(inner, failures=0)
+        self.claims, self.stop = claims, stop
+        self.sent: list[float] = []
+
+    async def claim(self, *args: Any, **kwargs: Any) -> list[api.ClaimedCallBody]:
+        self.sent.append(time.monotonic())
+        if len(self.sent) >= self.claims:
+            self.stop.set()
+        calls: list[api.ClaimedCallBody] = await self.inner.claim(*args, **kwargs)
+        return calls
+
+
+async def test_an_idle_provider_that_claims_without_waiting_pauses_between_claims(
+    registry: Running,
+) -> None:
+    """With claim_wait_seconds=0 an idle provider claimed again as soon as each empty answer
+    came: 1,609 claims in 2 seconds."""
+    stop = asyncio.Event()
+    client = TimedClaims(HttpRegistryClient(registry.url), claims=4, stop=stop)
+    options = dataclasses.replace(OPTIONS, claim_wait_seconds=0)
+    report = await asyncio.wait_for(
+        serve_toolset(client, echo_toolset(), Echo(), revision="r1", options=options, stop=stop),
+        30,
+    )
+    await client.inner.aclose()
+    assert report.reason == "stopped"
+    # The claims while serving (the one that stops it is replayed at once, as a drain does).
+    idle = client.sent[:4]
+    gaps = [later - earlier for earlier, later in zip(idle, idle[1:])]
+    # A lower bound only: the pause may take longer, never shorter.
+    assert len(gaps) == 3 and min(gaps) >= provider_module._CLAIM_INTERVAL * 0.95, gaps
+
+
+async def test_claims_that_take_calls_do_not_pause(registry: Running) -> None:
+    """The pause is for empty answers only: calls queued together are all run."""
+    impl = Echo()
+    options = dataclasses.replace(OPTIONS, claim_wait_seconds=0, concurrency=1)
+    async with serving(registry.url, impl, options=options):
+        outcomes = await asyncio.wait_for(
+            asyncio.gather(*(call(registry.url, f"n{i}") for i in range(3))), 30
+        )
+    assert [o.status for o in outcomes] == ["completed"] * 3
+    assert sorted(impl.ran) == ["n0", "n1", "n2"]
+
+
+# --- refused claims --------------------------------------------------------------------------
+
+
+class RefusedClaims(FlakyRenewals):
+    """Every claim fails with ``code``; ``stop`` is set after ``claims`` of them."""
+
+    def __init__(
+        self, inner: HttpRegistryClient, code: str, claims: int, stop: asyncio.Event
+    ) -> None:
+        super().__init__(inner, failures=0)
+        self.code, self.claims, self.stop = code, claims, stop
+        self.asked = 0
+
+    async def claim(self, *args: Any, **kwargs: Any) -> list[api.ClaimedCallBody]:
+        self.asked += 1
+        if self.asked >= self.claims:
+            self.stop.set()
+        raise RegistryError(self.code, f"refused ({self.code}, test)")
+
+
+async def test_each_failed_claim_is_said(
+    registry: Running, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A claim that failed was retried with no word: a provider that could not claim looked
+    idle."""
+    monkeypatch.setattr(provider_module, "_CLAIM_RETRY", RecordedRetry())
+    caplog.set_level(logging.WARNING, logger="agentgen.registry.provider")
+    stop = asyncio.Event()
+    client = RefusedClaims(HttpRegistryClient(registry.url), "service_unavailable", 2, stop)
+    report = await asyncio.wait_for(
+        serve_toolset(client, echo_toolset(), Echo(), revision="r1", options=OPTIONS, stop=stop),
+        30,
+    )
+    await client.inner.aclose()
+    assert report.reason == "stopped"
+    said = [r.getMessage() for r in caplog.records if "claiming calls failed" in r.getMessage()]
+    assert said == [
+        f"provider 'p1' of toolset 'echo': claiming calls failed {n} time(s) in a row "
+        "(service_unavailable: refused (service_unavailable, test)); asking again in 0.00 s"
+        for n in (1, 2)
+    ]
+
+
+@pytest.mark.parametrize("code", ["forbidden", "validation_error", "unauthenticated"])
+async def test_a_claim_refused_for_good_stops_serving_with_an_error_and_releases_the_lease(
+    registry: Running, code: str
+) -> None:
+    """A claim refused as forbidden or invalid was asked again for ever, without a word, while
+    the renewals kept the lease (and with it the toolset's calls) alive."""
+    stop = asyncio.Event()
+    client = RefusedClaims(HttpRegistryClient(registry.url), code, 1_000, stop)
+    with pytest.raises(RegistryError) as refused:
+        await asyncio.wait_for(
+            serve_toolset(
+                client, echo_toolset(), Echo(), revision="r1", options=OPTIONS, stop=stop
+            ),
+            30,
+        )
+    await client.inner.aclose()
+    assert client.asked == 1
+    assert refused.value.code == code
+    assert refused.value.message == (
+        f"provider 'p1' of toolset 'echo': the registry refused its claim for calls ({code}: "
+        f"refused ({code}, test)); every claim would be refused the same way, so it stopped "
+        "serving (drained, its lease released). Fix what the refusal names (the provider's "
+        "token and its role, or a registry of another version than the provider's agentgen), "
+        "then start the provider again"
+    )
+    await register_next_revision(registry.url)  # released: not admission_blocked
+
+
+# --- a failing on_registered -----------------------------------------------------------------
+
+
+async def test_a_failing_on_registered_releases_the_lease(registry: Running) -> None:
+    """serve raised the callback's error with the lease still live: a new revision's
+    registration was blocked (admission_blocked) until the lease expired."""
+
+    def broken(token: str) -> None:
+        raise RuntimeError("the callback broke (test)")
+
+    options = dataclasses.replace(OPTIONS, lease_seconds=60)
+    async with HttpRegistryClient(registry.url) as client:
+        with pytest.raises(RuntimeError, match=r"the callback broke \(test\)"):
+            await asyncio.wait_for(
+                serve_toolset(
+                    client,
+                    echo_toolset(),
+                    Echo(),
+                    revision="r1",
+                    options=options,
+                    on_registered=broken,
+                ),
+                30,
+            )
+    await register_next_revision(registry.url)
+
