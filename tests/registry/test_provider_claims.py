@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 import logging
 import time
@@ -142,7 +143,7 @@ async def test_an_idle_provider_that_claims_without_waiting_pauses_between_claim
     assert report.reason == "stopped"
     # The claims while serving (the one that stops it is replayed at once, as a drain does).
     idle = client.sent[:4]
-    gaps = [later - earlier for earlier, later in zip(idle, idle[1:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(idle)]
     # A lower bound only: the pause may take longer, never shorter.
     assert len(gaps) == 3 and min(gaps) >= provider_module._CLAIM_INTERVAL * 0.95, gaps
 
@@ -255,4 +256,3 @@ async def test_a_failing_on_registered_releases_the_lease(registry: Running) -> 
                 30,
             )
     await register_next_revision(registry.url)
-
