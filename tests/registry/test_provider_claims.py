@@ -16,7 +16,6 @@ import httpx2
 import pytest
 
 import agentgen.runtime.registry.provider as provider_module
-from agentgen.runtime.contracts.wire import fingerprint
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.http_client import HttpRegistryClient, RetryPolicy
@@ -30,6 +29,7 @@ from tests.registry.test_provider_resilience import (
     FlakyRenewals,
     RecordedRetry,
     call,
+    register_next_revision,
     serving,
 )
 
@@ -38,21 +38,6 @@ from tests.registry.test_provider_resilience import (
 async def registry() -> AsyncIterator[Running]:
     async with running_registry(SQLiteStore(":memory:")) as running:
         yield running
-
-
-async def register_next_revision(url: str) -> None:
-    """Register revision r2 of the echo toolset without waiting: refused
-    (``admission_blocked``) while a lease of r1 is live."""
-    toolset = echo_toolset()
-    async with HttpRegistryClient(url) as other:
-        await other.register(
-            toolset,
-            schema_fingerprint=fingerprint(toolset),
-            revision="r2",
-            provider_id="p2",
-            incarnation_id="i2",
-            lease_ms=1_000,
-        )
 
 
 # --- a claim whose answers were lost ---------------------------------------------------------

@@ -127,6 +127,21 @@ async def until(condition: Callable[[], bool]) -> None:
     await asyncio.wait_for(holds(), 30)
 
 
+async def register_next_revision(url: str) -> None:
+    """Register revision r2 of the echo toolset without waiting: refused
+    (``admission_blocked``) while a lease of r1 is live."""
+    toolset = echo_toolset()
+    async with HttpRegistryClient(url) as other:
+        await other.register(
+            toolset,
+            schema_fingerprint=fingerprint(toolset),
+            revision="r2",
+            provider_id="p2",
+            incarnation_id="i2",
+            lease_ms=1_000,
+        )
+
+
 @pytest.fixture
 async def registry() -> AsyncIterator[Running]:
     async with running_registry(SQLiteStore(":memory:")) as running:
@@ -399,16 +414,7 @@ async def test_a_renewal_on_its_way_when_stopping_does_not_turn_the_drain_into_a
         outcome = await held
     assert outcome.status == "completed"
     assert report.reason == "stopped"
-    async with HttpRegistryClient(registry.url) as other:
-        toolset = echo_toolset()
-        await other.register(  # released: a new revision is admitted at once
-            toolset,
-            schema_fingerprint=fingerprint(toolset),
-            revision="r2",
-            provider_id="p2",
-            incarnation_id="i2",
-            lease_ms=1_000,
-        )
+    await register_next_revision(registry.url)  # released: a new revision is admitted at once
 
 
 class RecordedRetry:
