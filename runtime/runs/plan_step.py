@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -55,13 +55,30 @@ async def plan(
     kind = "start" if task.start else "final" if task.finalize else "resume"
     with Planning(task.run.agent_id, task.run.run_id, task.activity, kind) as span:
         if span.on:
-            span.results([(r.tool_id, r.call_id, outcome_of(r)) for r in task.tool_results])
+            static = host.agent(task.run.agent_id).definition.specs
+            span.results(
+                [(r.tool_id, r.call_id, outcome_of(r)) for r in task.tool_results],
+                _known(lambda tool_id: any(spec.id == tool_id for spec in static)),
+            )
         planned = await _plan(host, task, span, limit, meter)
         calls = planned.message.tool_calls()
         span.decided(len(calls), sum(1 for d in planned.decisions if d.accepted is not None))
         if not calls:
             span.answered(lambda: _loaded((*task.messages, planned.message)))
         return planned
+
+
+#: Tool errors of calls the planning step refused: the only results whose tool may be one the
+#: agent does not have (any other result answers an accepted call, made to a catalog's tool).
+_REFUSED = frozenset({"not_permitted", "budget_exhausted"})
+
+
+def _known(has_tool: Callable[[str], bool]) -> Callable[[str, str], bool]:
+    """Whether a result's tool (ID, outcome) is one of the agent's, for the tool-call metric:
+    a result of an accepted call, or of a refused call to a tool ``has_tool`` knows. A final
+    activity's catalog holds no registry tool, which the first rule covers for the calls that
+    ran."""
+    return lambda tool_id, outcome: outcome not in _REFUSED or has_tool(tool_id)
 
 
 def _loaded(messages: Sequence[Message]) -> int | None:
@@ -108,6 +125,7 @@ async def _plan(
     started = time.perf_counter()
     catalog = await _catalog(host, registration, task, policy, models, finalize)
     span.catalog(time.perf_counter() - started, lambda: _counts(catalog))
+    span.tools_known(_known(catalog.has_tool))
     restrict = policy.tools.restrict_to_tool
     if task.start and restrict is not None and not catalog.has_tool(restrict):
         # Restricted to a tool it does not have, the run would offer the model no tool at all.

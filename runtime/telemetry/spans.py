@@ -311,6 +311,10 @@ class Planning(_Operation):
     #: start, resume or final.
     plan_kind: str
     search_rounds: int = field(default=0, init=False)
+    #: The previous round's results not counted yet, and who knows their tools meanwhile.
+    _uncounted: tuple[tuple[tuple[str, str, str], ...], Callable[[str, str], bool]] | None = (
+        field(default=None, init=False)
+    )
 
     def span_name(self) -> str:
         return f"plan {self.agent_id}"
@@ -338,9 +342,16 @@ class Planning(_Operation):
         self.plan_kind = "final"
         self.set(names.PLAN_KIND, self.plan_kind)
 
-    def results(self, results: Sequence[tuple[str, str, str]]) -> None:
+    def results(
+        self, results: Sequence[tuple[str, str, str]], known: Callable[[str, str], bool]
+    ) -> None:
         """The previous round's results the planner reads now, as (tool ID, call ID, outcome):
-        one event each, and the tool-call counter (once, on a step's first attempt)."""
+        one event each, and the tool-call counter (once, on a step's first attempt).
+
+        The counter names a tool only when ``known(tool ID, outcome)``: a model may call any
+        name it likes, and a metric keyed by its free text would grow a series per invented
+        name. The activity says so again once its catalog is built (:meth:`tools_known`);
+        ``known`` decides should it fail before."""
         if not self.on or not results:
             return
         if self.recording:
@@ -355,15 +366,24 @@ class Planning(_Operation):
                     },
                 )
         if self.metering and first_attempt():
-            for tool_id, _, outcome in results:
-                instruments.TOOL_CALLS.add(
-                    1,
-                    {
-                        names.AGENT_ID: self.agent_id,
-                        names.TOOL_NAME: tool_id,
-                        names.TOOL_OUTCOME: outcome,
-                    },
-                )
+            self._uncounted = (tuple(results), known)
+
+    def tools_known(self, known: Callable[[str, str], bool]) -> None:
+        """The activity's catalog is built: count the previous round's results, naming the
+        tools ``known`` recognises."""
+        pending = self._uncounted
+        if pending is None:
+            return
+        self._uncounted = None
+        for tool_id, _, outcome in pending[0]:
+            instruments.TOOL_CALLS.add(
+                1,
+                {
+                    names.AGENT_ID: self.agent_id,
+                    names.TOOL_NAME: tool_id if known(tool_id, outcome) else names.UNKNOWN_TOOL,
+                    names.TOOL_OUTCOME: outcome,
+                },
+            )
 
     def catalog(self, seconds: float, tools: Callable[[], tuple[int, int]]) -> None:
         """The activity's catalog was built in ``seconds``; ``tools()`` counts its advertised
@@ -398,6 +418,8 @@ class Planning(_Operation):
 
     def closing(self, exc: BaseException | None) -> None:
         _PLANNING.reset(self._reset)
+        if self._uncounted is not None:  # ended before its catalog: counted all the same
+            self.tools_known(self._uncounted[1])
         self.set(names.PLAN_SEARCH_ROUNDS, self.search_rounds)
         if exc is None and self.metering:
             instruments.SEARCH_ROUNDS.record(self.search_rounds, {names.AGENT_ID: self.agent_id})

@@ -23,12 +23,14 @@ from opentelemetry.trace import StatusCode
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
+from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.executors import ToolContext
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.contracts.specs import ConfirmationSpec
 from agentgen.runtime.engines.temporal.client import agentgen_client
-from agentgen.runtime.messages import Message
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart
+from agentgen.runtime.model_client import ModelRequest, ModelResponse, Usage
 from agentgen.runtime.runs.confirmation import ConfirmationRequest, Verdict
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
 from agentgen.runtime.telemetry import Telemetry
@@ -388,3 +390,60 @@ async def test_the_engine_and_workers_trace_through_one_interceptor(temporal: An
     own = Client(**{**plain.config(), "interceptors": [TracingInterceptor()]})
     kept = agentgen_client(own).config()["interceptors"]
     assert [type(i) for i in kept] == [TracingInterceptor]  # the application's own, not two
+
+
+class Inventive:
+    """A model that calls a real tool, tools nobody declared (its own free text), and the real
+    tool again past the run's budget; then answers."""
+
+    def __init__(self, invented: list[str]) -> None:
+        self.invented = invented
+        self.turns = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.turns += 1
+        if self.turns > 1:
+            return ModelResponse(Message("assistant", (TextPart("done"),)), Usage(1, 1))
+        search = ToolCallPart("c0", "records.search", '{"query": "q", "limit": 1}')
+        made_up = [ToolCallPart(f"c{i + 1}", n, "{}") for i, n in enumerate(self.invented)]
+        again = ToolCallPart("c9", "records.search", '{"query": "r", "limit": 1}')
+        return ModelResponse(Message("assistant", (search, *made_up, again)), Usage(1, 1))
+
+
+async def test_the_tool_call_metric_names_only_the_agents_tools(harness: Harness) -> None:
+    """Names the model made up reach the tool-call metric as one ``_unknown`` series (a metric
+    keyed by the model's free text would grow a series per invented name); the agent's own
+    tools keep their names, refused or not, and the spans keep every name as called."""
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    rt = harness.runtime()
+    invented = [f"made_up_{i}_user-text" for i in range(4)]
+    rt.register_model("scripted", Inventive(invented))
+    rt.register_agent(
+        assistant.definition(),
+        planner=ModelPlanner("scripted"),
+        executors={records_specs.TOOLSET: records_executor.bind(Records())},
+    )
+    async with harness.serving(rt):
+        outcome = await assistant.new_client(rt).run(
+            "Find a record", policy=RunPolicy(max_tool_calls=5)
+        )
+    assert outcome.final_text == "done"
+
+    calls = delta(before, otel.points(), "agentgen.tool.calls")
+    assert {
+        (dict(k[1])["gen_ai.tool.name"], dict(k[1])["agentgen.tool.outcome"]): p.count
+        for k, p in calls.items()
+    } == {
+        ("records.search", "ok"): 1,
+        ("_unknown", "not_permitted"): 4,
+        ("records.search", "budget_exhausted"): 1,
+    }
+    events = [
+        dict(e.attributes or {})["gen_ai.tool.name"]
+        for s in named(otel.spans(), "plan assistant.assistant")
+        for e in s.events
+        if e.name == "agentgen.tool.result"
+    ]
+    assert sorted(events) == sorted(["records.search", *invented, "records.search"])
