@@ -70,7 +70,6 @@ __all__ = [
     "TOOL_ROUTE",
     "TOOL_TOOLSET",
     "TOOL_TYPE",
-    "UNKNOWN_TOOL",
     "UNREPORTED_USAGE",
     "USAGE_UNREPORTED",
 ]
@@ -91,9 +90,6 @@ INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 TOKEN_TYPE = "gen_ai.token.type"
 TOOL_NAME = "gen_ai.tool.name"
-#: ``gen_ai.tool.name`` on a metric for a tool the agent does not have (a name the model
-#: made up): metrics stay one series per real tool whatever the model writes.
-UNKNOWN_TOOL = "_unknown"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_TYPE = "gen_ai.tool.type"
 #: Opt-in (``capture_payloads``): the call's arguments and result as JSON text.

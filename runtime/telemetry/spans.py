@@ -299,6 +299,10 @@ class Run(_Operation):
 
 _PLANNING: ContextVar[Planning | None] = ContextVar("agentgen_planning", default=None)
 
+#: ``gen_ai.tool.name`` on the tool-call metric for a tool the agent does not have (a name the
+#: model made up): the metric stays one series per real tool whatever the model writes.
+_UNKNOWN_TOOL = "_unknown"
+
 
 @dataclass(eq=False)
 class Planning(_Operation):
@@ -380,7 +384,7 @@ class Planning(_Operation):
                 1,
                 {
                     names.AGENT_ID: self.agent_id,
-                    names.TOOL_NAME: tool_id if known(tool_id, outcome) else names.UNKNOWN_TOOL,
+                    names.TOOL_NAME: tool_id if known(tool_id, outcome) else _UNKNOWN_TOOL,
                     names.TOOL_OUTCOME: outcome,
                 },
             )
