@@ -72,6 +72,9 @@ if TYPE_CHECKING:
         TagClause as TagClause,
     )
     from agentgen.runtime.agents.executors import (
+        OutcomeUnknownError as OutcomeUnknownError,
+    )
+    from agentgen.runtime.agents.executors import (
         ToolContext as ToolContext,
     )
     from agentgen.runtime.agents.executors import (
@@ -439,6 +442,7 @@ __all__ = [
     "ModelResponse",
     "ModelTimeoutError",
     "OpenAIResponsesModel",
+    "OutcomeUnknownError",
     "OutputBudgetError",
     "OutsideConsumptionError",
     "PagingSpec",
@@ -539,6 +543,7 @@ _HOMES: dict[str, str] = {
     "RegistryTools": "agentgen.runtime.agents.definition",
     "RunPolicy": "agentgen.runtime.agents.definition",
     "TagClause": "agentgen.runtime.agents.definition",
+    "OutcomeUnknownError": "agentgen.runtime.agents.executors",
     "ToolContext": "agentgen.runtime.agents.executors",
     "ToolsetExecutor": "agentgen.runtime.agents.executors",
     "UnknownToolError": "agentgen.runtime.agents.executors",

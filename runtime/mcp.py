@@ -12,7 +12,8 @@ The caller turns the SDK's ``CallToolResult`` into the JSON value the tool's dec
 describes; the runtime then validates that value against the tool's result contract, so a
 server that drifted from the design becomes an ``invalid_result`` tool error rather than
 unchecked text in the transcript. A result the server flags with ``isError`` raises
-:class:`MCPToolError`, which the runtime turns into a ``tool_failed`` error the model can read.
+:class:`MCPToolError`, which the runtime turns into a ``tool_failed`` error the model can read;
+a call whose answer the session lost raises :class:`MCPAnswerLostError`, an ``outcome_unknown``.
 
 The ``mcp`` package is only needed to *use* this module, never to import it: the SDK is an
 optional dependency, and applications without MCP toolsets must be able to import
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from agentgen.runtime.agents.executors import ToolContext, UnknownToolError
+from agentgen.runtime.agents.executors import OutcomeUnknownError, ToolContext, UnknownToolError
 from agentgen.runtime.contracts.codecs import encode_exact
 from agentgen.runtime.mcp_changes import Recheck, ToolListChanges
 from agentgen.runtime.mcp_check import MCPDeclaration, ToolListing, check_mcp_server
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult, ContentBlock
 
 __all__ = [
+    "MCPAnswerLostError",
     "MCPCaller",
     "MCPResultError",
     "MCPToolError",
@@ -132,6 +134,23 @@ class MCPResultError(ValueError):
         self.kinds = tuple(kinds)
 
 
+class MCPAnswerLostError(OutcomeUnknownError):
+    """The session lost the answer to a ``tools/call`` it had sent: its read timed out, or
+    the connection closed while the call was in flight. The server may have run the tool, so
+    the model reads ``outcome_unknown`` ("do not retry"), not ``tool_failed``.
+
+    ``tool`` is the server's tool name, ``cause`` the SDK's error.
+    """
+
+    def __init__(self, tool: str, cause: Exception) -> None:
+        super().__init__(
+            f"MCP tool {tool!r}: the session lost the answer to the call "
+            f"({type(cause).__name__}: {cause}), so the server may have run the tool"
+        )
+        self.tool = tool
+        self.cause = cause
+
+
 class SessionCaller:
     """An :class:`~agentgen.runtime.agents.executors.MCPCaller` over an MCP SDK session.
 
@@ -143,6 +162,9 @@ class SessionCaller:
     def __init__(self, session: ToolSession) -> None:
         self._session = session
         self._recheck: Recheck | None = None
+        #: Whether a call found the connection closed (and none answered since): a later call
+        #: failing the same way was never sent.
+        self._closed = False
 
     @classmethod
     async def checked(
@@ -181,14 +203,54 @@ class SessionCaller:
         Raises :class:`MCPToolError` when the server reports the call failed,
         :class:`MCPResultError` when the result has no JSON value, and the check's
         :class:`~agentgen.runtime.mcp_check.MCPCheckError` when the server announced changed
-        tools and no longer serves what the design declares; errors of the session
-        itself (protocol errors, an unknown tool, the SDK rejecting structured content that
-        breaks the server's own output schema) propagate as the SDK raised them.
+        tools and no longer serves what the design declares. The SDK's errors for an answer
+        that did not come (the session's read timeout, the connection closing on the call)
+        become :class:`MCPAnswerLostError`, which the model reads as ``outcome_unknown``: the
+        server may have run the tool. Other errors of the session itself (protocol errors, an
+        unknown tool, the SDK rejecting structured content that breaks the server's own output
+        schema, a call on a session an earlier call found closed) propagate as the SDK raised
+        them.
         """
         if self._recheck is not None:
             await self._recheck.current()
-        result = await self._session.call_tool(name, tool_arguments(arguments))
+        sendable = tool_arguments(arguments)
+        # Read before the call: calls in flight together all started on an open session.
+        closed_before = self._closed
+        try:
+            result = await self._session.call_tool(name, sendable)
+        except Exception as exc:
+            lost = _lost_answer(exc)
+            if lost == "closed":
+                self._closed = True
+            if lost == "timed out" or (lost == "closed" and not closed_before):
+                raise MCPAnswerLostError(name, exc) from exc
+            raise
+        self._closed = False  # an answer: the session (or the application's wrapper) is open
         return tool_value(name, result, result_schema)
+
+
+def _lost_answer(exc: Exception) -> str | None:
+    """``"timed out"`` or ``"closed"`` when ``exc`` is the SDK's error for a request whose
+    answer did not come (its read timeout, which starts only once the request is written; a
+    connection that closed), else None.
+
+    The SDK raises the same connection-closed error for a request it could not send on a
+    session already closed, and for one in flight when the connection closed: the caller
+    tells them apart by whether an earlier call already found the session closed (the first
+    call to find it so, which may not have been sent, is reported as possibly run: the safe
+    side). The SDK is imported here only: a session that raised is the SDK's."""
+    try:
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+    except ImportError:  # a session of the application's own making, not the SDK's
+        return None
+    if not isinstance(exc, MCPError):
+        return None
+    if exc.code == REQUEST_TIMEOUT:
+        return "timed out"
+    if exc.code == CONNECTION_CLOSED:
+        return "closed"
+    return None
 
 
 def tool_arguments(payload: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 __all__ = [
+    "OutcomeUnknownError",
     "ToolContext",
     "ToolsetExecutor",
     "UnknownToolError",
@@ -47,6 +48,17 @@ class ToolsetExecutor(Protocol):
 
 class UnknownToolError(LookupError):
     """An executor was asked for a tool it does not implement."""
+
+
+class OutcomeUnknownError(Exception):
+    """The call's request left, and its answer was lost: the tool may have had its effect.
+
+    An executor raises it when it cannot tell whether the call ran (a connection that dropped
+    or a read that timed out after the request was sent), naming the tool and what happened.
+    The model then reads ``outcome_unknown`` ("do not retry"), as for a call past the engine's
+    ``tool_timeout`` or a registry call whose answer was lost, rather than ``tool_failed``,
+    which invites a retry that could repeat the effect.
+    """
 
 
 def implementation_problem(value: object, protocol: str, methods: Sequence[str]) -> str | None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentgen.runtime.agents.executors import ToolContext
+from agentgen.runtime.agents.executors import OutcomeUnknownError, ToolContext
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.contracts.codecs import (
     JSONCodec,
@@ -51,7 +51,7 @@ from agentgen.runtime.runs.loop import describe_failure
 from agentgen.runtime.runs.policy import lacking_labels, missing_labels
 from agentgen.runtime.runs.registry_calls import bounded, describe, unavailable
 from agentgen.runtime.runs.requests import RunRequest
-from agentgen.runtime.runs.results import outcome_of, timed_out, tool_error
+from agentgen.runtime.runs.results import outcome_of, outcome_unknown, timed_out, tool_error
 from agentgen.runtime.runs.steps import (
     Admission,
     ChildOutcome,
@@ -324,6 +324,8 @@ async def _call_executor(context: ExecutionContext, accepted: AcceptedCall) -> T
     )
     try:
         value = await executor.execute(spec.id, payload, tool_context)
+    except OutcomeUnknownError as exc:
+        return outcome_unknown(call, f"{spec.id}: {message_of(exc)}")
     except Exception as exc:
         return tool_error(call, "tool_failed", f"{spec.id} failed: {describe_failure(exc)}")
     return _encode_result(accepted, value)

@@ -299,6 +299,11 @@ class Run(_Operation):
 
 _PLANNING: ContextVar[Planning | None] = ContextVar("agentgen_planning", default=None)
 
+#: A round's results as telemetry reads them: (tool ID, call ID, outcome).
+_Results = tuple[tuple[str, str, str], ...]
+#: Whether a result's tool, by (tool ID, outcome), is one of the agent's.
+_Known = Callable[[str, str], bool]
+
 #: ``gen_ai.tool.name`` on the tool-call metric for a tool the agent does not have (a name the
 #: model made up): the metric stays one series per real tool whatever the model writes.
 _UNKNOWN_TOOL = "_unknown"
@@ -316,9 +321,7 @@ class Planning(_Operation):
     plan_kind: str
     search_rounds: int = field(default=0, init=False)
     #: The previous round's results not counted yet, and who knows their tools meanwhile.
-    _uncounted: tuple[tuple[tuple[str, str, str], ...], Callable[[str, str], bool]] | None = (
-        field(default=None, init=False)
-    )
+    _uncounted: tuple[_Results, _Known] | None = field(default=None, init=False)
 
     def span_name(self) -> str:
         return f"plan {self.agent_id}"
@@ -346,9 +349,7 @@ class Planning(_Operation):
         self.plan_kind = "final"
         self.set(names.PLAN_KIND, self.plan_kind)
 
-    def results(
-        self, results: Sequence[tuple[str, str, str]], known: Callable[[str, str], bool]
-    ) -> None:
+    def results(self, results: Sequence[tuple[str, str, str]], known: _Known) -> None:
         """The previous round's results the planner reads now, as (tool ID, call ID, outcome):
         one event each, and the tool-call counter (once, on a step's first attempt).
 
@@ -372,7 +373,7 @@ class Planning(_Operation):
         if self.metering and first_attempt():
             self._uncounted = (tuple(results), known)
 
-    def tools_known(self, known: Callable[[str, str], bool]) -> None:
+    def tools_known(self, known: _Known) -> None:
         """The activity's catalog is built: count the previous round's results, naming the
         tools ``known`` recognises."""
         pending = self._uncounted
