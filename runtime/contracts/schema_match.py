@@ -26,7 +26,10 @@ schemas (the design's, the server's), after resolving local ``$ref``\\s:
   Annotations (``title``, ``description``, ``default``, ``examples``...) are ignored.
 
 A ``$ref`` that does not resolve inside its own schema is a problem, never skipped, and so is
-nesting deeper than ``limits.MAX_SCHEMA_DEPTH`` levels (the server's schema is outside input).
+nesting deeper than ``limits.MAX_SCHEMA_DEPTH`` levels (the server's schema is outside input),
+and so is a server keyword of a form JSON Schema does not give it (``schema_form``): a value
+where a subschema belongs that is neither an object nor a boolean (the tuple form of
+``items``, say), a ``type`` that names no JSON type, an ``enum`` that is not a list.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any
 
 from agentgen.runtime.contracts.json_pointer import resolve_reference
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_DEPTH
+from agentgen.runtime.contracts.schema_form import is_schema, malformed, not_a_schema, shown
 
 __all__ = ["SchemaMismatch", "input_mismatches"]
 
@@ -109,6 +113,13 @@ class _Matcher:
             server = _resolve(self.served_root, served, "server")
         except _Unresolved as error:
             return [((), str(error))]
+        # A server keyword of the wrong form would read as no constraint (or not read at all).
+        if not is_schema(server):
+            return [((), not_a_schema(server))]
+        if isinstance(server, Mapping):
+            wrong = malformed(server)
+            if wrong:
+                return wrong
         key = (id(design), id(server))
         if key in self.done:
             return self.done[key]
@@ -268,8 +279,10 @@ def _resolve(root: Any, schema: Any, side: str) -> Any:
             schema = {**target, **siblings}
         elif target is True:
             schema = siblings
-        else:
+        elif target is False:
             schema = False
+        else:  # not a schema: reported as such by the caller
+            schema = target
     return schema
 
 
@@ -347,13 +360,13 @@ def _value_problems(design: Mapping[str, Any], server: Mapping[str, Any]) -> lis
     declared = _values(design)
     allowed = {_canonical(value) for value in served}
     if declared is None:
-        return [((), f"the server accepts only the values {_shown(served)}, the design any")]
+        return [((), f"the server accepts only the values {shown(served)}, the design any")]
     extra = [value for value in declared if _canonical(value) not in allowed]
     if extra:
         return [
             (
                 (),
-                f"the design allows the values {_shown(extra)}, the server only {_shown(served)}",
+                f"the design allows the values {shown(extra)}, the server only {shown(served)}",
             )
         ]
     return []
@@ -367,14 +380,14 @@ def _constraint_problems(design: Mapping[str, Any], server: Mapping[str, Any]) -
         value = server[keyword]
         if keyword not in design:
             problems.append(
-                ((), f"the server constrains {keyword}={_shown(value)}, the design does not")
+                ((), f"the server constrains {keyword}={shown(value)}, the design does not")
             )
         elif _canonical(design[keyword]) != _canonical(value):
             problems.append(
                 (
                     (),
-                    f"the server constrains {keyword}={_shown(value)}, the design "
-                    f"{keyword}={_shown(design[keyword])}",
+                    f"the server constrains {keyword}={shown(value)}, the design "
+                    f"{keyword}={shown(design[keyword])}",
                 )
             )
     return problems
@@ -407,11 +420,6 @@ def _canonical(value: Any) -> str:
         return item
 
     return json.dumps(normal(value), sort_keys=True, default=str)
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _list(types: Any) -> str:

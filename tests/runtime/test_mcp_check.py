@@ -349,3 +349,55 @@ def test_a_declaration_names_every_tool_on_the_server() -> None:
             names={},
             specs=(spec("almanac.alerts", ALERTS),),
         )
+
+
+def publishing(schemas: dict[str, dict[str, Any]]) -> Any:
+    """Middleware publishing ``schemas`` as the named tools' input schemas (what a server
+    whose schemas come from another generator lists)."""
+
+    async def rewrite(ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method != "tools/list":
+            return result
+        tools = [
+            {**tool, "inputSchema": schemas.get(tool["name"], tool["inputSchema"])}
+            for tool in result["tools"]
+        ]
+        return {**result, "tools": tools}
+
+    return rewrite
+
+
+async def test_server_keywords_of_the_wrong_form_are_problems_named_by_property(
+    mode: str,
+) -> None:
+    """The tuple form of ``items`` (JSON Schema up to 2019-09) crashed the check with a bare
+    AttributeError; ``"type": 7``, ``"enum": "abc"`` or an ``anyOf`` object read as no
+    constraint at all. Each is a problem naming the tool, the property and the keyword."""
+    point = {"type": "array", "items": {"type": "number"}}
+    declared = {
+        "type": "object",
+        "properties": {"point": point, "city": {"type": "string"}},
+        "required": ["point", "city"],
+        "additionalProperties": False,
+    }
+    served = {
+        "type": "object",
+        "properties": {
+            "point": {"type": "array", "items": [{"type": "number"}, {"type": "number"}]},
+            "city": {"type": 7, "enum": "abc", "anyOf": {"type": "string"}},
+        },
+        "required": ["point", "city"],
+    }
+    server = almanac_server(publishing({"sunrise": served}))
+    error = await mismatch(almanac(sunrise=declared), server, mode)
+    assert [str(p) for p in error.problems] == [
+        "tool 'sunrise' (almanac.sunrise): input point[]: the server's items is a list of "
+        "schemas (the tuple form of JSON Schema up to 2019-09), which the check does not "
+        "compare: have the server publish prefixItems (2020-12), or items as one schema",
+        "tool 'sunrise' (almanac.sunrise): input city: the server's type 7 is not a JSON type "
+        "name (array, boolean, integer, null, number, object, string) or a list of them",
+        "tool 'sunrise' (almanac.sunrise): input city: the server's enum \"abc\" is not a list",
+        "tool 'sunrise' (almanac.sunrise): input city: the server's anyOf {\"type\": "
+        '"string"} is not a non-empty list',
+    ]

@@ -209,3 +209,73 @@ def test_nesting_is_bounded() -> None:
         deep = obj({"n": deep}, "n")
     (found,) = problems(deep, deep)
     assert found == ".".join(["n"] * 64) + ": nested deeper than 64 levels: not compared further"
+
+
+SCHEMA = "not a JSON Schema (an object or a boolean)"
+
+
+@pytest.mark.parametrize(
+    ("declared", "served", "expected"),
+    [
+        (
+            {"type": "array", "items": {"type": "number"}},
+            {"type": "array", "items": [{"type": "number"}]},
+            "x[]: the server's items is a list of schemas (the tuple form of JSON Schema up to "
+            "2019-09), which the check does not compare: have the server publish prefixItems "
+            "(2020-12), or items as one schema",
+        ),
+        (
+            STRING,
+            {"type": "strin"},
+            'x: the server\'s type "strin" is not a JSON type name (array, boolean, integer, '
+            "null, number, object, string) or a list of them",
+        ),
+        (
+            STRING,
+            {"type": ["string", "string"]},
+            'x: the server\'s type ["string", "string"] is not a JSON type name (array, boolean, '
+            "integer, null, number, object, string) or a list of them",
+        ),
+        (STRING, {"enum": "abc"}, 'x: the server\'s enum "abc" is not a list'),
+        (STRING, {"oneOf": []}, "x: the server's oneOf [] is not a non-empty list"),
+        (
+            STRING,
+            {"anyOf": [STRING, 3]},
+            f"x: anyOf[1]: the server's schema is a number 3, {SCHEMA}",
+        ),
+        (
+            obj({"a": STRING}),
+            {"type": "object", "properties": [1]},
+            "x: the server's properties [1] is not an object",
+        ),
+        (
+            obj({"a": STRING}),
+            {"type": "object", "properties": {"a": STRING, "b": 5}},
+            f"x.b: the server's schema is a number 5, {SCHEMA}",
+        ),
+        (
+            obj({"a": STRING}, "a"),
+            obj({"a": STRING}) | {"required": "a"},
+            'x: the server\'s required "a" is not a list of names',
+        ),
+        (
+            {"type": "object"},
+            {"type": "object", "additionalProperties": "no"},
+            f'x: the server\'s additionalProperties is a string "no", {SCHEMA}',
+        ),
+    ],
+)
+def test_server_keywords_of_the_wrong_form_are_problems(
+    declared: Any, served: Any, expected: str
+) -> None:
+    """A server keyword JSON Schema gives another form would read as no constraint (or crash
+    the reading): each is a problem naming where it is and what it holds."""
+    assert problems(obj({"x": declared}), obj({"x": served})) == [expected]
+
+
+def test_a_reference_to_something_that_is_no_schema_is_a_problem() -> None:
+    for ref in ({"$ref": "#/$defs/x"}, {"$ref": "#/$defs/x", "title": "X"}):
+        served = obj({"x": ref}) | {"$defs": {"x": 5}}
+        assert problems(obj({"x": STRING}), served) == [
+            f"x: the server's schema is a number 5, {SCHEMA}"
+        ]
