@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel
 
 from agentgen.runtime.agents.executors import OutcomeUnknownError, ToolContext, UnknownToolError
-from agentgen.runtime.contracts.codecs import encode_exact
+from agentgen.runtime.contracts.codecs import NestingError, encode_exact
 from agentgen.runtime.mcp_changes import Recheck, ToolListChanges
 from agentgen.runtime.mcp_check import MCPDeclaration, ToolListing, check_mcp_server
 from agentgen.runtime.mcp_text import read_texts
@@ -120,16 +120,22 @@ class MCPResultError(ValueError):
     """The server's result has no JSON value: content other than text (images, audio, binary
     or linked resources) and no structured content. Nothing in a tool's JSON result contract
     could hold that content, so the call fails, naming every kind the result held, rather than
-    handing the model a placeholder or only the text beside it."""
+    handing the model a placeholder or only the text beside it.
 
-    def __init__(self, tool: str, kinds: Sequence[str]) -> None:
-        held = [kind for kind in kinds if kind != "text"]
-        beside = " beside text" if "text" in kinds else ""
-        super().__init__(
-            f"MCP tool {tool!r} returned {', '.join(held)} content{beside} and no structured "
-            f"content; a tool result is one JSON value, which cannot hold {', '.join(held)} "
-            "content: have the server send structured content, or text only"
-        )
+    Also text holding JSON nested deeper than the runtime reads
+    (:data:`~agentgen.runtime.contracts.limits.MAX_MCP_TEXT_DEPTH`): ``reason`` says so then,
+    in place of the kinds."""
+
+    def __init__(self, tool: str, kinds: Sequence[str], *, reason: str | None = None) -> None:
+        if reason is None:
+            held = [kind for kind in kinds if kind != "text"]
+            beside = " beside text" if "text" in kinds else ""
+            reason = (
+                f"{', '.join(held)} content{beside} and no structured content; a tool result "
+                f"is one JSON value, which cannot hold {', '.join(held)} content: have the "
+                "server send structured content, or text only"
+            )
+        super().__init__(f"MCP tool {tool!r} returned {reason}")
         self.tool = tool
         self.kinds = tuple(kinds)
 
@@ -306,7 +312,15 @@ def tool_value(
             texts.append(text)
     if others:
         raise MCPResultError(name, sorted({*others, *(["text"] if texts else [])}))
-    return read_texts(texts, result_schema)
+    try:
+        return read_texts(texts, result_schema)
+    except NestingError as exc:
+        raise MCPResultError(
+            name,
+            ["text"],
+            reason=f"text holding JSON nested deeper than {exc.limit} levels (the limit for "
+            "an MCP tool's text result); have the server send a flatter result",
+        ) from None
 
 
 #: The longest message an ``isError`` result's structured content gives (its compact JSON).

@@ -15,8 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from agentgen.runtime.contracts.canonical import compact_json
-from agentgen.runtime.contracts.codecs import SchemaCodec, decode_exact, encode_exact
+from agentgen.runtime.contracts.codecs import (
+    NestingError,
+    SchemaCodec,
+    decode_nested,
+    encode_exact,
+)
 from agentgen.runtime.contracts.json_pointer import resolve_reference
+from agentgen.runtime.contracts.limits import MAX_MCP_TEXT_DEPTH
 
 __all__ = ["read_texts"]
 
@@ -44,6 +50,10 @@ def read_texts(texts: Sequence[str], schema: Schema | None) -> Any:
       is ``null``, one block its JSON value when the text is JSON (servers that predate
       structured output serialize results into text) else the text itself, several blocks the
       list of their values.
+
+    Text holding JSON nested deeper than
+    :data:`~agentgen.runtime.contracts.limits.MAX_MCP_TEXT_DEPTH` levels, wherever it is read
+    as JSON, raises :class:`~agentgen.runtime.contracts.codecs.NestingError`.
 
     One block for a list of strings is ambiguous when its text is itself a JSON array of
     strings: ``'["a","b"]'`` is the whole list ``["a", "b"]`` or the one item ``'["a","b"]'``.
@@ -194,8 +204,15 @@ def _is_null(schema: Schema) -> bool:
 
 
 def _json(text: str) -> Any:
+    """The JSON value of ``text`` (``_NOT_JSON`` for text that is not JSON). Text holding JSON
+    nested deeper than :data:`~agentgen.runtime.contracts.limits.MAX_MCP_TEXT_DEPTH` raises
+    :class:`~agentgen.runtime.contracts.codecs.NestingError`: read as text it would pass a
+    JSON value for a string unseen, and read as JSON it would exhaust the recursion limit of
+    whatever reads it next."""
     try:
-        return decode_exact(text)
+        return decode_nested(text, MAX_MCP_TEXT_DEPTH)
+    except NestingError:
+        raise
     except ValueError:
         return _NOT_JSON
 

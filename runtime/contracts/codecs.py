@@ -34,10 +34,12 @@ __all__ = [
     "FieldIssue",
     "JSONCodec",
     "ModelCodec",
+    "NestingError",
     "NullCodec",
     "PayloadError",
     "SchemaCodec",
     "decode_exact",
+    "decode_nested",
     "encode_exact",
     "parse_arguments",
 ]
@@ -374,15 +376,8 @@ def parse_arguments(text: str | bytes, what: str) -> Any:
             [FieldIssue("", f"is {size} bytes; arguments are limited to {MAX_ARGUMENTS_BYTES}")],
         )
     try:
-        value = decode_exact(text)
-    except RecursionError:
-        value = None
-        depth = MAX_ARGUMENT_DEPTH + 1
-    except ValueError as exc:
-        raise PayloadError(what, [FieldIssue("", f"not JSON: {exc}")]) from None
-    else:
-        depth = _depth(value, MAX_ARGUMENT_DEPTH)
-    if depth > MAX_ARGUMENT_DEPTH:
+        return decode_nested(text, MAX_ARGUMENT_DEPTH)
+    except NestingError:
         raise PayloadError(
             what,
             [
@@ -391,7 +386,30 @@ def parse_arguments(text: str | bytes, what: str) -> Any:
                     f"is nested deeper than {MAX_ARGUMENT_DEPTH} levels (the limit for arguments)",
                 )
             ],
-        )
+        ) from None
+    except ValueError as exc:
+        raise PayloadError(what, [FieldIssue("", f"not JSON: {exc}")]) from None
+
+
+class NestingError(ValueError):
+    """JSON text nested deeper than the limit its reader states (or than the parser can
+    read: Python's JSON parser recurses, and gives up with a ``RecursionError``)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"nested deeper than {limit} levels")
+        self.limit = limit
+
+
+def decode_nested(data: str | bytes, limit: int) -> Any:
+    """:func:`decode_exact`, refusing with :class:`NestingError` a value nested deeper than
+    ``limit`` levels of objects and arrays, so that whatever reads the value next (validation,
+    encoding) stays away from the recursion limit."""
+    try:
+        value = decode_exact(data)
+    except RecursionError:
+        raise NestingError(limit) from None
+    if _depth(value, limit) > limit:
+        raise NestingError(limit)
     return value
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "MAX_DECLARATION_BYTES",
     "MAX_DESCRIPTION_CHARS",
     "MAX_ISSUE_CHARS",
+    "MAX_MCP_TEXT_DEPTH",
     "MAX_PATTERN_CHARS",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
@@ -98,6 +99,13 @@ MAX_ARGUMENTS_BYTES = 1024 * 1024
 #: payload and keeps validation (pydantic, jsonschema) away from recursion limits: arguments
 #: nested 5,000 deep are refused as ``invalid_arguments`` instead of crashing validation.
 MAX_ARGUMENT_DEPTH = 64
+
+#: Nesting of the JSON an external MCP tool's text result holds (the runtime parses that text;
+#: structured content arrives parsed by the SDK). As for arguments, 64 is far beyond any real
+#: result and keeps reading, validating and encoding it away from recursion limits: text
+#: nested 5,000 deep fails the call with an ``MCPResultError`` naming the tool and this limit
+#: instead of a ``RecursionError`` naming nothing.
+MAX_MCP_TEXT_DEPTH = 64
 
 #: Seconds one registry request (list, resolve, call admission, retry) may take when the
 #: design declares no ``Timeout(...)`` for the registry: a registry that never answers fails

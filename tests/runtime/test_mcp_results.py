@@ -28,6 +28,7 @@ from mcp.types import (
 
 from agentgen.runtime.agents.definition import AgentDefinition
 from agentgen.runtime.app import Runtime
+from agentgen.runtime.contracts.limits import MAX_MCP_TEXT_DEPTH
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.mcp import (
     MAX_ERROR_JSON,
@@ -109,6 +110,14 @@ def build_server() -> MCPServer:
     def long_refusal(city: str) -> CallToolResult:
         return CallToolResult(content=[], structured_content={"detail": BIG}, is_error=True)
 
+    @server.tool(structured_output=False)
+    def nested(n: int) -> str:
+        return "[" * n + "]" * n
+
+    @server.tool(structured_output=False)
+    def nested_note(n: int) -> str:
+        return "[" * n + "]" * n
+
     return server
 
 
@@ -137,6 +146,8 @@ SPECS: tuple[ToolSpec, ...] = (
     almanac_spec("archive", CITY, {"type": "string"}),
     almanac_spec("refusal", CITY, {"type": "object"}),
     almanac_spec("long_refusal", CITY, {"type": "object"}),
+    almanac_spec("nested", N, {"type": "array"}),
+    almanac_spec("nested_note", N, {"type": "string"}),
 )
 DECLARATION = almanac(SPECS, {spec.id: spec.id.removeprefix("almanac.") for spec in SPECS})
 
@@ -232,6 +243,26 @@ async def test_a_structured_error_is_the_message(mode: str) -> None:
     shown = '{"detail":"' + BIG
     assert shown[:MAX_ERROR_JSON] + "... (513 more characters)" in long
     assert BIG not in long
+
+
+async def test_text_nested_too_deeply_fails_naming_the_tool_and_the_limit(mode: str) -> None:
+    """5,000 nested arrays raised a bare RecursionError from the JSON parser (the model read
+    "maximum recursion depth exceeded", naming nothing); a few hundred passed the parser and
+    broke validation or encoding further on. Text read as JSON is held to a stated depth."""
+    deepest: list[Any] = [[]]
+    for _ in range(MAX_MCP_TEXT_DEPTH - 2):
+        deepest = [deepest]
+    assert value(await call(mode, "nested", {"n": MAX_MCP_TEXT_DEPTH})) == deepest
+    for depth in (MAX_MCP_TEXT_DEPTH + 1, 400, 5000):
+        error = error_of(await call(mode, "nested", {"n": depth}))
+        assert error == {
+            "kind": "tool_failed",
+            "message": "almanac.nested failed: MCPResultError: MCP tool 'nested' returned text "
+            f"holding JSON nested deeper than {MAX_MCP_TEXT_DEPTH} levels (the limit for an MCP "
+            "tool's text result); have the server send a flatter result",
+        }
+    # A string result is the text as it is: never read as JSON, never refused.
+    assert value(await call(mode, "nested_note", {"n": 5000})) == "[" * 5000 + "]" * 5000
 
 
 # ---------------------------------------------------------------- result mapping
