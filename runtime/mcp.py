@@ -105,8 +105,9 @@ class ToolListingSession(ToolSession, ToolListing, Protocol):
 class MCPToolError(Exception):
     """The MCP server ran the tool and reported a failure (``isError`` in its result).
 
-    ``tool`` is the server's tool name, ``message`` the text the server sent (what the model
-    gets to read, so it can correct the call), ``result`` the SDK's whole result.
+    ``tool`` is the server's tool name, ``message`` the text the server sent, cut after
+    :data:`MAX_ERROR_CHARS` (what the model gets to read, so it can correct the call),
+    ``result`` the SDK's whole result.
     """
 
     def __init__(self, tool: str, message: str, result: CallToolResult | None = None) -> None:
@@ -323,24 +324,30 @@ def tool_value(
         ) from None
 
 
-#: The longest message an ``isError`` result's structured content gives (its compact JSON).
-MAX_ERROR_JSON = 2000
+#: The longest message an ``isError`` result gives the model: its text, or its structured
+#: content's compact JSON. The server's words are for the model to correct the call; a
+#: server that sends a whole log or page along with its failure should not fill the model's
+#: context with it (results have their contract; an error message has only this bound).
+MAX_ERROR_CHARS = 2000
 
 
 def _error_message(result: CallToolResult) -> str:
-    """What the model reads of a failed call: its text, else its structured content (bounded),
-    else which content it held."""
+    """What the model reads of a failed call: its text, else its structured content, both
+    bounded, else which content it held."""
     texts = [text for block in result.content if (text := _block_text(block)) is not None]
     if texts:
-        return "\n".join(texts)
+        return _bounded("\n".join(texts))
     if result.structured_content is not None:
-        shown = encode_exact(result.structured_content)
-        if len(shown) > MAX_ERROR_JSON:
-            more = len(shown) - MAX_ERROR_JSON
-            shown = f"{shown[:MAX_ERROR_JSON]}... ({more} more characters)"
-        return shown
+        return _bounded(encode_exact(result.structured_content))
     kinds = sorted({_kind(block) for block in result.content})
     return f"(no message; {', '.join(kinds)} content)" if kinds else "(no message)"
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MAX_ERROR_CHARS:
+        return message
+    more = len(message) - MAX_ERROR_CHARS
+    return f"{message[:MAX_ERROR_CHARS]}... ({more} more characters)"
 
 
 def _block_text(block: ContentBlock) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import (
     BlobResourceContents,
     CallToolResult,
@@ -31,7 +32,7 @@ from agentgen.runtime.app import Runtime
 from agentgen.runtime.contracts.limits import MAX_MCP_TEXT_DEPTH
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.mcp import (
-    MAX_ERROR_JSON,
+    MAX_ERROR_CHARS,
     MCPResultError,
     MCPToolError,
     MCPToolsetExecutor,
@@ -44,7 +45,7 @@ from tests.runtime.test_mcp import AGENT, CITY, MODES, almanac, almanac_spec, er
 
 N = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 STRINGS = {"type": "array", "items": {"type": "string"}}
-BIG = "x" * (MAX_ERROR_JSON + 500)
+BIG = "x" * (MAX_ERROR_CHARS + 500)
 
 
 def build_server() -> MCPServer:
@@ -111,6 +112,10 @@ def build_server() -> MCPServer:
         return CallToolResult(content=[], structured_content={"detail": BIG}, is_error=True)
 
     @server.tool(structured_output=False)
+    def long_text_refusal(city: str) -> str:
+        raise ToolError(BIG)
+
+    @server.tool(structured_output=False)
     def nested(n: int) -> str:
         return "[" * n + "]" * n
 
@@ -146,6 +151,7 @@ SPECS: tuple[ToolSpec, ...] = (
     almanac_spec("archive", CITY, {"type": "string"}),
     almanac_spec("refusal", CITY, {"type": "object"}),
     almanac_spec("long_refusal", CITY, {"type": "object"}),
+    almanac_spec("long_text_refusal", CITY, {"type": "object"}),
     almanac_spec("nested", N, {"type": "array"}),
     almanac_spec("nested_note", N, {"type": "string"}),
 )
@@ -241,8 +247,17 @@ async def test_a_structured_error_is_the_message(mode: str) -> None:
     )
     long = error_of(await call(mode, "long_refusal", {"city": "Oslo"}))["message"]
     shown = '{"detail":"' + BIG
-    assert shown[:MAX_ERROR_JSON] + "... (513 more characters)" in long
+    assert shown[:MAX_ERROR_CHARS] + "... (513 more characters)" in long
     assert BIG not in long
+    # Text is held to the same bound (it reached the model whole: 100,000 characters of a
+    # server's failure were 100,000 characters of the model's context).
+    cut = error_of(await call(mode, "long_text_refusal", {"city": "Oslo"}))["message"]
+    said = "Error executing tool long_text_refusal: " + BIG
+    assert cut == (
+        "almanac.long_text_refusal failed: MCPToolError: MCP tool 'long_text_refusal' "
+        f"reported an error: {said[:MAX_ERROR_CHARS]}... ({len(said) - MAX_ERROR_CHARS} more "
+        "characters)"
+    )
 
 
 async def test_text_nested_too_deeply_fails_naming_the_tool_and_the_limit(mode: str) -> None:
