@@ -9,10 +9,12 @@ import logging
 from typing import Any
 
 import httpx2
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream, RetryPolicy
+from agentgen.runtime.runs.catalog import RegistryReadError
 from agentgen.runtime.runs.host import RegistryRegistration
 from agentgen.runtime.runs.registry_calls import bounded
 from agentgen.runtime.telemetry import Telemetry, activated
@@ -161,3 +163,51 @@ async def test_a_batch_resolve_says_which_toolsets_it_resolved_with_their_tokens
         for e in batch.events
     }
     assert tokens == {name: registry.admissions[name].token for name in ("billing", "records")}
+
+
+def tool_calls(before: Any, after: Any) -> dict[tuple[str, str], float]:
+    calls = delta(before, after, "agentgen.tool.calls")
+    return {
+        (dict(k[1])["gen_ai.tool.name"], dict(k[1])["agentgen.tool.outcome"]): p.count
+        for k, p in calls.items()
+    }
+
+
+async def test_the_tool_call_metric_names_registry_tools_and_not_made_up_ones() -> None:
+    """A registry tool is one of the agent's (its name stays on the metric, refused or not);
+    a name the model made up counts under ``_unknown``. So also when the next activity fails
+    before it has a catalog: its results are counted all the same, with what it knows."""
+    otel = recorder()
+    before = otel.points()
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    rt, _ = payer_runtime(Harness("memory"), registry)
+    round_one = calls(
+        ("payments.list", {"amount": 1}),
+        ("payments.pay", {"amount": 5}),  # withheld: the run lacks the tenant label
+        ("made_up_by_the_model", {}),
+    )
+    payer(rt, ScriptedPlanner([round_one, answer()]))
+    await rt.client("test.payer").run("pay")
+    assert tool_calls(before, otel.points()) == {
+        ("payments.list", "ok"): 1,
+        ("payments.pay", "not_permitted"): 1,
+        ("_unknown", "not_permitted"): 1,
+    }
+
+    async def list_then_fail(tool: str, payload: Any, meta: Any) -> Any:
+        registry.fail_resolve["payments"] = ConnectionError("registry went away")
+        return await echo_handler(tool, payload, meta)
+
+    before = otel.points()
+    registry.publish(payments(), list_then_fail)
+    rt, _ = payer_runtime(Harness("memory"), registry)
+    payer(rt, ScriptedPlanner([round_one, answer()]))
+    with pytest.raises(RegistryReadError):
+        await rt.client("test.payer").run("pay")
+    # Without a catalog, a refused registry tool cannot be told from a made-up name (a call
+    # that ran was made to a tool of the agent's: its name stays).
+    assert tool_calls(before, otel.points()) == {
+        ("payments.list", "ok"): 1,
+        ("_unknown", "not_permitted"): 2,
+    }
