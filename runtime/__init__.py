@@ -186,6 +186,9 @@ if TYPE_CHECKING:
         TemporalSettings as TemporalSettings,
     )
     from agentgen.runtime.mcp import (
+        MCPAnswerLostError as MCPAnswerLostError,
+    )
+    from agentgen.runtime.mcp import (
         MCPCaller as MCPCaller,
     )
     from agentgen.runtime.mcp import (
@@ -423,6 +426,7 @@ __all__ = [
     "HttpResultStream",
     "InMemoryEngine",
     "IncompleteAnswerError",
+    "MCPAnswerLostError",
     "MCPCaller",
     "MCPCheckError",
     "MCPDeclaration",
@@ -639,6 +643,7 @@ _HOMES: dict[str, str] = {
     "ToolsetDeclarations": "agentgen.runtime.contracts.wire",
     "ToolsetText": "agentgen.runtime.contracts.toolset_text",
     "SearchDocument": "agentgen.runtime.search.document",
+    "MCPAnswerLostError": "agentgen.runtime.mcp",
     "MCPCaller": "agentgen.runtime.mcp",
     "MCPResultError": "agentgen.runtime.mcp",
     "MCPToolError": "agentgen.runtime.mcp",
