@@ -174,8 +174,11 @@ def _part(data: Mapping[str, Any]) -> Part:
     if not isinstance(data, Mapping):
         raise ValueError("message part must be an object")
     kind = data.get("kind")
-    if kind not in _PART_FIELDS:
-        raise ValueError(f"unknown message part kind {kind!r}")
+    # An object or list is not hashable: checked first, so it is a ValueError like any kind.
+    if not isinstance(kind, str) or kind not in _PART_FIELDS:
+        shown = repr(kind)
+        shown = shown if len(shown) <= 80 else shown[:80] + "..."
+        raise ValueError(f"unknown message part kind {shown} (one of {', '.join(_PART_FIELDS)})")
     cls, types, optional = _PART_FIELDS[kind]
     fields = {k: v for k, v in data.items() if k != "kind"}
     unknown = set(fields) - set(types)

@@ -299,14 +299,19 @@ def _usage(message: Message, index: int) -> Usage | None:
     unreported = value.get("unreported_responses", 0) if isinstance(value, Mapping) else None
     if (
         not isinstance(value, Mapping)
-        or not all(isinstance(value.get(key), int) for key in ("input_tokens", "output_tokens"))
-        or type(unreported) is not int
-        or unreported < 0
+        or not all(_count(value.get(key)) for key in ("input_tokens", "output_tokens"))
+        or not _count(unreported)
     ):
         raise TraceError(f"message {index} (assistant): {USAGE_METADATA_KEY!r} is malformed")
     return Usage(
         str(value.get("model", "")), value["input_tokens"], value["output_tokens"], unreported
     )
+
+
+def _count(value: object) -> bool:
+    """A token or response count as stored: an exact non-negative int (``true`` and ``-5``
+    are not counts, and would be shown as ``1`` and ``-5`` tokens)."""
+    return type(value) is int and value >= 0
 
 
 #: The usage line lists this many responses at most: a long run's line stays one line to read

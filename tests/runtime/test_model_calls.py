@@ -286,6 +286,17 @@ def test_the_trace_says_the_totals_are_a_lower_bound() -> None:
     assert [u.unreported for u in three.usage] == [0, 1, 2]
 
 
+@pytest.mark.parametrize("key", ["input_tokens", "output_tokens"])
+@pytest.mark.parametrize("count", [-5, True, 1.0, "1", None])
+def test_a_malformed_token_count_is_named(key: str, count: object) -> None:
+    # -5 and true were shown as "-5 input + 1 output tokens".
+    from agentgen.runtime.trace import TraceError
+
+    broken = _reply({"model": "m", "input_tokens": 1, "output_tokens": 1, key: count})
+    with pytest.raises(TraceError, match="message 0 .assistant.: 'agentgen.usage' is malformed"):
+        events([broken])
+
+
 @pytest.mark.parametrize("count", [-1, "1", 1.0, None])
 def test_a_malformed_unreported_count_is_named(count: object) -> None:
     from agentgen.runtime.trace import TraceError

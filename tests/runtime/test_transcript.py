@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agentgen.runtime import transcript
@@ -59,6 +61,15 @@ def test_loads_names_the_message_at_fault() -> None:
         transcript.loads(f"[{good}, []]")
     with pytest.raises(ValueError, match=r"^message 2: message role 'robot' is not one of"):
         transcript.loads(f'[{good}, {good}, {{"role": "robot", "parts": []}}]')
+
+
+@pytest.mark.parametrize("kind", [{"a": 1}, ["text"], 1, None])
+def test_loads_refuses_a_part_kind_that_is_not_text(kind: object) -> None:
+    # An object or list kind raised TypeError (unhashable), which callers catching the
+    # ValueError of every other malformed transcript missed.
+    stored = [{"role": "user", "parts": [{"kind": kind, "text": "hi"}], "metadata": {}}]
+    with pytest.raises(ValueError, match=r"^message 0: unknown message part kind"):
+        transcript.loads(json.dumps(stored))
 
 
 def test_compaction_keeps_system_messages_in_place() -> None:

@@ -253,6 +253,32 @@ def test_agentgen_trace_names_a_file_that_is_not_a_transcript(
     assert f"{broken}: message 1 (assistant) metadata 'openai.tool_search'" in result.output
 
 
+def test_agentgen_trace_refuses_bad_part_kinds_and_usage_counts_without_a_traceback() -> None:
+    # An object kind was "a bug in agentgen" (exit 3, TypeError); -5 and true tokens were
+    # printed as "-5 input + 1 output tokens".
+    runner = CliRunner()
+    odd_kind = [{"role": "user", "parts": [{"kind": {"a": 1}, "text": "hi"}], "metadata": {}}]
+    result = runner.invoke(main, ["trace", "--no-color", "-"], input=json.dumps(odd_kind))
+    assert result.exit_code == 1
+    assert (
+        "<stdin>: not a stored transcript (message 0: unknown message part kind {'a': 1} "
+        "(one of text, tool_call, tool_result))"
+    ) in result.output
+    assert "bug in agentgen" not in result.output
+    usage = {"model": "m", "input_tokens": -5, "output_tokens": True}
+    negative = [
+        {
+            "role": "assistant",
+            "parts": [{"kind": "text", "text": "hi"}],
+            "metadata": {USAGE_METADATA_KEY: usage},
+        }
+    ]
+    result = runner.invoke(main, ["trace", "--no-color", "-"], input=json.dumps(negative))
+    assert result.exit_code == 1
+    assert f"message 0 (assistant): {USAGE_METADATA_KEY!r} is malformed" in result.output
+    assert "-5 input" not in result.output
+
+
 def test_agentgen_trace_names_a_file_it_cannot_read_without_a_traceback(tmp_path: Path) -> None:
     # Both were "bug in agentgen" (exit 3) with a traceback.
     runner = CliRunner()
