@@ -174,10 +174,13 @@ class _Commands(click.Group):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream
             sys.exit(EXIT_INVALID)
         except Exception as exc:
+            from agentgen.runtime.search.analysis import StemmerVersionError
             from agentgen.runtime.telemetry.config import TelemetrySetupError
 
             if isinstance(exc, TelemetrySetupError):  # the environment's, not a bug
                 raise click.ClickException(str(exc)) from None
+            if isinstance(exc, StemmerVersionError):  # an installed library's: says what to do
+                unusable(str(exc))
             bug()
 
 
