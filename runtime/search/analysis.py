@@ -38,6 +38,7 @@ __all__ = [
     "STOP_WORDS",
     "SYNONYM_WEIGHT",
     "StemmerVersionError",
+    "first_distinct",
     "identifier_words",
     "query_words",
     "split_camel",
@@ -58,9 +59,10 @@ FIELD_WEIGHTS = (3.0, 1.0, 1.0, 0.5, 0.3)
 FIELD_B = (0.3, 0.3, 0.75, 0.5, 0.75)
 #: BM25 term-frequency saturation.
 K1 = 1.2
-#: The distinct words a query is ranked by: the first ones it holds. Queries come from models
-#: (a model's whole output budget, 128 KB of new words, took 1.3 s to stem and rank on the
-#: event loop every run shares); a search query of more than a few dozen words is not one.
+#: The distinct words a query is ranked by, in either ranking: the first ones it holds. Queries
+#: come from models (a model's whole output budget, 128 KB of new words, took 1.3 s to stem and
+#: rank on the event loop every run shares, and 1.7 s to rank by ``classic``); a search query
+#: of more than a few dozen words is not one.
 MAX_QUERY_WORDS = 64
 #: The weight of a synonym added to a query: the share of its frequency in a tool that counts
 #: towards the frequency of the query word it stands in for.
@@ -241,14 +243,19 @@ def query_words(query: str) -> list[str]:
 
 def _first_words(text: str) -> list[str]:
     """The first :data:`MAX_QUERY_WORDS` distinct words of prose, stemming no more than it
-    keeps (and the repeats among them)."""
+    keeps (and the repeats among them): the words are made as they are taken."""
+    runs = (match.group().lower() for match in _RUN.finditer(text))
+    return first_distinct(stem(word) for word in runs if word not in STOP_WORDS)
+
+
+def first_distinct(words: Iterable[str]) -> list[str]:
+    """The first :data:`MAX_QUERY_WORDS` distinct words, in order, reading no further: what
+    every ranking ranks a query by, however long the query a model wrote."""
     found: dict[str, None] = {}
-    for match in _RUN.finditer(text):
-        word = match.group().lower()
-        if word not in STOP_WORDS:
-            found[stem(word)] = None
-            if len(found) >= MAX_QUERY_WORDS:
-                break
+    for word in words:
+        found[word] = None
+        if len(found) >= MAX_QUERY_WORDS:
+            break
     return list(found)
 
 

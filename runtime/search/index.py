@@ -30,6 +30,7 @@ from agentgen.runtime.search.analysis import (
     K1,
     SEARCH_VERSION,
     SYNONYM_WEIGHT,
+    first_distinct,
     identifier_words,
     query_words,
     synonyms,
@@ -241,9 +242,10 @@ class SearchIndex:
 
     def query_terms(self, query: str) -> list[tuple[str, float, str | None]]:
         """The words a query is ranked by: (word, weight, the query word a synonym stands in
-        for), the query's own words first."""
+        for), the query's own words first, in query order, at most :data:`MAX_QUERY_WORDS`
+        of them (the first)."""
         if self.ranking == "classic":
-            return [(word, 1.0, None) for word in sorted(set(tokenize(query)))]
+            return [(word, 1.0, None) for word in first_distinct(tokenize(query))]
         own = query_words(query)
         found: list[tuple[str, float, str | None]] = [(word, 1.0, None) for word in own]
         taken = set(own)
