@@ -28,6 +28,7 @@ from agentgen.runtime.search.analysis import (
 
 __all__ = [
     "CLASSIC_VERSION",
+    "MAX_WORD_COUNT",
     "VERSION_FIELDS",
     "SearchDocument",
     "parameter_text",
@@ -46,6 +47,12 @@ CLASSIC_VERSION = 1
 _ALNUM_RUN = re.compile(r"[^\W_]+")
 
 _INVALID_COUNT = "tool search document has an invalid word count"
+
+#: The most times a document read from elsewhere (a registry) may count one word in one field.
+#: The text a document counts is part of a registry declaration, at most 1 MiB, and every word
+#: takes at least one character of it, so no honest count is larger; a count such as 10**400
+#: made every search over its catalog fail (BM25 divides it as a float).
+MAX_WORD_COUNT = 1024 * 1024
 _WORD_TYPES = frozenset({str})
 _COUNT_TYPES = frozenset({int})
 _ROW_TYPES = frozenset({tuple})
@@ -192,6 +199,14 @@ class SearchDocument:
                 raise ValueError(_INVALID_COUNT)
             if not all(_is_int(c) and c >= 0 for c in word_counts) or not any(word_counts):
                 raise ValueError(_INVALID_COUNT)
+            largest = max(word_counts)
+            if largest > MAX_WORD_COUNT:
+                raise ValueError(
+                    f"tool search document counts the word {_shown(term)} "
+                    f"{_shown_count(largest)} times in one field, more than the "
+                    f"{MAX_WORD_COUNT:,} a tool's text can hold: publish the document agentgen "
+                    "counts (search_document), or regenerate the provider"
+                )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form used in registry contracts; terms sorted so bytes are stable."""
@@ -229,6 +244,7 @@ class SearchDocument:
             if (
                 set(map(type, counts)) <= _COUNT_TYPES
                 and min(counts, default=0) >= 0
+                and max(counts, default=0) <= MAX_WORD_COUNT
                 and "" not in terms
                 and all(map(any, rows))
             ):
@@ -362,6 +378,17 @@ def parameter_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
 
     walk(schema, 0)
     return names, texts
+
+
+def _shown(word: str) -> str:
+    """A word for a message, cut short: words read from a registry may be of any length."""
+    return repr(word if len(word) <= 80 else word[:80] + "...")
+
+
+def _shown_count(count: int) -> str:
+    """A count for a message: in digits when short (``str`` refuses ints of over 4,300
+    digits, and a 400-digit number says no more than its size)."""
+    return f"{count:,}" if count.bit_length() <= 64 else f"about 2**{count.bit_length() - 1}"
 
 
 def _is_int(value: object) -> bool:

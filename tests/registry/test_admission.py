@@ -23,6 +23,7 @@ from agentgen.runtime.registry.auth import LOCAL
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.operations import CatalogCorruptError, RegistryOperations
 from agentgen.runtime.registry.store import Change, Store, Write
+from agentgen.runtime.search.analysis import SEARCH_VERSION
 from agentgen.runtime.search.document import SearchDocument
 from tests.registry.conftest import FAST
 from tests.registry.helpers import SAY, call, echo_toolset, registration
@@ -220,6 +221,21 @@ async def test_list_requires_every_tag_and_check_admission_answers_false(
     assert not await ops.check_admission("missing", a.registration_token)
     error = await refused("not_found", ops.resolve("missing"))
     assert error.message == 'toolset "missing" not found'
+
+
+async def test_a_search_count_no_text_can_give_is_refused_at_registration(
+    ops: RegistryOperations,
+) -> None:
+    # A count of 10**400 was admitted, then every consumer's first tool search over the
+    # catalog raised OverflowError.
+    toolset = echo_toolset()
+    contract = toolset.tools[0].consumer_contract
+    assert contract is not None
+    contract.search.version = SEARCH_VERSION
+    contract.search.terms = {"say": [1, 0, 10**400, 0, 0]}
+    error = await refused("validation_error", ops.register(registration(toolset)))
+    assert "tool 'echo.say' search document: " in str(error)
+    assert "counts the word 'say' about 2**1328 times in one field" in str(error)
 
 
 async def test_search_finds_text_in_names_descriptions_and_tags_of_active_toolsets(

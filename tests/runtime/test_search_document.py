@@ -7,6 +7,7 @@ checked against a literal, character-by-character reading of the rule, over all 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -18,12 +19,14 @@ from agentgen.runtime.search import document as documents
 from agentgen.runtime.search.analysis import SEARCH_VERSION
 from agentgen.runtime.search.document import (
     CLASSIC_VERSION,
+    MAX_WORD_COUNT,
     SearchDocument,
     parameter_text,
     search_document,
     search_text,
     tokenize,
 )
+from agentgen.runtime.search.index import SearchEntry, SearchIndex
 
 INVALID_COUNT = "tool search document has an invalid word count"
 
@@ -245,6 +248,38 @@ def test_json_round_trip(name: str, title: str, text: str) -> None:
 def test_from_json_is_strict(obj: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SearchDocument.from_json(obj)
+
+
+@pytest.mark.parametrize(
+    ("count", "shown"),
+    [(10**400, "about 2**1328"), (MAX_WORD_COUNT + 1, f"{MAX_WORD_COUNT + 1:,}")],
+)
+def test_a_count_no_text_can_give_is_refused_naming_the_word(count: int, shown: str) -> None:
+    # 10**400 was read, then every search over its catalog raised OverflowError.
+    published = {"version": SEARCH_VERSION, "terms": {"find": [1, 0, 0, 0, 0], "search": [0] * 5}}
+    published["terms"]["search"][2] = count
+    message = (
+        f"^tool search document counts the word 'search' {re.escape(shown)} times in one field, "
+        f"more than the {MAX_WORD_COUNT:,} a tool's text can hold"
+    )
+    with pytest.raises(ValueError, match=message):
+        SearchDocument.from_json(published)
+    built = SearchDocument({"search": (0, 0, count, 0, 0)})
+    with pytest.raises(ValueError, match=message):
+        built.validate()
+    # The largest count is read, and ranks.
+    published["terms"]["search"][2] = MAX_WORD_COUNT
+    most = SearchDocument.from_json(published)
+    other = search_document("good.find", "Find", "Search things")
+    entries = [SearchEntry("big.search", most), SearchEntry("good.find", other)]
+    hits = SearchIndex(entries).search("search things")
+    assert [hit.tool_id for hit in hits] == ["good.find", "big.search"]
+
+
+def test_the_count_bound_holds_every_declaration_a_registry_admits() -> None:
+    from agentgen.runtime.contracts.limits import MAX_DECLARATION_BYTES
+
+    assert MAX_WORD_COUNT >= MAX_DECLARATION_BYTES
 
 
 def test_from_json_sorts_terms() -> None:
