@@ -12,8 +12,11 @@ not decide a ranking alone, and the best tools reordered by how much of their na
 spells out (:data:`NAME_COVERAGE`). ``classic``: the spec's plain Lucene BM25 (k1 = 1.2, b = 0.75,
 idf = ln(1 + (N - n + 0.5) / (n + 0.5))) over "<tool ID> <title> <description>", which matches
 the Go original and other BM25 engines; its counts are made from each entry's ``text`` when the
-index is built. In both, each distinct query word counts once, and a tool the query names
-exactly comes first (peers' searches miss it).
+index is built. In both, each distinct query word counts once, a query is ranked by its
+first :data:`~agentgen.runtime.search.analysis.MAX_QUERY_WORDS` distinct words, and a tool the
+query names exactly comes first (peers' searches miss it): its ID or an alias, in any case
+unless another tool's name differs from it only in case (``records.getUser`` and
+``records.GetUser`` are two tools; ``records.getuser`` then names neither).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Literal
 
 from agentgen.runtime.search.analysis import (
     FIELD_B,
@@ -196,7 +199,7 @@ class SearchIndex:
             )
         self.ranking: Ranking = ranking
         self._ids = [entry.tool_id for entry in entries]
-        self._names = _names(self._ids, entries)
+        self._names, self._exact = _names(self._ids, entries)
         documents = _documents(entries, ranking)
         self._fields = documents[0].fields if documents else ()
         weights, bs = (FIELD_WEIGHTS, FIELD_B) if ranking == "fields" else ((1.0,), (B,))
@@ -265,7 +268,7 @@ class SearchIndex:
             raise ValueError(f"tool search limit must not be negative, got {limit}")
         if limit == 0:
             return [], [], None
-        exact = self._names.get(query.strip().casefold())
+        exact = self._named(query.strip())
         words = self._words(query)
         ranked: list[tuple[int, float, float]]
         if self._coverage:
@@ -286,6 +289,16 @@ class SearchIndex:
             rest = [hit for hit in ranked if hit[0] != exact]
             ranked = [named or (exact, self._score(exact, words), 0.0), *rest[: limit - 1]]
         return words, ranked[:limit], exact
+
+    def _named(self, name: str) -> int | None:
+        """The tool a query names: the one with that ID or alias, else the one whose ID or
+        alias it spells in other case; none when that case-folded name is several tools'."""
+        if self._exact is not None:
+            doc = self._exact.get(name)
+            if doc is not None:
+                return doc
+        doc = self._names.get(name.casefold())
+        return None if doc is None or doc == _SHARED else doc
 
     def _name_share(self, doc: int, terms: frozenset[str]) -> float:
         """The share of the words of a tool's own name that are among a query's terms."""
@@ -537,25 +550,37 @@ def _invert(doc_terms: Sequence[Mapping[str, tuple[int, ...]]]) -> dict[str, lis
     return postings
 
 
-def _names(ids: Sequence[str], entries: Sequence[SearchEntry]) -> dict[str, int]:
-    """Map each tool's ID and aliases, case-folded, to the tool, rejecting ambiguous names.
+def _names(
+    ids: Sequence[str], entries: Sequence[SearchEntry]
+) -> tuple[dict[str, int], dict[str, int] | None]:
+    """Map each tool's ID and aliases, case-folded, to the tool (:data:`_SHARED` where the
+    folded name is several tools'), and, when some are, also the exact names; rejecting a
+    name that is two tools' exactly.
 
-    The common case is checked with whole-collection operations, because this runs for every
-    planning activity; only a catalog that fails the check is walked again to name the clash.
+    Tool IDs are case-sensitive everywhere else (providers, registries): ``records.getUser``
+    and ``records.GetUser`` are two tools, and a query naming one of them exactly still finds
+    it first. The common case (no two names fold alike) is checked with whole-collection
+    operations, because this runs for every planning activity.
     """
     names = {tool_id.casefold(): doc for doc, tool_id in enumerate(ids)}
-    if len(names) != len(ids) or "" in names:
-        _raise_name_clash(entries)
-    for doc, entry in enumerate(entries):
-        for alias in entry.aliases:
-            if names.setdefault(alias.casefold(), doc) != doc or not alias:
-                _raise_name_clash(entries)
-    return names
+    if len(names) == len(ids) and "" not in names:
+        for doc, entry in enumerate(entries):
+            for alias in entry.aliases:
+                if names.setdefault(alias.casefold(), doc) != doc or not alias:
+                    return _shared_names(entries)
+        return names, None
+    return _shared_names(entries)
 
 
-def _raise_name_clash(entries: Sequence[SearchEntry]) -> NoReturn:
-    """Find the first clash the fast check saw, so the error names the tools involved."""
-    names: dict[str, int] = {}
+#: The tool of a case-folded name that several tools' IDs or aliases spell.
+_SHARED = -1
+
+
+def _shared_names(entries: Sequence[SearchEntry]) -> tuple[dict[str, int], dict[str, int]]:
+    """The names of :func:`_names` when some fold alike, found tool by tool, so an error names
+    the tools involved."""
+    exact: dict[str, int] = {}
+    folded: dict[str, int] = {}
     seen_ids: set[str] = set()
     for doc, entry in enumerate(entries):
         if not entry.tool_id:
@@ -566,10 +591,12 @@ def _raise_name_clash(entries: Sequence[SearchEntry]) -> NoReturn:
         for name in (entry.tool_id, *entry.aliases):
             if not name:
                 raise ValueError(f"tool {entry.tool_id!r} has an empty search alias")
-            other = names.setdefault(name.casefold(), doc)
+            other = exact.setdefault(name, doc)
             if other != doc:
                 raise ValueError(
                     f"tool search name {name!r} of {entry.tool_id!r} also names "
                     f"{entries[other].tool_id!r}"
                 )
-    raise AssertionError("unreachable: the fast check found a clash the slow one did not")
+            if folded.setdefault(name.casefold(), doc) != doc:
+                folded[name.casefold()] = _SHARED
+    return folded, exact

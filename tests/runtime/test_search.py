@@ -19,8 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentgen.runtime.search.analysis import MAX_QUERY_WORDS
-from agentgen.runtime.search.document import SearchDocument, search_text, tokenize
-from agentgen.runtime.search.index import K1, B, SearchEntry, SearchHit, SearchIndex
+from agentgen.runtime.search.document import (
+    SearchDocument,
+    search_document,
+    search_text,
+    tokenize,
+)
+from agentgen.runtime.search.index import K1, B, Ranking, SearchEntry, SearchHit, SearchIndex
 
 Catalog = list[tuple[str, SearchDocument]]
 
@@ -275,20 +280,51 @@ def test_duplicate_tool_ids_are_rejected() -> None:
 @pytest.mark.parametrize(
     "entries",
     [
-        [SearchEntry("records.search", doc("")), SearchEntry("Records.Search", doc(""))],
-        [
-            SearchEntry("records.search", doc("")),
-            SearchEntry("records.lookup", doc(""), aliases=("RECORDS.SEARCH",)),
-        ],
         [
             SearchEntry("records.search", doc(""), aliases=("records_x",)),
             SearchEntry("records.lookup", doc(""), aliases=("records_x",)),
         ],
+        [
+            SearchEntry("records.search", doc("")),
+            SearchEntry("records.lookup", doc(""), aliases=("records.search",)),
+        ],
     ],
 )
-def test_ambiguous_names_are_rejected(entries: list[SearchEntry]) -> None:
+def test_a_name_of_two_tools_is_rejected(entries: list[SearchEntry]) -> None:
     with pytest.raises(ValueError, match="also names"):
         SearchIndex(entries)
+
+
+@pytest.mark.parametrize("ranking", ["fields", "classic"])
+def test_tools_named_alike_but_for_case_are_two_tools(ranking: Ranking) -> None:
+    # Tool IDs are case-sensitive for providers and registries; the index folded them into one
+    # name and raised on the model's first search (after the model call was billed).
+    def entry(tool_id: str, text: str) -> SearchEntry:
+        document = search_document(tool_id, "User", text)
+        alias = tool_id.replace(".", "_")
+        return SearchEntry(tool_id, document, (alias,), search_text(tool_id, "User", text))
+
+    lower = entry("records.getUser", "Get a user by ID.")
+    upper = entry("records.GetUser", "Get a user by e-mail address.")
+    other = entry("records.list", "List every user record of the user directory.")
+    index = SearchIndex([other, lower, upper], ranking)
+    assert {hit.tool_id for hit in index.search("user", 3)} == {
+        "records.getUser",
+        "records.GetUser",
+        "records.list",
+    }
+    # Named exactly (ID or alias): that tool first.
+    for name, tool in [
+        ("records.getUser", "records.getUser"),
+        ("records.GetUser", "records.GetUser"),
+        ("records_GetUser", "records.GetUser"),
+        (" records_getUser ", "records.getUser"),
+    ]:
+        assert index.search(name)[0].tool_id == tool, name
+        assert index.explain(name)[0].exact_name
+    # In other case, a name both tools spell names neither; one only one tool has still does.
+    assert not any(hit.exact_name for hit in index.explain("RECORDS.GETUSER"))
+    assert index.search("RECORDS.LIST")[0].tool_id == "records.list"
 
 
 def test_own_alias_equal_to_id_is_allowed() -> None:
