@@ -239,7 +239,8 @@ def _output_folder(ctx: click.Context, param: click.Parameter, value: str | None
     "--force",
     is_flag=True,
     help="Overwrite generated files that were edited by hand (their content no longer matches "
-    "the hash in their header). Files agentgen did not generate are never overwritten.",
+    "the hash in their header). Files agentgen did not generate are never overwritten. Not "
+    "with --check.",
 )
 @click.option(
     "--no-cache",
@@ -271,6 +272,13 @@ def gen(design: Path, output: Path | None, check: bool, force: bool, no_cache: b
     """
     from agentgen.codegen.pipeline import default_output, generate
 
+    if check and force:
+        # --force only changes what gen writes, and --check writes nothing: accepted, it was
+        # silently ignored (and skipped --check's refusal of another design's folder).
+        raise click.UsageError(
+            "--check and --force cannot be combined: --check writes nothing, and --force only "
+            "changes what gen writes; run `agentgen gen --force`, then `agentgen gen --check`"
+        )
     output = default_output(design) if output is None else output
     with handled(design):
         result = generate(design, output, check=check, use_cache=not no_cache, force=force)

@@ -53,6 +53,15 @@ def test_gen_writes_then_reports_nothing_to_do(tmp_path: Path) -> None:
     assert (code, out) == (0, "gen: up to date (20 files)\n")
 
 
+def test_check_with_force_is_refused_as_a_usage_error(tmp_path: Path) -> None:
+    # --force was accepted with --check and silently ignored.
+    (tmp_path / "design.py").write_text(DESIGN)
+    code, _, err = gen("design.py", "--check", "--force", cwd=tmp_path)
+    assert code == 2
+    assert "Error: --check and --force cannot be combined" in err
+    assert not (tmp_path / "gen").exists()
+
+
 def test_check_lists_missing_stale_and_extra_files_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "design.py").write_text(DESIGN)
     gen("design.py", cwd=tmp_path)
