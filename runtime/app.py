@@ -29,6 +29,7 @@ from agentgen.runtime.model_client import ModelClient
 from agentgen.runtime.runs.confirmation import Confirmer
 from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RegistrySettings
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+from agentgen.runtime.search.analysis import SEARCH_VERSION
 from agentgen.runtime.telemetry.config import Telemetry
 
 __all__ = [
@@ -179,6 +180,7 @@ class Runtime:
                 f"Planner (it has no {' or '.join(lacking)} method); pass "
                 "ModelPlanner(model_id, ...) or your own Planner"
             )
+        _check_search_version(definition)
         confirmed = sorted(s.id for s in definition.specs if s.confirmation is not None)
         if confirmed and self.confirmer is None:
             raise RegistrationError(
@@ -384,3 +386,20 @@ def _check_run_arguments(
         raise TypeError(f"{where}: policy must be a RunPolicy, not {_described(policy)}")
     if not isinstance(run_id, str):
         raise TypeError(f"{where}: run_id must be a string, not {_described(run_id)}")
+
+
+def _check_search_version(definition: AgentDefinition) -> None:
+    """Refuse compiled tools whose search documents another search version counted: the
+    default ranking cannot rank them, and would say so only at the model's first tool search,
+    mid-run. The generator wrote the counts; only generating the package again recounts them
+    (the runtime reads generated facts, it does not recompute them)."""
+    stale = sorted({(s.search.version, s.toolset) for s in definition.specs
+                    if s.search.version != SEARCH_VERSION})  # fmt: skip
+    if stale:
+        found = ", ".join(f"{toolset!r} (version {version})" for version, toolset in stale)
+        raise RegistrationError(
+            f"runtime: agent {definition.id!r}: the search documents of toolset(s) {found} were "
+            f"counted by another agentgen, and this one ranks search version {SEARCH_VERSION}: "
+            "regenerate the agent's package with this agentgen (agentgen gen DESIGN) and "
+            "commit it"
+        )

@@ -1,7 +1,8 @@
 """JSON Pointers (RFC 6901) into a parsed JSON document, and local ``$ref`` fragments that
 carry them. Shared by the generator (which refuses a ``$ref`` that does not resolve) and the
-runtime (which follows references when it compares or reads schemas), so that all of them read
-a reference exactly as the runtime's validator does."""
+runtime (which follows references when it compares or reads schemas, and when it reads a
+schema's argument names for a search document), so that all of them read a reference exactly
+as the runtime's validator does; it sits below both contracts and search so both can use it."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from agentgen.runtime.contracts.codecs import (
     decode_nested,
     encode_exact,
 )
-from agentgen.runtime.contracts.json_pointer import resolve_reference
+from agentgen.runtime.json_pointer import resolve_reference
 from agentgen.runtime.contracts.limits import MAX_MCP_TEXT_DEPTH
 
 __all__ = ["read_texts"]

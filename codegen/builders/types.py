@@ -22,7 +22,6 @@ from agentgen.dsl.expr import RootExpr, ServerDataExpr, ToolExpr, ToolsetExpr, T
 from agentgen.dsl.names import python_identifier, q
 from agentgen.dsl.types import Mode, model_schema, prefetch_schemas
 from agentgen.runtime.contracts.canonical import compact_json
-from agentgen.runtime.contracts.json_pointer import format_pointer, resolve_reference
 from agentgen.runtime.contracts.json_values import encodes_utf8, json_problem, lone_surrogate
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from agentgen.runtime.contracts.schema_inspection import SchemaProblem, check_bounds, inspect
@@ -32,6 +31,7 @@ from agentgen.runtime.contracts.schemas import (
     null_result_schema,
 )
 from agentgen.runtime.contracts.specs import ServerDataSpec
+from agentgen.runtime.json_pointer import format_pointer, resolve_reference
 
 __all__ = [
     "AGENT_TEXT_RESULT_SCHEMA",

@@ -13,7 +13,6 @@ from typing import Any
 
 from agentgen.runtime.contracts.canonical import compact_json
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
-from agentgen.runtime.contracts.json_pointer import format_pointer
 from agentgen.runtime.contracts.json_values import json_problem, lone_surrogate
 from agentgen.runtime.contracts.lazy_codec import LazySchemaCodec
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
@@ -34,6 +33,7 @@ from agentgen.runtime.contracts.specs import (
     TypeSpec,
 )
 from agentgen.runtime.contracts.validation import check_payload, checked_declaration
+from agentgen.runtime.json_pointer import format_pointer
 from agentgen.runtime.search.analysis import SEARCH_VERSION
 from agentgen.runtime.search.document import SearchDocument, search_document
 

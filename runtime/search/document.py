@@ -19,10 +19,12 @@ from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
+from agentgen.runtime.json_pointer import resolve_reference
 from agentgen.runtime.search.analysis import (
     FIELDS,
     SEARCH_VERSION,
     identifier_words,
+    normalized,
     text_words,
 )
 
@@ -63,12 +65,13 @@ def tokenize(text: str) -> list[str]:
     """Split text into the words that tool search matches on.
 
     The rule, shared by generated search documents and run-time queries so that they agree:
-    lower-case the whole text with `str.lower`, then split it at every character that is
-    neither a Unicode letter (`str.isalpha`) nor a Unicode decimal digit (`str.isdecimal`),
-    and drop empty pieces. So "records.search" and "records_search" both give
-    ["records", "search"], "v2" stays one word, and repeats are kept.
+    bring the text to Unicode NFKC (:func:`~agentgen.runtime.search.analysis.normalized`: a
+    decomposed "résumé" is one word), lower-case it with `str.lower`, then split it at every
+    character that is neither a Unicode letter (`str.isalpha`) nor a Unicode decimal digit
+    (`str.isdecimal`), and drop empty pieces. So "records.search" and "records_search" both
+    give ["records", "search"], "v2" stays one word, and repeats are kept.
     """
-    lowered = text.lower()
+    lowered = normalized(text).lower()
     runs = _ALNUM_RUN.findall(lowered)
     if lowered.isascii():
         return runs
@@ -103,8 +106,10 @@ def search_text(tool_id: str, title: str, description: str) -> str:
 
 
 #: The fields of a document of each version, in the order their counts are stored.
+#: Version 2 (the same fields, counted before text was normalised) is still read, so that a
+#: package generated with it imports and its registration can say to regenerate it.
 VERSION_FIELDS: Mapping[int, tuple[str, ...]] = MappingProxyType(
-    {CLASSIC_VERSION: ("text",), SEARCH_VERSION: FIELDS}
+    {CLASSIC_VERSION: ("text",), 2: FIELDS, SEARCH_VERSION: FIELDS}
 )
 
 # Count tuples repeat across tools ((1, 0, 0, 0, 0) is most of them): one shared object each
@@ -319,10 +324,10 @@ _MAX_PARAMETER_TEXT = 32 * 1024
 
 def parameter_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """The argument names of a payload schema and their text (descriptions, enum values), in
-    schema order, nested objects and array items included; local ``$ref``s are followed. The
-    walk is bounded in depth and size, since schemas may come from a registry."""
-    defs = schema.get("$defs")
-    definitions: Mapping[str, Any] = defs if isinstance(defs, Mapping) else {}
+    schema order, nested objects and array items included; local ``$ref``s are followed
+    (``#/$defs/...``, draft-07's ``#/definitions/...`` as zod-to-json-schema writes them, any
+    ``#/...`` pointer into the schema). The walk is bounded in depth and size, since schemas
+    may come from a registry."""
     names: list[str] = []
     texts: list[str] = []
     visits = 0
@@ -337,9 +342,12 @@ def parameter_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     def resolve(node: Any) -> Any:
         for _ in range(_MAX_PARAMETER_DEPTH):
             ref = node.get("$ref") if isinstance(node, Mapping) else None
-            if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+            if not isinstance(ref, str) or not ref.startswith("#"):
                 break
-            node = definitions.get(ref.removeprefix("#/$defs/"), {})
+            try:
+                node = resolve_reference(schema, ref)
+            except LookupError:
+                return {}
         return node
 
     def walk(node: Any, depth: int) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from agentgen.codegen.builders.types import schema_problems
 from agentgen.runtime.contracts.codecs import PayloadError, SchemaCodec
-from agentgen.runtime.contracts.json_pointer import resolve_pointer, resolve_reference
+from agentgen.runtime.json_pointer import resolve_pointer, resolve_reference
 
 SPACED: dict[str, Any] = {
     "type": "object",

@@ -279,3 +279,31 @@ async def test_run_arguments_of_the_wrong_kind_are_refused_before_the_run_starts
     with pytest.raises(TypeError, match=f"agent 'test.agent': run: {message}"):
         await rt.client("test.agent").run(messages, **arguments)
     assert planner.inputs == []
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_tools_of_a_package_generated_with_another_search_version_are_refused(
+    version: int,
+) -> None:
+    # Such a package registered, then the run failed at the model's first tool search; after
+    # a search version bump every committed package is one until it is generated again.
+    from dataclasses import replace
+
+    from agentgen.runtime.search.analysis import SEARCH_VERSION
+    from agentgen.runtime.search.document import VERSION_FIELDS, SearchDocument
+
+    fresh = records_specs.SPECS
+    assert {spec.search.version for spec in fresh} == {SEARCH_VERSION}
+    width = len(VERSION_FIELDS[version])
+    old = SearchDocument({"records": (1,) * width}, version)
+    stale = (replace(fresh[0], search=old), *fresh[1:])
+    rt = Runtime()
+    with pytest.raises(RegistrationError) as caught:
+        register(rt, ScriptedPlanner([]), records_definition(specs=stale))
+    assert str(caught.value) == (
+        f"runtime: agent 'test.agent': the search documents of toolset(s) "
+        f"'{records_specs.TOOLSET}' (version {version}) were counted by another agentgen, and "
+        f"this one ranks search version {SEARCH_VERSION}: regenerate the agent's package with "
+        "this agentgen (agentgen gen DESIGN) and commit it"
+    )
+    register(rt, ScriptedPlanner([]), records_definition(specs=fresh))  # the fresh one registers

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import unicodedata
 from typing import Any
 
 import pytest
@@ -26,16 +27,17 @@ from agentgen.runtime.search.document import (
     search_text,
     tokenize,
 )
-from agentgen.runtime.search.index import SearchEntry, SearchIndex
+from agentgen.runtime.search.index import Ranking, SearchEntry, SearchIndex
 
 INVALID_COUNT = "tool search document has an invalid word count"
 
 
 def reference_tokenize(text: str) -> list[str]:
-    """The rule as written: lower-case, split at non-(letter or decimal digit), drop empties."""
+    """The rule as written: NFKC, lower-case, split at non-(letter or decimal digit), drop
+    empties."""
     words: list[str] = []
     current: list[str] = []
-    for char in text.lower():
+    for char in unicodedata.normalize("NFKC", text).lower():
         if char.isalpha() or char.isdecimal():
             current.append(char)
         elif current:
@@ -67,16 +69,37 @@ def test_matches_the_rule_on_any_text(text: str) -> None:
         ("look_up_v2 by ID-42", ["look", "up", "v2", "by", "id", "42"]),
         ("Café crème, naïve", ["café", "crème", "naïve"]),
         ("日本語のツール", ["日本語のツール"]),
-        # Arabic-Indic digits are decimal digits; superscripts and Roman numerals are not.
-        ("ص١٢٣ x²y Ⅻz", ["ص١٢٣", "x", "y", "z"]),
-        # Combining marks are neither letters nor digits, so they split words.
-        ("e\u0301t\u00e9", ["e", "té"]),
+        # Arabic-Indic digits are decimal digits; NFKC reads superscripts as digits and Roman
+        # numerals as letters; other numeric characters (Tamil ten) are neither, and split.
+        ("ص١٢٣ x²y Ⅻz a\u0bf0b", ["ص١٢٣", "x2y", "xiiz", "a", "b"]),
+        # Text is read in NFKC: a decomposed "été" (NFD, as macOS and PDF copies write it) is
+        # one word, as the composed one is (combining marks alone would split it).
+        ("e\u0301te\u0301 \u00e9t\u00e9", ["été", "été"]),
+        # Fullwidth letters and ligatures are the plain ones.
+        ("ＰＤＦ ﬁle", ["pdf", "file"]),
         ("", []),
         ("  ...  __ -- ", []),
     ],
 )
 def test_examples(text: str, words: list[str]) -> None:
     assert tokenize(text) == words
+
+
+@pytest.mark.parametrize("ranking", ["fields", "classic"])
+def test_decomposed_text_is_found_by_composed_queries(ranking: Ranking) -> None:
+    # A description pasted from macOS or a PDF holds NFD "résumé": its words were "re" and
+    # "sume", and the query "résumé" (NFC, as models write it) found nothing.
+    nfd = unicodedata.normalize("NFD", "Parse a résumé file")
+    assert nfd != "Parse a résumé file"
+    entries = [
+        SearchEntry("cv.parse", search_document("cv.parse", "Parse", nfd), text=search_text(
+            "cv.parse", "Parse", nfd)),
+        SearchEntry("mail.send", search_document("mail.send", "Send", "Send an email"),
+                    text=search_text("mail.send", "Send", "Send an email")),
+    ]  # fmt: skip
+    index = SearchIndex(entries, ranking)
+    for query in ("résumé", unicodedata.normalize("NFD", "résumé"), "ＲÉＳＵＭÉ"):
+        assert [hit.tool_id for hit in index.search(query)] == ["cv.parse"], query
 
 
 def test_search_text_puts_the_id_first() -> None:
@@ -141,14 +164,56 @@ def test_parameter_text_follows_references_and_nesting_within_bounds() -> None:
     assert 1 <= names.count("next") <= 5
 
 
+@pytest.mark.parametrize(
+    ("ref", "holder"),
+    [
+        ("#/$defs/Filter", "$defs"),
+        # draft-07, as zod-to-json-schema (many MCP servers) writes it: was not followed
+        ("#/definitions/Filter", "definitions"),
+        ("#/properties/shared~1defs/Filter", "properties"),
+    ],
+)
+def test_parameter_text_follows_every_local_reference(ref: str, holder: str) -> None:
+    inner = {
+        "type": "object",
+        "properties": {
+            "customer_email": {"type": "string", "description": "Email address of the customer"}
+        },
+    }
+    schema: dict[str, Any] = {"type": "object", "properties": {"filter": {"$ref": ref}}}
+    if holder == "properties":
+        schema["properties"]["shared/defs"] = {"Filter": inner}
+    else:
+        schema[holder] = {"Filter": inner}
+    names, texts = parameter_text(schema)
+    assert names[:2] == ["filter", "customer_email"]
+    assert texts[0] == "Email address of the customer"
+    document = search_document("crm.lookup", "Lookup", "Look up records.", schema)
+    other = search_document("crm.other", "Other", "Other records.")
+    index = SearchIndex([SearchEntry("crm.lookup", document), SearchEntry("crm.other", other)])
+    assert [hit.tool_id for hit in index.search("customer email")] == ["crm.lookup"]
+
+
+def test_parameter_text_skips_references_it_cannot_follow() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"$ref": "#/definitions/Missing"},
+            "b": {"$ref": "https://example.com/schema.json"},
+            "c": {"$ref": "#/properties/a/0"},
+        },
+    }
+    assert parameter_text(schema) == (["a", "b", "c"], [])
+
+
 class CountingDefinitions(dict[str, Any]):
     """``$defs`` that count how often a reference is looked up in them."""
 
     lookups = 0
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def __getitem__(self, key: str) -> Any:
         type(self).lookups += 1
-        return super().get(key, default)
+        return super().__getitem__(key)
 
 
 def test_parameter_text_reads_references_that_fan_out_a_bounded_number_of_times() -> None:
@@ -160,7 +225,7 @@ def test_parameter_text_reads_references_that_fan_out_a_bounded_number_of_times(
     schema = {"type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}}
     CountingDefinitions.lookups = 0
     assert parameter_text(schema) == (["x"], [])
-    assert CountingDefinitions.lookups <= 2 * documents._MAX_PARAMETER_VISITS
+    assert 0 < CountingDefinitions.lookups <= 2 * documents._MAX_PARAMETER_VISITS
 
 
 def test_parameter_text_reads_a_bounded_amount_of_enum_values_and_text() -> None:
@@ -204,7 +269,7 @@ def test_validate_rejects(terms: dict[str, tuple[object, ...]], message: str) ->
         ({"records": [1]}, CLASSIC_VERSION, INVALID_COUNT),
         ({"records": (1.0,)}, CLASSIC_VERSION, INVALID_COUNT),
         ({"records": (True,)}, CLASSIC_VERSION, INVALID_COUNT),
-        ({}, 3, "version 3 is not one this runtime ranks with"),
+        ({}, 4, "version 4 is not one this runtime ranks with"),
         ({}, True, "version True is not one"),
     ],
 )
