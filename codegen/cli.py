@@ -371,7 +371,8 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
     before shipping and see why. Claude (the Anthropic Messages adapter) uses Anthropic's hosted
     regex search instead, which this ranking does not predict. Registry tools are resolved at
     run time and are not listed. Tools the agent's run policy hides are never searched at run
-    time: the ranking leaves them out and lists the ones that match after it.
+    time: the ranking leaves them out, and after it come the ones that match (the best --limit
+    of them, ranked among themselves, and how many more match).
 
     \b
     Examples:
@@ -441,11 +442,11 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
         )
         return
     hits = ranked.explain(query, limit)
-    hidden = [
-        hit.tool_id
-        for hit in index(deferred).explain(query, limit)
-        if hit.tool_id not in {t.tool.id for t in visible}
-    ]
+    # The hidden tools that match, ranked among themselves: those the ranking of every tool
+    # would have put past --limit are hidden all the same.
+    masked = [t for t in deferred if view.hidden(t.tool)]
+    matching = index(masked).search(query, len(masked)) if masked else []
+    hidden = [hit.tool_id for hit in matching[:limit]]
     if not hits and not hidden:
         click.echo(
             "  no tool matches (a deferred tool is found only by the words of its ID, title, "
@@ -468,6 +469,9 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
             f"  -  {tool_id:<{width}}  matches, but the agent's run policy hides it: the model "
             "never sees it (see RunPolicy's AllowTags/DenyTags)"
         )
+    if len(matching) > len(hidden):
+        more = len(matching) - len(hidden)
+        click.echo(f"  -  and {more:,} more tool{'s' if more != 1 else ''} the policy hides match")
 
 
 def _shown(query: str, width: int = 100) -> str:

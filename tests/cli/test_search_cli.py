@@ -156,6 +156,38 @@ with Service("svc"):
     assert len(lines) == 3
 
 
+def test_every_matching_tool_the_policy_hides_is_listed_past_the_limit(tmp_path: Path) -> None:
+    # Hidden tools were listed only when the ranking of every tool put them within --limit:
+    # here the visible tool is the best, and no hidden one was listed at --limit 1.
+    design = tmp_path / "design.py"
+    design.write_text(
+        """
+from agentgen.dsl import AllowTags, Agent, Deferred, RunPolicy, Service, Tags, Tool, Toolset, Use
+
+with Toolset("tickets") as Tickets:
+    Tool("search", "Search tickets by ticket text or ticket tags.", lambda: Tags("read"))
+    Tool("purge", "Purge old tickets.", lambda: Tags("admin"))
+    Tool("close", "Close tickets.", lambda: Tags("admin"))
+    Tool("archive", "Archive tickets.", lambda: Tags("admin"))
+
+with Service("svc"):
+    with Agent("a", "A."):
+        Use(Tickets, Deferred)
+        RunPolicy(lambda: AllowTags("read"))
+"""
+    )
+    code, out, _ = run(str(design), "tickets", "--limit", "1")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1].split()[:2] == ["1.", "tickets.search"]
+    assert lines[2].split()[:2] == ["-", "tickets.archive"]  # the first of three: equal scores
+    assert lines[3] == "  -  and 2 more tools the policy hides match"
+    assert len(lines) == 4
+    code, out, _ = run(str(design), "tickets", "--limit", "5")
+    hidden = [line.split()[1] for line in out.splitlines()[2:]]
+    assert hidden == ["tickets.archive", "tickets.close", "tickets.purge"]
+
+
 def test_a_design_without_agents_says_so(tmp_path: Path) -> None:
     design = tmp_path / "empty.py"
     design.write_text(
