@@ -39,6 +39,7 @@ __all__ = [
     "FIELD_B",
     "FIELD_WEIGHTS",
     "K1",
+    "MAX_CACHED_WORD",
     "MAX_QUERY_WORDS",
     "SEARCH_VERSION",
     "STEMMER_CHECK",
@@ -199,10 +200,26 @@ def _new_stemmer() -> Any:
     return stemmer
 
 
+#: Words up to this length have their stems cached. The cache is bounded by entries, and
+#: queries come from models: 65,536 distinct words of 128 KB each would have held 8 GiB. No
+#: natural word is this long, and a longer one is stemmed each time (in time linear in it; a
+#: query ranks at most MAX_QUERY_WORDS words).
+MAX_CACHED_WORD = 64
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Snowball (Porter 2) stem of a lower-case word; digits and non-Latin words are
-    returned as they are by the stemmer."""
+    returned as they are by the stemmer. Cached: call it with words up to
+    :data:`MAX_CACHED_WORD` characters (:func:`_stemmed` does)."""
+    result: str = _stemmer().stemWord(word)
+    return result
+
+
+def _stemmed(word: str) -> str:
+    """:func:`stem`, leaving words longer than :data:`MAX_CACHED_WORD` out of its cache."""
+    if len(word) <= MAX_CACHED_WORD:
+        return stem(word)
     result: str = _stemmer().stemWord(word)
     return result
 
@@ -230,7 +247,7 @@ def _words(runs: Iterable[str]) -> Iterator[str]:
     for run in runs:
         word = run.lower()
         if word not in STOP_WORDS:
-            yield stem(word)
+            yield _stemmed(word)
 
 
 def normalized(text: str) -> str:
@@ -267,7 +284,7 @@ def _first_words(text: str) -> list[str]:
     """The first :data:`MAX_QUERY_WORDS` distinct words of prose, stemming no more than it
     keeps (and the repeats among them): the words are made as they are taken."""
     runs = (match.group().lower() for match in _RUN.finditer(text))
-    return first_distinct(stem(word) for word in runs if word not in STOP_WORDS)
+    return first_distinct(_stemmed(word) for word in runs if word not in STOP_WORDS)
 
 
 def first_distinct(words: Iterable[str]) -> list[str]:

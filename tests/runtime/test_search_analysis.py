@@ -214,6 +214,19 @@ def test_very_long_text() -> None:
     assert identifier_words(single) == ["a" * 100_000, "b" * 10]
 
 
+def test_only_words_of_natural_length_have_their_stems_cached() -> None:
+    # The stem cache is bounded by entries: a model's long query words were each kept whole.
+    long = "running" * 20
+    assert len(long) > analysis.MAX_CACHED_WORD
+    analysis.stem.cache_clear()
+    stemmed = long.removesuffix("running") + "run"  # stemmed all the same
+    assert query_words(f"running {long} {long}s") == ["run", stemmed]
+    assert text_words(f"{long}s {long}") == [stemmed, stemmed]
+    assert analysis.stem.cache_info().currsize == 1  # "running" only
+    assert query_words("a" * analysis.MAX_CACHED_WORD) == ["a" * analysis.MAX_CACHED_WORD]
+    assert analysis.stem.cache_info().currsize == 2
+
+
 @given(st.text())
 def test_analysis_never_fails_and_is_lower_case(text: str) -> None:
     for words in (identifier_words(text), text_words(text), query_words(text)):
