@@ -1,8 +1,8 @@
 """How ``agentgen`` commands end: exit codes, and the message of a command that cannot go on.
 
 Exit codes: 0 success; 1 the design is invalid or its own code raised; 2 a file or address the
-command was given cannot be used (missing, unreadable, in use), or the command line is wrong;
-3 a bug in agentgen.
+command was given cannot be used (missing, unreadable, in use), the installed search stemmer
+cannot be used, or the command line is wrong; 3 a bug in agentgen.
 """
 
 from __future__ import annotations
