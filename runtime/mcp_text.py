@@ -21,8 +21,8 @@ from agentgen.runtime.contracts.codecs import (
     decode_nested,
     encode_exact,
 )
-from agentgen.runtime.json_pointer import resolve_reference
 from agentgen.runtime.contracts.limits import MAX_MCP_TEXT_DEPTH
+from agentgen.runtime.json_pointer import resolve_reference
 
 __all__ = ["read_texts"]
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentgen.runtime.contracts.canonical import compact_json
-from agentgen.runtime.contracts.json_pointer import resolve_reference
+from agentgen.runtime.json_pointer import resolve_reference
 
 __all__ = ["DefaultsTooLarge", "fill_defaults"]
 

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentgen.runtime.contracts.limits import MAX_SCHEMA_DEPTH
-from agentgen.runtime.json_pointer import resolve_reference
 from agentgen.runtime.contracts.schema_form import is_schema, malformed, not_a_schema, shown
+from agentgen.runtime.json_pointer import resolve_reference
 
 __all__ = ["SchemaMismatch", "input_mismatches"]
 
