@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import PydanticSerializationError
 
+from agentgen.runtime.contracts.json_values import encodes_utf8, lone_surrogate
 from agentgen.runtime.contracts.schema_check import check_schema
 
 __all__ = [
@@ -60,12 +63,40 @@ class FieldIssue:
 
 
 class PayloadError(ValueError):
-    """A payload or result does not match its contract."""
+    """A payload or result does not match its contract.
+
+    ``issues`` holds the first :data:`~.limits.MAX_ISSUES` issues found, each cut to
+    :data:`~.limits.MAX_ISSUE_CHARS`, and together within :data:`~.limits.MAX_ISSUES_CHARS`,
+    then one issue saying how many more there were: the issues become a tool error the model
+    reads, and 100,000 wrong items of 300 KB of arguments made one of 7 MB."""
 
     def __init__(self, what: str, issues: Iterable[FieldIssue]) -> None:
         self.what = what
-        self.issues = tuple(issues)
+        self.issues = _bounded(issues)
         super().__init__(f"{what} is invalid: " + "; ".join(str(i) for i in self.issues))
+
+
+def _bounded(issues: Iterable[FieldIssue]) -> tuple[FieldIssue, ...]:
+    from agentgen.runtime.contracts.limits import MAX_ISSUES, MAX_ISSUES_CHARS
+
+    kept: list[FieldIssue] = []
+    size = more = 0
+    for found in issues:
+        issue = FieldIssue(_cut(found.path), _cut(found.message))
+        size += len(issue.path) + len(issue.message)
+        if kept and (len(kept) >= MAX_ISSUES or size > MAX_ISSUES_CHARS):
+            more += 1
+        else:
+            kept.append(issue)
+    if more:
+        kept.append(
+            FieldIssue(
+                "",
+                f"and {more} more issue{'s' if more > 1 else ''} (only the first {len(kept)} "
+                "are listed): fix these, and any like them, before calling again",
+            )
+        )
+    return tuple(kept)
 
 
 class JSONCodec(Protocol[T]):
@@ -100,36 +131,104 @@ class ModelCodec(Generic[M]):
     def __init__(self, model: type[M], what: str) -> None:
         self.model = model
         self.what = what
+        self._schema: dict[str, Any] | None = None
 
     def decode(self, data: str | bytes | Any) -> M:
         return self._validate(data, strict=None)
 
     def decode_arguments(self, data: str | bytes | Any) -> M:
-        return self._validate(data, strict=True)
+        """Strict, after :func:`~.model_numbers.prepared`: an integral number where the
+        model's schema wants an integer is that integer (``10.0`` is 10, as in JSON Schema and
+        for registry tools), and a number beyond a double's range elsewhere is refused (pydantic
+        read ``1e400`` as infinity)."""
+        from agentgen.runtime.contracts.model_numbers import prepared
 
-    def _validate(self, data: str | bytes | Any, *, strict: bool | None) -> M:
-        try:
-            if strict:
-                return self.model.model_validate_json(_as_text(data), strict=True, extra="forbid")
-            return self.model.model_validate_json(_as_text(data))
-        except PydanticValidationError as exc:
+        value, beyond = prepared(_parsed(self.what, data), self._json_schema())
+        if beyond is not None:
+            place, number = beyond
             raise PayloadError(
                 self.what,
                 [
                     FieldIssue(
-                        _path(str(p) if not isinstance(p, int) else p for p in e["loc"]), e["msg"]
+                        _path(place),
+                        f"the number {number} is beyond the range of a double (about 1.8e308), "
+                        "which this field holds",
                     )
-                    for e in exc.errors()
                 ],
-            ) from None
+            )
+        return self._validate(value, strict=True)
+
+    def _json_schema(self) -> dict[str, Any]:
+        """The model's JSON Schema (the one advertised to the model), built when first needed:
+        only arguments holding a number with a point or an exponent are read with it."""
+        if self._schema is None:
+            self._schema = self.model.model_json_schema()
+        return self._schema
+
+    def _validate(self, data: str | bytes | Any, *, strict: bool | None) -> M:
+        try:
+            text = _as_text(data)
+        except (TypeError, ValueError) as exc:  # a parsed value JSON cannot hold
+            raise PayloadError(self.what, [FieldIssue("", str(exc))]) from None
+        try:
+            if strict:
+                return self.model.model_validate_json(text, strict=True, extra="forbid")
+            return self.model.model_validate_json(text)
+        except PydanticValidationError as exc:
+            raise PayloadError(self.what, _issues(exc)) from None
 
     def encode(self, value: M) -> str:
+        """The value's JSON, checked against the model again: an instance only says what it
+        was built as. ``model_construct`` skips validation (a required field missing dumped as
+        ``{}``), fields can be assigned anything afterwards (a ``str`` field set to None
+        dumped as null), a NaN or infinite float dumps as null, and a subclass instance would
+        add its own fields. The JSON is written as the model (a subclass's fields left out),
+        a non-finite number is refused where it is, and the text is validated strictly."""
         if not isinstance(value, self.model):
             raise PayloadError(
                 self.what,
                 [FieldIssue("", f"expected {self.model.__name__}, got {type(value).__name__}")],
             )
-        return value.model_dump_json(by_alias=True)
+        serializer = self.model.__pydantic_serializer__
+        try:
+            found = _non_finite(serializer.to_python(value, by_alias=True, warnings=False))
+            text = serializer.to_json(value, by_alias=True, warnings=False).decode()
+        except PydanticSerializationError as exc:  # a value pydantic cannot write as JSON
+            raise PayloadError(self.what, [FieldIssue("", str(exc))]) from None
+        if found is not None:
+            place, number = found
+            raise PayloadError(
+                self.what, [FieldIssue(_path(place), f"{number!r} is not a JSON number")]
+            )
+        try:
+            self.model.model_validate_json(text, strict=True)
+        except PydanticValidationError as exc:
+            raise PayloadError(self.what, _issues(exc)) from None
+        return text
+
+
+def _issues(exc: PydanticValidationError) -> Iterator[FieldIssue]:
+    for error in exc.errors():
+        yield FieldIssue(
+            _path(str(p) if not isinstance(p, int) else p for p in error["loc"]), error["msg"]
+        )
+
+
+def _non_finite(value: Any) -> tuple[tuple[str | int, ...], float | Decimal] | None:
+    """The place and value of the first NaN or infinity of a dumped model, or None (pydantic
+    writes them as null)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        node, place = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return place, node
+        if isinstance(node, Decimal) and not node.is_finite():
+            return place, node
+        if isinstance(node, dict):
+            stack.extend((item, (*place, str(key))) for key, item in reversed(node.items()))
+        elif isinstance(node, list | tuple | set | frozenset):
+            stack.extend((item, (*place, i)) for i, item in reversed(list(enumerate(node))))
+    return None
 
 
 class NullCodec:
@@ -250,11 +349,23 @@ class SchemaCodec:
     def _check(self, validator: Any, value: Any) -> None:
         from referencing.exceptions import Unresolvable
 
+        from agentgen.runtime.contracts.limits import MAX_VALUE_DEPTH
         from agentgen.runtime.contracts.validators import (
             ValidationBudgetError,
             validation_budget,
         )
 
+        if _depth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH:
+            raise PayloadError(
+                self.what,
+                [
+                    FieldIssue(
+                        "",
+                        f"is nested deeper than {MAX_VALUE_DEPTH} levels (the limit for values "
+                        "validated against a tool's JSON Schema)",
+                    )
+                ],
+            )
         try:
             number = _as_floats(value)
         except _TooLarge as exc:
@@ -272,7 +383,7 @@ class SchemaCodec:
             ) from None
         if errors:
             raise PayloadError(
-                self.what, [FieldIssue(_path(e.absolute_path), _cut(e.message)) for e in errors]
+                self.what, (FieldIssue(_path(e.absolute_path), e.message) for e in errors)
             )
 
     def encode(self, value: Any) -> str:
@@ -376,7 +487,7 @@ def parse_arguments(text: str | bytes, what: str) -> Any:
             [FieldIssue("", f"is {size} bytes; arguments are limited to {MAX_ARGUMENTS_BYTES}")],
         )
     try:
-        return decode_nested(text, MAX_ARGUMENT_DEPTH)
+        value = decode_nested(text, MAX_ARGUMENT_DEPTH)
     except NestingError:
         raise PayloadError(
             what,
@@ -389,6 +500,10 @@ def parse_arguments(text: str | bytes, what: str) -> Any:
         ) from None
     except ValueError as exc:
         raise PayloadError(what, [FieldIssue("", f"not JSON: {exc}")]) from None
+    surrogate = _lone_surrogate(text, value)
+    if surrogate is not None:
+        raise PayloadError(what, [surrogate])
+    return value
 
 
 class NestingError(ValueError):
@@ -411,6 +526,35 @@ def decode_nested(data: str | bytes, limit: int) -> Any:
     if _depth(value, limit) > limit:
         raise NestingError(limit)
     return value
+
+
+#: A JSON escape of half a UTF-16 pair (``\ud800``): how JSON text spells a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(text: str | bytes, value: Any) -> FieldIssue | None:
+    """The issue of a string (or key) of the arguments holding a lone surrogate, which no
+    UTF-8 request can carry: a registry tool validated it, a person confirmed the call, and
+    only then did the registry client fail to send it. Only arguments whose text spells one
+    (an escape, or a surrogate in the text itself) are walked."""
+    if isinstance(text, str):
+        if encodes_utf8(text) and _SURROGATE_ESCAPE.search(text) is None:
+            return None
+    elif _SURROGATE_ESCAPE_BYTES.search(text) is None:
+        return None
+    found = lone_surrogate(value)
+    if found is None:
+        return None
+    pointer, code = found
+    # The pointer may hold the surrogate itself (a key): shown escaped, so the issue can be
+    # written where the arguments could not.
+    shown = pointer.encode("utf-8", "backslashreplace").decode("utf-8")
+    return FieldIssue(
+        "",
+        f"the string at {shown} contains a lone surrogate ({code}), half of a UTF-16 pair, which "
+        "no UTF-8 text can carry: write the whole character, or leave it out",
+    )
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -442,16 +586,27 @@ def decode_exact(data: str | bytes) -> Any:
 
 
 def encode_exact(value: Any) -> str:
-    """Compact JSON text of a value that may hold ``Decimal`` numbers, written as parsed."""
+    """Compact JSON text of a value that may hold ``Decimal`` numbers, written as parsed.
+
+    ``ValueError`` for what JSON cannot hold, a value nested too deeply to write included (a
+    child agent's structured answer of 800 levels raised ``RecursionError``, which callers
+    expecting a value that is not JSON did not catch)."""
+    try:
+        return _encoded(value)
+    except RecursionError:
+        raise ValueError("the value is nested too deeply to write as JSON") from None
+
+
+def _encoded(value: Any) -> str:
     if isinstance(value, Decimal):
         if not value.is_finite():
             raise ValueError("NaN and infinities are not JSON")
         return str(value)
     if isinstance(value, dict):
         items = (
-            f"{json.dumps(str(k), ensure_ascii=False)}:{encode_exact(v)}" for k, v in value.items()
+            f"{json.dumps(str(k), ensure_ascii=False)}:{_encoded(v)}" for k, v in value.items()
         )
         return "{" + ",".join(items) + "}"
     if isinstance(value, list | tuple):
-        return "[" + ",".join(encode_exact(v) for v in value) + "]"
+        return "[" + ",".join(_encoded(v) for v in value) + "]"
     return json.dumps(value, ensure_ascii=False, allow_nan=False)

@@ -16,6 +16,8 @@ __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "MAX_DECLARATION_BYTES",
     "MAX_DESCRIPTION_CHARS",
+    "MAX_ISSUES",
+    "MAX_ISSUES_CHARS",
     "MAX_ISSUE_CHARS",
     "MAX_MCP_TEXT_DEPTH",
     "MAX_PATTERN_CHARS",
@@ -27,6 +29,7 @@ __all__ = [
     "MAX_TEMPLATE_OUTPUT_CHARS",
     "MAX_TEXT_CHARS",
     "MAX_VALIDATION_STEPS",
+    "MAX_VALUE_DEPTH",
     "REGEX_MAX_MEMORY",
 ]
 
@@ -61,6 +64,16 @@ MAX_VALIDATION_STEPS = 1_000_000
 #: 1 MiB string argument is a 1 MiB message, once per keyword it fails); 2,000 characters
 #: say what is wrong and where.
 MAX_ISSUE_CHARS = 2000
+
+#: Issues listed for one invalid value (arguments, a result), followed by how many more there
+#: were: every wrong item of an array is an issue, and 100,000 of them (300 KB of arguments)
+#: made a tool error of 7 MB for the model to read. Twenty show what is wrong and where; the
+#: model fixes the pattern, not each item.
+MAX_ISSUES = 20
+
+#: Characters of all the issues listed for one invalid value (paths and messages): twenty
+#: issues of :data:`MAX_ISSUE_CHARS` each would still be 40,000 characters of tool error.
+MAX_ISSUES_CHARS = 16 * 1024
 
 #: Compact JSON size of a whole tool declaration (its schemas and consumer contract).
 MAX_DECLARATION_BYTES = 1024 * 1024
@@ -106,6 +119,14 @@ MAX_ARGUMENT_DEPTH = 64
 #: nested 5,000 deep fails the call with an ``MCPResultError`` naming the tool and this limit
 #: instead of a ``RecursionError`` naming nothing.
 MAX_MCP_TEXT_DEPTH = 64
+
+#: Nesting of objects and arrays in any value validated against a tool's JSON Schema: a
+#: registry or MCP tool's result, an agent tool's structured answer (arguments are held to
+#: :data:`MAX_ARGUMENT_DEPTH` before). Results are written by programs and may hold documents
+#: (trees, syntax) nested deeper than arguments; past 128 levels validation comes near
+#: Python's recursion limit, and a result nested 800 deep crashed the call with
+#: ``RecursionError`` instead of being refused as an invalid result.
+MAX_VALUE_DEPTH = 128
 
 #: Seconds one registry request (list, resolve, call admission, retry) may take when the
 #: design declares no ``Timeout(...)`` for the registry: a registry that never answers fails

@@ -11,7 +11,8 @@ patterns, :mod:`.schema_check`; every pattern was first checked to run on RE2,
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from fractions import Fraction
@@ -21,6 +22,7 @@ import jsonschema  # type: ignore[import-untyped, unused-ignore]
 from jsonschema._utils import equal  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped, unused-ignore]
 
+from agentgen.runtime.contracts.json_equality import identity
 from agentgen.runtime.contracts.limits import MAX_VALIDATION_STEPS
 from agentgen.runtime.contracts.regex import PatternError, search
 
@@ -222,14 +224,54 @@ _VALUES.maxlist = _VALUES.maxtuple = 10
 _VALUES.maxstring = _VALUES.maxother = 80
 
 
+#: Identities of the enums validated lately, by ``id`` of the schema's list (kept with the list,
+#: so that the ``id`` of a list still held cannot be another list's): a schema's enum is
+#: turned into a set once, not once per value checked.
+_ENUM_SETS: dict[int, tuple[Any, frozenset[Hashable]]] = {}
+_ENUM_SETS_KEPT = 128
+_ENUM_SETS_LOCK = threading.Lock()
+
+
+def _enum_identities(enums: Any) -> frozenset[Hashable]:
+    with _ENUM_SETS_LOCK:
+        kept = _ENUM_SETS.get(id(enums))
+        if kept is not None and kept[0] is enums:
+            return kept[1]
+    found = frozenset(identity(each) for each in enums)
+    with _ENUM_SETS_LOCK:
+        if len(_ENUM_SETS) >= _ENUM_SETS_KEPT:
+            del _ENUM_SETS[next(iter(_ENUM_SETS))]
+        _ENUM_SETS[id(enums)] = (enums, found)
+    return found
+
+
 def _enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    """jsonschema's ``enum``, whose message no longer lists every value: the repr of a 15,000
-    value enum, built for each refused value, was a quarter of a megabyte of tool error."""
-    if all(not equal(each, instance) for each in enums):
+    """jsonschema's ``enum``, decided by one set lookup (:mod:`.json_equality`: a comparison
+    with every value made a 40,000-value enum cost 25 ms per value checked), and whose message
+    no longer lists every value: the repr of a 15,000 value enum, built for each refused
+    value, was a quarter of a megabyte of tool error."""
+    if identity(instance) not in _enum_identities(enums):
         listed = _VALUES.repr(enums)
         if isinstance(enums, list) and len(enums) > _VALUES.maxlist:
             listed += f" ({len(enums)} values)"
         yield ValidationError(f"{_SHORT.repr(instance)} is not one of {listed}")
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's ``uniqueItems``, decided by hashing each item's identity
+    (:mod:`.json_equality`): jsonschema compares every pair of items it cannot sort (objects),
+    and 2,000 small objects took seconds; its message showed the whole array."""
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen: dict[Hashable, int] = {}
+    for index, item in enumerate(instance):
+        first = seen.setdefault(identity(item), index)
+        if first != index:
+            yield ValidationError(
+                f"{_VALUES.repr(instance)} has non-unique elements (items {first} and {index} "
+                "are equal)"
+            )
+            return
 
 
 def _const(validator: Any, const: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -238,22 +280,20 @@ def _const(validator: Any, const: Any, instance: Any, schema: Any) -> Iterator[A
         yield ValidationError(f"{_VALUES.repr(const)} was expected")
 
 
-_MULTIPLE_OF = jsonschema.Draft202012Validator.VALIDATORS["multipleOf"]
-
-
 def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    """jsonschema's ``multipleOf``, decided exactly where it overflows: it divides by a float
-    divisor first, which raises ``OverflowError`` for an integer beyond a float's range. The
-    divisor then counts as the decimal the schema's JSON wrote (``0.1`` is one tenth)."""
-    try:
-        errors = list(_MULTIPLE_OF(validator, divisor, instance, schema) or ())
-    except OverflowError:
-        exact = Fraction(repr(divisor)) if isinstance(divisor, float) else Fraction(divisor)
-        if (Fraction(instance) / exact).denominator != 1:
-            errors = [ValidationError(f"{instance!r} is not a multiple of {divisor}")]
-        else:
-            errors = []
-    yield from errors
+    """``multipleOf`` decided exactly, each number counting as the decimal written for it
+    (``0.01`` is one hundredth; a double holds the shortest decimal that reads back as it).
+    jsonschema divides doubles: 19.99 / 0.01 is 1998.9999999999998, so ``"multipleOf": 0.01``
+    (what pydantic writes for ``Field(multiple_of=0.01)``) refused prices a compiled tool
+    takes; and it raised ``OverflowError`` for an integer beyond a double's range."""
+    if not validator.is_type(instance, "number"):
+        return
+    if (_exact(instance) / _exact(divisor)).denominator != 1:
+        yield ValidationError(f"{instance!r} is not a multiple of {divisor!r}")
+
+
+def _exact(number: Any) -> Fraction:
+    return Fraction(repr(number)) if isinstance(number, float) else Fraction(number)
 
 
 _KEYWORDS = {
@@ -261,6 +301,7 @@ _KEYWORDS = {
     "multipleOf": _multiple_of,
     "enum": _enum,
     "const": _const,
+    "uniqueItems": _unique_items,
     "pattern": _pattern,
     "patternProperties": _pattern_properties,
     "additionalProperties": _additional_properties,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -41,7 +42,7 @@ def raw_call(tool: str, arguments: str) -> Message:
     [
         ({"query": "x", "limit": True}, "limit"),
         ({"query": "x", "limit": "7"}, "limit"),
-        ({"query": "x", "limit": 7.0}, "limit"),
+        ({"query": "x", "limit": 7.5}, "limit"),
         ({"query": "x", "sneaky": "drop me"}, "sneaky"),
         ({"query": 5}, "query"),
     ],
@@ -56,6 +57,24 @@ async def test_compiled_tools_convert_nothing(arguments: dict[str, Any], path: s
     assert error["kind"] == "invalid_arguments"
     assert [issue["path"] for issue in error["issues"]] == [path]
     assert executor.calls == []
+
+
+async def test_compiled_tools_take_an_integer_written_with_a_point_as_registry_tools_do() -> None:
+    # "type": "integer" (what the model is shown) includes 7.0 in JSON Schema 2020-12, and a
+    # registry tool takes it; strict pydantic refused it for the compiled tool.
+    rt = Runtime()
+    planner = ScriptedPlanner(
+        [raw_call("records.search", '{"query": "x", "limit": 7.0}'), answer()]
+    )
+    executor = register(rt, planner)
+    outcome = await rt.client("test.agent").run("go")
+    assert not outcome.transcript[2].parts[0].is_error  # type: ignore[union-attr]
+    (name, args, _) = executor.calls[0]
+    assert (name, args.limit, type(args.limit)) == ("search", 7, int)
+    registry = SchemaCodec(
+        {"type": "object", "properties": {"limit": {"type": "integer"}}}, "arguments"
+    )
+    assert registry.decode_arguments('{"limit": 7.0}') == {"limit": Decimal("7.0")}
 
 
 async def test_compiled_tools_still_take_valid_arguments_and_fill_defaults() -> None:

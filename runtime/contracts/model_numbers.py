@@ -1,0 +1,177 @@
+"""A compiled tool's arguments, their numbers made ready for pydantic's strict JSON mode.
+
+Arguments are parsed exactly (non-integers as ``Decimal``) and then validated by the tool's
+generated pydantic model in strict mode, which nothing converts. Two of JSON's numbers do not
+survive that as JSON Schema reads them:
+
+- ``10.0`` where the model wants an ``int``: the schema advertised to the model says
+  ``"type": "integer"``, which in JSON Schema 2020-12 includes ``10.0`` (registry tools take it),
+  but strict pydantic refuses any number written with a point. Where the model's schema allows
+  an integer and no other number, an integral number is handed over as the integer it is.
+- ``1e400`` anywhere else: beyond a double's range, pydantic reads it as infinity (JSON has no
+  infinity), the tool ran with ``inf`` and a person confirmed ``null``. It is refused, naming
+  where it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+__all__ = ["Beyond", "Place", "prepared"]
+
+#: Keys and indexes from the arguments' root to a value.
+Place = tuple[str | int, ...]
+
+#: Where a number beyond a double's range is, and the number.
+Beyond = tuple[Place, Decimal]
+
+#: Digits of the largest integer handed over (Python's limit for writing integers as text).
+_MAX_DIGITS = 4300
+
+#: Subschemas one position may combine (``anyOf`` of ``$ref`` of ``allOf``...): a generated
+#: model's schema has a handful; past this, the position is read as taking any number.
+_MAX_BRANCHES = 256
+
+
+def prepared(value: Any, schema: Mapping[str, Any] | None) -> tuple[Any, Beyond | None]:
+    """``value`` with every integral number at an integer-only position of ``schema`` (the
+    model's JSON Schema; None when it has none) as an ``int``, and the first number beyond
+    a double's range left, with its place (None when there is none). ``value`` itself is not
+    changed; one without non-integer numbers is returned as it is."""
+    if not _has_decimal(value):
+        return value, None
+    reader = _Reader(schema)
+    return reader.walk(value, [schema] if schema is not None else [], ())
+
+
+def _has_decimal(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Decimal):
+            return True
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+class _Reader:
+    def __init__(self, root: Mapping[str, Any] | None) -> None:
+        self.root = root
+        self.beyond: Beyond | None = None
+
+    def walk(self, value: Any, schemas: list[Any], place: Place) -> tuple[Any, Beyond | None]:
+        return self._walk(value, schemas, place), self.beyond
+
+    def _walk(self, value: Any, schemas: list[Any], place: Place) -> Any:
+        if isinstance(value, Decimal):
+            return self._number(value, schemas, place)
+        if isinstance(value, dict):
+            branches = self._branches(schemas)
+            return {
+                key: self._walk(item, self._property(branches, key), (*place, key))
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            branches = self._branches(schemas)
+            return [
+                self._walk(item, self._item(branches, index), (*place, index))
+                for index, item in enumerate(value)
+            ]
+        return value
+
+    def _number(self, value: Decimal, schemas: list[Any], place: Place) -> Any:
+        if (
+            value == value.to_integral_value()
+            and value.adjusted() < _MAX_DIGITS
+            and self._integer_only(schemas)
+        ):
+            return int(value)
+        if math.isinf(float(value)) and self.beyond is None:
+            self.beyond = (place, value)
+        return value
+
+    def _integer_only(self, schemas: list[Any]) -> bool:
+        types: set[str] = set()
+        for branch in self._branches(schemas):
+            if not isinstance(branch, Mapping) or _combines(branch):
+                continue
+            found = branch.get("type")
+            if found is None:
+                return False  # any type, numbers with a point included
+            types.update([found] if isinstance(found, str) else found)
+        return "integer" in types and "number" not in types
+
+    def _branches(self, schemas: list[Any]) -> list[Any]:
+        """The schemas that apply at one position: the given ones and every schema they
+        combine (``$ref``, ``allOf``, ``anyOf``, ``oneOf``), references resolved."""
+        found: list[Any] = []
+        seen: set[int] = set()
+        stack = list(schemas)
+        while stack and len(found) < _MAX_BRANCHES:
+            schema = stack.pop()
+            if not isinstance(schema, Mapping) or id(schema) in seen:
+                continue
+            seen.add(id(schema))
+            found.append(schema)
+            reference = schema.get("$ref")
+            if isinstance(reference, str):
+                stack.append(self._resolve(reference))
+            for keyword in ("allOf", "anyOf", "oneOf"):
+                members = schema.get(keyword)
+                if isinstance(members, list):
+                    stack.extend(members)
+        return found
+
+    def _resolve(self, reference: str) -> Any:
+        if not reference.startswith("#"):
+            return None
+        node: Any = self.root
+        for escaped in reference[1:].split("/")[1:]:
+            part = escaped.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, Mapping):
+                node = node.get(part)
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return None
+        return node
+
+    @staticmethod
+    def _property(branches: list[Any], key: str) -> list[Any]:
+        found = []
+        for branch in branches:
+            properties = branch.get("properties")
+            if isinstance(properties, Mapping) and key in properties:
+                found.append(properties[key])
+                continue
+            additional = branch.get("additionalProperties")
+            if isinstance(additional, Mapping):
+                found.append(additional)
+        return found
+
+    @staticmethod
+    def _item(branches: list[Any], index: int) -> list[Any]:
+        found = []
+        for branch in branches:
+            prefix = branch.get("prefixItems")
+            if isinstance(prefix, list) and index < len(prefix):
+                found.append(prefix[index])
+                continue
+            items = branch.get("items")
+            if isinstance(items, Mapping):
+                found.append(items)
+        return found
+
+
+def _combines(schema: Mapping[str, Any]) -> bool:
+    """Whether the schema only stands for the schemas it combines (its own ``type``, if any,
+    is read with theirs)."""
+    return "type" not in schema and any(
+        keyword in schema for keyword in ("$ref", "allOf", "anyOf", "oneOf")
+    )
