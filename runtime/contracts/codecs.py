@@ -3,14 +3,16 @@
 Compiled tools decode into their generated pydantic models; dynamic (registry) tools and
 external MCP tools validate against their JSON Schema (2020-12) and keep numbers exact (a
 payload's ``9007199254740993`` or ``0.1`` comes back out byte for byte). Either way a bad value
-raises :class:`PayloadError` naming every field at fault, which the runtime turns into a tool
-error the model can correct.
+raises :class:`PayloadError` naming the fields at fault (the first few, and how many more),
+which the runtime turns into a tool error the model can correct.
 
 Tool *arguments* (what a model wrote) are decoded strictly, with :meth:`JSONCodec.decode_arguments`
-after :func:`parse_arguments` bounded their size and nesting: nothing is converted and nothing
-is dropped, so what a person confirms is what runs. For compiled tools that is pydantic's
-strict JSON mode with unknown keys refused (``true`` is not an integer, ``"7"`` is not 7, an
-extra key is an error). For schema-typed tools the JSON Schema is applied exactly (JSON Schema
+after :func:`parse_arguments` bounded their size and nesting and refused lone surrogates:
+nothing is converted and nothing is dropped, so what a person confirms is what runs. For
+compiled tools that is pydantic's strict JSON mode with unknown keys refused (``true`` is not
+an integer, ``"7"`` is not 7, an extra key is an error), after the numbers JSON Schema reads
+otherwise than strict pydantic were made to agree (:mod:`.model_numbers`: ``10.0`` is an
+integer, ``1e400`` is not a double). For schema-typed tools the JSON Schema is applied exactly (JSON Schema
 never converts) and, in addition, an object schema that lists its ``properties`` refuses keys
 it does not list unless it says otherwise (see
 :func:`~agentgen.runtime.contracts.schema_inspection.closed_copy` for the precise rule).
