@@ -15,7 +15,10 @@ Three inputs from the hardening issue, each handled two ways in the same run:
 - a recursive schema applying itself twice to one property, against a value 16 levels deep:
   jsonschema (the peer) versus ``SchemaCodec``, which stops at its validation budget;
 - ``round`` to a huge number of digits in a confirmation template: Jinja's sandbox (the peer)
-  versus agentgen's, which refuses it before it runs.
+  versus agentgen's, which refuses it before it runs;
+- a 10,000-value ``enum`` on 200 array items, and ``uniqueItems`` over 1,000 objects:
+  jsonschema (the peer; it compares values pair by pair) versus ``SchemaCodec``, which hashes
+  each value once.
 
 Every row is the median of a few repetitions of one handling, in seconds (all of it time the
 event loop cannot run anything else), and the ratio peer / agentgen.
@@ -191,6 +194,37 @@ def applied_twice(repeat: int) -> list[tuple[str, float, float]]:
     ]
 
 
+def large_enum(repeat: int) -> list[tuple[str, float, float]]:
+    schema = {
+        "type": "object",
+        "properties": {"ids": {"type": "array", "items": {"enum": list(range(10_000))}}},
+    }
+    value = {"ids": [9_999] * 200}
+    peer = jsonschema.Draft202012Validator(schema)
+    codec = SchemaCodec(copy.deepcopy(schema), "bench")
+    return [
+        (
+            "10,000-value enum, 200 items checked",
+            median(lambda: peer.is_valid(value), repeat),
+            median(lambda: codec.decode(value), repeat),
+        )
+    ]
+
+
+def unique_objects(repeat: int) -> list[tuple[str, float, float]]:
+    schema = {"type": "object", "properties": {"rows": {"type": "array", "uniqueItems": True}}}
+    value = {"rows": [{"a": i} for i in range(1_000)]}
+    peer = jsonschema.Draft202012Validator(schema)
+    codec = SchemaCodec(copy.deepcopy(schema), "bench")
+    return [
+        (
+            "uniqueItems over 1,000 objects",
+            median(lambda: peer.is_valid(value), repeat),
+            median(lambda: codec.decode(value), repeat),
+        )
+    ]
+
+
 def rounding(repeat: int) -> list[tuple[str, float, float]]:
     source = "{{ n | round(-3000000) }}"
     peer = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
@@ -218,6 +252,8 @@ def main() -> None:
         *big_schema(args.repeat),
         *fan_out(args.repeat),
         *applied_twice(args.repeat),
+        *large_enum(args.repeat),
+        *unique_objects(args.repeat),
         *rounding(args.repeat),
     ]
     print("| input | peer (s) | agentgen (s) | peer / agentgen |")
