@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from agentgen.runtime.contracts.json_pointer import resolve_reference
+
 __all__ = ["Beyond", "Place", "prepared"]
 
 #: Keys and indexes from the arguments' root to a value.
@@ -129,18 +131,10 @@ class _Reader:
         return found
 
     def _resolve(self, reference: str) -> Any:
-        if not reference.startswith("#"):
+        try:
+            return resolve_reference(self.root, reference)
+        except LookupError:  # pydantic's references resolve; any other reads as no schema
             return None
-        node: Any = self.root
-        for escaped in reference[1:].split("/")[1:]:
-            part = escaped.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, Mapping):
-                node = node.get(part)
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
-        return node
 
     @staticmethod
     def _property(branches: list[Any], key: str) -> list[Any]:
