@@ -12,9 +12,9 @@ nothing is converted and nothing is dropped, so what a person confirms is what r
 compiled tools that is pydantic's strict JSON mode with unknown keys refused (``true`` is not
 an integer, ``"7"`` is not 7, an extra key is an error), after the numbers JSON Schema reads
 otherwise than strict pydantic were made to agree (:mod:`.model_numbers`: ``10.0`` is an
-integer, ``1e400`` is not a double). For schema-typed tools the JSON Schema is applied exactly (JSON Schema
-never converts) and, in addition, an object schema that lists its ``properties`` refuses keys
-it does not list unless it says otherwise (see
+integer, ``1e400`` is not a double). For schema-typed tools the JSON Schema is applied
+exactly (JSON Schema never converts) and, in addition, an object schema that lists its
+``properties`` refuses keys it does not list unless it says otherwise (see
 :func:`~agentgen.runtime.contracts.schema_inspection.closed_copy` for the precise rule).
 """
 
@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
-from agentgen.runtime.contracts.json_values import encodes_utf8, lone_surrogate
+from agentgen.runtime.contracts.json_values import encodes_utf8, surrogate_problem
 from agentgen.runtime.contracts.schema_check import check_schema
 
 __all__ = [
@@ -545,18 +545,10 @@ def _lone_surrogate(text: str | bytes, value: Any) -> FieldIssue | None:
             return None
     elif _SURROGATE_ESCAPE_BYTES.search(text) is None:
         return None
-    found = lone_surrogate(value)
-    if found is None:
+    problem = surrogate_problem(value)
+    if problem is None:
         return None
-    pointer, code = found
-    # The pointer may hold the surrogate itself (a key): shown escaped, so the issue can be
-    # written where the arguments could not.
-    shown = pointer.encode("utf-8", "backslashreplace").decode("utf-8")
-    return FieldIssue(
-        "",
-        f"the string at {shown} contains a lone surrogate ({code}), half of a UTF-16 pair, which "
-        "no UTF-8 text can carry: write the whole character, or leave it out",
-    )
+    return FieldIssue("", f"{problem}: write the whole character, or leave it out")
 
 
 def _depth(value: Any, limit: int) -> int:

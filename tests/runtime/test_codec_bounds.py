@@ -161,7 +161,7 @@ def test_arguments_holding_a_lone_surrogate_are_refused_naming_it(
     with pytest.raises(PayloadError) as raised:
         parse_arguments(arguments, "arguments of payments.pay")
     (issue,) = raised.value.issues
-    assert f"the string at {where} contains a lone surrogate ({code})" in issue.message
+    assert f"contains a lone surrogate ({code}) at {where}," in issue.message
     issue.message.encode("utf-8")  # the issue itself can be sent
 
 
