@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from agentgen.runtime.contracts.json_pointer import resolve_reference
+from agentgen.runtime.json_pointer import resolve_reference
 
 __all__ = ["Beyond", "Place", "prepared"]
 
