@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeGuard
 
 from agentgen.runtime.adapters import ANTHROPIC_METADATA_KEY, OPENAI_METADATA_KEY
 from agentgen.runtime.adapters.anthropic_search import SearchMetadata as AnthropicRecords
@@ -296,19 +296,16 @@ def _usage(message: Message, index: int) -> Usage | None:
     value = message.metadata.get(USAGE_METADATA_KEY)
     if value is None:
         return None
-    unreported = value.get("unreported_responses", 0) if isinstance(value, Mapping) else None
-    if (
-        not isinstance(value, Mapping)
-        or not all(_count(value.get(key)) for key in ("input_tokens", "output_tokens"))
-        or not _count(unreported)
-    ):
+    if not isinstance(value, Mapping):
         raise TraceError(f"message {index} (assistant): {USAGE_METADATA_KEY!r} is malformed")
-    return Usage(
-        str(value.get("model", "")), value["input_tokens"], value["output_tokens"], unreported
-    )
+    sent, received = value.get("input_tokens"), value.get("output_tokens")
+    unreported = value.get("unreported_responses", 0)
+    if not (_count(sent) and _count(received) and _count(unreported)):
+        raise TraceError(f"message {index} (assistant): {USAGE_METADATA_KEY!r} is malformed")
+    return Usage(str(value.get("model", "")), sent, received, unreported)
 
 
-def _count(value: object) -> bool:
+def _count(value: object) -> TypeGuard[int]:
     """A token or response count as stored: an exact non-negative int (``true`` and ``-5``
     are not counts, and would be shown as ``1`` and ``-5`` tokens)."""
     return type(value) is int and value >= 0
