@@ -17,6 +17,7 @@ from agentgen.runtime.contracts import limits
 from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.compiler import compile
 from agentgen.runtime.contracts.declarations import ContractError, ToolSchema
+from agentgen.runtime.contracts.regex import PatternError, compile_pattern
 from agentgen.runtime.contracts.specs import ConfirmationSpec
 from tests.runtime.test_contract_compile import PAYLOAD, TOOL, TOOLSET, declaration, wire
 
@@ -368,6 +369,45 @@ def test_patterns_the_linear_engine_cannot_run_are_refused(pattern: str, where: 
 def test_pattern_property_keys_the_linear_engine_cannot_run_are_refused() -> None:
     message = refused(declaration(payload_schema=pattern_payload(r"^(?!x)", key=True)))
     assert "patternProperties" in message and "RE2" in message
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matches", "refuses"),
+    [
+        (r"^[\u4e00-\u9fa5]+$", "中文", "abc"),  # ECMA-262's \uXXXX: RE2 has only \x{...}
+        (r"^\u00e9t\u00E9$", "été", "ete"),
+        (r"^\ud83d\ude00$", "😀", "\ud83d"),  # a surrogate pair: the one code point
+        (r"^a\\u0041$", "a\\u0041", "aA"),  # an escaped backslash, then the letters
+        (r"^x\ud800$", "x\ud800", "x"),  # a lone half matches a lone half in the text
+    ],
+    ids=["cjk-range", "latin", "surrogate-pair", "escaped-backslash", "lone-surrogate"],
+)
+def test_patterns_read_ecma_unicode_escapes(pattern: str, matches: str, refuses: str) -> None:
+    spec = compile(declaration(payload_schema=pattern_payload(pattern)), toolset=TOOLSET)
+    assert spec.payload.codec.decode(json.dumps({"host": matches}))
+    with pytest.raises(PayloadError, match="does not match"):
+        spec.payload.codec.decode(json.dumps({"host": refuses}))
+    keyed = compile(declaration(payload_schema=pattern_payload(pattern, key=True)), toolset=TOOLSET)
+    assert keyed.payload.codec.decode(json.dumps({"host": "h", matches: "x"}))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "advice"),
+    [
+        (r"^(a)\1$", "rewrite it without backreferences or lookaround"),
+        (r"^(?<n>a)\k<n>$", "rewrite it without backreferences or lookaround"),
+        (r"^\cA$", "not \\cX or \\u{...}: write \\uXXXX"),
+        (r"^\u{1F600}$", "not \\cX or \\u{...}: write \\uXXXX"),
+    ],
+    ids=["backreference", "named-backreference", "control-escape", "braced-escape"],
+)
+def test_a_refused_pattern_comes_with_advice_for_its_kind(pattern: str, advice: str) -> None:
+    """(Python's ``re`` refuses all but the first already, as an invalid schema, in a registry
+    declaration; a pydantic model's pattern, read by another engine, reaches RE2 as it is.)"""
+    with pytest.raises(PatternError) as refusal:
+        compile_pattern(pattern)
+    message = str(refusal.value)
+    assert "cannot run on RE2" in message and advice in message, message
 
 
 def test_patterns_have_a_stated_length_limit() -> None:
