@@ -7,6 +7,7 @@ others; the builders read the same analysis, so a type is examined once per gene
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -209,9 +210,42 @@ def _toolset(
                 types, tool.result, result=True, tool=tool, errors=errors, sources=sources
             )
         server_data = _server_data(tool, errors)
+        if expr.publish_to:
+            _check_published(expr, tool, payload, result, errors)
         if payload is not None and result is not None and server_data is not None:
             types.tools[tool.name] = ToolTypes(payload, result, server_data)
     return types
+
+
+def _check_published(
+    toolset: ToolsetExpr,
+    tool: ToolExpr,
+    payload: TypeRef | None,
+    result: TypeRef | None,
+    errors: list[DesignError],
+) -> None:
+    """Report a model's JSON Schema a registry consumer would refuse to compile.
+
+    pydantic validates with its own regex engine, which reads patterns RE2 does not
+    (``\\u{7F}``, ``[a-z&&[^aeiou]]``); a published toolset's consumers match them on RE2 and
+    refuse the whole toolset when it registers, far from the design. (JSON Schema dicts were
+    checked this way already, whether published or not.)"""
+    registries = ", ".join(q(registry.name) for registry, _ in toolset.publish_to)
+    for expr, ref, func in ((tool.args, payload, "Args"), (tool.result, result, "Return")):
+        if expr is None or ref is None or ref.kind != "model":
+            continue
+        try:
+            inspect(json.loads(ref.schema_json))
+        except SchemaProblem as exc:
+            errors.append(
+                DesignError(
+                    expr.loc,
+                    tool.where(),
+                    f"{func} model {ref.class_name}: its JSON Schema cannot be published to "
+                    f"registry {registries}: every consumer would refuse it ({exc}); change "
+                    "the field so that both pydantic and RE2 read it",
+                )
+            )
 
 
 def _type_ref(

@@ -195,3 +195,38 @@ with Service("svc"):
         "agents_desk": ("AgentsDeskAgentConfig", "register_agents_desk_agent"),
         "billing": ("BillingAgentConfig", "register_billing_agent"),
     }
+
+
+PUBLISHED = """
+from pydantic import BaseModel, Field
+
+
+class Args_(BaseModel):
+    code: str = Field(pattern=r"^\\u{{7F}}$")
+
+
+Company = Registry("company", lambda: URL("http://127.0.0.1:9090"))
+
+
+def directory() -> None:
+    Tool("find", "Find.", lambda: Args(Args_))  # args here
+    {publish}
+
+
+Directory = Toolset("directory", directory)
+Service("hr", lambda: Export(Directory))
+"""
+
+
+def test_a_published_models_schema_is_checked_as_its_consumers_compile_it(
+    designs: DesignRunner,
+) -> None:
+    """pydantic reads ``\\u{7F}`` (its engine is not RE2): the toolset would be refused by
+    every consumer when it registers, so the generator says so at the Args line."""
+    (error,) = build_errors(designs, PUBLISHED.format(publish="PublishTo(Company)"))
+    assert error.where == 'toolset "directory" › tool "find"'
+    assert error.loc.line == 14
+    assert "Args model Args_: its JSON Schema cannot be published to registry" in error.message
+    assert '"company"' in error.message and "cannot run on RE2" in error.message
+    # Not published: the pattern only ever runs in pydantic, which reads it.
+    assert not check_file(designs.write(PUBLISHED.format(publish="pass"))).errors
