@@ -460,6 +460,14 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         _spend()
+        # Arguments of schema-typed tools hold their non-integral numbers as the exact
+        # ``Decimal`` the model wrote, which Python refuses to mix with a template's float
+        # literal (``{{ amount * 1.2 }}``): the float is read as the decimal it is written as,
+        # so the arithmetic stays exact (19.99 * 1.2 is 23.988).
+        if isinstance(left, Decimal) and type(right) is float:
+            right = Decimal(repr(right))
+        elif isinstance(right, Decimal) and type(left) is float:
+            left = Decimal(repr(left))
         operation = _OPERATORS.get(operator) or self.binop_table[operator]
         return _check_size(operation(left, right))
 

@@ -12,13 +12,19 @@ overrides).
 Every render is bounded work (:mod:`agentgen.runtime.contracts.templates`): a template that
 goes past its budget of operations or output fails with :class:`ConfirmationBudgetError`, and
 the call does not run. The arguments a template sees are the validated payload, the values the
-tool will run with (defaults included), so a person confirms exactly what executes.
+tool will run with (defaults included), so a person confirms exactly what executes. A
+schema-typed (registry, MCP) tool's non-integral numbers are the exact decimals the model
+wrote; arithmetic mixing them with a template's float literal stays exact
+(``{{ amount * 1.2 }}``).
 """
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Mapping
 from typing import Any
+
+from jinja2.exceptions import UndefinedError
 
 from agentgen.runtime.contracts.specs import ConfirmationSpec
 from agentgen.runtime.contracts.templates import TemplateLimitError, render_template
@@ -55,10 +61,24 @@ def render(template: str, arguments: Mapping[str, Any], *, tool_id: str, which: 
             f"tool {tool_id!r} {which}: {exc}; the call did not run"
         ) from None
     except Exception as exc:  # TemplateError, and what templates raise (1/0, sandbox limits)
-        raise ConfirmationError(
-            f"tool {tool_id!r} {which}: {exc}; optional arguments are read as "
-            '{{ args.get("name") }}'
-        ) from None
+        raise ConfirmationError(f"tool {tool_id!r} {which}: {_failure(exc)}") from None
+
+
+def _failure(exc: Exception) -> str:
+    """What went wrong in a render, with the advice that fits it."""
+    if isinstance(exc, UndefinedError):
+        return f'{exc}; optional arguments are read as {{{{ args.get("name") }}}}'
+    if isinstance(exc, decimal.DecimalException):
+        # Raised with the list of its signals as its text: "[<class 'decimal.Overflow'>]".
+        signals = exc.args[0] if exc.args and isinstance(exc.args[0], list) else [type(exc)]
+        names = ", ".join(getattr(signal, "__name__", str(signal)) for signal in signals)
+        return (
+            f"decimal arithmetic on a number argument failed ({names}): non-integral numbers "
+            "are exact decimals; keep results within about 10**999999, and divide by no zero"
+        )
+    if isinstance(exc, ArithmeticError | TypeError | ValueError):
+        return f"{type(exc).__name__}: {exc}"
+    return str(exc)
 
 
 def prompt(spec: ConfirmationSpec, arguments: Mapping[str, Any], tool_id: str) -> str:

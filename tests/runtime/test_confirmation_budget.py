@@ -8,11 +8,13 @@ template that goes past it fails with ``ConfirmationBudgetError`` (the call does
 from __future__ import annotations
 
 import tracemalloc
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from agentgen.runtime.contracts import limits, templates
+from agentgen.runtime.contracts.codecs import SchemaCodec
 from agentgen.runtime.runs.confirmation import ConfirmationBudgetError, ConfirmationError, render
 
 TOOL = "billing.refund"
@@ -197,3 +199,43 @@ def test_ordinary_templates_fit_the_budget_with_room_to_spare() -> None:
     )
     assert text.startswith("Refund 12.50 on CH_1 (no note):\n1. s0 x0 at 1.50, 2. s1 x1")
     assert text.endswith("200 lines, 19900 items")
+
+
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
+        ("{{ amount * 1.2 }}", "23.988"),  # exact: the float literal read as written
+        ("{{ 1.5 + amount }}", "21.49"),
+        ("{{ (amount * 1.2) | round(2) }}", "23.99"),
+        ("{{ amount > 10.5 }}", "True"),
+        ("{{ '%.2f' | format(amount / 3.0) }}", "6.66"),
+    ],
+)
+def test_exact_number_arguments_mix_with_float_literals(template: str, shown: str) -> None:
+    """A registry tool's non-integral numbers arrive as the exact decimals the model wrote;
+    Python refuses ``Decimal * float``, which failed every such prompt."""
+    codec = SchemaCodec({"type": "object", "properties": {"amount": {"type": "number"}}}, TOOL)
+    arguments = codec.decode_arguments('{"amount": 19.99}')
+    assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
+
+
+@pytest.mark.parametrize(
+    ("template", "fragment"),
+    [
+        (
+            "{{ amount ** 100000000.0 }}",
+            "decimal arithmetic on a number argument failed (Overflow)",
+        ),
+        ("{{ amount / 0.0 }}", "(DivisionByZero)"),
+        ("{{ 1 / 0 }}", "ZeroDivisionError: division by zero"),
+        ("{{ note }}", "'note' is undefined; optional arguments are read as {{ args.get("),
+    ],
+)
+def test_a_failed_render_says_what_failed_with_the_advice_that_fits(
+    template: str, fragment: str
+) -> None:
+    with pytest.raises(ConfirmationError) as failure:
+        render(template, {"amount": Decimal("19.99")}, tool_id=TOOL, which="confirmation prompt")
+    message = str(failure.value)
+    assert fragment in message, message
+    assert ("args.get" in message) == (template == "{{ note }}")
