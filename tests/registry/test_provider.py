@@ -65,7 +65,7 @@ class Weather:
 
 OPTIONS = ServeOptions(
     provider_id="weather-1",
-    lease_seconds=2,
+    lease_seconds=10,
     claim_wait_seconds=0.3,
     drain_seconds=5,
     handle_signals=False,
