@@ -8,11 +8,18 @@ therefore refused with :class:`~agentgen.runtime.model_client.ToolSearchUnsuppor
 loading the deferred tools eagerly instead would silently change what the model sees and pays
 for. Forcing one tool sends just that tool, and tool choice ``none`` turns discovery (and tools)
 off, so both work whatever is deferred.
+
+Reasoning the model shows (``reasoningContent`` blocks: DeepSeek-R1 and gpt-oss always reason,
+Claude does with thinking) is kept in the reply's metadata under :data:`REASONING_KEY`,
+anchored between the message's parts, and replayed verbatim where it was: Converse rejects a
+Claude turn whose tool call comes back without the signed reasoning that preceded it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
@@ -20,7 +27,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from agentgen.runtime.adapters.anchors import describe
+from agentgen.runtime.adapters.anchors import Anchored, describe, interleave, read_anchored
 from agentgen.runtime.adapters.errors import (
     CUT_STOPS,
     HistoryReplayError,
@@ -33,7 +40,12 @@ from agentgen.runtime.adapters.errors import (
     refuse_empty_reply,
     request_failure,
 )
-from agentgen.runtime.adapters.history import check_history, claim_call_id, require_unicode
+from agentgen.runtime.adapters.history import (
+    REMEDY,
+    check_history,
+    claim_call_id,
+    require_unicode,
+)
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import select_tools
 from agentgen.runtime.adapters.usage import reported_usage
@@ -48,9 +60,21 @@ from agentgen.runtime.model_client import (
 )
 from agentgen.runtime.telemetry.spans import model_response
 
-__all__ = ["ERROR_STATUS_MODELS", "BedrockConverseModel"]
+__all__ = ["ERROR_STATUS_MODELS", "REASONING_KEY", "BedrockConverseModel"]
 
 _PROVIDER = "bedrock converse"
+
+#: The metadata key of a reply's ``reasoningContent`` blocks::
+#:
+#:     {"version": 1, "blocks": [{"at": 0, "block": {"reasoningText": {"text": "...",
+#:                                                                     "signature": "..."}}},
+#:                               {"at": 1, "block": {"redactedContent": "<base64>"}}]}
+#:
+#: ``at`` anchors each block between the message's parts (see :mod:`.anchors`); a block is
+#: the ``reasoningContent`` value as Converse gave it, its ``redactedContent`` bytes as
+#: base64 text (JSON has no bytes).
+REASONING_KEY = "bedrock_converse.reasoning"
+_REASONING_VERSION = 1
 
 
 #: Model ID patterns (``fnmatch`` syntax) of the models whose tool results may carry
@@ -212,9 +236,15 @@ def _encode_history(
                 f"{what} holds parts its role cannot have (calls belong to assistant messages, "
                 "results to tool messages)"
             )
-        blocks = [_block(what, part, names, error_status) for part in message.parts]
+        reasoning = _read_reasoning(what, message)
+        blocks = [
+            {"reasoningContent": _wire_reasoning(element)}
+            if isinstance(element, dict)
+            else _block(what, element, names, error_status)
+            for element in interleave(message.parts, reasoning)
+        ]
         content = [block for block in blocks if block is not None]
-        if not content:
+        if all("reasoningContent" in block for block in content):
             raise HistoryReplayError(
                 f"{what} holds no call, result or text but whitespace, and Converse rejects a "
                 "message without content (or with blank text): give it text or remove it from "
@@ -253,6 +283,72 @@ def _block(what: str, part: Part, names: NameMap, error_status: bool) -> dict[st
     return {"toolResult": result}
 
 
+def _read_reasoning(what: str, message: Message) -> list[Anchored]:
+    """The reasoning blocks stored with a message (:data:`REASONING_KEY`), checked, so that a
+    damaged record is refused naming the message rather than by botocore's validation."""
+    stored = message.metadata.get(REASONING_KEY)
+    if stored is None:
+        return []
+    where = f"{what}: metadata {REASONING_KEY!r}"
+    if message.role != "assistant":
+        raise HistoryReplayError(f"{where}: only assistant messages carry reasoning")
+    if not isinstance(stored, dict) or set(stored) != {"version", "blocks"}:
+        raise HistoryReplayError(f"{where} must be an object with exactly 'version' and 'blocks'")
+    if stored["version"] != _REASONING_VERSION:
+        raise HistoryReplayError(
+            f"{where} must be version {_REASONING_VERSION}, got {stored['version']!r}"
+        )
+    blocks = read_anchored(stored["blocks"], "block", len(message.parts), f"{where}.blocks")
+    for position, (_, block) in enumerate(blocks):
+        _wire_reasoning(block, f"{where}.blocks[{position}].block")
+    return blocks
+
+
+def _wire_reasoning(block: dict[str, Any], what: str = "") -> dict[str, Any]:
+    """A stored reasoning block as Converse takes it (``redactedContent`` back to bytes);
+    with ``what``, a block of another shape is refused naming it."""
+    text, redacted = block.get("reasoningText"), block.get("redactedContent")
+    if (
+        len(block) == 1
+        and isinstance(text, dict)
+        and "text" in text
+        and set(text) <= {"text", "signature"}
+        and all(isinstance(value, str) for value in text.values())
+    ):
+        return {"reasoningText": dict(text)}
+    if len(block) == 1 and isinstance(redacted, str):
+        try:
+            return {"redactedContent": base64.b64decode(redacted, validate=True)}
+        except binascii.Error:
+            pass
+    raise HistoryReplayError(
+        f"{what} must be {{'reasoningText': {{'text': str, 'signature'?: str}}}} or "
+        f"{{'redactedContent': <base64 text>}}, as the adapter stored it: the transcript was "
+        f"changed after it was stored; restore the message, or {REMEDY}"
+    )
+
+
+def _stored_reasoning(value: object, what: str) -> dict[str, Any]:
+    """A reply's ``reasoningContent`` as stored: as given, its ``redactedContent`` bytes as
+    base64 text. A member this adapter does not know is refused, never dropped (replay needs
+    the whole block)."""
+    if isinstance(value, dict) and len(value) == 1:
+        text, redacted = value.get("reasoningText"), value.get("redactedContent")
+        if (
+            isinstance(text, dict)
+            and isinstance(text.get("text"), str)
+            and set(text) <= {"text", "signature"}
+        ):
+            return {"reasoningText": dict(text)}
+        if isinstance(redacted, bytes):
+            return {"redactedContent": base64.b64encode(redacted).decode("ascii")}
+    shown = sorted(value) if isinstance(value, dict) else type(value).__name__
+    raise ModelError(
+        f"{what} holds a reasoningContent block ({shown}) that is neither reasoningText "
+        "(text, signature) nor redactedContent, which this adapter cannot keep for replay"
+    )
+
+
 def _decode(
     raw: dict[str, Any],
     usage: Usage,
@@ -266,11 +362,16 @@ def _decode(
     what = f"{_PROVIDER}: reply of model {request.model!r}"
     message = (raw.get("output") or {}).get("message") or {}
     parts: list[Part] = []
+    reasoning: list[Anchored] = []
     for position, block in enumerate(message.get("content") or []):
         # Text that is not valid Unicode could be neither stored nor sent back.
         require_unicode(block, f"{what}: content[{position}]")
         if "text" in block:
             parts.append(TextPart(block["text"]))
+        elif "reasoningContent" in block:
+            # Kept for replay: Converse wants Claude's signed reasoning back with its calls.
+            stored = _stored_reasoning(block["reasoningContent"], f"{what}: content[{position}]")
+            reasoning.append((len(parts), stored))
         elif "toolUse" in block:
             use = block["toolUse"]
             if callable_ids is None:
@@ -307,7 +408,11 @@ def _decode(
             f"{stop_reason!r}): its input may be cut short, so no call of the reply is run",
         )
     refuse_empty_reply(what, parts, stop_reason)
-    return ModelResponse(Message("assistant", tuple(parts)), usage, stop_reason)
+    metadata: dict[str, Any] = {}
+    if reasoning:
+        blocks = [{"at": at, "block": block} for at, block in reasoning]
+        metadata[REASONING_KEY] = {"version": _REASONING_VERSION, "blocks": blocks}
+    return ModelResponse(Message("assistant", tuple(parts), metadata), usage, stop_reason)
 
 
 #: Converse's documented stop reasons (botocore's ``StopReason``), as the adapters report them:

@@ -4,6 +4,7 @@ against the service model."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,7 @@ from agentgen.runtime.adapters import (
     ToolIdentityError,
     ToolSearchUnsupportedError,
 )
+from agentgen.runtime.adapters.bedrock_converse import REASONING_KEY
 from agentgen.runtime.engines.temporal.errors import retryable
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ToolChoice, Usage
@@ -488,4 +490,78 @@ async def test_answering_without_tools_when_no_called_tool_is_offered_is_refused
         await BedrockConverseModel(converse.client).complete(
             request(*history, tools=(deferred(RECORDS),), choice=ToolChoice("none"), model=MODEL)
         )
+    assert converse.calls == []
+
+
+# Reasoning (DeepSeek-R1 and gpt-oss always reason; Claude does with thinking) -------------
+
+SIGNED = {"reasoningText": {"text": "Ada is a customer name.", "signature": "sig-1"}}
+
+
+async def test_reasoning_is_kept_and_replayed_where_it_was(converse: Converse) -> None:
+    # Before: every reply holding reasoningContent was refused ("does not handle"), so models
+    # that always reason could not be used; Converse wants Claude's signed reasoning back with
+    # the call it preceded.
+    converse.reply(
+        {"reasoningContent": SIGNED},
+        {"text": "Looking."},
+        {"reasoningContent": {"redactedContent": b"\x00opaque\xff"}},
+        {"toolUse": {"toolUseId": "t1", "name": "records_search", "input": {"name": "Ada"}}},
+        stop="tool_use",
+    )
+    model = BedrockConverseModel(converse.client)
+    asked = Message.user("Find Ada")
+    first = await model.complete(request(asked, tools=(RECORDS,), model=MODEL))
+    assert [part.kind for part in first.message.parts] == ["text", "tool_call"]
+    # Stored as JSON, as a transcript store keeps it.
+    stored = Message.from_json(json.loads(json.dumps(first.message.to_json())))
+    assert stored.metadata[REASONING_KEY]["blocks"][1] == {
+        "at": 1,
+        "block": {"redactedContent": "AG9wYXF1Zf8="},
+    }
+    converse.reply({"text": "One record."})
+    result = ToolResultPart("t1", "records.search", '{"found": 1}')
+    await model.complete(
+        request(asked, stored, Message("tool", (result,)), tools=(RECORDS,), model=MODEL)
+    )
+    assert converse.calls[1]["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"reasoningContent": SIGNED},
+            {"text": "Looking."},
+            {"reasoningContent": {"redactedContent": b"\x00opaque\xff"}},
+            {"toolUse": {"toolUseId": "t1", "name": "records_search", "input": {"name": "Ada"}}},
+        ],
+    }
+
+
+async def test_a_reply_of_reasoning_only_is_refused_as_empty(converse: Converse) -> None:
+    converse.reply({"reasoningContent": SIGNED}, {"text": " "})
+    with pytest.raises(EmptyReplyError):
+        await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"version": 1, "blocks": [{"at": 0, "block": {"reasoningText": {}}}]}, "must be {"),
+        ({"version": 1, "blocks": [{"at": 0, "block": {"redactedContent": "%%"}}]}, "must be {"),
+        ({"version": 1, "blocks": [{"at": 5, "block": SIGNED}]}, "anchored at 5"),
+        ({"version": 2, "blocks": []}, "must be version 1"),
+        ({"version": 1, "blocks": [{"at": 1, "block": SIGNED}]}, "no call, result or text"),
+    ],
+)
+async def test_damaged_or_empty_reasoning_records_are_refused_before_sending(
+    converse: Converse, record: dict[str, Any], problem: str
+) -> None:
+    history = [
+        Message.user("Hi"),
+        Message("assistant", (TextPart(" "),), {REASONING_KEY: record}),
+        Message.user("Hi?"),
+    ]
+    with pytest.raises(HistoryReplayError, match=re.escape(problem)) as caught:
+        await BedrockConverseModel(converse.client).complete(
+            request(*history, tools=(RECORDS,), model=MODEL)
+        )
+    assert "message 1 (assistant)" in str(caught.value)
     assert converse.calls == []
