@@ -36,7 +36,6 @@ from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap
 from agentgen.runtime.adapters.openai_replay import (
     Platform,
     Replay,
-    assistant_message,
     encode_history,
 )
 from agentgen.runtime.adapters.openai_search import (
@@ -317,7 +316,10 @@ class _Invocation:
         """Turn a response's output items into parts and records, in their order.
 
         Returns the search calls, the business calls and the items to send back if another
-        round follows (reasoning items go back as received, everything else re-encoded).
+        round follows: reasoning items and messages go back as received (the API pairs a
+        reasoning item with the item that followed it by that item's ID, and refuses a
+        reasoning item "provided without its required following item" otherwise), search
+        calls as their checked records, with their IDs too.
         """
         what = f"{self.provider}: response {raw.get('id')!r} of model {self.request.model!r}"
         searches: list[SearchCall] = []
@@ -353,8 +355,7 @@ class _Invocation:
                 said = TextPart(text, phase=_phase(item, what))
                 self.parts.append(said)
                 self.refused |= any(c.get("type") == "refusal" for c in item.get("content") or ())
-                if text:
-                    continuation.append(assistant_message(said))
+                continuation.append(dict(item))
             elif kind == "reasoning":
                 continuation.append(item)
             else:

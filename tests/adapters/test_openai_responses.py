@@ -643,13 +643,8 @@ async def test_phase_is_kept_and_commentary_is_not_the_answer() -> None:
     )
     model = adapter(server)
     reply = await model.complete(request())
-    # The next round gets the commentary back with its phase, as the API asks.
-    assert server.bodies[1]["input"][1] == {
-        "type": "message",
-        "role": "assistant",
-        "content": "Let me find a tool.",
-        "phase": "commentary",
-    }
+    # The next round gets the commentary back as received: with its phase, as the API asks.
+    assert server.bodies[1]["input"][1] == text("Let me find a tool.", "m1", "commentary")
     assert [part.phase for part in reply.message.parts if isinstance(part, TextPart)] == [
         "commentary",
         "final_answer",
@@ -660,6 +655,28 @@ async def test_phase_is_kept_and_commentary_is_not_the_answer() -> None:
     await model.complete(request(Message.user("Weather?"), *history, Message.user("Thanks")))
     assistant = [item for item in server.bodies[-1]["input"] if item.get("role") == "assistant"]
     assert [item.get("phase") for item in assistant] == ["commentary", "final_answer"]
+
+
+async def test_a_search_round_sends_back_the_item_its_reasoning_item_preceded() -> None:
+    # Before: the message was re-encoded without its ID, and the API pairs a reasoning item
+    # with the item that followed it by ID ("Item 'rs_1' of type 'reasoning' was provided
+    # without its required following item").
+    server = openai_server(
+        response(
+            reasoning("rs_1"),
+            text("Let me find a tool.", "m1", "commentary"),
+            reasoning("rs_2"),
+            search_call("s1", "weather", "tsc_1"),
+        ),
+        response(text("Sunny.", "m2", "final_answer")),
+    )
+    await adapter(server).complete(request())
+    assert [(item["type"], item.get("id")) for item in server.bodies[1]["input"][1:5]] == [
+        ("reasoning", "rs_1"),
+        ("message", "m1"),
+        ("reasoning", "rs_2"),
+        ("tool_search_call", "tsc_1"),
+    ]
 
 
 async def test_a_phase_it_does_not_know_is_refused_not_dropped() -> None:
