@@ -267,12 +267,13 @@ class _Invocation:
             round_usage = reported_usage(raw)
             self.usage += round_usage
             _check_status(raw, self.provider, self.request.model)
+            said_before = len(self.parts)
             searches, calls, continuation = self._read_output(raw, body)
             outputs = [self._answer(search) for search in searches]
             for output in outputs:
                 self.records.append((len(self.parts), output))
             if not searches or calls:
-                return self._response(raw, bool(calls))
+                return self._response(raw, bool(calls), said_before)
             # Only searches: answer them and ask again with what is left of the budget.
             assert budget is not None  # discovery requires it (checked in body())
             what = f"{self.provider}: model {self.request.model!r}"
@@ -430,7 +431,9 @@ class _Invocation:
             search.call_id, [self.current[self.names.name(hit.tool_id)] for hit in hits]
         )
 
-    def _response(self, raw: Mapping[str, Any], called: bool) -> ModelResponse:
+    def _response(self, raw: Mapping[str, Any], called: bool, said_before: int) -> ModelResponse:
+        """The reply of the invocation, once ``raw`` (the last round, whose parts follow the
+        first ``said_before``) did not only search."""
         metadata: dict[str, Any] = {}
         if self.records or self.namespaces or called:
             # Messages with calls always carry their (sealed) records, even without a search:
@@ -444,8 +447,10 @@ class _Invocation:
             # Anthropic's name for it: the refusal text is not an answer to the request.
             stop_reason = "refusal"
         # Only reasoning, or nothing: no answer, and a message no other adapter could replay.
+        # Only the last round counts: what earlier rounds said came before their searches (on
+        # the way), and would otherwise pass for the answer of a round that gave none.
         what = f"{self.provider}: response {raw.get('id')!r} of model {self.request.model!r}"
-        refuse_empty_reply(what, self.parts, stop_reason)
+        refuse_empty_reply(what, self.parts[said_before:], stop_reason)
         return ModelResponse(message, self.usage, stop_reason)
 
 

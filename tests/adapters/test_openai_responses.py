@@ -552,6 +552,23 @@ async def test_a_reply_without_a_call_or_text_is_refused_not_passed_as_an_answer
     assert caught.value.usage == Usage(100, 1000)  # billed all the same
 
 
+@pytest.mark.parametrize("phase", ["commentary", None])
+async def test_a_last_round_without_a_call_or_text_is_refused_after_a_search(
+    phase: str | None,
+) -> None:
+    # Before: the text said before the search passed for the answer of a round that gave none.
+    server = openai_server(
+        response(text("Let me find a tool.", "m1", phase), search_call("s1", "weather")),
+        response(reasoning("rs_2"), response_id="resp_2", output_tokens=30),
+    )
+    with pytest.raises(EmptyReplyError) as caught:
+        await adapter(server).complete(request())
+    assert "response 'resp_2' of model 'gpt-5.4' holds no tool call and no text" in str(
+        caught.value
+    )
+    assert caught.value.usage == Usage(200, 50)  # both rounds billed
+
+
 async def test_a_reply_cut_before_any_text_says_to_raise_max_tokens() -> None:
     server = openai_server(
         response(reasoning(), status="incomplete", incomplete="max_output_tokens")
