@@ -50,7 +50,7 @@ from agentgen.runtime.adapters.errors import (
     request_failure,
     sdk_errors,
 )
-from agentgen.runtime.adapters.history import claim_call_id, require_unicode
+from agentgen.runtime.adapters.history import check_system, claim_call_id, require_unicode
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.adapters.usage import reported_usage
@@ -123,6 +123,7 @@ class AnthropicMessagesModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         provider = self._provider
         selection = select_tools(provider, request)
+        check_system(provider, request.model, request.system)
         names = NameMap(
             provider,
             (tool.id for tool in request.tools),

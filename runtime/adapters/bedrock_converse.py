@@ -43,6 +43,7 @@ from agentgen.runtime.adapters.errors import (
 from agentgen.runtime.adapters.history import (
     REMEDY,
     check_history,
+    check_system,
     claim_call_id,
     require_unicode,
 )
@@ -119,6 +120,7 @@ class BedrockConverseModel:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         selection = select_tools(_PROVIDER, request)
+        check_system(_PROVIDER, request.model, request.system)
         if selection.discovery:
             raise ToolSearchUnsupportedError(
                 f"{_PROVIDER}: model {request.model!r} was given deferred tools "

@@ -37,11 +37,13 @@ from agentgen.runtime.adapters.errors import (
 from agentgen.runtime.contracts.canonical import canonical_bytes
 from agentgen.runtime.contracts.json_values import find_lone_surrogate, lone_surrogate
 from agentgen.runtime.messages import Message, Part, ToolCallPart, ToolResultPart
+from agentgen.runtime.model_client import ModelError
 
 __all__ = [
     "FINGERPRINT_KEY",
     "REMEDY",
     "check_history",
+    "check_system",
     "claim_call_id",
     "read_sealed",
     "require_records",
@@ -114,6 +116,20 @@ def _require_unicode_parts(what: str, message: Message) -> None:
                     "as half of an emoji), which cannot be sent to any provider: correct that "
                     f"text (the code that built the message), or {REMEDY}"
                 )
+
+
+def check_system(provider: str, model: str, system: str | None) -> None:
+    """Refuse a request whose system text is not valid Unicode (a lone UTF-16 surrogate), as
+    :func:`check_history` refuses such text in the transcript: the SDKs encode the request as
+    UTF-8 and would fail with a bare ``UnicodeEncodeError`` naming nothing."""
+    found = lone_surrogate(system) if system is not None else None
+    if found is not None:
+        raise ModelError(
+            f"{provider}: the system text of the request for model {model!r} is not valid "
+            f"Unicode (a lone UTF-16 surrogate, {found[1]}, such as half of an emoji), which "
+            "cannot be sent to any provider: correct the planner's system text "
+            "(ModelPlanner(system=...)) or the code that built it"
+        )
 
 
 def claim_call_id(

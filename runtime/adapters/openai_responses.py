@@ -31,7 +31,7 @@ from agentgen.runtime.adapters.errors import (
     refuse_empty_reply,
     request_failure,
 )
-from agentgen.runtime.adapters.history import claim_call_id, require_unicode
+from agentgen.runtime.adapters.history import check_system, claim_call_id, require_unicode
 from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap, shared_table
 from agentgen.runtime.adapters.openai_replay import (
     Platform,
@@ -167,6 +167,7 @@ class _Invocation:
         self.request = request
         self.provider = adapter._provider
         self.selection: ToolSelection = select_tools(self.provider, request)
+        check_system(self.provider, request.model, request.system)
         self.names = NameMap(
             self.provider,
             (tool.id for tool in request.tools),

@@ -190,6 +190,27 @@ async def test_text_that_is_not_unicode_is_refused_naming_the_part(send: Send, c
     assert not info.value.transient
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "bedrock converse"])
+async def test_system_text_that_is_not_unicode_is_refused_before_sending(provider: str) -> None:
+    # Before: the SDK's serialisation failed with a bare UnicodeEncodeError naming nothing.
+    converse = Converse()
+    openai_stub, claude_stub = openai_server(), anthropic_server()
+    models: dict[str, Any] = {
+        "openai": OpenAIResponsesModel(openai_client(openai_stub)),
+        "anthropic": AnthropicMessagesModel(anthropic_client(claude_stub)),
+        "bedrock converse": BedrockConverseModel(converse.client),
+    }
+    asked = request(USER, tools=(RECORDS,), model="m-1", system="Be brief \ud83d")
+    with converse.stubber, pytest.raises(ModelError) as info:
+        await models[provider].complete(asked)
+    assert str(info.value).startswith(
+        f"{provider}: the system text of the request for model 'm-1' is not valid Unicode (a "
+        "lone UTF-16 surrogate, U+D83D"
+    )
+    assert not info.value.transient
+    assert openai_stub.bodies == claude_stub.bodies == converse.calls == []
+
+
 # --------------------------------------------------------------------------- OpenAI records
 
 
