@@ -475,3 +475,71 @@ async def test_a_call_id_pending_in_two_runs_of_a_tree_is_not_decided_by_guess()
     with pytest.raises(LookupError, match=r"several runs of its tree \('parent', 'child'\)"):
         await engine.confirm("parent", "call_1", True)
     assert decided == []
+
+
+class _Overtaken(TemporalEngine):
+    """An engine whose decision another client's overtakes: ``first`` decides the call (or
+    cancels the run) between this engine's look at the run and its own decision."""
+
+    def __init__(self, first: Callable[[], Awaitable[None]], **options: Any) -> None:
+        super().__init__(**options)
+        self.first = first
+
+    async def _decide(self, workflow_id: str, decision: Decide) -> None:
+        await self.first()
+        await super()._decide(workflow_id, decision)
+
+
+async def test_a_confirmation_decided_meanwhile_by_another_client_is_a_lookup_error(
+    durable: Harness,
+) -> None:
+    """Two people answering at once: the second confirm used to raise the SDK's
+    ``WorkflowUpdateFailedError`` ("Workflow update failed"), which names nothing and is not
+    the documented ``LookupError``."""
+    rt, executor, engine = _operated(durable)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id="answered-twice")
+    async with durable.serving(rt):
+        await engine.start(rt, request)
+        (pending,) = await _pending(engine, "answered-twice")
+
+        async def first() -> None:
+            await engine.confirm("answered-twice", pending.tool_call_id, True)
+
+        assert durable.env is not None
+        second = _Overtaken(first, client=durable.env.client, task_queue=engine.task_queue)
+        with pytest.raises(
+            LookupError,
+            match=r"run 'answered-twice' has no confirmation pending for 'c0_records.search' "
+            r"any more: it was decided meanwhile, by another client",
+        ):
+            await second.confirm("answered-twice", pending.tool_call_id, False)
+        outcome = await engine.result(rt, "answered-twice", decide=False)
+    assert outcome.final_text == "ok"
+    assert [name for name, _, _ in executor.calls] == ["search"]  # the first answer stands
+
+
+async def test_a_confirmation_of_a_run_that_ended_meanwhile_is_a_lookup_error(
+    durable: Harness,
+) -> None:
+    """The run was cancelled between the look and the decision: the server's raw
+    ``RPCError`` ("workflow execution already completed") used to reach the caller."""
+    rt, executor, engine = _operated(durable)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id="ended-meanwhile")
+    async with durable.serving(rt):
+        await engine.start(rt, request)
+        (pending,) = await _pending(engine, "ended-meanwhile")
+
+        async def first() -> None:
+            await engine.cancel("ended-meanwhile")
+            with pytest.raises(RunCancelledError):
+                await engine.result(rt, "ended-meanwhile", decide=False)
+
+        assert durable.env is not None
+        late = _Overtaken(first, client=durable.env.client, task_queue=engine.task_queue)
+        with pytest.raises(
+            LookupError,
+            match=r"run 'ended-meanwhile' ended before the decision on 'c0_records.search' "
+            r"reached it",
+        ):
+            await late.confirm("ended-meanwhile", pending.tool_call_id, True)
+    assert executor.calls == []

@@ -411,7 +411,23 @@ class TemporalEngine:
             run_id=request.run_id,
             prompt=request.prompt,
         ) as span:
-            await self._decide(workflow_id, Decide(tool_call_id, approved))
+            try:
+                await self._decide(workflow_id, Decide(tool_call_id, approved))
+            except WorkflowUpdateFailedError as exc:
+                # Another client decided it between the look above and this decision (two
+                # people answering at once): the SDK's error says only "Workflow update
+                # failed", and is no LookupError, which the documentation promises.
+                raise LookupError(
+                    f"run {request.run_id!r} has no confirmation pending for {tool_call_id!r} "
+                    f"any more: it was decided meanwhile, by another client ({exc.cause})"
+                ) from None
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                raise LookupError(
+                    f"run {request.run_id!r} ended before the decision on {tool_call_id!r} "
+                    "reached it (cancelled, or failed, meanwhile): nothing was decided"
+                ) from None
             span.decided("approved" if approved else "denied", by)
 
     async def cancel(self, run_id: str) -> None:
