@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from agentgen.runtime.engines.temporal import TemporalEngine
+from agentgen.runtime.agents.definition import AgentDefinition
+from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
+from agentgen.runtime.engines.temporal import RunCancelledError, TemporalEngine
 from agentgen.runtime.engines.temporal import client as client_module
 from agentgen.runtime.engines.temporal.poll_pacing import PollPacing
 from agentgen.runtime.runs.confirmation import ConfirmationRequest
 from examples.records.gen.assistant.toolsets.records import types
 from tests.engines.conftest import Harness
 from tests.engines.test_scenarios import confirmed_records
+from tests.runtime import sink_agents as sink
 from tests.runtime.agents import Records, ScriptedPlanner, answer, calls, register
 
 
@@ -119,3 +123,59 @@ async def test_the_watcher_backs_off_while_idle_or_deciding_and_is_fast_after_a_
     # Once the decision was delivered: fast again, until the second confirmation is found.
     assert chosen[decided[0]] == ("decided", fast)
     assert decided[0] < second and chosen[second] == ("found", fast)
+
+
+class _GoesOnAfterItsChild:
+    """Asks its records agent (a child run), then plans on for a second after the child ended."""
+
+    async def plan_start(self, input: PlanInput) -> PlanResult:
+        return PlanResult(calls(("ask_expert.ask", {"question": "q"})))
+
+    async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
+        await asyncio.sleep(1)
+        return PlanResult(answer("parent done"))
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_decision_for_a_child_run_that_ended_meanwhile_is_sent_once(
+    durable: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child run cancelled while a person decided its confirmation: the decision, refused by
+    the server (the run ended), used to be sent again every ``poll_interval`` for as long as
+    its parent ran (about 150 updates in 3 s)."""
+    sent: list[str] = []
+    decide = TemporalEngine._decide
+
+    async def counted(self: TemporalEngine, workflow_id: str, decision: Any) -> None:
+        sent.append(workflow_id)
+        await decide(self, workflow_id, decision)
+
+    monkeypatch.setattr(TemporalEngine, "_decide", counted)
+    asked: asyncio.Queue[ConfirmationRequest] = asyncio.Queue()
+    answered = asyncio.Event()
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        await asked.put(request)
+        await answered.wait()
+        return True
+
+    rt = durable.runtime(confirm=confirm)
+    engine = durable.engine(rt)
+    child = ScriptedPlanner([calls(("records.search", {"query": "x"})), answer("{}")])
+    executor = register(rt, child, confirmed_records())
+    ask = replace(sink.ASK, agent_id="test.agent")
+    parent = AgentDefinition(
+        id="helpdesk.triage", description="T", specs=(ask,), agent_executors=("test.agent",)
+    )
+    rt.register_agent(parent, planner=_GoesOnAfterItsChild(), executors={})
+    async with durable.serving(rt):
+        running = asyncio.create_task(rt.client("helpdesk.triage").run("go"))
+        request = await asyncio.wait_for(asked.get(), 30)
+        await engine.cancel(request.run_id)  # the child run ends; its parent goes on
+        with pytest.raises(RunCancelledError):
+            await engine.result(rt, request.run_id, decide=False)
+        answered.set()  # the person answers now
+        outcome = await asyncio.wait_for(running, 30)
+    assert outcome.final_text == "parent done"
+    assert executor.calls == []
+    assert sent.count(request.run_id) == 1

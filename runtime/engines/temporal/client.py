@@ -483,6 +483,13 @@ class TemporalEngine:
                     await self._decide(workflow_id, decision)
                 except WorkflowUpdateFailedError:
                     break  # decided meanwhile (by another client)
+                except RPCError as exc:
+                    if exc.status == RPCStatusCode.NOT_FOUND:
+                        # Its run ended meanwhile (a child run cancelled or failed while the
+                        # confirmer decided): sent again, it was refused every poll_interval
+                        # for as long as the rest of the tree ran.
+                        break
+                    await asyncio.sleep(self.poll_interval)
                 except TemporalError:
                     await asyncio.sleep(self.poll_interval)  # no worker answered yet
                 else:
