@@ -7,6 +7,7 @@ import asyncio
 import json
 import socket
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -431,7 +432,10 @@ async def test_default_retries_back_off_on_the_time_skipping_server() -> None:
 
 async def _pending(engine: TemporalEngine, run_id: str) -> list[ConfirmationRequest]:
     for _ in range(500):
-        pending = await engine.pending_confirmations(run_id)
+        try:
+            pending = await engine.pending_confirmations(run_id)
+        except LookupError:  # a run started by a task of the test: not started yet
+            pending = []
         if pending:
             return pending
         await asyncio.sleep(0.02)
@@ -462,7 +466,7 @@ async def test_a_call_id_pending_in_two_runs_of_a_tree_is_not_decided_by_guess()
             run_id, "test.agent", "records.search", "call_1", None, "Search?", {}
         )
 
-    async def pending(run_id: str) -> list[tuple[str, ConfirmationRequest]]:
+    async def pending(run_id: str, **_: Any) -> list[tuple[str, ConfirmationRequest]]:
         return [("parent", waiting("parent")), ("child", waiting("child"))]
 
     decided: list[str] = []
@@ -543,3 +547,46 @@ async def test_a_confirmation_of_a_run_that_ended_meanwhile_is_a_lookup_error(
         ):
             await late.confirm("ended-meanwhile", pending.tool_call_id, True)
     assert executor.calls == []
+
+
+async def test_pending_confirmations_of_an_unknown_run_is_a_lookup_error(
+    durable: Harness,
+) -> None:
+    """A mistyped run ID used to list nothing pending, for ever, as a run that waits for
+    nothing does."""
+    _, _, engine = _operated(durable)
+    with pytest.raises(LookupError, match=r"no run 'no-such-run' on Temporal"):
+        await engine.pending_confirmations("no-such-run")
+    with pytest.raises(LookupError, match=r"no run 'no-such-run' on Temporal"):
+        await engine.confirm("no-such-run", "c0_records.search", True)
+
+
+async def test_a_waiting_run_no_worker_answers_for_is_not_read_as_waiting_for_nothing(
+    durable: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no worker polling (a deployment, a crash), the status query goes unanswered: the
+    run's confirmation was listed as nothing pending, and ``confirm`` said there was none to
+    decide, while the run waited for it."""
+    from agentgen.runtime.engines.temporal import client as client_module
+
+    monkeypatch.setattr(client_module, "_QUERY_TIMEOUT", timedelta(seconds=0.5))
+    rt, executor, engine = _operated(durable)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id="unanswered")
+    async with durable.serving(rt):
+        await engine.start(rt, request)
+        (pending,) = await _pending(engine, "unanswered")
+    unanswered = (
+        r"run 'unanswered': its pending confirmations could not be read \(.*\); a worker answers "
+        rf"that query: check that one polls the run's task queue \(this engine's is "
+        rf"'{engine.task_queue}'\)"
+    )
+    with pytest.raises(RuntimeError, match=unanswered):
+        await engine.pending_confirmations("unanswered")
+    with pytest.raises(RuntimeError, match=unanswered):
+        await engine.confirm("unanswered", pending.tool_call_id, True)
+    async with durable.serving(rt):  # a worker again: the confirmation still waits
+        assert await engine.pending_confirmations("unanswered") == [pending]
+        await engine.confirm("unanswered", pending.tool_call_id, True)
+        outcome = await engine.result(rt, "unanswered", decide=False)
+    assert outcome.final_text == "ok"
+    assert [name for name, _, _ in executor.calls] == ["search"]

@@ -373,8 +373,10 @@ class TemporalEngine:
         return outcome(result, accepted)
 
     async def pending_confirmations(self, run_id: str) -> list[ConfirmationRequest]:
-        """The confirmations a run and its running child runs wait for."""
-        return [request for _, request in await self._pending(run_id)]
+        """The confirmations a run and its running child runs wait for. A run ID the server
+        does not know is a ``LookupError``, and a run whose status no worker gives (none polls
+        its task queue) a ``RuntimeError``: either used to read as nothing pending."""
+        return [request for _, request in await self._pending(run_id, strict=True)]
 
     async def confirm(
         self, run_id: str, tool_call_id: str, approved: bool, *, by: str | None = None
@@ -389,7 +391,7 @@ class TemporalEngine:
             )
         matches = [
             (workflow_id, request)
-            for workflow_id, request in await self._pending(run_id)
+            for workflow_id, request in await self._pending(run_id, strict=True)
             if request.tool_call_id == tool_call_id
         ]
         if not matches:
@@ -440,23 +442,39 @@ class TemporalEngine:
 
     # ------------------------------------------------------------------ confirmations
 
-    async def _status(self, workflow_id: str) -> RunStatus | None:
+    async def _status(self, workflow_id: str, *, strict: bool = False) -> RunStatus | None:
+        """The run's pending confirmations and running child runs; None when no worker
+        answered (yet) or the run is gone (the watcher asks again later), or, ``strict``, the
+        error that says so (an operator asking must not read that as nothing pending)."""
         client = await self._polling_client()
         handle: WorkflowHandle[object, object] = client.get_workflow_handle(workflow_id)
         try:
             status: RunStatus = await handle.query(
                 STATUS_QUERY, result_type=RunStatus, rpc_timeout=_QUERY_TIMEOUT
             )
-        except TemporalError:
-            return None  # no worker answered (yet), or the run ended: asked again later
+        except TemporalError as exc:
+            if not strict:
+                return None
+            if isinstance(exc, RPCError) and exc.status == RPCStatusCode.NOT_FOUND:
+                raise await _unknown(exc, workflow_id, client) from None
+            raise RuntimeError(
+                f"run {workflow_id!r}: its pending confirmations could not be read "
+                f"({type(exc).__name__}: {exc}); a worker answers that query: check that one "
+                f"polls the run's task queue (this engine's is {self.task_queue!r}), then ask "
+                "again"
+            ) from None
         return status
 
-    async def _pending(self, run_id: str) -> list[tuple[str, ConfirmationRequest]]:
+    async def _pending(
+        self, run_id: str, *, strict: bool = False
+    ) -> list[tuple[str, ConfirmationRequest]]:
+        """What the run tree waits for, by workflow; ``strict``: the run's own status must be
+        read (its child runs may end while the tree is walked)."""
         found: list[tuple[str, ConfirmationRequest]] = []
         queue = [run_id]
         while queue:
             workflow_id = queue.pop(0)
-            status = await self._status(workflow_id)
+            status = await self._status(workflow_id, strict=strict and workflow_id == run_id)
             if status is None:
                 continue
             found.extend((workflow_id, request) for request in status.pending)
