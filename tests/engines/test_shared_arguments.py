@@ -28,6 +28,8 @@ from tests.engines.record_histories import LARGE_QUERY
 from tests.runtime.agents import ScriptedPlanner, answer, calls, register
 
 RECORDED = Path(__file__).parent / "histories" / "large-arguments" / "7f7eaa3-run.json"
+#: The same run recorded by code that writes the arguments once (since e3c7f70).
+RECORDED_SHARED = Path(__file__).parent / "histories" / "large-arguments" / "e3c7f70-run.json"
 
 
 def _planned(arguments: str, *, refused_too: bool = False) -> Planned[Any]:
@@ -103,9 +105,9 @@ def test_a_decision_referring_to_a_part_that_is_no_call_is_refused() -> None:
             unshare(written)
 
 
-def _recorded_planned() -> bytes:
-    """The planning answer with calls in the recorded history, as its worker wrote it."""
-    history = json.loads(RECORDED.read_text())
+def _recorded_planned(recorded: Path = RECORDED) -> bytes:
+    """The planning answer with calls in a recorded history, as its worker wrote it."""
+    history = json.loads(recorded.read_text())
     for event in history["events"]:
         completed = event.get("activityTaskCompletedEventAttributes")
         for payload in (completed or {}).get("result", {}).get("payloads", []):
@@ -149,3 +151,14 @@ async def test_a_durable_run_with_an_argument_of_900_kb_finishes(durable: Harnes
     assert outcome.final_text == "done"
     ((tool, args, _),) = records.calls
     assert tool == "search" and args.query == query
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_history_recorded_with_shared_arguments_replays() -> None:
+    """Recorded by ``record_histories --large-arguments`` with the arguments written once: the
+    form later releases must keep reading (the replayer decodes every recorded answer)."""
+    data = json.loads(_recorded_planned(RECORDED_SHARED))
+    assert [sorted(d) for d in data["decisions"]] == [["accepted", "part", "refused"]] * 2
+    planned = decode(data, Planned)
+    assert json.loads(planned.decisions[0].call.arguments) == {"query": LARGE_QUERY}
+    await replay([RECORDED_SHARED.read_text()])
