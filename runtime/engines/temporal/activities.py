@@ -21,7 +21,6 @@ one (Temporal grants it to an activity paused while it ran, once unpaused) answe
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -56,7 +55,7 @@ from agentgen.runtime.runs.steps import Admission, Decision, Planned, PlanTask, 
 from agentgen.runtime.telemetry.config import activated
 from agentgen.runtime.telemetry.exceptions import explaining_cancellations
 
-__all__ = ["DEFAULT_HEARTBEAT_INTERVAL", "RunActivities"]
+__all__ = ["DEFAULT_HEARTBEAT_INTERVAL", "MAX_HEARTBEAT_INTERVAL", "RunActivities"]
 
 T = TypeVar("T")
 
@@ -65,6 +64,8 @@ T = TypeVar("T")
 #: only in the server's answer to a heartbeat, so this bounds how long a tool of a cancelled run
 #: goes on; spaced by the heartbeat timeout (30 s, throttled to 24 s), it went on ~24 s.
 DEFAULT_HEARTBEAT_INTERVAL = 1.0
+#: The longest heartbeat interval (ten thousand years: ``agentgen worker``'s bound too).
+MAX_HEARTBEAT_INTERVAL = 315_576_000_000
 
 
 async def _heartbeating(work: Awaitable[T], attempt: Attempt, every: float) -> T:
@@ -147,10 +148,13 @@ class RunActivities:
         number = isinstance(heartbeat_interval, int | float) and not isinstance(
             heartbeat_interval, bool
         )
-        if not (number and 0 < heartbeat_interval < math.inf):
+        if not (number and 0 < heartbeat_interval <= MAX_HEARTBEAT_INTERVAL):
+            # Above the bound, build_worker's throttle (a timedelta) overflowed with a bare
+            # "OverflowError: Python int too large to convert to C int".
             raise ValueError(
                 "the worker's heartbeat_interval must be positive seconds, not "
-                f"{heartbeat_interval!r}"
+                f"{heartbeat_interval!r} (at most {MAX_HEARTBEAT_INTERVAL}, as agentgen worker "
+                "--heartbeat-interval)"
             )
         self.host = host
         self.limit = max_payload_bytes
