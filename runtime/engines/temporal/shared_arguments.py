@@ -12,8 +12,9 @@ from the part, and the workflow sees the same ``Planned`` as before. Answers who
 are small (:data:`SHARED_FROM` characters together, at most twice that wasted) are written
 exactly as the release before wrote them, so that its workers read every payload of a run
 whose calls carry nothing large; a worker of that release refuses a shared answer
-(``Decision has no fields ['part']``), which it could not have sent either (it was over the
-limit). Both forms are read, so histories recorded before replay as they ran.
+(``Decision has no fields ['part']``), so workers of both releases must not poll one queue at
+once (arguments between the threshold and about 700 KB it did send). Both forms are read, so
+histories recorded before replay as they ran.
 
 Both functions work on the JSON the data converter writes for ``Planned`` (its decisions as
 ``{"call", "accepted", "refused"}``, checkpoints as ``{"json": ...}`` or ``{"exact": ...}``).
