@@ -66,6 +66,9 @@ DEFAULT_TIMEOUT = 10.0
 KEPT_ANSWERS = 4096
 #: Outcomes that came back with their call a client keeps until the result stream asks.
 KEPT_EARLY_OUTCOMES = 4096
+#: Shortest time (seconds) from one poll for a call's outcome to the next when the first was
+#: answered ``pending``: a poll that does not wait (``poll_ms=0``) is answered at once.
+_POLL_INTERVAL = 0.1
 B = TypeVar("B", bound=BaseModel)
 T = TypeVar("T")
 V = TypeVar("V")
@@ -776,6 +779,7 @@ class HttpResultStream:
         client's backoff) instead of ending the wait while the call runs on."""
         outage = 0  # failed polls in a row
         while True:
+            asked = time.monotonic()
             try:
                 answer = await self.client.poll_result(ref, wait_ms=self.poll_ms)
             except RegistryError as exc:
@@ -793,6 +797,12 @@ class HttpResultStream:
             outage = 0
             if answer.status == "pending":
                 self._check_retained(ref)
+                rest = asked + _POLL_INTERVAL - time.monotonic()
+                if rest > 0:
+                    # Answered sooner than _POLL_INTERVAL (a poll that does not wait): pause
+                    # for the rest of it, rather than asking again at once, a thousand times
+                    # a second for as long as the call runs.
+                    await asyncio.sleep(rest)
                 continue
             # Ended without running: the admission was replaced, or no provider was left.
             if answer.status == "call_not_admitted":

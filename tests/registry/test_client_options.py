@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,6 +18,7 @@ import httpx2
 import pytest
 
 from agentgen.runtime import Runtime
+from agentgen.runtime.registry import http_client
 from agentgen.runtime.registry.client import RegistryError, ToolCallMeta
 from agentgen.runtime.registry.http_client import (
     ENV_TOKEN,
@@ -162,6 +165,41 @@ async def test_waits_at_the_bounds_are_taken(registry: Running) -> None:
             outcome = await HttpResultStream(client, poll_ms=60_000).await_result(ref)
             assert HttpResultStream(client, poll_ms=0).poll_ms == 0
     assert (outcome.status, json.loads(outcome.payload_json)) == ("completed", {"said": "hi"})
+
+
+async def test_a_result_stream_that_does_not_wait_pauses_between_pending_polls(
+    registry: Running,
+) -> None:
+    """poll_ms=0 (taken since it is within bounds) asked for a running call's outcome again as
+    soon as each ``pending`` came: 1,249 polls in a second, for as long as the call ran."""
+    impl = Echo()
+    async with serving(registry.url, impl):
+        async with HttpRegistryClient(registry.url, call_wait_ms=0) as client:
+            resolved = await client.resolve_toolset("echo")
+            ref = await client.call_resolved_tool(
+                toolset="echo",
+                tool="echo.say",
+                payload_json=json.dumps({"text": "wait"}),
+                meta=ToolCallMeta(run_id=uuid.uuid4().hex, tool_call_id="c1"),
+                expected_registration_token=resolved.registration_token,
+            )
+            asked: list[float] = []
+            poll = client.poll_result
+
+            async def timed(*args: Any, **kwargs: Any) -> Any:
+                asked.append(time.monotonic())
+                if len(asked) == 4:
+                    impl.release.set()  # the call ends after four polls
+                return await poll(*args, **kwargs)
+
+            client.poll_result = timed  # type: ignore[method-assign]
+            outcome = await asyncio.wait_for(
+                HttpResultStream(client, poll_ms=0).await_result(ref), 30
+            )
+    assert outcome.status == "completed"
+    gaps = [later - earlier for earlier, later in itertools.pairwise(asked[:4])]
+    # A lower bound only: the pause may take longer, never shorter.
+    assert len(gaps) == 3 and min(gaps) >= http_client._POLL_INTERVAL * 0.95, gaps
 
 
 # --- health ----------------------------------------------------------------------------------
