@@ -323,7 +323,19 @@ class RedisStore:
             self._flusher = asyncio.create_task(self._flush())
         for _, done in waiting:
             self._bound(done)
-        return [await done for _, done in waiting]
+        try:
+            return [await done for _, done in waiting]
+        except BaseException:
+            # One failed (its bound passed: they all do together) or its waiter was cancelled:
+            # the others are not waited for. Each is cancelled, or its failure marked seen,
+            # else every one of them is logged as "Future exception was never retrieved"
+            # (a stalled Redis: one traceback per completion of every batch refused).
+            for _, done in waiting:
+                if not done.done():
+                    done.cancel()
+                elif not done.cancelled():
+                    done.exception()
+            raise
 
     def _bound(self, done: asyncio.Future[Any]) -> None:
         """Fail ``done`` with StoreError unless it is settled within :attr:`answer_timeout_s`.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import sqlite3
@@ -22,7 +23,7 @@ import pytest
 
 from agentgen.runtime.registry.redis_store import RedisStore
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
-from agentgen.runtime.registry.store import Store
+from agentgen.runtime.registry.store import Change, Operation, Store, StoreError
 from tests.registry.conftest import RedisServer, running_registry, start_redis_server
 from tests.registry.helpers import register_body
 
@@ -236,3 +237,35 @@ async def test_a_locked_sqlite_file_does_not_hold_the_other_requests(tmp_path: P
             assert not waiting.done()
             other.execute("ROLLBACK")
         assert await waiting is not None  # read once the file is free
+
+
+async def test_decisions_taken_together_on_a_stalled_redis_fail_without_unseen_errors(
+    own_redis: RedisServer,
+) -> None:
+    """Decisions taken in one trip (a provider's batched completions) failed at their bound
+    together: the first was raised, and each of the others was logged, once collected, as
+    "Future exception was never retrieved" (63 tracebacks per batch of 64 refused)."""
+    store = RedisStore(
+        own_redis.url, namespace=f"test:{uuid.uuid4().hex}", answer_timeout_s=BOUND_S
+    )
+    unseen: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: unseen.append(context))
+    await store.open()
+    try:
+        decisions: list[Operation] = [
+            ([f"k{i}"], lambda values, now, i=i: Change(i)) for i in range(5)
+        ]
+        assert await store.transact_many(decisions) == [0, 1, 2, 3, 4]
+        os.kill(own_redis.process.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(StoreError, match="did not answer within"):
+                await store.transact_many(decisions)
+        finally:
+            os.kill(own_redis.process.pid, signal.SIGCONT)
+        assert await store.transact_many(decisions) == [0, 1, 2, 3, 4]
+    finally:
+        await store.close()
+        gc.collect()
+        loop.set_exception_handler(None)
+    assert unseen == []
