@@ -66,6 +66,8 @@ DEFAULT_TIMEOUT = 10.0
 KEPT_ANSWERS = 4096
 #: Outcomes that came back with their call a client keeps until the result stream asks.
 KEPT_EARLY_OUTCOMES = 4096
+#: Most characters of a failed answer's error message a client repeats.
+_FAILURE_CHARS = 1000
 #: Shortest time (seconds) from one poll for a call's outcome to the next when the first was
 #: answered ``pending``: a poll that does not wait (``poll_ms=0``) is answered at once.
 _POLL_INTERVAL = 0.1
@@ -297,7 +299,7 @@ class HttpRegistryClient(_Closing):
             else:
                 if response.status_code >= 500:
                     kind = f"HTTP {response.status_code}"
-                    problem = f"{kind}: {response.text[:200]}"
+                    problem = f"{kind}: {_failure_text(response)}"
                 elif response.status_code >= 400:
                     raise self._refusal(response)
                 else:
@@ -744,6 +746,17 @@ class HttpRegistryClient(_Closing):
                 f"registry {self.name!r} at {self.shown_url} answered /health with an "
                 f"unexpected body: {first_error(exc)}; is the URL that of an agentgen registry?",
             ) from None
+
+
+def _failure_text(response: httpx2.Response) -> str:
+    """What a failed answer says: the registry's error whole (a store it cannot reach is named
+    with what to check, which the first 200 characters of its JSON cut off mid-sentence), or
+    the start of any other body (a proxy's error page)."""
+    try:
+        error = api.ErrorResponse.model_validate_json(response.content).error
+    except ValidationError:
+        return response.text[:200]
+    return f"{error.code}: {error.message[:_FAILURE_CHARS]}"
 
 
 def _keep_latest(kept: dict[str, V], key: str, value: V, limit: int) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 import httpx2
 import pytest
 
+from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.registry.http_client import HttpRegistryClient, RetryPolicy
 from agentgen.runtime.registry.redis_store import RedisStore
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
 from agentgen.runtime.registry.store import Change, Operation, Store, StoreError
@@ -269,3 +271,26 @@ async def test_decisions_taken_together_on_a_stalled_redis_fail_without_unseen_e
         gc.collect()
         loop.set_exception_handler(None)
     assert unseen == []
+
+
+async def test_the_client_repeats_the_registrys_whole_503_message(tmp_path: Path) -> None:
+    """The client quoted the first 200 characters of the answer's JSON: what the registry said
+    to do about its store was cut off mid-sentence."""
+    path = tmp_path / "registry.db"
+    store = SQLiteStore(str(path), answer_timeout_s=BOUND_S)
+    async with running_registry(store) as running:
+        client = HttpRegistryClient(running.url, name="company", retry=RetryPolicy(max_retries=0))
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as other:
+            other.execute("BEGIN IMMEDIATE")  # another program writing to the file
+            with pytest.raises(RegistryError) as failed:
+                await client.list_toolsets()
+            other.execute("ROLLBACK")
+        await client.aclose()
+    assert failed.value.code == "service_unavailable"
+    assert failed.value.message == (
+        f"registry 'company' at {running.url}: /toolsets/list failed after 1 attempt(s): "
+        f"HTTP 503: service_unavailable: registry store {store.description} stayed locked by "
+        f"another process for {BOUND_S:g} s: end what holds it (a program writing to the file, "
+        "such as a sqlite3 shell with a transaction open); requests succeed again as soon as it "
+        "is free"
+    )
