@@ -20,7 +20,9 @@ consumer; a missed announcement costs at most the waiter's periodic re-check).
 
 Each read, decision and command gives Redis :attr:`RedisStore.answer_timeout_s` (5 s) from
 when it is asked for, the wait behind the round trips before it included: a stalled Redis
-answers every request ``503`` within that, rather than after every command queued before it.
+answers every request ``503`` within that, rather than after every command queued before it. A
+decision whose request was answered so (or gave up) before it went to Redis is dropped: only
+what was already on its way may still take effect.
 
 Works with Redis 7.0 (no 7.4+ commands such as ``HEXPIRE``).
 """
@@ -368,24 +370,32 @@ class RedisStore:
     async def _flush(self) -> None:
         while self._pending:
             batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
+            # A decision whose waiter gave up (its bound passed, answered 503; or cancelled) is
+            # never taken: while Redis stalled, those queued behind the batch on its way were
+            # all applied once it answered, after their requests had been refused (an
+            # admission the consumer was told failed, run later; a claim for nobody).
+            batch = [(op, done) for op, done in batch if not done.done()]
+            if not batch:
+                continue
             try:
                 # Unbounded here: each of its commands has the socket's timeout, and every
                 # decision its own bound (see _bound).
-                outcomes: list[Any] = await self._call(
-                    self._decide_all([op for op, _ in batch]), bounded=False
-                )
+                outcomes: list[Any] = await self._call(self._decide_all(batch), bounded=False)
             except Exception as exc:  # the store failed: nothing of the batch is known
                 outcomes = [exc] * len(batch)
             for (_, done), outcome in zip(batch, outcomes, strict=True):
                 if not done.done():
                     done.set_result(outcome)
 
-    async def _decide_all(self, operations: Sequence[Operation]) -> list[Any]:
+    async def _decide_all(
+        self, operations: Sequence[tuple[Operation, asyncio.Future[Any]]]
+    ) -> list[Any]:
         """Take every decision on one read of all their keys and write what they decided with
         one script, which checks first that none of the keys changed since the read (else
         everything is read and decided again). Each decision sees what the ones before it
-        wrote; one that raises writes nothing."""
-        keys = list(dict.fromkeys(key for op_keys, _ in operations for key in op_keys))
+        wrote; one that raises writes nothing; one whose waiter gave up while the keys were
+        read is not taken (its outcome: None, which nobody reads)."""
+        keys = list(dict.fromkeys(key for (op_keys, _), _ in operations for key in op_keys))
         while True:
             read, now = await self.snapshot(keys)
             values = dict(zip(keys, read, strict=True))
@@ -395,7 +405,10 @@ class RedisStore:
                 checks += [self._k(key), "0" if value is None else "1", digest]
             outcomes: list[Any] = []
             commands: list[str] = []
-            for op_keys, decide in operations:
+            for (op_keys, decide), done in operations:
+                if done.done():
+                    outcomes.append(None)
+                    continue
                 try:
                     change = decide({k: values[k] for k in op_keys}, now)
                 except Exception as exc:
@@ -405,6 +418,8 @@ class RedisStore:
                     values[key] = write.value
                 commands += self._commands(change)
                 outcomes.append(change.error if change.error is not None else change.result)
+            if all(done.done() for _, done in operations):
+                return outcomes  # every waiter gave up while the keys were read
             if await self._commit(checks + commands):
                 return outcomes
 

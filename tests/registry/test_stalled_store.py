@@ -25,7 +25,7 @@ from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.http_client import HttpRegistryClient, RetryPolicy
 from agentgen.runtime.registry.redis_store import RedisStore
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
-from agentgen.runtime.registry.store import Change, Operation, Store, StoreError
+from agentgen.runtime.registry.store import Change, Operation, Store, StoreError, Write
 from tests.registry.conftest import RedisServer, running_registry, start_redis_server
 from tests.registry.helpers import register_body
 
@@ -294,3 +294,38 @@ async def test_the_client_repeats_the_registrys_whole_503_message(tmp_path: Path
         "such as a sqlite3 shell with a transaction open); requests succeed again as soon as it "
         "is free"
     )
+
+
+async def test_decisions_refused_on_a_stalled_redis_are_never_applied_later(
+    own_redis: RedisServer,
+) -> None:
+    """Decisions queued behind the batch on its way to a stalled Redis were refused at their
+    bound (503), then applied once Redis answered (344 of 600 here): an admission the
+    consumer was told failed was admitted, and run, after all."""
+    store = RedisStore(
+        own_redis.url, namespace=f"test:{uuid.uuid4().hex}", answer_timeout_s=BOUND_S
+    )
+    await store.open()
+    try:
+        keys = [f"k{i}" for i in range(600)]
+
+        async def write(key: str) -> str:
+            try:
+                await store.transact(
+                    [key], lambda values, now: Change(None, writes={key: Write("x")})
+                )
+            except StoreError:
+                return "refused"
+            return "written"
+
+        os.kill(own_redis.process.pid, signal.SIGSTOP)
+        try:
+            told = await asyncio.gather(*(write(key) for key in keys))
+        finally:
+            os.kill(own_redis.process.pid, signal.SIGCONT)
+        assert set(told) == {"refused"}
+        # Redis answers again: what was on its way, and what queued behind it, is not taken.
+        assert await store.transact(["after"], lambda values, now: Change("served")) == "served"
+        assert await store.get_many(keys) == [None] * len(keys)
+    finally:
+        await store.close()
