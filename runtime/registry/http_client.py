@@ -66,6 +66,8 @@ DEFAULT_TIMEOUT = 10.0
 KEPT_ANSWERS = 4096
 #: Outcomes that came back with their call a client keeps until the result stream asks.
 KEPT_EARLY_OUTCOMES = 4096
+#: Most times a retry's backoff doubles (far past any ``backoff_max`` in use).
+_MAX_DOUBLINGS = 64
 #: Most characters of a failed answer's error message a client repeats.
 _FAILURE_CHARS = 1000
 #: Shortest time (seconds) from one poll for a call's outcome to the next when the first was
@@ -123,7 +125,9 @@ class RetryPolicy:
     backoff_max: float = 2.0
 
     def delay(self, attempt: int) -> float:
-        ceiling = min(self.backoff_max, self.backoff_base * (2**attempt))
+        # The exponent is capped: a wait that outlasts a thousand attempts (a result stream
+        # or a provider waiting out a long outage) overflowed a float computing 2**attempt.
+        ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** min(attempt, _MAX_DOUBLINGS))
         return float(ceiling * (0.5 + random.random() / 2))
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from agentgen.runtime import Runtime
 from agentgen.runtime.registry import http_client
-from agentgen.runtime.registry.client import RegistryError, ToolCallMeta
+from agentgen.runtime.registry.client import CallRef, RegistryError, ToolCallMeta
 from agentgen.runtime.registry.http_client import (
     ENV_TOKEN,
     HttpRegistryClient,
@@ -200,6 +200,33 @@ async def test_a_result_stream_that_does_not_wait_pauses_between_pending_polls(
     gaps = [later - earlier for earlier, later in itertools.pairwise(asked[:4])]
     # A lower bound only: the pause may take longer, never shorter.
     assert len(gaps) == 3 and min(gaps) >= http_client._POLL_INTERVAL * 0.95, gaps
+
+
+async def test_a_result_stream_waits_out_an_outage_of_more_than_a_thousand_polls() -> None:
+    """The backoff computed ``backoff_base * 2**attempt`` before capping it: a stream waiting
+    out a long outage (about 40 minutes at the default policy) raised a bare OverflowError."""
+    failed = 0
+
+    def registry_down_then_back(request: httpx2.Request) -> httpx2.Response:
+        nonlocal failed
+        if failed < 1_100:
+            failed += 1
+            error = {"code": "service_unavailable", "message": "registry store down"}
+            return httpx2.Response(503, json={"error": error})
+        return httpx2.Response(200, json={"status": "completed", "result_json": '{"said":"hi"}'})
+
+    tiny = RetryPolicy(max_retries=0, backoff_base=1e-9, backoff_max=1e-9)
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1",
+        name="company",
+        retry=tiny,
+        transport=httpx2.MockTransport(registry_down_then_back),
+    ) as client:
+        later = int(client.registry_time_ms()) + 3_600_000
+        ref = CallRef("a" * 64, "b" * 64, later, later)
+        outcome = await HttpResultStream(client, poll_ms=0).await_result(ref)
+    assert failed == 1_100
+    assert (outcome.status, outcome.payload_json) == ("completed", '{"said":"hi"}')
 
 
 # --- health ----------------------------------------------------------------------------------
