@@ -659,6 +659,9 @@ class _Provider:
         # claim that failed is asked again under the same ID (a replay returns what it took,
         # whatever it asks for now). Only an answered claim ends its operation.
         operation = uuid.uuid4().hex
+        #: Whether the last claim failed: the registry may have given ``operation`` calls whose
+        #: answer was lost.
+        unanswered = False
         while not self.stop.is_set():
             free = self.options.concurrency - self.active
             if free <= 0:
@@ -687,6 +690,7 @@ class _Provider:
                 if exc.code in _CLAIM_REFUSALS:
                     self.refusal = self._claim_refused(exc)
                     break
+                unanswered = True
                 # The client has retried already: back off further (jittered, so that the
                 # providers of a registry that comes back do not all ask at the same moment).
                 pause = _CLAIM_RETRY.delay(failures)
@@ -703,12 +707,8 @@ class _Provider:
                 )
                 await self._pause(pause)
                 continue
-            failures = 0
-            for call in calls:
-                self.active += 1
-                task = asyncio.create_task(self._run(call, operation))
-                self.workers.add(task)
-                task.add_done_callback(self.workers.discard)
+            failures, unanswered = 0, False
+            self._start(calls, operation)
             operation = uuid.uuid4().hex
             rest = asked + _CLAIM_INTERVAL - time.monotonic()
             if not calls and rest > 0:
@@ -716,7 +716,26 @@ class _Provider:
                 # lease the registry no longer routes to): pause for the rest of it, rather
                 # than asking again at once, hundreds of times a second.
                 await self._pause(rest)
+        if unanswered and not self.lost.is_set():
+            # Stopped while waiting to ask a failed claim again: the calls the registry gave
+            # it (its answers lost) would end outcome_unknown, unrun, once the lease is
+            # released. As for a claim stopped while it waits: drain first, then collect
+            # them by replaying the operation, and run them within the drain.
+            if not drained:
+                drained = await self._drain()
+            if not self.lost.is_set():
+                free = max(1, self.options.concurrency - self.active)
+                with contextlib.suppress(RegistryError):
+                    self._start(await self._claim(operation, free, 0), operation)
         await self._shutdown(drained)
+
+    def _start(self, calls: list[api.ClaimedCallBody], operation: str) -> None:
+        """Run each of ``calls``, which the claim operation ``operation`` took."""
+        for call in calls:
+            self.active += 1
+            task = asyncio.create_task(self._run(call, operation))
+            self.workers.add(task)
+            task.add_done_callback(self.workers.discard)
 
     def _claim_refused(self, exc: RegistryError) -> RegistryError:
         """The error :func:`serve_toolset` raises, once drained, for a claim the registry

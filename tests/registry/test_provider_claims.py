@@ -241,3 +241,49 @@ async def test_a_failing_on_registered_releases_the_lease(registry: Running) -> 
                 30,
             )
     await register_next_revision(registry.url)
+
+
+class StopOnFailedClaim:
+    """The backoff after a failed claim: stops serving then (SIGTERM while the provider waits
+    to ask again), and waits long."""
+
+    def __init__(self, stop: asyncio.Event) -> None:
+        self.stop = stop
+
+    def delay(self, attempt: int) -> float:
+        self.stop.set()
+        return 60.0
+
+
+async def test_calls_a_lost_claim_answer_took_run_when_serving_stops_before_it_is_asked_again(
+    registry: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped while it waited to ask a failed claim again, the provider drained and released
+    its lease without asking: the calls the registry had given that claim (its answers lost)
+    were never run, and ended outcome_unknown, "may have run", when the lease was released."""
+    stop = asyncio.Event()
+    monkeypatch.setattr(provider_module, "_CLAIM_RETRY", StopOnFailedClaim(stop))
+    transport = LoseClaimAnswers(lose=2)  # both attempts of the client (one retry)
+    client = HttpRegistryClient(
+        registry.url, transport=transport, retry=RetryPolicy(max_retries=1, backoff_base=0.0)
+    )
+    impl, registered = Echo(), asyncio.Event()
+    serve = asyncio.create_task(
+        serve_toolset(
+            client,
+            echo_toolset(),
+            impl,
+            revision="r1",
+            options=OPTIONS,
+            stop=stop,
+            on_registered=lambda token: registered.set(),
+        )
+    )
+    await asyncio.wait_for(registered.wait(), 10)
+    outcome = await asyncio.wait_for(call(registry.url, "hello"), 30)
+    report = await asyncio.wait_for(serve, 30)
+    await client.aclose()
+    assert transport.lost != []
+    assert (outcome.status, json.loads(outcome.payload_json)) == ("completed", {"said": "hello"})
+    assert impl.ran == ["hello"]
+    assert (report.reason, report.completed) == ("stopped", 1)
