@@ -453,6 +453,8 @@ class _Provider:
         self.renewer: asyncio.Task[None] | None = None
         #: Why serving stopped when the registry refused a claim for good (raised once drained).
         self.refusal: RegistryError | None = None
+        #: Whether the registry took this lease's drain.
+        self.drain_taken = False
         self.completions: _Completions | None = None
         self.registry_now_ms: Callable[[], float] = (
             client.registry_time_ms if isinstance(client, RegistryClock) else _own_clock_ms
@@ -720,10 +722,11 @@ class _Provider:
             # Stopped while waiting to ask a failed claim again: the calls the registry gave
             # it (its answers lost) would end outcome_unknown, unrun, once the lease is
             # released. As for a claim stopped while it waits: drain first, then collect
-            # them by replaying the operation, and run them within the drain.
+            # them by replaying the operation, and run them within the drain (unless the
+            # registry did not take the drain: out of reach, it would not answer that either).
             if not drained:
                 drained = await self._drain()
-            if not self.lost.is_set():
+            if self.drain_taken:
                 free = max(1, self.options.concurrency - self.active)
                 with contextlib.suppress(RegistryError):
                     self._start(await self._claim(operation, free, 0), operation)
@@ -777,6 +780,7 @@ class _Provider:
                 )
                 return True
             return False
+        self.drain_taken = True
         return True
 
     async def _shutdown(self, drained: bool) -> None:
