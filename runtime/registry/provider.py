@@ -451,10 +451,12 @@ class _Provider:
         #: the registry counted the lease from a moment no earlier.
         self.leased_at = 0.0
         self.renewer: asyncio.Task[None] | None = None
-        #: Why serving stopped when the registry refused a claim for good (raised once drained).
+        #: The claim the registry refused for good, when that stopped serving (raised, as
+        #: :meth:`_claim_refused` words it, once drained).
         self.refusal: RegistryError | None = None
-        #: Whether the registry took this lease's drain.
+        #: Whether the registry took this lease's drain, and its release.
         self.drain_taken = False
+        self.released = False
         self.completions: _Completions | None = None
         self.registry_now_ms: Callable[[], float] = (
             client.registry_time_ms if isinstance(client, RegistryClock) else _own_clock_ms
@@ -495,7 +497,7 @@ class _Provider:
             for remove in removers:
                 remove()
         if self.refusal is not None:
-            raise self.refusal
+            raise self._claim_refused(self.refusal)
         return self.report
 
     async def _abandon(self) -> None:
@@ -690,7 +692,7 @@ class _Provider:
                     self._lose(exc.message)
                     break
                 if exc.code in _CLAIM_REFUSALS:
-                    self.refusal = self._claim_refused(exc)
+                    self.refusal = exc
                     break
                 unanswered = True
                 # The client has retried already: back off further (jittered, so that the
@@ -742,14 +744,22 @@ class _Provider:
 
     def _claim_refused(self, exc: RegistryError) -> RegistryError:
         """The error :func:`serve_toolset` raises, once drained, for a claim the registry
-        refused in a way asking again cannot change."""
+        refused in a way asking again cannot change: it says what became of the lease (a
+        registry refusing the claim, a revoked token, refuses its drain and release too)."""
+        if not self.released:
+            ended = (
+                "the registry did not take its release either: its lease ends when it "
+                f"expires, within {self.options.lease_seconds:g} s"
+            )
+        else:
+            ended = "drained, its lease released" if self.drain_taken else "its lease released"
         return RegistryError(
             exc.code,
             f"provider {self.options.provider_id!r} of toolset {self.name!r}: the registry "
             f"refused its claim for calls ({exc.code}: {exc.message}); every claim would be "
-            "refused the same way, so it stopped serving (drained, its lease released). Fix "
-            "what the refusal names (the provider's token and its role, or a registry of "
-            "another version than the provider's agentgen), then start the provider again",
+            f"refused the same way, so it stopped serving ({ended}). Fix what the refusal "
+            "names (the provider's token and its role, or a registry of another version than "
+            "the provider's agentgen), then start the provider again",
         )
 
     async def _drain(self) -> bool:
@@ -794,6 +804,7 @@ class _Provider:
     async def _release(self) -> None:
         with contextlib.suppress(RegistryError):
             await self.client.release(self.name, self.token, *self.ident)
+            self.released = True
 
     async def _run(self, call: api.ClaimedCallBody, operation: str) -> None:
         """Run a call the claim operation ``operation`` took."""

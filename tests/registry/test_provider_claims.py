@@ -216,6 +216,45 @@ async def test_a_claim_refused_for_good_stops_serving_with_an_error_and_releases
     await register_next_revision(registry.url)  # released: not admission_blocked
 
 
+class RevokedToken(RefusedClaims):
+    """The provider's token revoked after it registered: its claims, drain and release are all
+    refused alike."""
+
+    async def drain(self, *args: Any) -> int:
+        raise RegistryError(self.code, f"refused ({self.code}, test)")
+
+    async def release(self, *args: Any) -> None:
+        raise RegistryError(self.code, f"refused ({self.code}, test)")
+
+
+async def test_a_refused_claim_says_when_the_lease_could_not_be_released(
+    registry: Running,
+) -> None:
+    """The error said "drained, its lease released" while the registry had refused both: the
+    lease stayed live (blocking a new revision's registration) until it expired."""
+    stop = asyncio.Event()
+    client = RevokedToken(HttpRegistryClient(registry.url), "forbidden", 1_000, stop)
+    with pytest.raises(RegistryError) as refused:
+        await asyncio.wait_for(
+            serve_toolset(
+                client, echo_toolset(), Echo(), revision="r1", options=OPTIONS, stop=stop
+            ),
+            30,
+        )
+    await client.inner.aclose()
+    assert refused.value.message == (
+        "provider 'p1' of toolset 'echo': the registry refused its claim for calls (forbidden: "
+        "refused (forbidden, test)); every claim would be refused the same way, so it stopped "
+        "serving (the registry did not take its release either: its lease ends when it "
+        f"expires, within {OPTIONS.lease_seconds:g} s). Fix what the refusal names (the "
+        "provider's token and its role, or a registry of another version than the provider's "
+        "agentgen), then start the provider again"
+    )
+    with pytest.raises(RegistryError) as blocked:
+        await register_next_revision(registry.url)
+    assert blocked.value.code == "admission_blocked"
+
+
 # --- a failing on_registered -----------------------------------------------------------------
 
 
