@@ -156,6 +156,7 @@ class Runtime:
                 )
             if settings.timeout:  # a Timeout of 0 bounds nothing: the default applies
                 timeout = settings.timeout
+        _check_call_wait(name, registry_client, timeout)
         self._registries[name] = RegistryRegistration(name, registry_client, result_stream, timeout)
 
     def register_agent(
@@ -403,3 +404,21 @@ def _check_search_version(definition: AgentDefinition) -> None:
             "regenerate the agent's package with this agentgen (agentgen gen DESIGN) and "
             "commit it"
         )
+
+
+def _check_call_wait(name: str, client: Any, timeout: float) -> None:
+    """Refuse a client that waits for a call's outcome (``call_wait_ms``) for more than half
+    the registry's Timeout, which bounds the admission request holding that wait: a tool
+    slower than the Timeout would have its admission cut while the registry still waited, and
+    the model be told the call may not have been admitted when it was, and ran. The default
+    wait is a quarter of the client's timeout, at most a second."""
+    wait_ms = getattr(client, "call_wait_ms", None)
+    if type(wait_ms) is not int or wait_ms / 1000 <= timeout / 2:
+        return
+    raise RegistrationError(
+        f"runtime: registry {name!r}: its client waits up to {wait_ms / 1000:g} s for a "
+        f"call's outcome (call_wait_ms={wait_ms}), more than half the registry's Timeout of "
+        f"{timeout:g} s, which bounds that request: a slow tool's admission would be cut "
+        "while the registry waited, and end outcome_unknown though it ran. Pass a call_wait_ms "
+        f"of at most {int(timeout * 500)}, or declare a longer Timeout for the registry"
+    )

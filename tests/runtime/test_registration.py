@@ -39,6 +39,35 @@ def test_register_registry_needs_name_client_and_result_stream() -> None:
         rt.register_registry("company", registry, registry)
 
 
+def test_a_client_waiting_for_outcomes_past_half_the_timeout_is_refused() -> None:
+    """The registry's Timeout bounds the admission request in which the client waits for the
+    call's outcome: a wait as long would cut a slow tool's admission while the registry still
+    waited, and the model read outcome_unknown for a call that was admitted and ran."""
+    from dataclasses import dataclass
+
+    from agentgen.runtime.registry.http_client import HttpRegistryClient
+
+    @dataclass
+    class Settings:
+        name: str = "company"
+        timeout: float | None = 1.0
+
+    slow = HttpRegistryClient("http://127.0.0.1:9", timeout=1.0, call_wait_ms=5_000)
+    with pytest.raises(RegistrationError) as refusal:
+        Runtime().register_registry("company", slow, slow, settings=Settings())
+    message = str(refusal.value)
+    assert "registry 'company'" in message and "call_wait_ms=5000" in message
+    assert "Timeout of 1 s" in message and "at most 500" in message
+    # Half the Timeout, and the default (a quarter of the client's timeout), are accepted.
+    for client in (
+        HttpRegistryClient("http://127.0.0.1:9", timeout=1.0, call_wait_ms=500),
+        HttpRegistryClient("http://127.0.0.1:9", timeout=1.0),
+    ):
+        Runtime().register_registry("company", client, client, settings=Settings())
+    # Without settings the runtime's default Timeout (30 s) bounds it.
+    Runtime().register_registry("company", slow, slow)
+
+
 async def test_registrations_close_with_the_first_run() -> None:
     rt = Runtime()
     register(rt, ScriptedPlanner([answer()]))
