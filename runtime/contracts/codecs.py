@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
+from agentgen.runtime.contracts.exact_numbers import ExactNumber
 from agentgen.runtime.contracts.json_values import encodes_utf8, surrogate_problem
 from agentgen.runtime.contracts.schema_check import check_schema
 
@@ -427,14 +428,20 @@ def _as_floats(value: Any) -> Any:
     numbers with the schema's own (float) numbers, and mixing them with ``Decimal`` fails
     (``multipleOf`` raises, ``enum: [0.1]`` rejects ``0.1``, ``1.0`` is not an integer).
 
-    Except numbers beyond a float's range (``1e400``), which ``json.loads`` makes infinite
-    (not a JSON number, and not an integer to jsonschema): every such number is an integer,
-    and is validated as that exact integer (:class:`_BeyondFloat`)."""
+    Except numbers a float does not hold exactly, which are validated as written: an integral
+    one (``9007199254740993.0``, ``1e400``, which ``json.loads`` makes infinite) as that exact
+    integer (:class:`_BeyondFloat`), any other (``0.1000000000000000055``, ``1e-400``) as an
+    :class:`~.exact_numbers.ExactNumber` (rounded, it passed a ``maximum`` or ``type: integer``
+    it fails, and was sent as written)."""
     if isinstance(value, Decimal):
-        number = float(value)
-        if math.isinf(number) and value.is_finite():
-            if value.adjusted() >= _MAX_DIGITS:
-                raise _TooLarge(value)
+        number = ExactNumber.of(value)
+        if type(number) is float:
+            return number
+        if math.isinf(number) and value.adjusted() >= _MAX_DIGITS:
+            raise _TooLarge(value)
+        if len(value.as_tuple().digits) > _MAX_DIGITS:  # exact arithmetic on it takes seconds
+            raise _TooLarge(value, long=True)
+        if value == value.to_integral_value():
             return _BeyondFloat(value)
         return number
     if isinstance(value, dict):
@@ -451,16 +458,22 @@ _MAX_DIGITS = 4300
 
 
 class _TooLarge(ValueError):
-    def __init__(self, number: Decimal) -> None:
-        super().__init__(
-            f"the number {number} is too large to validate (more than {_MAX_DIGITS} digits)"
-        )
+    def __init__(self, number: Decimal, *, long: bool = False) -> None:
+        if long:  # shown shortened: the reason would be cut off the issue
+            text = str(number)
+            message = (
+                f"the number {text[:40]}... ({len(text)} characters) is written with too many "
+                "digits"
+            )
+        else:
+            message = f"the number {number} is too large"
+        super().__init__(f"{message} to validate (more than {_MAX_DIGITS} digits)")
 
 
 class _BeyondFloat(int):
-    """A JSON number beyond a float's range, as the exact integer it is, shown as written
-    (``1E+400``: its digits would flood messages, and past 4,300 Python refuses to print
-    them)."""
+    """An integral JSON number a float does not hold (beyond its range or its precision), as
+    the exact integer it is, shown as written (``1E+400``: its digits would flood messages,
+    and past 4,300 Python refuses to print them)."""
 
     _text: str
 

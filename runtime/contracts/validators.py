@@ -22,6 +22,7 @@ import jsonschema  # type: ignore[import-untyped, unused-ignore]
 from jsonschema._utils import equal  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped, unused-ignore]
 
+from agentgen.runtime.contracts.exact_numbers import ExactNumber, decimal_of
 from agentgen.runtime.contracts.json_equality import identity
 from agentgen.runtime.contracts.limits import MAX_VALIDATION_STEPS
 from agentgen.runtime.contracts.regex import PatternError, search
@@ -288,7 +289,14 @@ def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> It
     takes; and it raised ``OverflowError`` for an integer beyond a double's range."""
     if not validator.is_type(instance, "number"):
         return
-    if (_exact(instance) / _exact(divisor)).denominator != 1:
+    if isinstance(instance, ExactNumber):
+        # Nonzero, and smaller than the divisor: not a multiple. Checked first, since the
+        # fraction of ``1e-999999999`` is a billion digits.
+        bound = decimal_of(divisor)
+        small = bound is not None and abs(instance.exact) < abs(bound)
+        if small or (Fraction(instance.exact) / _exact(divisor)).denominator != 1:
+            yield ValidationError(f"{instance!r} is not a multiple of {divisor!r}")
+    elif (_exact(instance) / _exact(divisor)).denominator != 1:
         yield ValidationError(f"{instance!r} is not a multiple of {divisor!r}")
 
 
