@@ -4,9 +4,10 @@ confirms, and the provider is sent, the payload that runs."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel, Field
 
 from agentgen.runtime.contracts.codecs import PayloadError, SchemaCodec
 from agentgen.runtime.contracts.schema_defaults import DefaultsTooLarge, fill_defaults
@@ -92,3 +93,79 @@ def test_a_default_the_schema_refuses_is_named_as_the_providers_fault() -> None:
     assert "with the schema's defaults filled in at n" in message, message
     assert "the provider's schema gives a default it refuses" in message
     assert json.loads(json.dumps(codec.decode_arguments({"n": 2}))) == {"n": 2}
+
+
+# ------------------------------------------------------------- unions, allOf, tuples
+
+
+class Address(BaseModel):
+    city: str
+    country: str = "FR"
+
+
+class Cat(BaseModel):
+    pet_type: Literal["cat"]
+    lives: int = 9
+
+
+class Dog(BaseModel):
+    pet_type: Literal["dog"]
+    barks: bool = True
+
+
+class Home(BaseModel):
+    """A provider's pydantic model: what it fills in is what the consumer must fill in."""
+
+    home: Address | None = None
+    extra: list[Address] | None = None
+    pair: tuple[Address, int] | None = None
+    pet: Cat | Dog | None = Field(default=None, discriminator="pet_type")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"home": {"city": "Paris"}},
+        {"extra": [{"city": "Lyon"}, {"city": "Oslo", "country": "NO"}]},
+        {"pair": [{"city": "Rome"}, 2]},
+        {"pet": {"pet_type": "cat"}},
+        {"pet": {"pet_type": "dog"}},
+        {"home": None, "pet": None},
+    ],
+)
+def test_defaults_behind_a_union_are_those_the_providers_model_fills(
+    arguments: dict[str, Any],
+) -> None:
+    filled, _ = fill_defaults(Home.model_json_schema(), arguments, limit=10_000)
+    provider = Home.model_validate(arguments).model_dump(mode="json", exclude_unset=False)
+    assert filled == {name: provider[name] for name in arguments}
+
+
+def test_a_union_of_objects_without_discriminator_fills_nothing_in_it() -> None:
+    # pydantic picks the branch that validates best, which only the provider decides.
+    schema = {
+        "type": "object",
+        "properties": {
+            "x": {
+                "anyOf": [
+                    {"type": "object", "properties": {"a": {"default": 1}}},
+                    {"type": "object", "properties": {"b": {"default": 2}}},
+                ]
+            }
+        },
+    }
+    assert fill_defaults(schema, {"x": {}}, limit=10_000) == ({"x": {}}, [])
+
+
+def test_all_of_members_give_defaults_and_if_then_gives_none() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"ship": {"allOf": [{"$ref": "#/$defs/Ship"}], "description": "where"}},
+        "$defs": NESTED["$defs"],
+        "if": {"required": ["ship"]},
+        "then": {"properties": {"note": {"default": "shipped"}}},
+    }
+    assert fill_defaults(schema, {"ship": {}}, limit=10_000) == (
+        {"ship": {"mode": "post"}},
+        [("ship", "mode")],
+    )
