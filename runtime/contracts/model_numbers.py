@@ -18,11 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
+
+from pydantic import BaseModel
 
 from agentgen.runtime.json_pointer import resolve_reference
 
-__all__ = ["Beyond", "Place", "prepared"]
+__all__ = ["Beyond", "Place", "decimals_as_numbers", "prepared"]
 
 #: Keys and indexes from the arguments' root to a value.
 Place = tuple[str | int, ...]
@@ -169,3 +172,47 @@ def _combines(schema: Mapping[str, Any]) -> bool:
     return "type" not in schema and any(
         keyword in schema for keyword in ("$ref", "allOf", "anyOf", "oneOf")
     )
+
+
+def decimals_as_numbers(payload: BaseModel, value: Any) -> Any:
+    """``value``, the JSON of ``payload`` parsed exactly, with each string pydantic wrote for a
+    finite ``Decimal`` as that number again: the model wrote a number, and the payload that
+    executes is what a person confirms (a template's ``{{ amount * 1.2 }}`` failed on the
+    string) and what an agent tool's child run receives. ``value`` is returned as it is for a
+    model without ``Decimal`` fields."""
+    if not _holds_decimal(type(payload)):
+        return value
+    python = type(payload).__pydantic_serializer__.to_python(payload, by_alias=True)
+    return _numbers_kept(value, python)
+
+
+def _numbers_kept(value: Any, python: Any) -> Any:
+    if isinstance(python, Decimal):
+        return python if isinstance(value, str) and python.is_finite() else value
+    if isinstance(value, dict) and isinstance(python, Mapping):
+        return {
+            key: _numbers_kept(item, python[key]) if key in python else item
+            for key, item in value.items()
+        }
+    if isinstance(value, list) and isinstance(python, list | tuple) and len(python) == len(value):
+        return [_numbers_kept(item, each) for item, each in zip(value, python, strict=True)]
+    return value
+
+
+@lru_cache(maxsize=1024)
+def _holds_decimal(model: type[BaseModel]) -> bool:
+    """Whether the model's core schema has a ``decimal`` anywhere (nested models included)."""
+    stack: list[Any] = [model.__pydantic_core_schema__]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Mapping):
+            if node.get("type") == "decimal":
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return False

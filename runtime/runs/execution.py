@@ -35,6 +35,7 @@ from agentgen.runtime.contracts.codecs import (
     encode_exact,
     parse_arguments,
 )
+from agentgen.runtime.contracts.model_numbers import decimals_as_numbers
 from agentgen.runtime.failures import message_of
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.registry.client import (
@@ -225,10 +226,12 @@ def _executed(codec: JSONCodec[Any], payload: Any) -> Any:
     field the model left out and whose default is null stays out, so that templates read it
     with ``args.get("name", ...)``."""
     value = decode_exact(codec.encode(payload))
-    if isinstance(payload, BaseModel) and isinstance(value, dict):
-        for name, info in type(payload).model_fields.items():
-            if name not in payload.model_fields_set and getattr(payload, name) is None:
-                value.pop(info.serialization_alias or info.alias or name, None)
+    if isinstance(payload, BaseModel):
+        value = decimals_as_numbers(payload, value)  # pydantic writes a Decimal as a string
+        if isinstance(value, dict):
+            for name, info in type(payload).model_fields.items():
+                if name not in payload.model_fields_set and getattr(payload, name) is None:
+                    value.pop(info.serialization_alias or info.alias or name, None)
     return value
 
 

@@ -343,6 +343,55 @@ async def test_exact_numbers_of_a_structured_child_answer_stay_numbers() -> None
     assert result.content == '{"answer":"42","confidence":0.95}'  # type: ignore[union-attr]
 
 
+async def test_a_compiled_decimal_argument_is_confirmed_and_sent_as_the_number_written() -> None:
+    # pydantic writes a Decimal as a string: the child run received {"budget":"19.99"} and a
+    # confirmation template's {{ budget * 2 }} failed on the text.
+    import importlib
+    from dataclasses import replace
+    from decimal import Decimal
+
+    from pydantic import BaseModel, ConfigDict
+
+    from agentgen.runtime.contracts.specs import ConfirmationSpec, model_type
+    from agentgen.runtime.runs.confirmation import ConfirmationRequest
+
+    class Question(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        question: str
+        budget: Decimal
+        budgets: list[Decimal] = [Decimal("1.50")]
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    ask = replace(
+        sink.ASK,
+        payload=model_type(
+            Question, json.dumps(Question.model_json_schema()), "ask_expert.ask payload"
+        ),
+        confirmation=ConfirmationSpec("Spend {{ budget * 2 }} of {{ budgets | tojson }}?", "No."),
+    )
+    asked: list[ConfirmationRequest] = []
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        asked.append(request)
+        return True
+
+    rt = Runtime(confirm=confirm)
+    expert = ExpertPlanner()
+    rt.register_agent(sink.expert_definition(), planner=expert, executors={})
+    planner = ScriptedPlanner(
+        [calls(("ask_expert.ask", {"question": "life", "budget": 19.99})), answer()]
+    )
+    rt.register_agent(
+        replace(sink.triage_definition(), specs=(ask,)), planner=planner, executors={}
+    )
+    outcome = await rt.client("helpdesk.triage").run("ask", labels={"tenant": "t"})
+    assert not outcome.transcript[2].parts[0].is_error  # type: ignore[union-attr]
+    assert [request.prompt for request in asked] == ["Spend 39.98 of [1.50]?"]
+    assert expert.inputs[0].messages[-1].text == (
+        '{"question":"life","budget":19.99,"budgets":[1.50]}'
+    )
+
+
 def test_definitions_are_plain_values() -> None:
     assert isinstance(records_definition(), AgentDefinition)
 
