@@ -135,6 +135,7 @@ class ModelCodec(Generic[M]):
         self.model = model
         self.what = what
         self._schema: dict[str, Any] | None = None
+        self._literals: bool | None = None  # whether the schema has numbers or booleans to list
 
     def decode(self, data: str | bytes | Any) -> M:
         return self._validate(data, strict=None)
@@ -143,10 +144,33 @@ class ModelCodec(Generic[M]):
         """Strict, after :func:`~.model_numbers.prepared`: an integral number where the
         model's schema wants an integer is that integer (``10.0`` is 10, as in JSON Schema and
         for registry tools), and a number beyond a double's range elsewhere is refused (pydantic
-        read ``1e400`` as infinity)."""
-        from agentgen.runtime.contracts.model_numbers import prepared
+        read ``1e400`` as infinity). Booleans and numbers where the schema lists the values
+        allowed are compared as JSON Schema compares them first
+        (:func:`~.model_numbers.literal_mismatch`: pydantic took ``true`` for ``Literal[1]``)."""
+        from agentgen.runtime.contracts.model_numbers import (
+            has_literals,
+            literal_mismatch,
+            prepared,
+        )
 
-        value, beyond = prepared(_parsed(self.what, data), self._json_schema())
+        parsed = _parsed(self.what, data)
+        if self._literals is None:
+            self._literals = has_literals(self._json_schema())
+        if self._literals:
+            mismatch = literal_mismatch(parsed, self._json_schema())
+            if mismatch is not None:
+                place, found = mismatch
+                raise PayloadError(
+                    self.what,
+                    [
+                        FieldIssue(
+                            _path(place),
+                            f"{encode_exact(found)} is not one of the values this field takes "
+                            "(true is not 1, and 1 is not true)",
+                        )
+                    ],
+                )
+        value, beyond = prepared(parsed, self._json_schema())
         if beyond is not None:
             place, number = beyond
             raise PayloadError(

@@ -11,6 +11,12 @@ survive that as JSON Schema reads them:
 - ``1e400`` anywhere else: beyond a double's range, pydantic reads it as infinity (JSON has no
   infinity), the tool ran with ``inf`` and a person confirmed ``null``. It is refused, naming
   where it is.
+
+And one of JSON's booleans: pydantic compares a ``Literal`` (or an integer enum) with Python's
+``==``, for which ``True`` is ``1``, so ``Literal[1]`` took ``true`` and ``Literal[True]`` took
+``1``, strict mode or not, and ran with the literal. Where the model's schema holds such values
+in an ``enum`` or ``const``, they are compared as JSON Schema compares them first
+(:func:`literal_mismatch`).
 """
 
 from __future__ import annotations
@@ -23,9 +29,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentgen.runtime.contracts.json_equality import identity
 from agentgen.runtime.json_pointer import resolve_reference
 
-__all__ = ["Beyond", "Place", "decimals_as_numbers", "prepared"]
+__all__ = [
+    "Beyond",
+    "Place",
+    "decimals_as_numbers",
+    "has_literals",
+    "literal_mismatch",
+    "prepared",
+]
 
 #: Keys and indexes from the arguments' root to a value.
 Place = tuple[str | int, ...]
@@ -216,3 +230,81 @@ def _holds_decimal(model: type[BaseModel]) -> bool:
         elif isinstance(node, list | tuple):
             stack.extend(node)
     return False
+
+
+def has_literals(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` has an ``enum`` or ``const`` holding a number or a boolean (the
+    values Python's ``==`` mixes up): only then are arguments read with
+    :func:`literal_mismatch`."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            values = node.get("enum")
+            found = list(values) if isinstance(values, list) else []
+            if "const" in node:
+                found.append(node["const"])
+            if any(isinstance(each, int | float) for each in found):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def literal_mismatch(value: Any, schema: Mapping[str, Any]) -> tuple[Place, Any] | None:
+    """The place and value of the first boolean or number of ``value`` at a position of
+    ``schema`` (the model's JSON Schema) whose ``enum``/``const`` it is not in, as JSON Schema
+    compares (``true`` is not ``1``, ``1.0`` is ``1``), when nothing else there takes it; or
+    None."""
+    reader = _Reader(schema)
+    stack: list[tuple[Any, list[Any], Place]] = [(value, [schema], ())]
+    while stack:
+        node, schemas, place = stack.pop()
+        if isinstance(node, dict):
+            branches = reader._branches(schemas)
+            stack.extend(
+                (item, reader._property(branches, key), (*place, key)) for key, item in node.items()
+            )
+        elif isinstance(node, list):
+            branches = reader._branches(schemas)
+            stack.extend(
+                (item, reader._item(branches, index), (*place, index))
+                for index, item in enumerate(node)
+            )
+        elif isinstance(node, int | Decimal) and schemas:
+            branches = reader._branches(schemas)
+            if len(branches) >= _MAX_BRANCHES:  # not all read: pydantic judges alone
+                continue
+            leaves = [branch for branch in branches if not _combines(branch)]
+            if any(_listed(leaf) for leaf in leaves) and not any(
+                _admits(leaf, node) for leaf in leaves
+            ):
+                return place, node
+    return None
+
+
+def _listed(schema: Mapping[str, Any]) -> bool:
+    return "const" in schema or isinstance(schema.get("enum"), list)
+
+
+def _admits(schema: Mapping[str, Any], value: int | Decimal) -> bool:
+    """Whether ``schema`` may take ``value`` (a boolean or a number): its ``type`` allows it,
+    and its ``enum``/``const``, if any, holds it as JSON Schema compares."""
+    if isinstance(value, bool):
+        kind = "boolean"
+    elif isinstance(value, int) or value == value.to_integral_value():
+        kind = "integer"
+    else:
+        kind = "number"
+    types = schema.get("type")
+    if types is not None:
+        allowed = [types] if isinstance(types, str) else types
+        if kind not in allowed and not (kind == "integer" and "number" in allowed):
+            return False
+    if "const" in schema:
+        return identity(schema["const"]) == identity(value)
+    values = schema.get("enum")
+    if isinstance(values, list):
+        return identity(value) in {identity(each) for each in values}
+    return True

@@ -6,16 +6,18 @@ contract does not list is an error. What a person confirms is the payload that e
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel
 
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.contracts import limits
-from agentgen.runtime.contracts.codecs import PayloadError, SchemaCodec
+from agentgen.runtime.contracts.codecs import ModelCodec, PayloadError, SchemaCodec, parse_arguments
 from agentgen.runtime.contracts.specs import ConfirmationSpec
 from agentgen.runtime.messages import Message, ToolCallPart
 from agentgen.runtime.runs.confirmation import ConfirmationRequest
@@ -75,6 +77,51 @@ async def test_compiled_tools_take_an_integer_written_with_a_point_as_registry_t
         {"type": "object", "properties": {"limit": {"type": "integer"}}}, "arguments"
     )
     assert registry.decode_arguments('{"limit": 7.0}') == {"limit": Decimal("7.0")}
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class _Literals(BaseModel):
+    one: Literal[1, "a"] = 1
+    maybe_one: Literal[1] | None = None
+    level: _Level = _Level.LOW
+    yes: Literal[True] = True
+    either: Literal[1, True] = 1
+    many: list[Literal[2, 3]] = []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path", "valid"),
+    [
+        ('{"one": true}', "one", False),
+        ('{"maybe_one": true}', "maybe_one", False),
+        ('{"level": true}', "level", False),
+        ('{"yes": 1}', "yes", False),
+        ('{"yes": 1.0}', "yes", False),
+        ('{"many": [2, false]}', "many[1]", False),
+        ('{"one": 1.0, "maybe_one": 1, "level": 2.0, "yes": true, "many": [3]}', "", True),
+        ('{"either": true}', "", True),
+        ('{"either": 1.0}', "", True),
+    ],
+)
+def test_compiled_literals_tell_booleans_from_numbers_as_json_schema_does(
+    arguments: str, path: str, valid: bool
+) -> None:
+    # pydantic compares literals with Python's ==, for which True is 1: Literal[1] took true
+    # (and ran with 1), Literal[True] took 1, strict mode or not; a registry tool refused both.
+    compiled = ModelCodec(_Literals, "arguments of t")
+    registry = SchemaCodec(_Literals.model_json_schema(), "arguments of t")
+    for codec in (compiled, registry):
+        value = parse_arguments(arguments, codec.what)
+        if valid:
+            codec.decode_arguments(value)
+            continue
+        with pytest.raises(PayloadError) as refused:
+            codec.decode_arguments(value)
+        assert {issue.path for issue in refused.value.issues} == {path}, codec
 
 
 async def test_compiled_tools_still_take_valid_arguments_and_fill_defaults() -> None:
