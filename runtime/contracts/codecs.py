@@ -148,6 +148,7 @@ class ModelCodec(Generic[M]):
         allowed are compared as JSON Schema compares them first
         (:func:`~.model_numbers.literal_mismatch`: pydantic took ``true`` for ``Literal[1]``)."""
         from agentgen.runtime.contracts.model_numbers import (
+            exact_decimals,
             has_literals,
             literal_mismatch,
             prepared,
@@ -183,7 +184,14 @@ class ModelCodec(Generic[M]):
                     )
                 ],
             )
-        return self._validate(value, strict=True)
+        model = self._validate(value, strict=True)
+        exact = exact_decimals(model, value)
+        if exact is None:
+            return model
+        try:  # pydantic's own values, the Decimals as written: a plain (not strict) round trip
+            return self.model.model_validate(exact)
+        except PydanticValidationError as exc:
+            raise PayloadError(self.what, _issues(exc)) from None
 
     def _json_schema(self) -> dict[str, Any]:
         """The model's JSON Schema (the one advertised to the model), built when first needed:

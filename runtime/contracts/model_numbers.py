@@ -12,6 +12,10 @@ survive that as JSON Schema reads them:
   infinity), the tool ran with ``inf`` and a person confirmed ``null``. It is refused, naming
   where it is.
 
+pydantic also reads a number for a ``Decimal`` field as a double first:
+``12345678901234567.89`` became ``Decimal('12345678901234568')``, and the tool ran with it.
+Such a field gets the number as written (:func:`exact_decimals`).
+
 And one of JSON's booleans: pydantic compares a ``Literal`` (or an integer enum) with Python's
 ``==``, for which ``True`` is ``1``, so ``Literal[1]`` took ``true`` and ``Literal[True]`` took
 ``1``, strict mode or not, and ran with the literal. Where the model's schema holds such values
@@ -36,6 +40,7 @@ __all__ = [
     "Beyond",
     "Place",
     "decimals_as_numbers",
+    "exact_decimals",
     "has_literals",
     "literal_mismatch",
     "prepared",
@@ -308,3 +313,34 @@ def _admits(schema: Mapping[str, Any], value: int | Decimal) -> bool:
     if isinstance(values, list):
         return identity(value) in {identity(each) for each in values}
     return True
+
+
+def exact_decimals(payload: BaseModel, value: Any) -> dict[str, Any] | None:
+    """The fields of ``payload`` (validated from ``value``, the arguments parsed exactly) as
+    pydantic's python values, each ``Decimal`` pydantic read through a double replaced by the
+    number written in ``value``, for the model to validate again; None when there is none
+    (a model without ``Decimal`` fields, or numbers a double holds)."""
+    if not _holds_decimal(type(payload)) or not _has_decimal(value):
+        return None
+    python = type(payload).__pydantic_serializer__.to_python(
+        payload, by_alias=True, exclude_unset=True
+    )
+    changed = [False]
+
+    def walk(held: Any, written: Any) -> Any:
+        if isinstance(held, Decimal):
+            if isinstance(written, Decimal) and written != held and held.is_finite():
+                changed[0] = True
+                return written
+            return held
+        if isinstance(held, dict) and isinstance(written, dict):
+            return {
+                key: walk(item, written[key]) if key in written else item
+                for key, item in held.items()
+            }
+        if isinstance(held, list) and isinstance(written, list) and len(held) == len(written):
+            return [walk(item, each) for item, each in zip(held, written, strict=True)]
+        return held
+
+    fixed = walk(python, value)
+    return fixed if changed[0] and isinstance(fixed, dict) else None

@@ -194,3 +194,42 @@ def test_arguments_as_text_are_read_the_same_way() -> None:
     codec = ModelCodec(Send, "a")
     assert codec.decode_arguments('{"amount": 1, "count": 2.0}').count == 2
     assert codec.decode_arguments({"amount": 1, "count": Decimal("2.0")}).count == 2
+
+
+# ------------------------------------------------------------- Decimal fields, as written
+
+
+class _Line(BaseModel):
+    price: Decimal = Field(max_digits=20)
+    qty: int = 1
+
+
+class _Order(BaseModel):
+    lines: list[_Line]
+    total: Decimal = Field(default=Decimal("0"), le=Decimal("0.1"))
+    note: str | None = None
+
+
+def test_a_decimal_field_runs_with_the_number_written_not_its_double() -> None:
+    # pydantic reads a JSON number for a Decimal field as a double: 12345678901234567.89 ran
+    # as Decimal('12345678901234568').
+    codec = ModelCodec(_Order, "arguments of shop.order")
+    text = '{"lines": [{"price": 12345678901234567.89}, {"price": 1.5, "qty": 2}]}'
+    order = codec.decode_arguments(parse_arguments(text, codec.what))
+    assert [line.price for line in order.lines] == [
+        Decimal("12345678901234567.89"),
+        Decimal("1.5"),
+    ]
+    assert order.model_fields_set == {"lines"}  # defaults stay defaults
+    assert order.lines[1].qty == 2
+
+
+def test_a_decimal_field_judges_its_constraints_on_the_number_written() -> None:
+    codec = ModelCodec(_Order, "arguments of shop.order")
+    text = '{"lines": [], "total": 0.1000000000000000055}'
+    with pytest.raises(PayloadError) as refused:
+        codec.decode_arguments(parse_arguments(text, codec.what))
+    assert [issue.path for issue in refused.value.issues] == ["total"]
+    long = '{"lines": [{"price": 1234567890123456789012.5}]}'
+    with pytest.raises(PayloadError, match=r"lines\[0\]\.price: .*no more than 20 digits"):
+        codec.decode_arguments(parse_arguments(long, codec.what))
