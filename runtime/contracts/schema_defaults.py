@@ -4,9 +4,10 @@ A compiled tool's pydantic model fills in the defaults a model left out, so its 
 shows, and its executor gets, what will run. A schema-typed tool (registry, MCP) gets JSON: its
 provider would fill the defaults on its side, where no person sees them. Filling them here, the
 same way the provider's pydantic model does (each ``properties`` entry with a ``default``, in
-objects the arguments hold, reached through ``properties``, ``items``, ``prefixItems``, local
-``$ref``, ``allOf`` and the branch of an ``anyOf``/``oneOf`` the value takes: see
-:func:`fill_defaults`), makes the confirmed payload the payload sent, defaults included.
+objects the arguments hold, reached through ``properties``, ``additionalProperties``,
+``items``, ``prefixItems``, local ``$ref``, ``allOf`` and the branch of an ``anyOf``/``oneOf``
+the value takes: see :func:`fill_defaults`), makes the confirmed payload the payload sent,
+defaults included.
 """
 
 from __future__ import annotations
@@ -81,9 +82,18 @@ def fill_defaults(
             properties = kept[1]
         else:
             properties = _properties(applying)
-        if not properties:
+        additional = [
+            part["additionalProperties"]
+            for part in applying
+            if isinstance(part.get("additionalProperties"), Mapping)
+        ]
+        if not properties and not additional:
             return node
         out = dict(node)
+        if additional:  # dict[str, Model]: each value not listed in properties
+            for name, item in node.items():
+                if name not in properties and isinstance(item, dict | list):
+                    out[name] = walk(item, additional, [*path, name])
         for name, subs in properties.items():
             if name in out:
                 if isinstance(out[name], dict | list):

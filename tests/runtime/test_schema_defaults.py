@@ -120,6 +120,7 @@ class Home(BaseModel):
     extra: list[Address] | None = None
     pair: tuple[Address, int] | None = None
     pet: Cat | Dog | None = Field(default=None, discriminator="pet_type")
+    by_name: dict[str, Address] | None = None
 
 
 @pytest.mark.parametrize(
@@ -131,6 +132,7 @@ class Home(BaseModel):
         {"pet": {"pet_type": "cat"}},
         {"pet": {"pet_type": "dog"}},
         {"home": None, "pet": None},
+        {"by_name": {"a": {"city": "Nice"}, "b": {"city": "Bern", "country": "CH"}}},
     ],
 )
 def test_defaults_behind_a_union_are_those_the_providers_model_fills(
