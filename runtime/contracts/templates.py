@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
@@ -101,8 +102,22 @@ def _cost(value: Any) -> int:
 
 
 def _charge(value: Any) -> Any:
-    """What comparisons and ``in`` tests see: their operands, charged by size."""
+    """What comparisons and ``in`` tests see: their operands, charged by size, a float read
+    as the decimal it is written as (:func:`_compared`)."""
     _spend(_cost(value))
+    return _compared(value)
+
+
+def _compared(value: Any) -> Any:
+    """``value`` as comparisons read it: a finite float as the decimal it is written as (each
+    item of a list or tuple too, for ``in``). Number arguments are exact decimals, and Python
+    compares a ``Decimal`` with a float's binary value: ``amount == 0.1`` was false and
+    ``amount < 0.1`` true for an amount of ``0.1``. Two floats compare as before (the shortest
+    decimals of doubles keep their order)."""
+    if type(value) is float:
+        return Decimal(repr(value)) if math.isfinite(value) else value
+    if isinstance(value, list | tuple) and any(type(item) is float for item in value):
+        return [_compared(item) if type(item) is float else item for item in value]
     return value
 
 
@@ -320,14 +335,25 @@ _PRECHECKS: dict[str, Callable[..., None]] = {
 _PASSES = ("context", "environment", "eval_context")
 
 
-def _budgeted(name: str, function: Any) -> Callable[..., Any]:
+#: Tests that compare their operands (``is eq 0.1``, ``selectattr("price", "gt", 9.5)``):
+#: they read floats as comparisons do (:func:`_compared`).
+_COMPARING_TESTS = frozenset(
+    {"==", "!=", "<", "<=", ">", ">=", "eq", "equalto", "ne", "lt", "lessthan", "le", "gt"}
+    | {"greaterthan", "ge", "in"}
+)
+
+
+def _budgeted(name: str, function: Any, *, test: bool = False) -> Callable[..., Any]:
     precheck = _PRECHECKS.get(name)
     passes = getattr(function, "jinja_pass_arg", None)
     skip = 1 if passes is not None and passes.name in _PASSES else 0
+    compares = test and name in _COMPARING_TESTS
 
     @functools.wraps(function)
     def filter_(*args: Any, **kwargs: Any) -> Any:
         _spend(1 + (_cost(args[skip]) if len(args) > skip else 0))
+        if compares:
+            args = tuple(_compared(arg) for arg in args)
         if precheck is not None:
             precheck(*args[skip:], **kwargs)
         result = _check_size(function(*args, **kwargs))
@@ -423,7 +449,7 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         for name in ("random", "urlize", "pprint"):  # not deterministic; slow on long text
             self.filters.pop(name, None)
         self.filters = {name: _budgeted(name, f) for name, f in self.filters.items()}
-        self.tests = {name: _budgeted(name, t) for name, t in self.tests.items()}
+        self.tests = {name: _budgeted(name, t, test=True) for name, t in self.tests.items()}
         for name in ("namespace", "lipsum"):
             self.globals.pop(name, None)
         self.globals["range"] = _range

@@ -15,7 +15,7 @@ the call does not run. The arguments a template sees are the validated payload, 
 tool will run with (defaults included), so a person confirms exactly what executes. A
 schema-typed (registry, MCP) tool's non-integral numbers are the exact decimals the model
 wrote; arithmetic mixing them with a template's float literal stays exact
-(``{{ amount * 1.2 }}``).
+(``{{ amount * 1.2 }}``), and comparisons read the float as written (``amount == 0.1``).
 """
 
 from __future__ import annotations

@@ -239,3 +239,39 @@ def test_a_failed_render_says_what_failed_with_the_advice_that_fits(
     message = str(failure.value)
     assert fragment in message, message
     assert ("args.get" in message) == (template == "{{ note }}")
+
+
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
+        ("{{ amount == 0.1 }} {{ 0.1 == amount }} {{ amount != 0.1 }}", "True True False"),
+        ("{{ amount < 0.1 }} {{ amount <= 0.1 }} {{ amount >= 0.1 }}", "False True True"),
+        ("{{ limit <= 19.99 }} {{ limit > 19.98 }}", "True True"),
+        (
+            "{{ amount in [0.1, 0.2] }} {{ amount is eq 0.1 }} {{ amount is lt 0.1 }}",
+            "True True False",
+        ),
+        ('{{ lines | selectattr("price", "le", 9.6) | list | length }}', "2"),
+        ("{{ 0.5 < 1.5 }} {{ 2 == 2.0 }} {{ 'a' in 'abc' }}", "True True True"),  # as before
+    ],
+)
+def test_exact_number_arguments_compare_with_float_literals_as_written(
+    template: str, shown: str
+) -> None:
+    """Python compares a ``Decimal`` with a float's binary value: an amount of 0.1 was not
+    ``== 0.1`` and was ``< 0.1``, so a prompt's warnings misfired at their thresholds."""
+    codec = SchemaCodec(
+        {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "limit": {"type": "number"},
+                "lines": {"type": "array"},
+            },
+        },
+        TOOL,
+    )
+    arguments = codec.decode_arguments(
+        '{"amount": 0.1, "limit": 19.99, "lines": [{"price": 9.5}, {"price": 9.6}]}'
+    )
+    assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
