@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentgen.runtime.contracts.canonical import compact_json
+from agentgen.runtime.contracts.json_equality import identity
 from agentgen.runtime.json_pointer import resolve_reference
 
 __all__ = ["DefaultsTooLarge", "fill_defaults"]
@@ -51,7 +52,9 @@ def fill_defaults(
     The schemas applying at a position are the one reached, the members of its ``allOf``, and
     the one branch of an ``anyOf``/``oneOf`` the value takes, as a pydantic union picks it: the
     branch its discriminator maps the value to (``discriminator.mapping``), else the only branch
-    whose ``type`` can hold an object (or an array): ``Model | None``, ``list[Model] | None``.
+    whose ``type`` can hold an object (or an array) and whose tags do not refuse it (a required
+    property missing, a ``const``/``enum`` property not matching): ``Model | None``,
+    ``list[Model] | None``, ``Cat | Dog`` with ``Literal`` tags.
     Where several branches could hold the value, none is read (pydantic picks the one that
     validates best, which only the provider decides); ``if``/``then``/``else``,
     ``dependentSchemas`` and ``not`` are never read (pydantic writes none of them). A missing
@@ -184,9 +187,34 @@ def _branch(
         if not isinstance(resolved, Mapping):
             continue
         kind = resolved.get("type")
-        if kind is None or kind == wanted or (isinstance(kind, list) and wanted in kind):
+        holds = kind is None or kind == wanted or (isinstance(kind, list) and wanted in kind)
+        if holds and not (isinstance(node, dict) and _tag_refuses(root, resolved, node)):
             holding.append(resolved)
     return holding[0] if len(holding) == 1 else None
+
+
+def _tag_refuses(root: Mapping[str, Any], branch: Mapping[str, Any], node: dict[str, Any]) -> bool:
+    """Whether ``branch`` cannot take ``node`` by its tags alone: a required property ``node``
+    lacks, or a property whose ``const``/``enum`` ``node``'s value is not in (pydantic's
+    ``Cat | Dog`` of ``Literal`` tags without a declared discriminator)."""
+    required = branch.get("required")
+    if isinstance(required, list) and any(name not in node for name in required):
+        return True
+    properties = branch.get("properties")
+    if not isinstance(properties, Mapping):
+        return False
+    for name, sub in properties.items():
+        if name not in node:
+            continue
+        target = _resolved(root, sub)
+        if not isinstance(target, Mapping):
+            continue
+        if "const" in target and identity(target["const"]) != identity(node[name]):
+            return True
+        values = target.get("enum")
+        if isinstance(values, list) and identity(node[name]) not in map(identity, values):
+            return True
+    return False
 
 
 def _items(applying: list[Mapping[str, Any]], index: int) -> list[Any]:

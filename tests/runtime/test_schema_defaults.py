@@ -113,6 +113,16 @@ class Dog(BaseModel):
     barks: bool = True
 
 
+class Fish(BaseModel):
+    pet_type: Literal["fish"]
+    water: str = "fresh"
+
+
+class Bird(BaseModel):
+    pet_type: Literal["bird"]
+    sings: bool = True
+
+
 class Home(BaseModel):
     """A provider's pydantic model: what it fills in is what the consumer must fill in."""
 
@@ -121,6 +131,7 @@ class Home(BaseModel):
     pair: tuple[Address, int] | None = None
     pet: Cat | Dog | None = Field(default=None, discriminator="pet_type")
     by_name: dict[str, Address] | None = None
+    tagged: list[Fish | Bird] | None = None  # Literal tags, no declared discriminator
 
 
 @pytest.mark.parametrize(
@@ -133,6 +144,7 @@ class Home(BaseModel):
         {"pet": {"pet_type": "dog"}},
         {"home": None, "pet": None},
         {"by_name": {"a": {"city": "Nice"}, "b": {"city": "Bern", "country": "CH"}}},
+        {"tagged": [{"pet_type": "bird"}, {"pet_type": "fish"}]},
     ],
 )
 def test_defaults_behind_a_union_are_those_the_providers_model_fills(
