@@ -628,8 +628,6 @@ def test_exact_numbers_follow_json_schema_number_rules() -> None:
         assert [i.path for i in info.value.issues] == [path], bad
 
 
-# 19.99 and 0.07 are multiples of 0.01 that jsonschema's float quotient refuses (19.99 / 0.01
-# is 1998.9999999999998); ``multipleOf`` is decided exactly (test_schema_keyword_work.py).
 @pytest.mark.parametrize(
     "text",
     [
