@@ -115,10 +115,21 @@ VERSION_FIELDS: Mapping[int, tuple[str, ...]] = MappingProxyType(
 # Count tuples repeat across tools ((1, 0, 0, 0, 0) is most of them): one shared object each
 # keeps a catalog of thousands of documents small.
 _COUNTS: dict[tuple[int, ...], tuple[int, ...]] = {}
+# How many distinct count tuples are shared at most. The table lives as long as the process
+# and documents also come from registries, whose counts are anyone's: kept unbounded, it held
+# every tuple every registration ever sent (100,000 entries, 17 MB, after 50 revisions of a
+# 2,000-word toolset, long after the documents were gone). The common tuples come first and
+# stay; a tuple met once the table is full is used as it is (equal, only not shared).
+_MAX_SHARED_COUNTS = 8192
 
 
 def _shared(counts: tuple[int, ...]) -> tuple[int, ...]:
-    return _COUNTS.setdefault(counts, counts)
+    found = _COUNTS.get(counts)
+    if found is not None:
+        return found
+    if len(_COUNTS) < _MAX_SHARED_COUNTS:
+        return _COUNTS.setdefault(counts, counts)
+    return counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +265,14 @@ class SearchDocument:
                 and all(map(any, rows))
             ):
                 tuples = list(map(tuple, rows))
-                shared = map(_COUNTS.setdefault, tuples, tuples)
+                # Added to the shared table only while it has room for all of them (see
+                # _MAX_SHARED_COUNTS); otherwise only the tuples it holds already are shared.
+                share = (
+                    _COUNTS.setdefault
+                    if len(_COUNTS) + len(tuples) <= _MAX_SHARED_COUNTS
+                    else _COUNTS.get
+                )
+                shared = map(share, tuples, tuples)
                 counted = dict(zip(map(sys.intern, words), shared, strict=True))
                 return cls._counted(counted, version, len(fields))
         converted: dict[str, tuple[int, ...]] = {}

@@ -350,3 +350,23 @@ def test_the_count_bound_holds_every_declaration_a_registry_admits() -> None:
 def test_from_json_sorts_terms() -> None:
     document = SearchDocument.from_json({"terms": {"b": [1], "a": [2]}, "version": 1})
     assert list(document.terms) == ["a", "b"]
+
+
+def test_count_tuples_shared_across_documents_stay_bounded() -> None:
+    # The shared table lives as long as the process; registries send counts of their choosing,
+    # revision after revision, so the table must not keep every distinct tuple ever read.
+    limit = documents._MAX_SHARED_COUNTS
+    common = SearchDocument.of({"name": ["tool"]}).terms["tool"]
+    for batch in range(4):
+        terms = {f"w{i}": [batch + 2, i + 1, 0, 0, 0] for i in range(limit // 2)}
+        read = SearchDocument.from_json({"version": SEARCH_VERSION, "terms": terms})
+        assert read.terms["w7"] == (batch + 2, 8, 0, 0, 0)
+        counted = SearchDocument.of({"name": ["x"] * (batch + 2), "title": ["y"] * 3})
+        assert counted.terms["y"] == (0, 3, 0, 0, 0)
+        single = SearchDocument.from_json(
+            {"version": SEARCH_VERSION, "terms": {"z": [1, batch, 0, 0, 9]}}
+        )
+        assert single.terms["z"] == (1, batch, 0, 0, 9)
+    assert len(documents._COUNTS) <= limit
+    # A tuple shared before the table filled is shared still.
+    assert SearchDocument.of({"name": ["other"]}).terms["other"] is common
