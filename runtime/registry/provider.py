@@ -29,12 +29,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from agentgen.runtime.agents.executors import ToolContext, ToolsetExecutor, implementation_problem
+from agentgen.runtime.agents.executors import (
+    OutcomeUnknownError,
+    ToolContext,
+    ToolsetExecutor,
+    implementation_problem,
+)
 from agentgen.runtime.contracts import compiler
 from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.contracts.wire import fingerprint
+from agentgen.runtime.failures import message_of
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.admission import IDENTIFIER, MAX_SETTLE_MS
 from agentgen.runtime.registry.client import RegistryError
@@ -858,6 +864,14 @@ class _Provider:
         except TimeoutError:
             await self._finish(
                 call, "failed", {"code": "timeout"}, f"{call.tool} ran past its deadline"
+            )
+            return
+        except OutcomeUnknownError as exc:
+            # The executor cannot tell whether the call ran (an MCP session that lost the
+            # answer): the consumer reads outcome_unknown from this code, not tool_failed,
+            # which would invite the model to run the call again.
+            await self._finish(
+                call, "failed", {"code": "outcome_unknown"}, f"{call.tool}: {message_of(exc)}"
             )
             return
         except Exception as exc:

@@ -477,9 +477,30 @@ async def _await_outcome(
             f"{spec.id}: the outcome is unknown; do not retry or issue a replacement call, "
             "because the effect may have occurred",
         )
+    if _failure_code(outcome.payload_json) == "outcome_unknown":
+        # The provider's executor raised OutcomeUnknownError (an MCP session that lost the
+        # answer): read as tool_failed, the model would run the call again.
+        return tool_error(
+            call,
+            "outcome_unknown",
+            f"{spec.id}: its provider cannot tell whether the call ran ({outcome.message}); "
+            "the outcome is unknown: do not retry or issue a replacement call, because the "
+            "effect may have occurred",
+        )
     return tool_error(
         call, "tool_failed", f"{spec.id} failed: {outcome.message or outcome.payload_json}"
     )
+
+
+def _failure_code(payload_json: str) -> str | None:
+    """The ``code`` of a failed call's error as its provider wrote it (``execution_failed``,
+    ``outcome_unknown``...), or None when the error holds none."""
+    try:
+        error = json.loads(payload_json)
+    except (ValueError, RecursionError):
+        return None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def _registry_failure(

@@ -20,7 +20,7 @@ import pytest
 
 import agentgen.runtime.registry.http_client as http_client_module
 import agentgen.runtime.registry.provider as provider_module
-from agentgen.runtime import ToolContext
+from agentgen.runtime import OutcomeUnknownError, ToolContext
 from agentgen.runtime.contracts.wire import fingerprint
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.client import CallOutcome, RegistryError, ToolCallMeta
@@ -47,8 +47,8 @@ OPTIONS = ServeOptions(
 
 class Echo:
     """Answers ``{"said": text}``; ``big:N`` answers N characters of ``x`` (``quotes:N``, of
-    ``"``), ``fail:N`` raises with a message of N characters, ``wait`` waits for ``release``,
-    ``nap`` a moment."""
+    ``"``), ``fail:N`` raises with a message of N characters, ``lost`` cannot tell whether it
+    ran, ``wait`` waits for ``release``, ``nap`` a moment."""
 
     def __init__(self) -> None:
         self.ran: list[str] = []
@@ -64,6 +64,8 @@ class Echo:
             await asyncio.sleep(0.05)  # a tool that takes a moment
         if kind == "fail":
             raise RuntimeError("y" * int(size))
+        if kind == "lost":
+            raise OutcomeUnknownError("MCP tool 'say': the session lost the answer to the call")
         if kind == "big":
             return {"said": "x" * int(size)}
         if kind == "quotes":
@@ -262,6 +264,22 @@ async def test_a_huge_error_message_is_cut_to_what_the_registry_takes(registry: 
     assert outcome.message.startswith(f"{lead}yyy")
     assert outcome.message.endswith(f"y [cut: {len(lead) + 2_000_000} characters]")
     assert json.loads(outcome.payload_json)["message"] == outcome.message
+    assert (report.failed, report.lost) == (1, 0)
+
+
+async def test_an_executor_that_cannot_tell_whether_it_ran_says_so_to_the_consumer(
+    registry: Running,
+) -> None:
+    # Was execution_failed: the consumer's model read tool_failed and ran the call again.
+    async with serving(registry.url, Echo()) as (task, stop):
+        outcome = await call(registry.url, "lost")
+        stop.set()
+        report = await asyncio.shield(task)
+    assert outcome.status == "failed"
+    assert json.loads(outcome.payload_json)["code"] == "outcome_unknown"
+    assert outcome.message == (
+        "outcome_unknown: echo.say: MCP tool 'say': the session lost the answer to the call"
+    )
     assert (report.failed, report.lost) == (1, 0)
 
 

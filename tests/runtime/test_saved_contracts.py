@@ -287,6 +287,48 @@ async def test_a_registry_failure_after_admission_is_an_unknown_outcome() -> Non
     assert "/calls/result failed" in part.content and "do not retry" in part.content  # type: ignore[union-attr]
 
 
+async def test_a_provider_that_cannot_tell_whether_the_call_ran_is_an_unknown_outcome() -> None:
+    # Its provider's executor raised OutcomeUnknownError (an MCP session that lost the answer):
+    # read as tool_failed, the model ran the call again.
+    from agentgen.runtime.registry.client import CallOutcome, CallRef
+
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    message = "outcome_unknown: payments.list: MCP tool 'list': the session lost the answer"
+
+    async def lost(ref: CallRef) -> CallOutcome:
+        error = json.dumps({"code": "outcome_unknown", "message": message})
+        return CallOutcome("failed", error, message)
+
+    registry.await_result = lost  # type: ignore[method-assign]
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
+    )
+    part = outcome.transcript[2].parts[0]
+    assert error_kind(part) == "outcome_unknown"
+    assert message in part.content and "do not retry" in part.content  # type: ignore[union-attr]
+
+
+async def test_a_failed_call_without_that_code_still_failed() -> None:
+    from agentgen.runtime.registry.client import CallOutcome, CallRef
+
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+
+    async def failed(ref: CallRef) -> CallOutcome:
+        return CallOutcome("failed", '{"code": "execution_failed"}', "execution_failed: boom")
+
+    registry.await_result = failed  # type: ignore[method-assign]
+    planner = ScriptedPlanner([calls(("payments.list", {"amount": 1})), answer()])
+    outcome = (
+        await setup(registry, planner, []).client("test.payer").run("go", labels={"tenant": "t"})
+    )
+    part = outcome.transcript[2].parts[0]
+    assert error_kind(part) == "tool_failed"
+    assert "execution_failed: boom" in part.content  # type: ignore[union-attr]
+
+
 async def test_a_retry_the_registry_no_longer_knows_did_not_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
