@@ -217,14 +217,13 @@ def load_catalog(path: str | Path) -> list[EvalTool]:
             raise CatalogError(f'{where}: each tool needs a non-empty string "name"{hint}')
         _refuse_surrogates(item, where)
         name = item["name"]
-        first = seen.setdefault(name.casefold(), index)
+        first = seen.setdefault(name, index)
         if first != index:
-            # Tool search matches a name in any case, so names must differ in more than case.
-            other = data[first]["name"]
-            repeated = "is repeated" if other == name else f"differs from {other!r} only in case"
+            # Names that differ only in case are two tools, as for providers, registries and
+            # the runtime's tool search (records.getUser and records.GetUser).
             raise CatalogError(
-                f"{where}: the name {name!r} {repeated} (tool {first}); tool names must be "
-                "unique, case aside: rename or remove one"
+                f"{where}: the name {name!r} is repeated (tool {first}); tool names must be "
+                "unique: rename or remove one"
             )
         description = item.get("description")
         description = "" if description is None else description
