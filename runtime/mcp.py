@@ -229,7 +229,7 @@ class SessionCaller:
             lost = _lost_answer(exc)
             if lost == "closed":
                 self._closed = True
-            if lost == "timed out" or (lost == "closed" and not closed_before):
+            if lost in ("timed out", "cut") or (lost == "closed" and not closed_before):
                 raise MCPAnswerLostError(name, exc) from exc
             raise
         self._closed = False  # an answer: the session (or the application's wrapper) is open
@@ -237,15 +237,18 @@ class SessionCaller:
 
 
 def _lost_answer(exc: Exception) -> str | None:
-    """``"timed out"`` or ``"closed"`` when ``exc`` is the SDK's error for a request whose
-    answer did not come (its read timeout, which starts only once the request is written; a
-    connection that closed), else None.
+    """``"timed out"``, ``"closed"`` or ``"cut"`` when ``exc`` is the SDK's error for a request
+    whose answer did not come (its read timeout, which starts only once the request is written;
+    a connection that closed; the transport giving up on this one request's answer), else None.
 
-    The SDK raises the same connection-closed error for a request it could not send on a
-    session already closed, and for one in flight when the connection closed: the caller
-    tells them apart by whether an earlier call already found the session closed (the first
-    call to find it so, which may not have been sent, is reported as possibly run: the safe
-    side). The SDK is imported here only: a session that raised is the SDK's."""
+    The SDK raises the same connection-closed error ("Connection closed") for a request it
+    could not send on a session already closed, and for one in flight when the connection
+    closed: the caller tells them apart by whether an earlier call already found the session
+    closed (the first call to find it so, which may not have been sent, is reported as possibly
+    run: the safe side). A connection-closed error with other words is a transport's for one
+    request it sent, on a session that stays open (streamable HTTP: "SSE stream ended without
+    a response", when a proxy or a restarting server cut the answer's stream): ``"cut"``, lost
+    whatever came before. The SDK is imported here only: a session that raised is the SDK's."""
     try:
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
@@ -256,8 +259,14 @@ def _lost_answer(exc: Exception) -> str | None:
     if exc.code == REQUEST_TIMEOUT:
         return "timed out"
     if exc.code == CONNECTION_CLOSED:
-        return "closed"
+        return "closed" if exc.message == _SESSION_CLOSED else "cut"
     return None
+
+
+#: The words of the SDK's connection-closed error when the session itself closed (its
+#: dispatcher's, for calls in flight and calls made after); a transport that loses one
+#: request's answer says why in other words.
+_SESSION_CLOSED = "Connection closed"
 
 
 def tool_arguments(payload: Any) -> dict[str, Any]:
