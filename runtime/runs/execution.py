@@ -477,19 +477,28 @@ async def _await_outcome(
             f"{spec.id}: the outcome is unknown; do not retry or issue a replacement call, "
             "because the effect may have occurred",
         )
-    if _failure_code(outcome.payload_json) == "outcome_unknown":
-        # The provider's executor raised OutcomeUnknownError (an MCP session that lost the
-        # answer): read as tool_failed, the model would run the call again.
+    why = _MAY_HAVE_RUN.get(_failure_code(outcome.payload_json) or "")
+    if why is not None:
+        # Read as tool_failed, the model would run the call again.
         return tool_error(
             call,
             "outcome_unknown",
-            f"{spec.id}: its provider cannot tell whether the call ran ({outcome.message}); "
-            "the outcome is unknown: do not retry or issue a replacement call, because the "
-            "effect may have occurred",
+            f"{spec.id}: {why} ({outcome.message}); the outcome is unknown: do not retry or "
+            "issue a replacement call, because the effect may have occurred",
         )
     return tool_error(
         call, "tool_failed", f"{spec.id} failed: {outcome.message or outcome.payload_json}"
     )
+
+
+#: The codes of a provider's failures whose call may have had its effect, with what they mean:
+#: its executor raised OutcomeUnknownError (an MCP session that lost the answer), or the
+#: provider cancelled it mid-run at its deadline (as a tool past the engine's tool_timeout,
+#: and as the registry itself ends a claimed call past its deadline).
+_MAY_HAVE_RUN = {
+    "outcome_unknown": "its provider cannot tell whether the call ran",
+    "timeout": "its provider stopped the call at its deadline, while it ran",
+}
 
 
 def _failure_code(payload_json: str) -> str | None:

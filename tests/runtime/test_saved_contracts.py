@@ -287,17 +287,34 @@ async def test_a_registry_failure_after_admission_is_an_unknown_outcome() -> Non
     assert "/calls/result failed" in part.content and "do not retry" in part.content  # type: ignore[union-attr]
 
 
-async def test_a_provider_that_cannot_tell_whether_the_call_ran_is_an_unknown_outcome() -> None:
-    # Its provider's executor raised OutcomeUnknownError (an MCP session that lost the answer):
-    # read as tool_failed, the model ran the call again.
+@pytest.mark.parametrize(
+    ("code", "message", "why"),
+    [
+        (
+            "outcome_unknown",
+            "outcome_unknown: payments.list: MCP tool 'list': the session lost the answer",
+            "its provider cannot tell whether the call ran",
+        ),
+        (
+            "timeout",
+            "timeout: payments.list ran past its deadline",
+            "its provider stopped the call at its deadline, while it ran",
+        ),
+    ],
+)
+async def test_a_provider_failure_that_may_have_run_is_an_unknown_outcome(
+    code: str, message: str, why: str
+) -> None:
+    # Its provider's executor raised OutcomeUnknownError (an MCP session that lost the answer),
+    # or the provider cancelled it mid-run at its deadline: read as tool_failed, the model ran
+    # the call again.
     from agentgen.runtime.registry.client import CallOutcome, CallRef
 
     registry = FakeRegistry()
     registry.publish(payments(), echo_handler)
-    message = "outcome_unknown: payments.list: MCP tool 'list': the session lost the answer"
 
     async def lost(ref: CallRef) -> CallOutcome:
-        error = json.dumps({"code": "outcome_unknown", "message": message})
+        error = json.dumps({"code": code, "message": message})
         return CallOutcome("failed", error, message)
 
     registry.await_result = lost  # type: ignore[method-assign]
@@ -307,7 +324,9 @@ async def test_a_provider_that_cannot_tell_whether_the_call_ran_is_an_unknown_ou
     )
     part = outcome.transcript[2].parts[0]
     assert error_kind(part) == "outcome_unknown"
-    assert message in part.content and "do not retry" in part.content  # type: ignore[union-attr]
+    assert f"payments.list: {why} ({message}); the outcome is unknown: do not retry" in (
+        part.content  # type: ignore[union-attr]
+    )
 
 
 async def test_a_failed_call_without_that_code_still_failed() -> None:
