@@ -186,6 +186,9 @@ if TYPE_CHECKING:
         TemporalSettings as TemporalSettings,
     )
     from agentgen.runtime.mcp import (
+        InexactNumberError as InexactNumberError,
+    )
+    from agentgen.runtime.mcp import (
         MCPAnswerLostError as MCPAnswerLostError,
     )
     from agentgen.runtime.mcp import (
@@ -426,6 +429,7 @@ __all__ = [
     "HttpResultStream",
     "InMemoryEngine",
     "IncompleteAnswerError",
+    "InexactNumberError",
     "MCPAnswerLostError",
     "MCPCaller",
     "MCPCheckError",
@@ -643,6 +647,7 @@ _HOMES: dict[str, str] = {
     "ToolsetDeclarations": "agentgen.runtime.contracts.wire",
     "ToolsetText": "agentgen.runtime.contracts.toolset_text",
     "SearchDocument": "agentgen.runtime.search.document",
+    "InexactNumberError": "agentgen.runtime.mcp",
     "MCPAnswerLostError": "agentgen.runtime.mcp",
     "MCPCaller": "agentgen.runtime.mcp",
     "MCPResultError": "agentgen.runtime.mcp",

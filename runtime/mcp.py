@@ -24,7 +24,9 @@ here touches the SDK at run time beyond the session the application hands in.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult, ContentBlock
 
 __all__ = [
+    "InexactNumberError",
     "MCPAnswerLostError",
     "MCPCaller",
     "MCPResultError",
@@ -220,7 +223,10 @@ class SessionCaller:
         """
         if self._recheck is not None:
             await self._recheck.current()
-        sendable = tool_arguments(arguments)
+        try:
+            sendable = tool_arguments(arguments)
+        except InexactNumberError as exc:
+            raise InexactNumberError(f"MCP tool {name!r}: {exc}") from None
         # Read before the call: calls in flight together all started on an open session.
         closed_before = self._closed
         try:
@@ -269,6 +275,11 @@ def _lost_answer(exc: Exception) -> str | None:
 _SESSION_CLOSED = "Connection closed"
 
 
+class InexactNumberError(ValueError):
+    """An argument's number would not reach the MCP server as validated: the SDK sends
+    non-integral numbers as doubles, and this one has more digits than a double keeps."""
+
+
 def tool_arguments(payload: Any) -> dict[str, Any]:
     """The validated payload as the JSON object MCP sends as ``arguments``.
 
@@ -276,15 +287,32 @@ def tool_arguments(payload: Any) -> dict[str, Any]:
     exact), which the SDK's pydantic serializer would send as *strings*; rewriting the payload
     through its exact JSON text gives plain JSON types. A tool without ``Args`` gets an empty
     generated model, sent as ``{}``.
+
+    The SDK sends a non-integral number as a double, so one that a double does not hold (more
+    than 15 significant digits, as ``0.123456789012345678``) raises
+    :class:`InexactNumberError` rather than reaching the server rounded
+    (``0.12345678901234568``): the call is not sent. Integers are sent exactly, however large.
     """
     if isinstance(payload, BaseModel):
         payload = payload.model_dump(mode="json", by_alias=True)
     elif payload is None:
         payload = {}
-    value = json.loads(encode_exact(payload))
+    value = json.loads(encode_exact(payload), parse_float=_double)
     if not isinstance(value, dict):
         raise TypeError(f"MCP tool arguments must be a JSON object, got {type(value).__name__}")
     return value
+
+
+def _double(text: str) -> float:
+    """The double a JSON number's ``text`` reaches the server as, when it is that number."""
+    number = float(text)
+    if math.isfinite(number) and Decimal(repr(number)) == Decimal(text):
+        return number
+    raise InexactNumberError(
+        f"the argument {text[:40]}{'...' if len(text) > 40 else ''} would reach the server as "
+        f"{number!r}: the MCP SDK sends numbers as doubles, which keep 15 significant digits; "
+        "the call was not sent (write the number with fewer digits)"
+    )
 
 
 def tool_value(

@@ -33,6 +33,7 @@ from agentgen.runtime.agents.planning import PlanResumeInput
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.contracts.specs import ToolSpec, schema_type
 from agentgen.runtime.mcp import (
+    InexactNumberError,
     MCPResultError,
     MCPToolError,
     MCPToolsetExecutor,
@@ -42,7 +43,7 @@ from agentgen.runtime.mcp import (
     tool_value,
 )
 from agentgen.runtime.mcp_check import MCPDeclaration
-from agentgen.runtime.messages import ToolResultPart
+from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.runs.requests import RunOutcome
 from agentgen.runtime.search.document import search_document
 from tests.codegen.helpers import ROOT, generated_module
@@ -292,6 +293,31 @@ async def test_json_text_and_plain_text_results_and_plain_json_arguments(
     )
 
 
+async def test_a_number_a_double_cannot_hold_is_refused_not_sent_rounded(mode: str) -> None:
+    # The SDK sends numbers as doubles: 0.123456789012345678 reached the server as
+    # 0.12345678901234568 (a different amount from the one validated), with no word said.
+    server = Server()
+    arguments = '{"city": "Oslo", "radius_km": 0.123456789012345678}'  # as the model wrote it
+    turn = Message("assistant", (ToolCallPart("c0", "almanac.alerts", arguments),))
+    async with connected(server, mode) as caller:
+        rt = Runtime()
+        rt.register_agent(
+            AgentDefinition(id=AGENT, description="Weather questions.", specs=ALMANAC),
+            planner=ScriptedPlanner([turn, answer()]),
+            executors={"helpdesk.almanac": MCPToolsetExecutor(caller, ALMANAC_DECLARATION)},
+        )
+        outcome = await rt.client(AGENT).run("What is the weather?")
+    assert server.received == []
+    error = error_of(results(outcome)["almanac.alerts"])
+    assert error == {
+        "kind": "tool_failed",
+        "message": "almanac.alerts failed: InexactNumberError: MCP tool 'alerts': the argument "
+        "0.123456789012345678 would reach the server as 0.12345678901234568: the MCP SDK sends "
+        "numbers as doubles, which keep 15 significant digits; the call was not sent (write "
+        "the number with fewer digits)",
+    }
+
+
 async def test_an_is_error_result_becomes_a_tool_error_naming_the_tool(
     weather: ModuleType, mode: str
 ) -> None:
@@ -398,6 +424,12 @@ def test_arguments_are_sent_as_plain_json_objects() -> None:
     from agentgen.runtime.contracts.schemas import EmptyPayload
 
     assert tool_arguments({"x": Decimal("2.50"), "n": [Decimal("1")]}) == {"x": 2.5, "n": [1]}
+    # Numbers a double holds are sent; integers exactly, however large.
+    exact = {"a": Decimal("0.1"), "b": Decimal("1E-3"), "c": Decimal("-0.0"), "n": 2**70}
+    assert tool_arguments(exact) == {"a": 0.1, "b": 0.001, "c": -0.0, "n": 2**70}
+    for inexact in ("12345678901234567.89", "0.30000000000000001", "1" + "0" * 400 + ".5"):
+        with pytest.raises(InexactNumberError, match="would reach the server as"):
+            tool_arguments({"x": [{"y": Decimal(inexact)}]})
     assert tool_arguments(EmptyPayload()) == {}
     assert tool_arguments(None) == {}
     with pytest.raises(TypeError, match="JSON object"):
