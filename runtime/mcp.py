@@ -213,10 +213,12 @@ class SessionCaller:
         Raises :class:`MCPToolError` when the server reports the call failed,
         :class:`MCPResultError` when the result has no JSON value, and the check's
         :class:`~agentgen.runtime.mcp_check.MCPCheckError` when the server announced changed
-        tools and no longer serves what the design declares. The SDK's errors for an answer
-        that did not come (the session's read timeout, the connection closing on the call)
-        become :class:`MCPAnswerLostError`, which the model reads as ``outcome_unknown``: the
-        server may have run the tool. Other errors of the session itself (protocol errors, an
+        tools and no longer serves what the design declares; :class:`InexactNumberError`, and
+        nothing is sent, when an argument's number has more digits than a double holds. The
+        SDK's errors for an answer that did not come (the session's read timeout, the
+        connection closing on the call, the transport losing the answer's stream) become
+        :class:`MCPAnswerLostError`, which the model reads as ``outcome_unknown``: the server
+        may have run the tool. Other errors of the session itself (protocol errors, an
         unknown tool, the SDK rejecting structured content that breaks the server's own output
         schema, a call on a session an earlier call found closed) propagate as the SDK raised
         them.
