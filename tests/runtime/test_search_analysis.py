@@ -169,7 +169,11 @@ def test_each_thread_stems_with_its_own_stemmer() -> None:
         ("\u201cIncident review\u201d page", ["page"]),
         ('"only quoted words"', ["onli", "quot", "word"]),
         ("search search SEARCH", ["search"]),
-        ("getHTTPStatus", ["gethttpstatus"]),
+        # An identifier in lowerCamelCase also gives its parts, as tool names are read;
+        # product names (GitHub, iPhone) stay whole, as descriptions hold them.
+        ("getHTTPStatus", ["gethttpstatus", "get", "http", "status"]),
+        ("users.getUser", ["user", "getus", "get"]),
+        ("GitHub issues on my iPhone", ["github", "issu", "iphon"]),
         ("", []),
     ],
 )

@@ -167,6 +167,21 @@ def test_the_right_tool_and_nothing_for_filler_words(query: str, tool: str) -> N
     assert ids(SearchIndex(CATALOG).search(query)) == [tool]
 
 
+@pytest.mark.parametrize(
+    ("query", "tool"),
+    [
+        ("the listPullRequests tool", "github.list_pull_requests"),
+        ("createIssue in acme/api", "github.create_issue"),
+        ("readFile notes.txt", "files.read_file"),
+    ],
+)
+def test_a_tool_named_in_camel_case_is_found_by_its_name_words(query: str, tool: str) -> None:
+    """Tool names are read split at ``_`` and camelCase; a model that writes a tool's name
+    as an identifier of its language (``listPullRequests``) finds it as if it wrote the words
+    (the query word was ``listpullrequest``, which no document holds)."""
+    assert ids(SearchIndex(CATALOG).search(query))[0] == tool
+
+
 def test_classic_ranks_by_every_word_including_filler() -> None:
     classic = SearchIndex(CATALOG, ranking="classic")
     assert classic.ranking == "classic"
