@@ -42,11 +42,13 @@ from agentgen.runtime.adapters.anthropic_search import (
 )
 from agentgen.runtime.adapters.errors import (
     CUT_STOPS,
+    REFUSED_STOPS,
     ToolIdentityError,
     broken_reply,
     call_under_no_tool_choice,
     cut_off,
     refuse_empty_reply,
+    refused_reply,
     request_failure,
     sdk_errors,
 )
@@ -251,6 +253,7 @@ class AnthropicMessagesModel:
         replay: Replay,
     ) -> ModelResponse:
         what = f"{self._provider}: reply {raw.get('id')!r} of model {request.model!r}"
+        _refuse_refused(raw, what)
         permitted = {tool.id for tool in selection.all}
         seen = set(replay.call_ids)
         parts: list[Part] = []
@@ -333,6 +336,31 @@ class AnthropicMessagesModel:
             )
         return ToolCallPart(
             call_id, tool_id, json.dumps(arguments if arguments is not None else {})
+        )
+
+
+def _refuse_refused(raw: Mapping[str, Any], what: str) -> None:
+    """Refuse a reply Claude's safety classifiers stopped (``stop_reason: "refusal"``) while it
+    held tool calls or an unanswered hosted search, before reading them: its content may be
+    partial, and none of it may run. Without either it goes on with its stop reason, which the
+    planner does not take for a finished answer."""
+    stop_reason = raw.get("stop_reason")
+    if stop_reason not in REFUSED_STOPS:
+        return
+    blocks = [block for block in raw.get("content") or [] if isinstance(block, Mapping)]
+    calls = sum(block.get("type") == "tool_use" for block in blocks)
+    answered = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_search_tool_result"}
+    searching = [
+        block.get("id")
+        for block in blocks
+        if block.get("type") == "server_tool_use" and block.get("id") not in answered
+    ]
+    if calls or searching:
+        unfinished = ""
+        if searching:
+            unfinished = f"unanswered hosted tool search {', '.join(map(repr, searching))}"
+        raise refused_reply(
+            what, f"stop_reason {stop_reason!r}", str(stop_reason), calls, unfinished
         )
 
 

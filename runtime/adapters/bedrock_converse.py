@@ -30,6 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[impor
 from agentgen.runtime.adapters.anchors import Anchored, describe, interleave, read_anchored
 from agentgen.runtime.adapters.errors import (
     CUT_STOPS,
+    REFUSED_STOPS,
     HistoryReplayError,
     ToolIdentityError,
     blank,
@@ -38,6 +39,7 @@ from agentgen.runtime.adapters.errors import (
     call_under_no_tool_choice,
     cut_off,
     refuse_empty_reply,
+    refused_reply,
     request_failure,
 )
 from agentgen.runtime.adapters.history import (
@@ -363,6 +365,16 @@ def _decode(
     ``none`` (any call is refused)."""
     what = f"{_PROVIDER}: reply of model {request.model!r}"
     message = (raw.get("output") or {}).get("message") or {}
+    stop_reason = _stop_reason(raw.get("stopReason"), what)
+    if stop_reason in REFUSED_STOPS:
+        # Checked before the blocks are read: a call the provider did not let through must not
+        # run (and its input may be cut short). A reply without one goes on with its stop
+        # reason, which the planner does not take for a finished answer.
+        held = sum("toolUse" in block for block in message.get("content") or [])
+        if held:
+            assert stop_reason is not None
+            stop = f"stopReason {raw.get('stopReason')!r}"
+            raise refused_reply(what, stop, stop_reason, held)
     parts: list[Part] = []
     reasoning: list[Anchored] = []
     for position, block in enumerate(message.get("content") or []):
@@ -398,7 +410,6 @@ def _decode(
                 f"{what} holds a content block with keys {sorted(block)}, which this adapter "
                 "does not handle"
             )
-    stop_reason = _stop_reason(raw.get("stopReason"), what)
     calls = [part for part in parts if isinstance(part, ToolCallPart)]
     if stop_reason in CUT_STOPS and calls:
         assert stop_reason is not None

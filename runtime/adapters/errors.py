@@ -21,6 +21,7 @@ from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
 __all__ = [
     "CUT_STOPS",
     "LATER_ATTEMPT",
+    "REFUSED_STOPS",
     "SHORTER_CONVERSATION",
     "BrokenHistoryError",
     "DuplicateCallIdError",
@@ -39,6 +40,7 @@ __all__ = [
     "call_under_no_tool_choice",
     "cut_off",
     "refuse_empty_reply",
+    "refused_reply",
     "request_failure",
     "sdk_errors",
     "transient_failure",
@@ -301,6 +303,51 @@ def cut_off(what: str, stop_reason: str, max_tokens: int | None, writing: str) -
         limit = "its output limit" if max_tokens is None else f"max_tokens ({max_tokens})"
         return OutputBudgetError(f"{what} reached {limit} {writing}; raise max_tokens")
     return ModelError(f"{what} filled the model's context window {writing}; {SHORTER_CONVERSATION}")
+
+
+#: Stop reasons (in the adapters' words) of a reply the provider refused or filtered: what
+#: stopped it, and what to do. Each is permanent: the providers say that sending the same
+#: conversation again is refused again (Anthropic: "attempting to continue without resetting
+#: will result in continued refusals"), and none documents a retry as the remedy.
+_REFUSALS = {
+    "refusal": (
+        "refused",
+        "the provider's safety classifiers stopped it, and its content may be partial",
+        "remove or rephrase the turn that caused it (or start a new conversation), or ask "
+        "another model",
+    ),
+    "content_filter": (
+        "filtered",
+        "the provider's content filter blocked it",
+        "check the conversation against the provider's content policy and rephrase it",
+    ),
+    "guardrail_intervened": (
+        "filtered",
+        "a Bedrock guardrail intervened",
+        "check the conversation against the guardrail's configuration",
+    ),
+}
+REFUSED_STOPS = frozenset(_REFUSALS)
+
+
+def refused_reply(
+    what: str, stop: str, reason: str, calls: int, unfinished: str = ""
+) -> ModelError:
+    """The refusal of a reply (``what`` names provider, reply and model) that the provider
+    refused or filtered (``reason``, one of :data:`REFUSED_STOPS`; ``stop`` shows the stop as
+    the provider said it) while it held ``calls`` tool calls (and ``unfinished`` tool search
+    work, e.g. ``"2 tool searches"``). None of them may run: the provider did not let the reply
+    through, so its calls are not ones the model was let make, and their arguments may be cut
+    short. Permanent: the same conversation is refused the same way. The adapter sets
+    ``usage`` (the reply was billed all the same)."""
+    verb, cause, remedy = _REFUSALS[reason]
+    held = [f"{calls} tool call{'' if calls == 1 else 's'}"] if calls else []
+    held += [unfinished] if unfinished else []
+    return ModelError(
+        f"{what} was {verb} by the provider ({stop}: {cause}); none of what it holds "
+        f"({' and '.join(held)}) is run, and the reply is not kept. The same conversation "
+        f"would be {verb} again: {remedy}"
+    )
 
 
 def broken_reply(message: str) -> ModelError:

@@ -25,10 +25,12 @@ from openai import AsyncOpenAI
 from agentgen.runtime.adapters.anchors import Anchored
 from agentgen.runtime.adapters.errors import (
     LATER_ATTEMPT,
+    REFUSED_STOPS,
     OutputBudgetError,
     ToolIdentityError,
     call_under_no_tool_choice,
     refuse_empty_reply,
+    refused_reply,
     request_failure,
 )
 from agentgen.runtime.adapters.history import check_system, claim_call_id, require_unicode
@@ -268,6 +270,7 @@ class _Invocation:
             round_usage = reported_usage(raw)
             self.usage += round_usage
             _check_status(raw, self.provider, self.request.model)
+            _refuse_filtered(raw, self.provider, self.request.model)
             said_before = len(self.parts)
             searches, calls, continuation = self._read_output(raw, body)
             outputs = [self._answer(search) for search in searches]
@@ -522,6 +525,36 @@ def _check_status(raw: Mapping[str, Any], provider: str, model: str) -> None:
         f"{detail}; it holds no answer: {remedy}",
         transient=transient,
     )
+
+
+def _refuse_filtered(raw: Mapping[str, Any], provider: str, model: str) -> None:
+    """Refuse a response the content filter cut (``incomplete_details.reason:
+    "content_filter"``) while it held function calls or tool searches, before reading them: a
+    call the provider did not let through must not run (nor a search be answered for it), and
+    its arguments may be cut short. One without either goes on with its stop reason, which the
+    planner does not take for a finished answer."""
+    reason = _incomplete_reason(raw) if raw.get("status") == "incomplete" else None
+    if reason not in REFUSED_STOPS:
+        return
+    assert reason is not None
+    output = raw.get("output")
+    kinds = (
+        [item.get("type") for item in output if isinstance(item, Mapping)]
+        if isinstance(output, list)
+        else []
+    )
+    calls, searches = kinds.count("function_call"), kinds.count("tool_search_call")
+    if calls or searches:
+        unfinished = ""
+        if searches:
+            unfinished = f"{searches} tool search{'' if searches == 1 else 'es'}"
+        raise refused_reply(
+            f"{provider}: response {raw.get('id')!r} of model {model!r}",
+            f"incomplete_details.reason {reason!r}",
+            reason,
+            calls,
+            unfinished,
+        )
 
 
 def _message_text(item: Mapping[str, Any], what: str) -> Iterator[str]:

@@ -20,8 +20,9 @@ from agentgen.runtime.adapters import (
     ToolSearchUnsupportedError,
 )
 from agentgen.runtime.adapters.anthropic_search import METADATA_KEY
+from agentgen.runtime.engines.temporal.errors import retryable
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
-from agentgen.runtime.model_client import ToolChoice
+from agentgen.runtime.model_client import ToolChoice, Usage
 from tests.adapters.fakes import (
     Server,
     anthropic_client,
@@ -620,3 +621,49 @@ async def test_reply_text_that_is_not_unicode_is_refused_by_name() -> None:
     assert "reply 'msg_1' of model 'claude-opus-4-7': content[0] holds text that is not" in text
     assert "$.text ('hi \\ud83d')" in text
     assert caught.value.transient and caught.value.usage is not None
+
+
+REFUSED = "was refused by the provider (stop_reason 'refusal': the provider's safety classifiers"
+
+
+@pytest.mark.parametrize("bedrock", [False, True], ids=["anthropic", "bedrock"])
+async def test_calls_in_a_reply_the_provider_refused_are_not_run(bedrock: bool) -> None:
+    # Before: handed to the run as ordinary calls (and run), though the classifiers stopped
+    # the reply and its content may be partial.
+    server = anthropic_server(
+        message(
+            claude_text("Sure"),
+            tool_use("t1", "records_search", {"name": "A"}),
+            tool_use("t2", "records_search", {"name": "B"}),
+            stop_reason="refusal",
+        )
+    )
+    with pytest.raises(ModelError) as caught:
+        await adapter(server, bedrock=bedrock).complete(ask(tools=(RECORDS,)))
+    error = caught.value
+    provider = "anthropic on bedrock" if bedrock else "anthropic"
+    text = str(error)
+    assert text.startswith(f"{provider}: reply 'msg_1' of model 'claude-opus-4-7' {REFUSED}")
+    assert "none of what it holds (2 tool calls) is run" in text
+    assert "remove or rephrase the turn that caused it" in text
+    assert not error.transient and not retryable(error)  # the same conversation is refused again
+    assert error.usage == Usage(100, 20)  # billed up to the refusal
+
+
+async def test_a_refused_reply_with_an_unanswered_hosted_search_is_not_a_pause() -> None:
+    # Before: "paused its turn", transient, so a durable run asked again and was refused again.
+    server = anthropic_server(
+        message(server_search("srvtoolu_1", "weather"), stop_reason="refusal")
+    )
+    with pytest.raises(ModelError) as caught:
+        await adapter(server).complete(ask())
+    text = str(caught.value)
+    assert REFUSED in text and "(unanswered hosted tool search 'srvtoolu_1')" in text
+    assert "paused" not in text and not caught.value.transient
+
+
+async def test_a_refused_reply_without_calls_keeps_its_stop_reason() -> None:
+    # Not an answer either: the planner refuses a final answer stopped by "refusal".
+    server = anthropic_server(message(claude_text("Hello.."), stop_reason="refusal"))
+    reply = await adapter(server).complete(ask(tools=(RECORDS,)))
+    assert (reply.message.text, reply.stop_reason) == ("Hello..", "refusal")

@@ -565,3 +565,44 @@ async def test_damaged_or_empty_reasoning_records_are_refused_before_sending(
         )
     assert "message 1 (assistant)" in str(caught.value)
     assert converse.calls == []
+
+
+@pytest.mark.parametrize(
+    ("stop", "cause", "remedy"),
+    [
+        ("content_filtered", "the provider's content filter blocked it", "content policy"),
+        ("guardrail_intervened", "a Bedrock guardrail intervened", "guardrail's configuration"),
+    ],
+)
+async def test_calls_in_a_reply_the_provider_filtered_are_not_run(
+    converse: Converse, stop: str, cause: str, remedy: str
+) -> None:
+    # Before: handed to the run as ordinary calls (and run), though the provider blocked them.
+    converse.reply(
+        {"text": "Looking"},
+        {"toolUse": {"toolUseId": "t9", "name": "records_search", "input": {"name": "A"}}},
+        stop=stop,
+    )
+    with pytest.raises(ModelError) as caught:
+        await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
+    error = caught.value
+    text = str(error)
+    assert text.startswith(
+        f"bedrock converse: reply of model {MODEL!r} was filtered by the provider "
+        f"(stopReason {stop!r}: {cause}); none of what it holds (1 tool call) is run"
+    )
+    assert remedy in text
+    assert not error.transient and not retryable(error)
+    assert error.usage == Usage(50, 7)
+
+
+@pytest.mark.parametrize("stop", ["content_filtered", "guardrail_intervened"])
+async def test_a_filtered_reply_without_calls_keeps_its_stop_reason(
+    converse: Converse, stop: str
+) -> None:
+    # Not an answer either: the planner refuses a final answer with this stop reason.
+    converse.reply({"text": "partial"}, stop=stop)
+    reply = await BedrockConverseModel(converse.client).complete(
+        request(tools=(RECORDS,), model=MODEL)
+    )
+    assert reply.stop_reason == STOPS[stop] and reply.message.text == "partial"

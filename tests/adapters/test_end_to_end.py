@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agentgen.runtime import transcript
-from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel
+from agentgen.runtime.adapters import AnthropicMessagesModel, ModelError, OpenAIResponsesModel
 from agentgen.runtime.adapters.anthropic_search import METADATA_KEY as ANTHROPIC_KEY
 from agentgen.runtime.adapters.openai_search import METADATA_KEY as OPENAI_KEY
 from agentgen.runtime.agents.definition import RunPolicy
@@ -131,3 +133,17 @@ async def test_openai_commentary_of_a_search_round_is_not_the_final_text() -> No
         ("Let me find a tool.", "commentary"),
         ("I could not find Ada.", "final_answer"),
     ]
+
+
+async def test_a_call_in_a_reply_the_provider_refused_is_never_run() -> None:
+    # Before: the run executed the call, then went on as if nothing happened.
+    server = anthropic_server(
+        message(tool_use("toolu_1", "records_lookup", {"id": "r1"}), stop_reason="refusal"),
+        message(claude_text("Done.")),
+    )
+    rt = Runtime()
+    rt.register_model("claude", AnthropicMessagesModel(anthropic_client(server)))
+    executor = register(rt, ModelPlanner("claude", model="claude-opus-4-7"))  # type: ignore[arg-type]
+    with pytest.raises(ModelError, match=r"was refused by the provider \(stop_reason 'refusal'"):
+        await rt.client("test.agent").run("Find Ada")
+    assert executor.calls == [] and len(server.bodies) == 1

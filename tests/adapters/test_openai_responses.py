@@ -529,11 +529,11 @@ async def test_a_search_call_cut_off_by_the_output_limit_is_a_budget_error() -> 
 async def test_a_search_call_cut_short_for_another_reason_names_it() -> None:
     item = search_call("s1", "weather")
     item["status"] = "incomplete"
-    server = openai_server(response(item, status="incomplete", incomplete="content_filter"))
+    server = openai_server(response(item, status="incomplete", incomplete="max_messages"))
     with pytest.raises(ModelError) as caught:
         await adapter(server).complete(request(tools=(RECORDS, WEATHER), max_tokens=200))
     assert not isinstance(caught.value, OutputBudgetError)
-    assert "tool search call 's1' with status 'incomplete' (incomplete: 'content_filter')" in str(
+    assert "tool search call 's1' with status 'incomplete' (incomplete: 'max_messages')" in str(
         caught.value
     )
 
@@ -600,20 +600,75 @@ async def test_max_tokens_at_the_apis_minimum_is_sent() -> None:
 async def test_a_call_cut_short_for_another_reason_names_it() -> None:
     item = function_call("c1", "records_search", '{"name": "Ali')
     item["status"] = "incomplete"
-    server = openai_server(response(item, status="incomplete", incomplete="content_filter"))
-    with pytest.raises(ModelError, match="status 'incomplete' \\(incomplete: 'content_filter'\\)"):
+    server = openai_server(response(item, status="incomplete", incomplete="max_messages"))
+    with pytest.raises(ModelError, match="status 'incomplete' \\(incomplete: 'max_messages'\\)"):
         await adapter(server).complete(request(tools=(RECORDS,)))
 
 
-async def test_a_search_round_cut_by_the_content_filter_is_not_called_a_budget_problem() -> None:
+async def test_a_search_round_cut_for_another_reason_is_not_called_a_budget_problem() -> None:
     server = openai_server(
-        response(search_call("s1", "weather"), status="incomplete", incomplete="content_filter")
+        response(search_call("s1", "weather"), status="incomplete", incomplete="max_messages")
     )
     with pytest.raises(ModelError) as caught:
         await adapter(server).complete(request())
     assert not isinstance(caught.value, OutputBudgetError)
-    assert "incomplete: 'content_filter', not the output limit" in str(caught.value)
+    assert "incomplete: 'max_messages', not the output limit" in str(caught.value)
     assert "max_tokens" not in str(caught.value)
+
+
+FILTERED = (
+    "was filtered by the provider (incomplete_details.reason 'content_filter': the provider's "
+    "content filter blocked it); none of what it holds"
+)
+
+
+@pytest.mark.parametrize("call_status", ["completed", "incomplete"])
+async def test_calls_in_a_response_the_content_filter_cut_are_not_run(call_status: str) -> None:
+    # Before: a completed call of a filtered response was handed to the run (and run).
+    item = function_call("c1", "records_search", '{"name": "A"}')
+    item["status"] = call_status
+    server = openai_server(
+        response(text("Looking", "m1"), item, status="incomplete", incomplete="content_filter")
+    )
+    with pytest.raises(ModelError) as caught:
+        await adapter(server).complete(request(tools=(RECORDS,)))
+    error = caught.value
+    text_ = str(error)
+    assert text_.startswith(f"openai: response 'resp_1' of model 'gpt-5.4' {FILTERED} (1 tool")
+    assert "(1 tool call) is run" in text_ and "content policy" in text_
+    assert not error.transient and not isinstance(error, OutputBudgetError)
+    assert error.usage == Usage(100, 20)
+
+
+async def test_searches_and_calls_of_a_filtered_round_are_not_run_after_earlier_rounds() -> None:
+    # Before: the call ran (a search mixed with a call returns at once). Both rounds billed.
+    server = openai_server(
+        response(search_call("s1", "weather")),
+        response(
+            search_call("s2", "alerts"),
+            function_call("c1", "weather_lookup", '{"city": "Paris"}', "weather_lookup"),
+            status="incomplete",
+            incomplete="content_filter",
+            response_id="resp_2",
+            output_tokens=30,
+        ),
+    )
+    with pytest.raises(ModelError) as caught:
+        await adapter(server).complete(request())
+    text_ = str(caught.value)
+    assert f"response 'resp_2' of model 'gpt-5.4' {FILTERED} (1 tool call and 1 tool search)" in (
+        text_
+    )
+    assert caught.value.usage == Usage(200, 50)
+
+
+async def test_a_filtered_response_without_calls_keeps_its_stop_reason() -> None:
+    # Not an answer either: the planner refuses a final answer stopped by the content filter.
+    server = openai_server(
+        response(text("Partial"), status="incomplete", incomplete="content_filter")
+    )
+    reply = await adapter(server).complete(request(tools=(RECORDS,)))
+    assert (reply.message.text, reply.stop_reason) == ("Partial", "content_filter")
 
 
 async def test_a_round_is_never_given_less_than_the_apis_minimum_budget() -> None:
