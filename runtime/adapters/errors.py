@@ -392,6 +392,9 @@ def refuse_empty_reply(what: str, parts: Sequence[Part], stop_reason: object) ->
             "the model ended its turn without an answer (Claude does so at times right after "
             "tool results): ask again, or add a user message asking it to go on"
         )
+    elif isinstance(stop_reason, str) and stop_reason in _REFUSALS:
+        verb, _, fix = _REFUSALS[stop_reason]
+        remedy = f"the provider {verb} the reply before any text, and would again: {fix}"
     else:
         remedy = "the provider stopped the reply before any text: see its stop reason"
     raise EmptyReplyError(

@@ -486,7 +486,12 @@ async def test_a_final_answer_only_request_keeps_found_tools_without_changes() -
         ((), "end_turn", "ask again, or add a user message asking it to go on"),
         ((claude_text("\n\n"),), "end_turn", "ask again"),
         ((), "max_tokens", "raise max_tokens"),
-        ((claude_text(" "),), "refusal", "see its stop reason"),
+        (
+            (claude_text(" "),),
+            "refusal",
+            "refused the reply before any text, and would again: remove",
+        ),
+        ((), "tool_use", "see its stop reason"),
     ],
 )
 async def test_a_reply_without_a_call_or_text_is_refused_not_kept(

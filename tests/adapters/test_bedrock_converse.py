@@ -369,7 +369,8 @@ async def test_a_stop_reason_converse_does_not_document_is_reported_as_received(
         ((), "end_turn", "ask again, or add a user message asking it to go on"),
         (({"text": " \n"},), "end_turn", "ask again"),
         ((), "max_tokens", "raise max_tokens"),
-        ((), "content_filtered", "see its stop reason"),
+        ((), "content_filtered", "filtered the reply before any text, and would again: check"),
+        ((), "some_future_reason", "see its stop reason"),
     ],
 )
 async def test_a_reply_without_a_call_or_text_is_refused_not_kept(
