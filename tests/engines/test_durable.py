@@ -7,6 +7,7 @@ import asyncio
 import json
 import socket
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from temporalio.client import WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from agentgen.runtime.agents.model_planner import ModelPlanner
+from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.app import RegistrationError, Runtime
 from agentgen.runtime.engines.temporal import (
     NamespaceNotFoundError,
@@ -28,7 +30,7 @@ from agentgen.runtime.engines.temporal import (
 )
 from agentgen.runtime.engines.temporal.wire import Decide
 from agentgen.runtime.engines.temporal.workflow import DECIDE_UPDATE
-from agentgen.runtime.messages import Message, TextPart, ToolResultPart
+from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse
 from agentgen.runtime.registry.client import ResolvedToolset
 from agentgen.runtime.runs.confirmation import ConfirmationRequest
@@ -36,6 +38,7 @@ from agentgen.runtime.runs.requests import RunError, RunRequest, ToolCallIdError
 from agentgen.runtime.testing import Answer, ScriptedModel
 from tests.engines.conftest import Harness
 from tests.engines.test_scenarios import confirmed_records
+from tests.runtime import sink_agents as sink
 from tests.runtime.agents import (
     Records,
     ScriptedPlanner,
@@ -456,29 +459,75 @@ async def test_starting_a_run_checks_the_registrations_like_the_first_run() -> N
     assert not rt.sealed
 
 
-async def test_a_call_id_pending_in_two_runs_of_a_tree_is_not_decided_by_guess() -> None:
-    # Call IDs come from models: a parent and its child run may both wait on "call_1". The
-    # first one found used to be decided, possibly not the call the person was shown.
-    engine = TemporalEngine(address="127.0.0.1:1", task_queue="q")
+class _ExpertSearches:
+    """A child run that asks to search under the call ID ``call_1``, then answers."""
 
-    def waiting(run_id: str) -> ConfirmationRequest:
-        return ConfirmationRequest(
-            run_id, "test.agent", "records.search", "call_1", None, "Search?", {}
-        )
+    async def plan_start(self, input: PlanInput) -> PlanResult:
+        call = ToolCallPart("call_1", "records.search", json.dumps({"query": "child"}))
+        return PlanResult(Message("assistant", (call,)))
 
-    async def pending(run_id: str, **_: Any) -> list[tuple[str, ConfirmationRequest]]:
-        return [("parent", waiting("parent")), ("child", waiting("child"))]
+    async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
+        return PlanResult(answer('{"answer": "found"}'), final_value={"answer": "found"})
 
-    decided: list[str] = []
 
-    async def decide(workflow_id: str, decision: object) -> None:
-        decided.append(workflow_id)
+async def test_a_call_id_shared_in_a_tree_decides_the_named_run_first(durable: Harness) -> None:
+    """Call IDs are the model's: a parent and its child runs may all wait on ``call_1``.
+    ``confirm(parent, "call_1")`` used to refuse, telling the caller to use the run ID that
+    holds the call, which for the parent's own call was the very ID refused: the parent's
+    confirmation could not be decided until its children's were. The named run wins; only a
+    call it does not wait on is looked for in its child runs, and refused when several wait."""
 
-    engine._pending = pending  # type: ignore[method-assign]
-    engine._decide = decide  # type: ignore[method-assign]
-    with pytest.raises(LookupError, match=r"several runs of its tree \('parent', 'child'\)"):
-        await engine.confirm("parent", "call_1", True)
-    assert decided == []
+    async def confirm(request: ConfirmationRequest) -> bool:
+        raise AssertionError("decided by the operator, not the runtime's confirmer")
+
+    rt = durable.runtime(confirm=confirm)
+    records = confirmed_records()
+    expert = register(rt, _ExpertSearches(), replace(records, id="helpdesk.expert"))  # type: ignore[arg-type]
+    parent_turn = Message(
+        "assistant",
+        (
+            ToolCallPart("call_1", "records.search", json.dumps({"query": "parent"})),
+            ToolCallPart("ask_a", "ask_expert.ask", json.dumps({"question": "a"})),
+            ToolCallPart("ask_b", "ask_expert.ask", json.dumps({"question": "b"})),
+        ),
+    )
+    triage = replace(
+        records,
+        id="helpdesk.triage",
+        specs=(*records.specs, sink.ASK),
+        agent_executors=("helpdesk.expert",),
+    )
+    parent = register(rt, ScriptedPlanner([parent_turn, answer("relayed")]), triage)
+    engine = durable.engine(rt)
+    async with durable.serving(rt):
+        await engine.start(rt, RunRequest("helpdesk.triage", (Message.user("go"),), run_id="tree"))
+        for _ in range(500):  # until the parent and both child runs wait
+            waiting = await engine.pending_confirmations("tree")
+            if len(waiting) == 3:
+                break
+            await asyncio.sleep(0.02)
+        assert len(waiting) == 3
+        assert {(w.tool_call_id, w.run_id == "tree") for w in waiting} == {
+            ("call_1", True),
+            ("call_1", False),
+        }
+        children = sorted(w.run_id for w in waiting if w.run_id != "tree")
+        await engine.confirm("tree", "call_1", approved=True)  # the parent's own
+        assert sorted(w.run_id for w in await engine.pending_confirmations("tree")) == children
+        with pytest.raises(
+            LookupError,
+            match=r"run 'tree' does not wait on tool call 'call_1', but several of its child "
+            r"runs do \('\w+', '\w+'\); decide it with the ID of the run that holds it",
+        ) as refused:
+            await engine.confirm("tree", "call_1", approved=True)
+        assert all(repr(run_id) in str(refused.value) for run_id in children)
+        await engine.confirm(children[0], "call_1", approved=True)
+        # One child run waits on it now: naming the parent finds it.
+        await engine.confirm("tree", "call_1", approved=False)
+        outcome = await engine.result(rt, "tree", decide=False)
+    assert outcome.final_text == "relayed"
+    assert [args.query for _, args, _ in parent.calls] == ["parent"]
+    assert [args.query for _, args, _ in expert.calls] == ["child"]  # the other was denied
 
 
 class _Overtaken(TemporalEngine):

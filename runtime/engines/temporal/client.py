@@ -389,21 +389,27 @@ class TemporalEngine:
                 f"TemporalEngine.confirm: approved must be True or False, not {approved!r} "
                 f"(run {run_id!r}, tool call {tool_call_id!r}); convert the answer first"
             )
-        matches = [
-            (workflow_id, request)
-            for workflow_id, request in await self._pending(run_id, strict=True)
-            if request.tool_call_id == tool_call_id
-        ]
+        status = await self._status(run_id, strict=True)
+        assert status is not None  # strict: an unread status is an error
+        # Call IDs are the model's: a parent and its child runs may all use one. The run named
+        # wins (its caller was shown its ConfirmationRequest.run_id); only a call it does not
+        # wait on is looked for in its child runs, where deciding the first one found could
+        # approve the call a person did not mean.
+        matches = [(run_id, r) for r in status.pending if r.tool_call_id == tool_call_id]
+        if not matches:
+            matches = [
+                (workflow_id, request)
+                for workflow_id, request in await self._pending_below(status.children)
+                if request.tool_call_id == tool_call_id
+            ]
         if not matches:
             raise LookupError(f"run {run_id!r} has no confirmation pending for {tool_call_id!r}")
         if len(matches) > 1:
-            # Call IDs are the model's: a parent and its child run may both use one. Deciding
-            # the first found could approve the call a person did not mean.
             runs = ", ".join(repr(request.run_id) for _, request in matches)
             raise LookupError(
-                f"run {run_id!r}: tool call {tool_call_id!r} waits for a confirmation in "
-                f"several runs of its tree ({runs}); decide it with the ID of the run that "
-                "holds it (ConfirmationRequest.run_id): engine.confirm(run_id, ...)"
+                f"run {run_id!r} does not wait on tool call {tool_call_id!r}, but several of "
+                f"its child runs do ({runs}); decide it with the ID of the run that holds it "
+                "(ConfirmationRequest.run_id): engine.confirm(run_id, ...)"
             )
         ((workflow_id, request),) = matches
         with Confirmation(
@@ -470,11 +476,22 @@ class TemporalEngine:
     ) -> list[tuple[str, ConfirmationRequest]]:
         """What the run tree waits for, by workflow; ``strict``: the run's own status must be
         read (its child runs may end while the tree is walked)."""
+        status = await self._status(run_id, strict=strict)
+        if status is None:
+            return []
+        own = [(run_id, request) for request in status.pending]
+        return own + await self._pending_below(status.children)
+
+    async def _pending_below(
+        self, children: tuple[str, ...]
+    ) -> list[tuple[str, ConfirmationRequest]]:
+        """What ``children`` and their own child runs wait for, by workflow (a child run that
+        ended meanwhile waits for nothing)."""
         found: list[tuple[str, ConfirmationRequest]] = []
-        queue = [run_id]
+        queue = list(children)
         while queue:
             workflow_id = queue.pop(0)
-            status = await self._status(workflow_id, strict=strict and workflow_id == run_id)
+            status = await self._status(workflow_id)
             if status is None:
                 continue
             found.extend((workflow_id, request) for request in status.pending)
