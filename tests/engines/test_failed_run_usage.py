@@ -8,13 +8,24 @@ terminated by the server) there is none, rather than a made-up count."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.service import RPCError
+from temporalio.client import (
+    CancelWorkflowInput,
+    Client,
+    FetchWorkflowHistoryEventsInput,
+    Interceptor,
+    OutboundInterceptor,
+    WorkflowExecutionStatus,
+    WorkflowHistoryEventAsyncIterator,
+)
+from temporalio.service import RPCError, RPCStatusCode
 
 from agentgen.runtime import (
     IncompleteAnswerError,
@@ -28,11 +39,11 @@ from agentgen.runtime.adapters.errors import EmptyReplyError
 from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.planning import PlanInput, Planner, PlanResult, PlanResumeInput
 from agentgen.runtime.app import Runtime
-from agentgen.runtime.engines.temporal import RunCancelledError, replay
+from agentgen.runtime.engines.temporal import RunCancelledError, TemporalEngine, replay
 from agentgen.runtime.messages import Message, TextPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse
 from agentgen.runtime.runs.requests import RunRequest
-from tests.engines.conftest import Harness
+from tests.engines.conftest import FAST, Harness
 from tests.engines.test_interruptions import Effects
 from tests.runtime import sink_agents as sink
 from tests.runtime.agents import answer, calls, register
@@ -427,6 +438,68 @@ async def test_a_caller_gives_up_waiting_for_the_usage_of_a_run_no_worker_takes(
     with pytest.raises(asyncio.CancelledError) as raised:
         await asyncio.wait_for(running, 30)
     assert run_usage(raised.value) is None
+    await handle.terminate("test over")
+
+
+class _RefusesCancels(Interceptor):
+    """A client whose cancellation requests fail, as when the server cannot be reached for a
+    moment (the SDK's own client interceptor seam); ``waiting`` is set once a caller of this
+    client waits for a run's result (its workflow started)."""
+
+    def __init__(self) -> None:
+        self.waiting = asyncio.Event()
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _Refusing(next, self.waiting)
+
+
+class _Refusing(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, waiting: asyncio.Event) -> None:
+        super().__init__(next)
+        self.waiting = waiting
+
+    async def cancel_workflow(self, input: CancelWorkflowInput) -> None:
+        raise RPCError("the server could not be reached", RPCStatusCode.UNAVAILABLE, b"")
+
+    def fetch_workflow_history_events(
+        self, input: FetchWorkflowHistoryEventsInput
+    ) -> WorkflowHistoryEventAsyncIterator:
+        self.waiting.set()
+        return super().fetch_workflow_history_events(input)
+
+
+async def test_a_caller_whose_cancellation_never_reached_the_run_does_not_wait_for_its_usage(
+    durable: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """When the request cancelling the run failed, the run goes on and records no usage: the
+    caller's cancellation used to wait ``USAGE_WAIT`` for it all the same. It now goes on at
+    once (here the wait is an hour: the test would time out), saying the usage is unknown."""
+    from agentgen.runtime.engines.temporal import client
+
+    monkeypatch.setattr(client, "USAGE_WAIT", 3600.0)
+    assert durable.env is not None
+    config = durable.env.client.config()
+    refusing = _RefusesCancels()
+    config["interceptors"] = [*config.get("interceptors", ()), refusing]
+    engine = TemporalEngine(
+        client=Client(**config), task_queue=f"test-{uuid.uuid4().hex}", settings=FAST
+    )
+    rt = Runtime(engine=engine)
+    register(rt, _AsksThenSearches())  # type: ignore[arg-type]
+    running = asyncio.create_task(rt.client("test.agent").run("go", run_id="not-withdrawn"))
+    # Until the caller waits for the run's result (no worker polls its queue): it started.
+    await asyncio.wait_for(refusing.waiting.wait(), 30)
+    with caplog.at_level(logging.WARNING, logger="agentgen.run"):
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError) as raised:
+            await asyncio.wait_for(running, 30)
+    assert run_usage(raised.value) is None
+    assert "cancelling the run on Temporal failed (RPCError: the server could not be" in (
+        caplog.text
+    )
+    handle = durable.env.client.get_workflow_handle("not-withdrawn")
+    description = await handle.describe()  # it goes on, as the warning says
+    assert description.status == WorkflowExecutionStatus.RUNNING
     await handle.terminate("test over")
 
 

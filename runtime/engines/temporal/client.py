@@ -175,7 +175,7 @@ class TemporalEngine:
         self._quiet: Client | None = None
         self._connecting: asyncio.Lock | None = None
         #: Cancellations of runs whose caller was cancelled, until the server has them.
-        self._withdrawing: set[asyncio.Future[None]] = set()
+        self._withdrawing: set[asyncio.Future[bool]] = set()
 
     async def client(self) -> Client:
         """The client (connected on first use, with agentgen's data converter)."""
@@ -229,32 +229,40 @@ class TemporalEngine:
                 # The caller gave up (cancelled, or a deadline around it): so does the run,
                 # as in memory, and its cancellation says what the run cost (run_usage), once
                 # the workflow recorded it. Waiting for a run started with start() detaches.
-                await self._withdraw(request.run_id)
-                usage = await _usage_once_ended(handle) if handle is not None else None
+                withdrawn = await self._withdraw(request.run_id)
+                # When the cancellation did not reach the server, the run goes on: no usage
+                # comes, and waiting for it would only hold the caller's cancellation.
+                usage = (
+                    await _usage_once_ended(handle) if handle is not None and withdrawn else None
+                )
                 if usage is not None:
                     record_run_usage(cancelled, usage)
                 raise
             span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
         return result
 
-    async def _withdraw(self, run_id: str) -> None:
+    async def _withdraw(self, run_id: str) -> bool:
         """Cancel the run whose caller was cancelled. The request goes out even if the caller
         is cancelled again meanwhile; a run that already ended (or never started: the caller
-        was cancelled while it was being started) has nothing to cancel."""
+        was cancelled while it was being started) has nothing to cancel. False when the
+        request failed (logged): the run goes on."""
         request = asyncio.ensure_future(self._cancel_quietly(run_id))
         self._withdrawing.add(request)
         request.add_done_callback(self._withdrawing.discard)
-        await asyncio.shield(request)
+        return await asyncio.shield(request)
 
-    async def _cancel_quietly(self, run_id: str) -> None:
+    async def _cancel_quietly(self, run_id: str) -> bool:
         try:
             client = await self.client()
             await client.get_workflow_handle(run_id).cancel()
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 _warn_not_withdrawn(run_id, exc)
+                return False
         except Exception as exc:  # the caller's cancellation is what it raises, not this
             _warn_not_withdrawn(run_id, exc)
+            return False
+        return True
 
     # ------------------------------------------------------------------ durable runs
 
