@@ -639,3 +639,24 @@ async def test_a_waiting_run_no_worker_answers_for_is_not_read_as_waiting_for_no
         outcome = await engine.result(rt, "unanswered", decide=False)
     assert outcome.final_text == "ok"
     assert [name for name, _, _ in executor.calls] == ["search"]
+
+
+async def test_an_ended_run_waits_for_nothing_even_with_no_worker_left(
+    durable: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that ended waits for no confirmation. With no worker left to answer the status
+    query (the release that ran it retired), ``pending_confirmations`` and ``confirm`` used to
+    say its confirmations could not be read and to check that a worker polls its queue."""
+    from agentgen.runtime.engines.temporal import client as client_module
+
+    monkeypatch.setattr(client_module, "_QUERY_TIMEOUT", timedelta(seconds=0.5))
+    rt, _, engine = _operated(durable)
+    async with durable.serving(rt):
+        await engine.start(rt, RunRequest("test.agent", (Message.user("go"),), run_id="over"))
+        (pending,) = await _pending(engine, "over")
+        await engine.confirm("over", pending.tool_call_id, True)
+        outcome = await engine.result(rt, "over", decide=False)
+    assert outcome.final_text == "ok"
+    assert await engine.pending_confirmations("over") == []
+    with pytest.raises(LookupError, match=r"run 'over' has no confirmation pending"):
+        await engine.confirm("over", pending.tool_call_id, True)

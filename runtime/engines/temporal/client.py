@@ -30,6 +30,7 @@ from typing import Any
 
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -462,6 +463,11 @@ class TemporalEngine:
         error that says so (an operator asking must not read that as nothing pending)."""
         client = await self._polling_client()
         handle: WorkflowHandle[object, object] = client.get_workflow_handle(workflow_id)
+        if strict and await self._ended(handle):
+            # An ended run waits for nothing. Asked, a worker would replay its whole history
+            # to say so, and with none polling (the release that ran it retired) the query
+            # failed as if a running run's confirmations could not be read.
+            return RunStatus()
         try:
             status: RunStatus = await handle.query(
                 STATUS_QUERY, result_type=RunStatus, rpc_timeout=_QUERY_TIMEOUT
@@ -478,6 +484,15 @@ class TemporalEngine:
                 "again"
             ) from None
         return status
+
+    async def _ended(self, handle: WorkflowHandle[object, object]) -> bool:
+        """Whether the run ended (its latest execution, after any continue-as-new); a run ID
+        the server does not know is a ``LookupError`` naming it."""
+        try:
+            description = await handle.describe(rpc_timeout=_QUERY_TIMEOUT)
+        except RPCError as exc:
+            raise await _unknown(exc, handle.id, await self._polling_client()) from None
+        return description.status != WorkflowExecutionStatus.RUNNING
 
     async def _pending(
         self, run_id: str, *, strict: bool = False
