@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHistory, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    Interceptor,
+    OutboundInterceptor,
+    QueryWorkflowInput,
+    WorkflowHistory,
+    WorkflowUpdateFailedError,
+)
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from agentgen.runtime.agents.model_planner import ModelPlanner
@@ -660,3 +668,65 @@ async def test_an_ended_run_waits_for_nothing_even_with_no_worker_left(
     assert await engine.pending_confirmations("over") == []
     with pytest.raises(LookupError, match=r"run 'over' has no confirmation pending"):
         await engine.confirm("over", pending.tool_call_id, True)
+
+
+class _ChildQueriesTimeOut(Interceptor):
+    """A client whose status queries of any run but ``root`` time out, as a busy worker's may
+    (the SDK's own client interceptor seam)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _QueriesTimeOut(next, self.root)
+
+
+class _QueriesTimeOut(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, root: str) -> None:
+        super().__init__(next)
+        self.root = root
+
+    async def query_workflow(self, input: QueryWorkflowInput) -> Any:
+        if input.id != self.root:
+            raise RPCError("Timeout expired", RPCStatusCode.DEADLINE_EXCEEDED, b"")
+        return await super().query_workflow(input)
+
+
+async def test_a_child_run_whose_confirmations_cannot_be_read_is_not_read_as_waiting_for_nothing(
+    durable: Harness,
+) -> None:
+    """A child run's status query that failed (a busy worker) was skipped: the operator's list
+    left its confirmation out, and ``confirm`` of its call said nothing was pending, while the
+    child run waited for it. Like the run's own, it is now an error naming the child run."""
+
+    async def confirm(request: ConfirmationRequest) -> bool:
+        raise AssertionError("decided by the operator, not the runtime's confirmer")
+
+    rt = durable.runtime(confirm=confirm)
+    records = confirmed_records()
+    register(rt, _ExpertSearches(), replace(records, id="helpdesk.expert"))  # type: ignore[arg-type]
+    triage = replace(sink.triage_definition(), specs=(sink.ASK,))
+    rt.register_agent(
+        triage,
+        planner=ScriptedPlanner([calls(("ask_expert.ask", {"question": "q"})), answer("relayed")]),
+        executors={},
+    )
+    engine = durable.engine(rt)
+    assert durable.env is not None
+    config = durable.env.client.config()
+    config["interceptors"] = [*config.get("interceptors", ()), _ChildQueriesTimeOut("deep")]
+    operator = TemporalEngine(client=Client(**config), task_queue=engine.task_queue)
+    async with durable.serving(rt):
+        await engine.start(rt, RunRequest("helpdesk.triage", (Message.user("go"),), run_id="deep"))
+        (waiting,) = await _pending(engine, "deep")
+        unread = (
+            rf"run '{waiting.run_id}': its pending confirmations could not be read "
+            r"\(RPCError: Timeout expired\)"
+        )
+        with pytest.raises(RuntimeError, match=unread):
+            await operator.pending_confirmations("deep")
+        with pytest.raises(RuntimeError, match=unread):
+            await operator.confirm("deep", "call_1", True)
+        await engine.confirm("deep", "call_1", True)
+        outcome = await engine.result(rt, "deep", decide=False)
+    assert outcome.final_text == "relayed"

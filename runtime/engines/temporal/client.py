@@ -408,7 +408,7 @@ class TemporalEngine:
         if not matches:
             matches = [
                 (workflow_id, request)
-                for workflow_id, request in await self._pending_below(status.children)
+                for workflow_id, request in await self._pending_below(status.children, strict=True)
                 if request.tool_call_id == tool_call_id
             ]
         if not matches:
@@ -497,24 +497,28 @@ class TemporalEngine:
     async def _pending(
         self, run_id: str, *, strict: bool = False
     ) -> list[tuple[str, ConfirmationRequest]]:
-        """What the run tree waits for, by workflow; ``strict``: the run's own status must be
-        read (its child runs may end while the tree is walked)."""
+        """What the run tree waits for, by workflow; ``strict``: every status of a run still
+        running must be read (an operator asking must not read a status that could not be
+        read as nothing pending); child runs may end while the tree is walked."""
         status = await self._status(run_id, strict=strict)
         if status is None:
             return []
         own = [(run_id, request) for request in status.pending]
-        return own + await self._pending_below(status.children)
+        return own + await self._pending_below(status.children, strict=strict)
 
     async def _pending_below(
-        self, children: tuple[str, ...]
+        self, children: tuple[str, ...], *, strict: bool = False
     ) -> list[tuple[str, ConfirmationRequest]]:
         """What ``children`` and their own child runs wait for, by workflow (a child run that
-        ended meanwhile waits for nothing)."""
+        ended, or is gone, meanwhile waits for nothing)."""
         found: list[tuple[str, ConfirmationRequest]] = []
         queue = list(children)
         while queue:
             workflow_id = queue.pop(0)
-            status = await self._status(workflow_id)
+            try:
+                status = await self._status(workflow_id, strict=strict)
+            except LookupError:
+                continue  # gone from the server (the namespace was checked with the root)
             if status is None:
                 continue
             found.extend((workflow_id, request) for request in status.pending)
