@@ -390,9 +390,10 @@ class TemporalEngine:
     async def confirm(
         self, run_id: str, tool_call_id: str, approved: bool, *, by: str | None = None
     ) -> None:
-        """Decide a pending confirmation of a run (or of one of its child runs); ``by`` (who
-        decided) is recorded on the confirmation's span. ``approved`` is ``True`` or ``False``
-        (an answer such as ``"no"`` is refused, not taken for a truthy approval)."""
+        """Decide a pending confirmation of a run (or, when the run itself does not wait on
+        ``tool_call_id``, of one of its child runs, which must be the only one waiting on it);
+        ``by`` (who decided) is recorded on the confirmation's span. ``approved`` is ``True``
+        or ``False`` (an answer such as ``"no"`` is refused, not taken for a truthy approval)."""
         if type(approved) is not bool:
             raise TypeError(
                 f"TemporalEngine.confirm: approved must be True or False, not {approved!r} "
