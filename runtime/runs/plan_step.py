@@ -127,7 +127,10 @@ async def _plan(
     span.catalog(time.perf_counter() - started, lambda: _counts(catalog))
     span.tools_known(_known(catalog.has_tool))
     restrict = policy.tools.restrict_to_tool
-    if task.start and restrict is not None and not catalog.has_tool(restrict):
+    # A final-answer-only first activity (budget 0) reads no registry, so its catalog cannot
+    # tell a registry tool from a tool the agent does not have: it offers none anyway.
+    unread = finalize and definition.registry_tools is not None
+    if task.start and restrict is not None and not unread and not catalog.has_tool(restrict):
         # Restricted to a tool it does not have, the run would offer the model no tool at all.
         raise RunError(
             f"agent {definition.id!r}: the run policy restricts the run to tool {restrict!r}, "

@@ -105,6 +105,20 @@ async def test_final_answer_only_activities_never_read_the_registry() -> None:
     assert planner.inputs[1].finalize is True  # type: ignore[attr-defined]
 
 
+async def test_a_run_without_budget_may_be_restricted_to_a_registry_tool() -> None:
+    """A run whose budget is 0 starts final-answer-only and reads no registry: its restriction
+    to a registry tool the agent consumes is not refused as a tool the agent lacks."""
+    rt, registry = registry_runtime()
+    registry.publish(provider_toolset(), echo_handler)
+    planner = ScriptedPlanner([answer("only an answer")])
+    generalist.register_generalist_agent(rt, generalist.GeneralistAgentConfig(planner=planner))
+    policy = RunPolicy(restrict_to_tool="records.lookup", max_tool_calls=0)
+    outcome = await generalist.new_client(rt).run("go", policy=policy)
+    assert outcome.final_text == "only an answer"
+    assert planner.inputs[0].finalize is True
+    assert registry.lists == 0
+
+
 async def test_empty_whole_registry_is_valid() -> None:
     rt, _ = registry_runtime()
     planner = ScriptedPlanner([answer("nothing to use")])
