@@ -14,6 +14,7 @@ as a durable engine's activity (a worker's host is the application's own ``Runti
 from __future__ import annotations
 
 import logging
+import reprlib
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ from pydantic import BaseModel
 
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.contracts.codecs import encode_exact
-from agentgen.runtime.messages import Message, ToolCallPart
+from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.call_ids import claim_call_ids
 from agentgen.runtime.runs.catalog import PlanningCatalog, Refusal
@@ -153,6 +154,7 @@ async def _plan(
                 finalize=finalize,
             )
         )
+    _check_reply(result, planner, definition.id, task.run.run_id)
     _check_final_value(result.final_value, definition.id, task.run.run_id)
     calls = result.message.tool_calls()
     decisions = () if finalize else _accept(catalog, calls, policy, task.calls_made)
@@ -164,6 +166,41 @@ async def _plan(
         models.usage,
         finalized=finalize,
     )
+
+
+def _check_reply(result: object, planner: object, agent_id: str, run_id: str) -> None:
+    """Refuse a planner's reply that is not one assistant message in a ``PlanResult``: the
+    run would fail later with a bare ``AttributeError`` naming nothing, or, worse, store a
+    ``user``, ``system`` or ``tool`` message (or a tool result in an assistant message) as
+    the model's turn, which the next run replays as something nobody said."""
+    where = f"agent {agent_id!r} (run {run_id!r}): planner {type(planner).__name__}"
+    if isinstance(result, Message):
+        raise RunError(
+            f"{where} returned a Message, not a PlanResult; return PlanResult(message) (with "
+            "final_value=... for a structured answer)"
+        )
+    if not isinstance(result, PlanResult):
+        raise RunError(
+            f"{where} returned {reprlib.repr(result)} ({type(result).__name__}), not a "
+            "PlanResult; return PlanResult(Message('assistant', parts))"
+        )
+    message: object = result.message
+    if not isinstance(message, Message):
+        raise RunError(
+            f"{where} returned a PlanResult whose message is {reprlib.repr(message)} "
+            f"({type(message).__name__}), not a Message; return "
+            "PlanResult(Message('assistant', parts))"
+        )
+    if message.role != "assistant":
+        raise RunError(
+            f"{where} returned a {message.role!r} message; the planner's reply is the "
+            "assistant's turn: return PlanResult(Message('assistant', parts))"
+        )
+    if any(isinstance(part, ToolResultPart) for part in message.parts):
+        raise RunError(
+            f"{where} returned an assistant message holding a tool result; the run adds the "
+            "results of the calls itself: reply with text and tool calls only"
+        )
 
 
 def _check_final_value(value: Any, agent_id: str, run_id: str) -> None:

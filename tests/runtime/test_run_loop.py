@@ -226,6 +226,51 @@ async def test_tool_calls_in_a_final_answer_only_activity_fail_the_run() -> None
         await rt.client("test.agent").run("go")
 
 
+class ReplyingPlanner:
+    """A planner of an application's own that answers every activity with ``reply``."""
+
+    def __init__(self, reply: object) -> None:
+        self.reply = reply
+
+    async def plan_start(self, input: PlanInput) -> Any:
+        return self.reply
+
+    async def plan_resume(self, input: PlanResumeInput) -> Any:
+        return self.reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (answer("hi"), "returned a Message, not a PlanResult"),
+        (None, "returned None (NoneType), not a PlanResult"),
+        (PlanResult("hi"), "whose message is 'hi' (str), not a Message"),  # type: ignore[arg-type]
+        (PlanResult(Message.user("hi")), "returned a 'user' message"),
+        (PlanResult(Message.system("hi")), "returned a 'system' message"),
+        (
+            PlanResult(Message("tool", (ToolResultPart("x", "records.lookup", "{}"),))),
+            "returned a 'tool' message",
+        ),
+        (
+            PlanResult(Message("assistant", (ToolResultPart("x", "records.lookup", "{}"),))),
+            "an assistant message holding a tool result",
+        ),
+    ],
+)
+async def test_a_planner_reply_that_is_not_an_assistant_turn_fails_the_run_naming_it(
+    reply: object, expected: str
+) -> None:
+    """Stored as the model's turn, a user or system message would replay as something the
+    user or the application said; anything but a PlanResult failed with an AttributeError."""
+    rt = Runtime()
+    register(rt, ReplyingPlanner(reply))  # type: ignore[arg-type]
+    with pytest.raises(RunError) as info:
+        await rt.client("test.agent").run("go")
+    message = str(info.value)
+    assert message.startswith("agent 'test.agent' (run '"), message
+    assert "planner ReplyingPlanner " in message and expected in message, message
+
+
 async def test_required_labels_are_checked_at_start_naming_every_missing_one() -> None:
     rt = Runtime()
     planner = ScriptedPlanner([answer()])
