@@ -119,21 +119,25 @@ class _SearchingModel:
         self.requests: list[ModelRequest] = []
         #: Every search: (query, the tool IDs it loaded).
         self.searches: list[tuple[str, list[str]]] = []
-        #: Deferred tool IDs the model loaded by searching (kept across requests, as a
-        #: conversation's loaded tools are).
+        #: Deferred tool IDs the model loaded by searching, over all its requests. What one
+        #: request can call is what the searches of its own conversation loaded (recorded in
+        #: its messages), as with a provider: another conversation's searches load nothing.
         self.loaded: set[str] = set()
         self._calls = 0
 
-    def visible(self, tools: Sequence[ToolDefinition]) -> set[str]:
-        """The tools of a request the model can call: immediate ones and loaded ones."""
+    def visible(self, tools: Sequence[ToolDefinition], loaded: set[str]) -> set[str]:
+        """The tools of a request the model can call: immediate ones and ``loaded`` ones."""
         offered = {t.id for t in tools}
-        return {t.id for t in tools if not t.deferred} | (self.loaded & offered)
+        return {t.id for t in tools if not t.deferred} | (loaded & offered)
 
     def respond(
         self, request: ModelRequest, turn: Turn, searches: Sequence[Search], number: int
     ) -> ModelResponse:
         records = [self._search(request, s) for s in searches]
-        visible = self.visible(request.tools)
+        loaded = _loaded_by(request.messages)
+        for record in records:
+            loaded.update(record["loaded"])
+        visible = self.visible(request.tools, loaded)
         offered = {t.id for t in request.tools}
         model = type(self).__name__
         parts: list[Part] = [TextPart(turn.text)] if turn.text or not turn.calls else []
@@ -150,7 +154,8 @@ class _SearchingModel:
                 )
                 raise ScriptError(
                     f"{model}: turn {number} calls {call.tool_id!r}, which the model cannot see: "
-                    f"it is deferred and no search loaded it (searches: {searched or 'none'})"
+                    "it is deferred and no search loaded it in this conversation (the model's "
+                    f"searches: {searched or 'none'})"
                     "; add a Search(...) that finds it before the call"
                 )
             self._calls += 1
@@ -171,6 +176,21 @@ class _SearchingModel:
         self.loaded.update(hits)
         self.searches.append((search.query, hits))
         return {"query": search.query, "loaded": hits}
+
+
+def _loaded_by(messages: Sequence[Message]) -> set[str]:
+    """The deferred tools the searches recorded in ``messages`` loaded: what the conversation
+    the request continues has found (a compacted one, only what its kept messages found)."""
+    loaded: set[str] = set()
+    for message in messages:
+        records = message.metadata.get(METADATA_KEY)
+        if not isinstance(records, list):
+            continue
+        for record in records:
+            hits = record.get("loaded") if isinstance(record, Mapping) else None
+            if isinstance(hits, list):
+                loaded.update(hit for hit in hits if isinstance(hit, str))
+    return loaded
 
 
 class ScriptedModel(_SearchingModel):

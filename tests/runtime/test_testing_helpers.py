@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from agentgen.runtime import ModelError, ModelPlanner, ModelRequest, Runtime, ToolContext
+from agentgen.runtime import (
+    Message,
+    ModelError,
+    ModelPlanner,
+    ModelRequest,
+    Runtime,
+    ToolContext,
+)
 from agentgen.runtime.testing import (
     METADATA_KEY,
     Answer,
@@ -85,10 +92,36 @@ async def test_a_deferred_tool_cannot_be_called_before_a_search_finds_it() -> No
         await assistant.new_client(rt).run("Analyze.")
     assert str(raised.value) == (
         "ScriptedModel: turn 1 calls 'records.analyze', which the model cannot see: it is "
-        "deferred and no search loaded it (searches: none); add a Search(...) that finds it "
-        "before the call"
+        "deferred and no search loaded it in this conversation (the model's searches: none); "
+        "add a Search(...) that finds it before the call"
     )
     assert executor.calls == []
+
+
+async def test_a_search_of_another_conversation_loads_nothing_in_this_one() -> None:
+    """A provider finds a deferred tool for the conversation whose search found it: a new
+    conversation (or one compacted past the search) must search again. The test models kept
+    what any earlier request loaded, so such a test passed where a provider refuses the call."""
+    model = ScriptedModel(
+        [
+            Search("analyze"),
+            Call("records.analyze", {"ids": ["a"]}),
+            "first",
+            Call("records.analyze", {"ids": ["b"]}),
+            "never",
+        ]
+    )
+    rt, executor = wire(model)
+    client = assistant.new_client(rt)
+    first = await client.run("Analyze a.")
+    assert first.final_text == "first" and executor.calls == ["analyze a"]
+    with pytest.raises(ScriptError, match="no search loaded it in this conversation"):
+        await client.run("Analyze b.")
+    # Continuing the first conversation, the tool its search found is still loaded.
+    model = ScriptedModel([Call("records.analyze", {"ids": ["c"]}, call_id="c3"), "again"])
+    rt, executor = wire(model)
+    outcome = await assistant.new_client(rt).run([*first.transcript, Message.user("And c.")])
+    assert outcome.final_text == "again" and executor.calls == ["analyze c"]
 
 
 async def test_a_tool_the_request_does_not_offer_cannot_be_called() -> None:
