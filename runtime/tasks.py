@@ -34,7 +34,10 @@ def is_seconds(value: object) -> bool:
 class DeadlinePassed(Exception):
     """The work :func:`within_deadline` waited for outlived its deadline. It was cancelled; if
     it then raised an error of its own (a client reporting "request aborted"), that error is
-    the ``__cause__``."""
+    the ``__cause__``; if it swallowed the cancellation and answered anyway, ``late`` holds
+    that answer (a model's late response was billed all the same)."""
+
+    late: object = None
 
 
 async def within_deadline(seconds: float, work: Awaitable[T]) -> T:
@@ -56,7 +59,9 @@ async def within_deadline(seconds: float, work: Awaitable[T]) -> T:
             )
         raise
     if deadline.expired():  # the cancellation was swallowed, and the work answered late
-        raise DeadlinePassed(f"answered after its {seconds:g} s")
+        passed = DeadlinePassed(f"answered after its {seconds:g} s")
+        passed.late = result
+        raise passed
     return result
 
 

@@ -97,7 +97,14 @@ class _Bounded:
                 except DeadlinePassed as passed:
                     # Also when the client turned its cancellation into an error of its own, or
                     # swallowed it and answered late: the limit fired, and the run says so.
-                    raise calls.timed_out(self._model_id, request) from passed.__cause__
+                    cause = passed.__cause__
+                    # What the cut call had received (its earlier search rounds, or the answer
+                    # it gave late) was billed all the same, as for any failed call.
+                    if isinstance(cause, ModelError) and cause.usage is not None:
+                        calls.meter.add(cause.usage)
+                    elif isinstance(passed.late, ModelResponse):
+                        calls.meter.add(passed.late.usage)
+                    raise calls.timed_out(self._model_id, request) from cause
         except ModelError as exc:
             # A call that failed after some of its responses arrived was billed for them.
             if exc.usage is not None:

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from agentgen.runtime import ModelTimeoutError, RunError, Usage
+from agentgen.runtime import ModelTimeoutError, RunError, Usage, run_usage
 from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput, RunContext
@@ -325,6 +325,34 @@ async def test_a_client_that_turns_the_cancellation_into_its_own_error_still_tim
     with pytest.raises(ModelTimeoutError, match="model_timeout of 0.05 seconds") as caught:
         await rt.client("test.agent").run("go", policy=RunPolicy(model_timeout=0.05))
     assert str(caught.value.__cause__) == "request aborted"
+
+
+async def test_what_a_timed_out_call_was_billed_for_counts_in_the_failed_runs_usage() -> None:
+    """A call cut at model_timeout that says what it had received (a ModelError's usage: its
+    earlier search rounds), or answers late anyway, was billed for it: the failed run's usage
+    counts it, as it counts a failed call's without a timeout (it was dropped)."""
+
+    class Aborting:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                error = ModelError("request aborted after two search rounds")
+                error.usage = Usage(1200, 40)
+                raise error from None
+            raise AssertionError("the event is never set")
+
+    class Late:
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.Event().wait()
+            return ModelResponse(Message("assistant", (TextPart("late"),)), Usage(300, 7))
+
+    for model, billed in ((Aborting(), Usage(1200, 40)), (Late(), Usage(300, 7))):
+        rt = _runtime(model)
+        with pytest.raises(ModelTimeoutError) as caught:
+            await rt.client("test.agent").run("go", policy=RunPolicy(model_timeout=0.05))
+        assert run_usage(caught.value) == billed
 
 
 async def test_a_client_answering_something_else_than_a_model_response_is_named() -> None:
