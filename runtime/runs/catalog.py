@@ -110,6 +110,15 @@ class _Source:
     version: str
     deferred: bool
     compiled: CompiledToolset
+    #: The toolset's own tags: a run policy sees them on each of its tools, after the
+    #: tool's own (a generated provider writes them into each tool's tags already).
+    tags: tuple[str, ...] = ()
+
+    def tags_of(self, spec: ToolSpec) -> tuple[str, ...]:
+        """The tags a run policy filters ``spec`` on (the tool's, then the toolset's)."""
+        if not self.tags:
+            return spec.tags
+        return tuple(dict.fromkeys((*spec.tags, *self.tags)))
 
 
 @dataclass(frozen=True)
@@ -232,7 +241,7 @@ class PlanningCatalog:
             )
         except ContractError as exc:
             raise RegistryReadError(f"{what}: {exc}") from None
-        source = _Source(registry, name, token, actual, deferred, compiled)
+        source = _Source(registry, name, token, actual, deferred, compiled, tuple(toolset.tags))
         self._sources.append(source)
         self._advertised = None
         static, dynamic = self._static, self._dynamic
@@ -258,7 +267,7 @@ class PlanningCatalog:
                 if missing:
                     self._withheld[spec.id] = tuple(missing)
                     continue
-            if unfiltered or policy.allows(spec.id, spec.tags):
+            if unfiltered or policy.allows(spec.id, source.tags_of(spec)):
                 # Each advertised definition is made here, a toolset at a time between the
                 # loop's turns, not all at once when the activity first lists them (about
                 # 25 ms at 10,000 tools).
@@ -339,7 +348,7 @@ class PlanningCatalog:
             key = (
                 _Same(self._registration.definition),
                 self._policy,
-                tuple((source.compiled, source.deferred) for source in self._sources),
+                tuple((source.compiled, source.deferred, source.tags) for source in self._sources),
                 frozenset(self._withheld),
             )
             with _ADVERTISED_LOCK:
@@ -368,7 +377,7 @@ class PlanningCatalog:
             dynamic = [
                 _definition(entry, source.deferred)
                 for entry, source in found
-                if policy.allows(entry.spec.id, entry.spec.tags)
+                if policy.allows(entry.spec.id, source.tags_of(entry.spec))
             ]
         return static + dynamic
 
@@ -387,7 +396,8 @@ class PlanningCatalog:
         spec = found[0].spec if found is not None else self._static.get(call.tool_id)
         if spec is None:
             return Refusal(call, f"tool {call.tool_id!r} is not available to this agent")
-        if not self._policy.allows(spec.id, spec.tags):
+        tags = found[1].tags_of(spec) if found is not None else spec.tags
+        if not self._policy.allows(spec.id, tags):
             return Refusal(call, f"tool {call.tool_id!r} is not permitted by the run policy")
         missing = self._withheld.get(spec.id)
         if missing:

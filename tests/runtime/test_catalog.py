@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentgen.runtime.agents.definition import RunPolicy
+from agentgen.runtime.agents.definition import RunPolicy, TagClause
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.wire import tool_schema
@@ -117,6 +117,32 @@ async def test_a_run_without_budget_may_be_restricted_to_a_registry_tool() -> No
     assert outcome.final_text == "only an answer"
     assert planner.inputs[0].finalize is True
     assert registry.lists == 0
+
+
+async def test_a_registry_toolsets_own_tags_are_filtered_on_as_its_tools_tags() -> None:
+    """A toolset's tags apply to each of its tools: a provider that tags its toolset (and not
+    each tool, as the generator does) had its tools advertised and run under a policy denying
+    the tag."""
+    rt, registry = registry_runtime()
+    registry.publish(provider_toolset(tags=["admin"]), echo_handler)
+    planner = ScriptedPlanner([calls(("records.lookup", {"id": "1"})), answer()])
+    generalist.register_generalist_agent(rt, generalist.GeneralistAgentConfig(planner=planner))
+    denied = RunPolicy(tag_clauses=(TagClause(denied_any=("admin",)),))
+    outcome = await generalist.new_client(rt).run("go", policy=denied)
+    assert planner.seen[0] == []
+    assert '"not_permitted"' in outcome.transcript[2].parts[0].content  # type: ignore[union-attr]
+    assert registry.calls == []
+    # Allowed by the toolset's tag, its tools are offered and run.
+    planner.turns = [calls(("records.lookup", {"id": "2"}), prefix="d"), answer()]
+    planner.seen.clear()
+    allowed = RunPolicy(tag_clauses=(TagClause(allowed_any=("admin",)),))
+    outcome = await generalist.new_client(rt).run("go", policy=allowed)
+    assert {t.id for t in planner.seen[0]} == {
+        "records.lookup",
+        "records.search",
+        "records.analyze",
+    }
+    assert [c[0] for c in registry.calls] == ["records.lookup"]
 
 
 async def test_empty_whole_registry_is_valid() -> None:
