@@ -133,13 +133,20 @@ class _SearchingModel:
     def respond(
         self, request: ModelRequest, turn: Turn, searches: Sequence[Search], number: int
     ) -> ModelResponse:
+        model = type(self).__name__
+        if request.tool_choice.mode == "none" and (turn.calls or searches):
+            asked = f"calls {turn.calls[0].tool_id!r}" if turn.calls else "searches for tools"
+            raise ScriptError(
+                f"{model}: turn {number} {asked}, but the request's tool choice is 'none' (a "
+                "final-answer-only activity: the run's tool-call budget or failure limit is "
+                "spent), which a provider answers with text only; script an answer for it"
+            )
         records = [self._search(request, s) for s in searches]
         loaded = _loaded_by(request.messages)
         for record in records:
             loaded.update(record["loaded"])
         visible = self.visible(request.tools, loaded)
         offered = {t.id for t in request.tools}
-        model = type(self).__name__
         parts: list[Part] = [TextPart(turn.text)] if turn.text or not turn.calls else []
         for call in turn.calls:
             if call.tool_id not in offered:

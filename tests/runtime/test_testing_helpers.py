@@ -13,6 +13,7 @@ from agentgen.runtime import (
     ModelError,
     ModelPlanner,
     ModelRequest,
+    RunPolicy,
     Runtime,
     ToolContext,
 )
@@ -122,6 +123,21 @@ async def test_a_search_of_another_conversation_loads_nothing_in_this_one() -> N
     rt, executor = wire(model)
     outcome = await assistant.new_client(rt).run([*first.transcript, Message.user("And c.")])
     assert outcome.final_text == "again" and executor.calls == ["analyze c"]
+
+
+@pytest.mark.parametrize(
+    "step", [Call("records.lookup", {"id": "r2"}, call_id="c2"), Turn("x", searches=["search"])]
+)
+async def test_a_request_with_tool_choice_none_gets_no_call_nor_search(step: Any) -> None:
+    """A final-answer-only request asks with tool choice 'none', which a provider answers with
+    text only: the test models called and searched anyway (the run then failed blaming the
+    planner, or a search the provider never runs was recorded and the test passed)."""
+    model = ScriptedModel([Call("records.lookup", {"id": "r1"}, call_id="c1"), step])
+    rt, executor = wire(model, clerk)
+    with pytest.raises(ScriptError, match="turn 2 .*tool choice is 'none'"):
+        await clerk.new_client(rt).run("Look up r1.", policy=RunPolicy(max_tool_calls=1))
+    assert executor.calls == ["lookup r1"]
+    assert model.searches == []
 
 
 async def test_a_tool_the_request_does_not_offer_cannot_be_called() -> None:
