@@ -426,6 +426,11 @@ class PlanningCatalog:
     def compiled_spec(self, tool_id: str) -> ToolSpec | None:
         return self._static.get(tool_id)
 
+    def lacking_labels(self, tool_id: str) -> tuple[str, ...]:
+        """The run labels registry tool ``tool_id`` requires and the run lacks (it is never
+        offered to this run), or nothing."""
+        return self._withheld.get(tool_id, ())
+
     def has_tool(self, tool_id: str) -> bool:
         """Whether the agent has ``tool_id`` in this activity, whatever the run policy says."""
         return tool_id in self._static or tool_id in self._dynamic

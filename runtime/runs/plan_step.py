@@ -138,6 +138,14 @@ async def _plan(
             "which is not a tool of the agent (nor of the registries it consumes); pass "
             "RunPolicy(restrict_to_tool=...) one of the agent's tool IDs"
         )
+    lacking = catalog.lacking_labels(restrict) if task.start and restrict is not None else ()
+    if lacking:
+        # Never offered to this run, the tool would leave the model no tool at all either.
+        raise MissingLabelsError(
+            f"agent {definition.id!r}: the run policy restricts the run to tool {restrict!r}, "
+            f"which requires run labels this run does not have: {', '.join(lacking)}; start "
+            "the run with them, or restrict it to another tool"
+        )
     planner = registration.planner
     result: PlanResult
     if task.start:

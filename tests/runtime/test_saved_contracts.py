@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 
+from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.specs import BoundsSpec, ConfirmationSpec, PagingSpec
 from agentgen.runtime.contracts.wire import tool_schema
 from agentgen.runtime.registry.client import ToolCallMeta
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.confirmation import ConfirmationRequest
+from agentgen.runtime.runs.requests import MissingLabelsError
 from agentgen.runtime.search.document import search_document
 from tests.runtime.agents import (
     ScriptedPlanner,
@@ -449,3 +451,24 @@ async def test_a_saved_call_is_never_admitted_without_a_label_its_tool_requires(
         "tool 'payments.pay' requires run labels this run does not have: tenant;"
     )
     assert len(registry.calls) == 1
+
+
+async def test_a_run_restricted_to_a_tool_it_lacks_the_labels_for_fails_at_start() -> None:
+    """Never offered to a run without its labels, the tool would leave the run no tool at all:
+    the run started, and the model was offered nothing."""
+    registry = FakeRegistry()
+    registry.publish(payments(), echo_handler)
+    planner = ScriptedPlanner([answer("nothing to call")])
+    rt = setup(registry, planner, [])
+    policy = RunPolicy(restrict_to_tool="payments.pay")
+    with pytest.raises(MissingLabelsError) as info:
+        await rt.client("test.payer").run("go", policy=policy)
+    assert str(info.value) == (
+        "agent 'test.payer': the run policy restricts the run to tool 'payments.pay', which "
+        "requires run labels this run does not have: tenant; start the run with them, or "
+        "restrict it to another tool"
+    )
+    assert planner.inputs == []
+    outcome = await rt.client("test.payer").run("go", policy=policy, labels={"tenant": "t"})
+    assert outcome.final_text == "nothing to call"
+    assert [t.id for t in planner.seen[0]] == ["payments.pay"]
