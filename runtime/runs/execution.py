@@ -586,7 +586,8 @@ def agent_result(accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:
     call, spec = accepted.call, accepted.spec
     value = child.final_value
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json", by_alias=True)
+        # pydantic writes a Decimal as a string, which a number contract refuses.
+        value = decimals_as_numbers(value, value.model_dump(mode="json", by_alias=True))
     result_type = json.loads(spec.result.schema_json).get("type")
     if value is None and result_type == "string":
         value = child.final_text  # an agent tool without Return answers with its text

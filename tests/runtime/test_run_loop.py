@@ -353,14 +353,22 @@ async def test_agent_tool_answering_in_chat_only_is_rejected() -> None:
     assert error["kind"] == "agent_failed" and "without a structured result" in error["message"]
 
 
-async def test_exact_numbers_of_a_structured_child_answer_stay_numbers() -> None:
+@pytest.mark.parametrize("as_model", [False, True])
+async def test_exact_numbers_of_a_structured_child_answer_stay_numbers(as_model: bool) -> None:
     # A planner's structured answer keeps non-integers exact (Decimal); the parent's result
-    # contract must see the number, not its text.
+    # contract must see the number, not its text. Answered as a pydantic model, whose JSON
+    # dump writes a Decimal as a string, it was refused as "'0.95' is not of type 'number'".
     import importlib
     from dataclasses import replace
     from decimal import Decimal
 
+    from pydantic import BaseModel
+
     from agentgen.runtime.contracts.specs import schema_type
+
+    class Answer(BaseModel):
+        answer: str
+        confidence: Decimal
 
     sink = importlib.import_module("tests.runtime.sink_agents")
     scored = {
@@ -373,7 +381,9 @@ async def test_exact_numbers_of_a_structured_child_answer_stay_numbers() -> None
 
     class Scored(ExpertPlanner):
         async def plan_start(self, input: PlanInput) -> PlanResult:
-            value = {"answer": "42", "confidence": Decimal("0.95")}
+            value: object = {"answer": "42", "confidence": Decimal("0.95")}
+            if as_model:
+                value = Answer(answer="42", confidence=Decimal("0.95"))
             return PlanResult(Message("assistant", (TextPart("done"),)), final_value=value)
 
     rt = Runtime()
