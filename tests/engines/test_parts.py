@@ -89,6 +89,21 @@ def test_json_values_come_back_with_their_types() -> None:
     model = roundtrip(Planned(Message("assistant", ()), final_value=Answer(value=1.5)))
     assert model.final_value == {"value": 1.5}  # a pydantic model crosses as its JSON
 
+    class Priced(BaseModel):
+        amount: Decimal
+        lines: list[Decimal]
+
+    # pydantic's JSON writes Decimals as strings: a child run's answer crosses as numbers,
+    # exactly, or its parent's agent tool refused it ('19.99' is not of type 'number').
+    priced = roundtrip(
+        Planned(
+            Message("assistant", ()),
+            final_value=Priced(amount=Decimal("19.99"), lines=[Decimal("0.10")]),
+        )
+    )
+    assert priced.final_value == {"amount": Decimal("19.99"), "lines": [Decimal("0.10")]}
+    assert str(priced.final_value["lines"][0]) == "0.10"
+
 
 def test_run_state_and_checkpoints_roundtrip() -> None:
     checkpoint = {"call": {"call_id": "c", "tool_id": "t", "arguments": "{}"}, "tool": "t"}

@@ -40,6 +40,7 @@ from temporalio.converter import (
 from agentgen.runtime.agents.definition import RunPolicy, TagClause
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.contracts.codecs import decode_exact, encode_exact
+from agentgen.runtime.contracts.model_numbers import decimals_as_numbers
 from agentgen.runtime.engines.temporal.settings import TemporalSettings
 from agentgen.runtime.engines.temporal.shared_arguments import share, unshare
 from agentgen.runtime.engines.temporal.wire import (
@@ -225,7 +226,9 @@ def decode(data: Any, hint: Any) -> Any:
 
 def _encode_any(value: Any) -> dict[str, Any]:
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json", by_alias=True)
+        # pydantic writes a Decimal as a string; the model held a number (a child run's answer
+        # read by its parent's agent tool contract), which crosses exactly.
+        value = decimals_as_numbers(value, value.model_dump(mode="json", by_alias=True))
     if _has_decimal(value):
         return {"exact": encode_exact(value)}
     return {"json": value}
