@@ -113,6 +113,8 @@ class RunOutcome:
     transcript: tuple[Message, ...]
     final_text: str
     final_value: Any = None
+    #: Calls to tools the activity offered: those that ran, those a person denied, those
+    #: whose arguments were invalid (calls refused as not offered are not counted).
     tool_calls: int = 0
     #: Child runs started for agent tools, in order, failed ones included (their calls
     #: answered ``agent_failed``, naming them).
