@@ -251,6 +251,18 @@ class _Validator:
                     "client a token (AGENTGEN_REGISTRY_TOKEN, or token=...) instead",
                     loc=loc,
                 )
+            elif "?" in registry.url or "#" in registry.url:
+                # Clients append the API path to the URL (``{url}/v1/...``): after a query or a
+                # fragment it would land in them, and every request would reach another
+                # address. The message leaves them out: a query often carries a token.
+                base = registry.url.split("?", 1)[0].split("#", 1)[0]
+                self.error(
+                    registry,
+                    f"registry URL {q(base)} is followed by a query or a fragment (?... or "
+                    "#...): clients append the API path to the URL, so every request would go "
+                    "to another address; give the base URL only",
+                    loc=loc,
+                )
             else:
                 try:
                     _ = parsed.port

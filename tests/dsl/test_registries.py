@@ -64,6 +64,24 @@ Named = Registry("named", lambda: URL("https://ops@registry.example"))
     assert "hunter2" not in format_errors(errors)
 
 
+def test_a_registry_url_with_a_query_or_fragment_is_refused(designs: DesignRunner) -> None:
+    # The registry client appends the API path to the URL: after "?token=..." or "#..." it
+    # would land in the query or the fragment, and every request would reach the base path.
+    errors = designs.check(
+        """
+Query = Registry("query", lambda: URL("https://registry.example/base?token=s3cret"))  # <-
+Fragment = Registry("fragment", lambda: URL("https://registry.example#top"))  # <-
+Empty = Registry("empty", lambda: URL("https://registry.example/?"))  # <-
+Plain = Registry("plain", lambda: URL("https://registry.example/base/"))
+""",
+        'registry "query": registry URL "https://registry.example/base" is followed by a query '
+        "or a fragment (?... or #...): clients append the API path to the URL",
+        'registry "fragment": registry URL "https://registry.example" is followed by a query',
+        'registry "empty": registry URL "https://registry.example/" is followed by a query',
+    )
+    assert "s3cret" not in format_errors(errors)
+
+
 def test_c1_settings_must_be_non_negative_and_parse(designs: DesignRunner) -> None:
     designs.check(
         """
