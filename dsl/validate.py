@@ -136,6 +136,7 @@ class _Validator:
             self.exports(service)
             for agent in service.agents:
                 self.agent(agent)
+        self.exporters()
         self.agent_cycles()
         return self.errors
 
@@ -522,7 +523,44 @@ class _Validator:
                     f"at line {seen[id(toolset)].loc.line})",
                 )
             seen.setdefault(id(toolset), export)
+            if isinstance(owner, ServiceExpr) and export.subset:
+                # The exporting service owns the toolset's one package (and what PublishTo
+                # publishes), which holds every tool its consumers use: a selection here was
+                # accepted and then ignored.
+                self.error(
+                    export,
+                    f"{owner.eval_name()} exports the whole {toolset.eval_name()}: its package "
+                    "holds every tool, and a selection here would be ignored; remove the "
+                    "Tool(...) selection, and select tools where they are used: "
+                    f"Use({variable_name(toolset.name)}, lambda: Tool({q(export.subset[0].name)}))",
+                    loc=export.subset[0].loc,
+                )
+                continue
             self.subset(export, toolset, export.subset)
+
+    def exporters(self) -> None:
+        """One service exports a toolset: it owns the toolset's package and registration
+        name (``service.toolset``); another service's export of it was ignored."""
+        first: dict[int, ExportExpr] = {}
+        for service in self.root.services:
+            for export in service.exports:
+                toolset = export.toolset
+                if toolset is None or toolset.is_registry:
+                    continue
+                earlier = first.setdefault(id(toolset), export)
+                if earlier is export or earlier.parent is service:
+                    continue  # a repeat within one service is reported by exports()
+                other = earlier.parent
+                assert isinstance(other, ServiceExpr)
+                self.error(
+                    export,
+                    f"{toolset.eval_name()} is already exported by {other.eval_name()} (at "
+                    f"{earlier.loc.short()}), which owns its package and registers it as "
+                    f"{q(other.name + '.' + toolset.name)}; a toolset is exported by one "
+                    f"service: remove this Export (agents of {service.eval_name()} can use "
+                    "it all the same)",
+                    related=(earlier.loc,),
+                )
 
     def subset(self, expr: Expr, toolset: ToolsetExpr, subset: Sequence[ToolRefExpr]) -> None:
         names: dict[str, SourceLoc] = {}

@@ -362,12 +362,12 @@ with Toolset("records") as Records:
     Tool("search", "Search.")
 with Service("svc"):
     Agent("subset", "Lookup only.", lambda: Use(Records, lambda: Tool("lookup")))
-    Export(Records, lambda: Tool("search"))
+    Export(Records)
 """
     )
     subset_agent = next(a for a in root.agents() if a.name == "subset")
     assert [t.name for t in subset_agent.uses[0].resolved_tools] == ["lookup"]
-    assert [t.name for t in root.services[0].exports[0].resolved_tools] == ["search"]
+    assert [t.name for t in root.services[0].exports[0].resolved_tools] == ["lookup", "search"]
     designs.check(
         """
 with Toolset("records") as Records:
@@ -660,6 +660,52 @@ with Service("svc"):
     ]
 
 
+def test_a_service_export_exports_the_whole_toolset(designs: DesignRunner) -> None:
+    # The exporting service owns the toolset's one package, which holds every tool (and
+    # PublishTo publishes them all): a Tool("name") selection here was accepted and ignored.
+    errors = designs.check(
+        """
+Company = Registry("company", lambda: URL("https://registry.example"))
+with Toolset("records") as Records:
+    Tool("lookup", "Look up.")
+    Tool("search", "Search.")
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Records, lambda: Tool("lookup")))
+    with Export(Records):
+        PublishTo(Company)
+        Tool("search")  # <-
+""",
+        'service "svc" exports the whole toolset "records": its package holds every tool, and '
+        "a selection here would be ignored; remove the Tool(...) selection, and select tools "
+        'where they are used: Use(Records, lambda: Tool("search"))',
+    )
+    assert errors[0].where == 'service "svc" › Export(records)'
+
+
+def test_a_toolset_is_exported_by_one_service(designs: DesignRunner) -> None:
+    # The first exporter owns the package and the registration name ("first.records"); the
+    # other service's Export was silently ignored.
+    errors = designs.check(
+        """
+Records = Toolset("records", lambda: Tool("lookup", "Look up."))
+with Service("first"):
+    Export(Records)
+with Service("second"):
+    Export(Records)  # <-
+    Agent("a", "A.", lambda: Use(Records))
+with Service("third"):
+    Agent("b", "B.", lambda: Use(Records))
+""",
+        'toolset "records" is already exported by service "first" (at ',
+    )
+    assert str(errors[0]).endswith(
+        ':5), which owns its package and registers it as "first.records"; a toolset is '
+        'exported by one service: remove this Export (agents of service "second" can use it '
+        "all the same)"
+    )
+    assert [loc.line for loc in errors[0].related] == [5]
+
+
 def test_a_subset_keeps_the_pagination_partner(designs: DesignRunner) -> None:
     designs.check(
         MODELS
@@ -679,11 +725,9 @@ with Service("svc"):
     Agent("b", "B.", lambda: Use(Records, lambda: (Tool("search"), Tool("more"))))
     Agent("c", "C.", lambda: Use(Records, lambda: Tool("lookup")))
     Agent("d", "D.", lambda: Use(Records))
-    Export(Records, lambda: Tool("search"))  # <-
 """,
         'this Use selects tool "search" of toolset "records" without "more", the tool that '
         'fetches its further pages (ContinueWith("more")); add Tool("more") to the selection',
-        'this Export selects tool "search" of toolset "records" without "more"',
     )
 
 
