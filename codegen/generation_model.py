@@ -322,6 +322,8 @@ class ServiceModel:
     name: str
     toolsets: tuple[ToolsetModel, ...]
     agents: tuple[AgentModel, ...]
+    #: The service's ``Description``: the docstring of its package.
+    description: str | None = None
 
 
 @dataclass(frozen=True)

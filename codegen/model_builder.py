@@ -38,7 +38,12 @@ def build(checked: CheckedDesign) -> GenerationModel:
         services.append(ServiceModel(service.name, tuple(owned), ()))
     # Agents come after every toolset: an agent may use a toolset another service owns.
     services = [
-        ServiceModel(model.name, model.toolsets, tuple(build_agent(a, toolsets) for a in s.agents))
+        ServiceModel(
+            model.name,
+            model.toolsets,
+            tuple(build_agent(a, toolsets) for a in s.agents),
+            s.description,
+        )
         for model, s in zip(services, root.services, strict=True)
     ]
     design_name = Path(root.file).name  # a backslash is part of a POSIX file name

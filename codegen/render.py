@@ -218,7 +218,10 @@ def _service_files(design: str, service: ServiceModel) -> Iterator[RenderedFile]
     def package(path: str, doc: str) -> RenderedFile:
         return RenderedFile(path, _render("package_init.py.jinja", design=design, doc=doc))
 
-    yield package(f"{service.name}/__init__.py", f"Generated packages of service {service.name!r}.")
+    doc = f"Generated packages of service {service.name!r}."
+    if service.description:
+        doc += f"\n\n{service.description}"
+    yield package(f"{service.name}/__init__.py", doc)
     if service.toolsets:
         yield package(
             f"{service.name}/toolsets/__init__.py", f"Toolsets owned by service {service.name!r}."

@@ -217,6 +217,14 @@ def test_agent_module_docstrings_mention_registries_only_for_registry_consumers(
     assert "take no catalog and do no I/O." in reporter
 
 
+def test_a_service_description_is_its_package_docstring(sink: Path) -> None:
+    # Description("The help desk.") in the helpdesk Service body was accepted and dropped.
+    helpdesk = module("helpdesk").__doc__ or ""
+    reporting = module("reporting").__doc__ or ""
+    assert helpdesk.strip() == "Generated packages of service 'helpdesk'.\n\nThe help desk."
+    assert reporting == "Generated packages of service 'reporting'."
+
+
 class FakeCatalog:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
