@@ -651,12 +651,37 @@ class _Validator:
         """Agents that reach themselves through each other's exported tools (A uses B's
         export, B uses A's): a run of one starts a child run of the other, which starts one of
         the first... with nothing to end it but the model's choice. Agents as tools are static,
-        so the cycle is refused here, once, at the Use that closes it."""
+        so the cycle is refused here, once, at the Use that closes it. An export published to
+        a registry (``PublishTo``) is called through it too: by a ``FromRegistry(registry,
+        "<service>.<toolset>")`` of it, or by the whole registry."""
         calls: dict[int, list[tuple[AgentExpr, UseExpr]]] = {}
         agents = list(self.root.agents())
+        published: list[tuple[ToolsetExpr, AgentExpr, RegistryExpr]] = []
+        for toolset in self.root.toolsets:
+            exporter = toolset.parent
+            if toolset.owner == "agent-export" and isinstance(exporter, AgentExpr):
+                published.extend((toolset, exporter, reg) for reg, _ in toolset.publish_to)
         for agent in agents:
             for use in agent.uses:
                 target = use.target
+                read: tuple[RegistryExpr, str | None] | None = None
+                if isinstance(target, RegistryExpr):
+                    read = (target, None)
+                elif isinstance(target, ToolsetExpr) and isinstance(target.source, RegistrySource):
+                    read = (target.source.registry, target.source.toolset)
+                if read is not None and use.evaluation == self.evaluation:
+                    registry, name = read
+                    # Registration names are "<service>.<toolset>" (see published_overlaps).
+                    calls.setdefault(id(agent), []).extend(
+                        (exporter, use)
+                        for toolset, exporter, to in published
+                        if to is registry
+                        and (
+                            name is None
+                            or ("." in name and name.rpartition(".")[2] == toolset.name)
+                        )
+                    )
+                    continue
                 callee = target.parent if isinstance(target, ToolsetExpr) else None
                 if (
                     isinstance(target, ToolsetExpr)
@@ -703,6 +728,16 @@ class _Validator:
             for use in uses
         )
         closing = uses[-1]
+        if len(cycle) == 1:
+            # Only a registry closes a cycle of one (an agent using its own export directly is
+            # refused as such): the agent reads its own published export back.
+            self.error(
+                closing,
+                f"agent {names[0]} calls itself: {steps}, which serves the agent's own "
+                "exported tools once published (PublishTo): each run would start child runs "
+                "of itself without end; remove this Use or the export's PublishTo",
+            )
+            return
         self.error(
             closing,
             f"agents {' → '.join(names)} call each other through their exported tools "

@@ -253,6 +253,42 @@ with Service("chain"):
     )
 
 
+def test_agents_calling_each_other_through_a_registry_are_refused(
+    designs: DesignRunner,
+) -> None:
+    """An agent export published to a registry is called through that registry too: B
+    reading A's published export by name while A uses B's export, or an agent reading the
+    whole registry its own export is published to, started child runs without end."""
+    designs.check(
+        """
+Company = Registry("company", lambda: URL("https://registry.example"))
+AskARemote = Toolset("ask_a_remote", FromRegistry(Company, "svc.ask_a"))
+Other = Toolset("other", FromRegistry(Company, "ask_a"))
+with Service("svc"):
+    with Agent("b", "B."):
+        AskB = Export("ask_b", lambda: Tool("ask", "Ask B."))
+        Use(AskARemote)
+    with Agent("a", "A."):
+        with Export("ask_a"):
+            Tool("ask", "Ask A.")
+            PublishTo(Company)
+        Use(AskB)  # <-
+    with Agent("self", "Self."):
+        with Export("ask_self"):
+            Tool("ask", "Ask me.")
+            PublishTo(Company)
+        Use(Company)  # <-
+    Agent("reader", "Reads the registry.", lambda: Use(Company))
+    Agent("other", "Another provider's ask_a.", lambda: (Use(Other), Use(AskB)))
+""",
+        'agents "svc.b" → "svc.a" → "svc.b" call each other through their exported tools '
+        '("svc.b" uses Use(ask_a_remote) at line 9, "svc.a" uses Use(ask_b) at line 14)',
+        'agent "svc.self" calls itself: "svc.self" uses Use(registry "company") at line 19, which '
+        "serves the agent's own exported tools once published (PublishTo): each run would "
+        "start child runs of itself without end; remove this Use or the export's PublishTo",
+    )
+
+
 def test_bounded_results_and_paging_fields(designs: DesignRunner) -> None:
     designs.check(
         MODELS
