@@ -6,6 +6,7 @@ from __future__ import annotations
 from agentgen.dsl.call import Call, begin, open_scope
 from agentgen.dsl.durations import Duration, parse_duration
 from agentgen.dsl.expr import AgentExpr, RunPolicyExpr, TagClauseExpr
+from agentgen.dsl.names import q
 
 
 def RunPolicy(*args: object) -> RunPolicyExpr:
@@ -105,6 +106,12 @@ def _tag_clause(func: str, tags: tuple[str, ...], *, allow: bool) -> None:
     if policy is None or any(v is None for v in values):
         return
     clean = tuple(v for v in values if v is not None)
+    repeated = sorted({tag for tag in clean if clean.count(tag) > 1})
+    if repeated:
+        # The clause was generated with the tag twice (``denied_any=("x", "x")``), which
+        # reads as two tags where one was meant (a typo for another tag, often).
+        call.error(f"{func} repeats tag(s) {', '.join(q(t) for t in repeated)}; give each tag once")
+        return
     clause = (
         TagClauseExpr(call.loc, allowed_any=clean)
         if allow

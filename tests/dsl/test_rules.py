@@ -463,12 +463,15 @@ with Service("svc"):
             MaxToolCalls(True)  # <-
             AllowTags()  # <-
             DenyTags("")  # <-
+            AllowTags("read", "write", "read", "write")  # <-
         RunPolicy()  # <-
 """,
         "MaxToolCalls must be non-negative, got -1",
         "MaxToolCalls takes an integer, got bool",
         "AllowTags needs at least one tag",
         "DenyTags tag cannot be empty",
+        # It was generated as allowed_any=("read", "write", "read", "write").
+        'AllowTags repeats tag(s) "read", "write"; give each tag once',
         'agent "a" already has a RunPolicy',
     )
 
