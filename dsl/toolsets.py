@@ -276,10 +276,18 @@ def _describable(call: Call) -> Expr | None:
             "its Toolset definition"
         )
         return None
-    return call.expect(
+    target = call.expect(
         (ServiceExpr, ToolsetExpr, ToolExpr, RegistryExpr),
         "inside a Service, Toolset, Tool or Registry body",
     )
+    if isinstance(target, ToolsetExpr) and target.is_registry:
+        # It was kept and written nowhere: consumers see what the provider publishes.
+        call.error(
+            f"registry toolset {q(target.name)} cannot be described here: its provider "
+            "publishes its description"
+        )
+        return None
+    return target
 
 
 def Description(text: str) -> None:
@@ -322,6 +330,13 @@ def Tags(*tags: str) -> None:
         target = scope.toolset
     else:
         target = call.expect((ToolExpr, ToolsetExpr), "inside a Tool or Toolset body")
+        if isinstance(target, ToolsetExpr) and target.is_registry:
+            # They were kept and applied to nothing: a registry tool's tags are its provider's.
+            call.error(
+                f"Tags on registry toolset {q(target.name)}: tool tags belong to the provider; "
+                "filter them with the consuming agent's RunPolicy instead"
+            )
+            return
     if target is None:
         if not tags:
             call.error("Tags needs at least one tag")

@@ -365,6 +365,26 @@ with Service("assistant"):
     )
 
 
+def test_registry_toolset_definitions_refuse_descriptions_and_tags(
+    designs: DesignRunner,
+) -> None:
+    # Both were kept on the reference and written nowhere: the provider publishes them.
+    designs.check(
+        """
+Company = Registry("company", lambda: URL("https://registry.example"))
+with Toolset(FromRegistry(Company, "records")) as Records:
+    Description("Our records.")  # <-
+    Tags("records")  # <-
+with Service("assistant"):
+    Agent("reader", "Reads.", lambda: Use(Records))
+""",
+        'registry toolset "records" cannot be described here: its provider publishes its '
+        "description",
+        'Tags on registry toolset "records": tool tags belong to the provider; filter them '
+        "with the consuming agent's RunPolicy instead",
+    )
+
+
 def test_c6_duplicate_registry_toolset_and_tool_names(designs: DesignRunner) -> None:
     errors = designs.check(
         """
