@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
 from agentgen.codegen.builders.names import (
     REGISTRIES_MODULE,
     executor_class,
     subset_executor_class,
 )
 from agentgen.codegen.builders.owners import Ownership, assign_owners, toolset_kind
+from agentgen.codegen.builders.toolsets import build_toolset, tool_declaration
 from agentgen.codegen.builders.types import TypeAnalysis, analyze_types
 from agentgen.codegen.policy_rules import policy_errors
 from agentgen.codegen.template_rules import template_errors
@@ -27,6 +30,7 @@ from agentgen.dsl.location import SourceLoc
 from agentgen.dsl.names import q
 from agentgen.dsl.pipeline import Evaluation
 from agentgen.runtime.adapters.names import provider_name
+from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclaration, shown
 from agentgen.runtime.contracts.ids import agent_id, tool_id
 
 __all__ = ["CheckedDesign", "check_design"]
@@ -57,8 +61,61 @@ def check_design(evaluation: Evaluation) -> CheckedDesign:
     ]
     if not errors:
         errors.extend(_nothing_declared(root))
+        errors.extend(_declaration_errors(root, ownership, types))
     return CheckedDesign(
         root, tuple(sort_errors(dict.fromkeys(errors))), ownership.warnings, ownership, types
+    )
+
+
+def _declaration_errors(
+    root: RootExpr, ownership: Ownership, types: TypeAnalysis
+) -> Iterable[DesignError]:
+    """Texts of a published toolset (``PublishTo``) that its registry declaration would
+    refuse: ``declarations.tool_schemas()`` and ``toolset()``, which the provider publishes,
+    validate them with the runtime's own models, as every registry consumer does. Those keep
+    titles, tags, labels and server-data kinds to one line of at most 256 characters and every
+    description free of control and format characters but line breaks (an escape or a bidi
+    mark could disguise what a person reads). Checked here with those models, so that a design
+    is refused at its tool rather than its provider failing at start-up. A toolset that is
+    not published keeps any text (its specs write them as escapes). Runs on a design without
+    other errors: it builds each published toolset's model."""
+    for toolset in root.toolsets:
+        owner = ownership.owner(toolset)
+        if toolset.is_registry or owner is None or not toolset.publish_to:
+            continue
+        model = build_toolset(toolset, owner, types.of(toolset))
+        for tool in model.tools:
+            expr = toolset.tool(tool.name)
+            try:
+                ToolSchema.model_validate(tool_declaration(tool))
+            except ValidationError as exc:
+                assert expr is not None
+                yield DesignError(expr.loc, expr.where(), _refused(q(tool.id), exc))
+        try:
+            ToolsetDeclaration.model_validate(
+                {
+                    "name": model.registration_name,
+                    "description": model.description,
+                    "tags": list(model.tags),
+                }
+            )
+        except ValidationError as exc:
+            yield DesignError(toolset.loc, toolset.where(), _refused(toolset.eval_name(), exc))
+
+
+def _refused(what: str, exc: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']).removeprefix('consumer_contract.')} "
+        f"{shown(e['input'])}: {e['msg'].removeprefix('Value error, ')}"
+        for e in exc.errors()
+    )
+    return (
+        f"the registry declaration generated for {what} would be refused when the generated "
+        "package builds it (declarations.tool_schemas() and toolset(), what PublishTo "
+        f"publishes): {problems}; in a published toolset, "
+        "titles, tags, required labels and server-data kinds are single lines of at most "
+        "256 characters, and no text may hold a control or format character but line breaks "
+        "in descriptions"
     )
 
 
