@@ -232,7 +232,17 @@ class HttpRegistryClient(_Closing):
         cls, settings: _Settings, *, token: str | None = None, url: str | None = None
     ) -> HttpRegistryClient:
         """A client for a design's ``Registry(...)``: its URL (unless ``url`` is given), its
-        ``Timeout`` and ``Retry`` settings."""
+        ``Timeout`` and ``Retry`` settings. An ``APIVersion`` other than the one this client
+        speaks is refused rather than ignored: the design asked for an API it would not get."""
+        spoken = api.API_PREFIX.strip("/")
+        version = getattr(settings, "api_version", spoken)
+        if version != spoken:
+            raise ValueError(
+                f"registry {settings.name!r}: the design asks for API version {version!r}; "
+                f"agentgen's registry client speaks {spoken!r} (the service's "
+                f"{api.API_PREFIX}/... API): remove APIVersion from the Registry or set "
+                f"APIVersion({spoken!r}), or connect a client of your own"
+            )
         retry = settings.retry
         return cls(
             url or settings.url,

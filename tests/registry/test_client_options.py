@@ -285,3 +285,17 @@ def test_registries_are_registered_only_once_every_client_could_be_made() -> Non
     assert [client.name for client in made.clients] == ["company", "other"]
     assert [rt.registry(name).client for name in settings] == list(made.clients)
     asyncio.run(made.aclose())
+
+
+def test_a_design_asking_for_another_api_version_is_refused_not_ignored() -> None:
+    """The client speaks the service's /v1 API: APIVersion("v2") got /v1 silently."""
+    from examples.company.gen.registries import REGISTRIES
+
+    company = dataclasses.replace(REGISTRIES["company"], api_version="v2")
+    with pytest.raises(ValueError) as refused:
+        HttpRegistryClient.from_settings(company)
+    message = str(refused.value)
+    assert "registry 'company'" in message and "'v2'" in message and "speaks 'v1'" in message
+    client = HttpRegistryClient.from_settings(REGISTRIES["company"])  # v1: accepted
+    assert client.name == "company"
+    asyncio.run(client.aclose())
