@@ -52,6 +52,7 @@ from agentgen.runtime.telemetry.exceptions import (
 )
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "ChatCall",
     "Confirmation",
     "Planning",
@@ -554,6 +555,23 @@ def model_response(
 
 # --- tool search -----------------------------------------------------------------------------
 
+#: Characters of a search query recorded on its span (``agentgen.search.query``) and in its
+#: log line; a longer query is cut there, ending in ``[cut: N characters]``. A query is a
+#: model's writing, and may be its whole output (hundreds of KB), which every trace backend
+#: would store with every round; ranking reads only its first
+#: :data:`~agentgen.runtime.search.analysis.MAX_QUERY_WORDS` distinct words, which fit well
+#: within this.
+MAX_QUERY_CHARS = 2000
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text``, cut to ``limit`` characters when longer, saying how long it was (the
+    registry provider's marker, so a cut reads the same wherever it is seen)."""
+    if len(text) <= limit:
+        return text
+    note = f" [cut: {len(text)} characters]"
+    return text[: limit - len(note)] + note
+
 
 @dataclass(eq=False)
 class SearchRound(_Operation):
@@ -570,7 +588,7 @@ class SearchRound(_Operation):
 
     def attributes(self) -> Attributes:
         found: Attributes = {
-            names.SEARCH_QUERY: self.query,
+            names.SEARCH_QUERY: _cut(self.query, MAX_QUERY_CHARS),
             names.SEARCH_EXECUTED_BY: self.executed_by,
         }
         if self.ranking:
@@ -592,7 +610,9 @@ class SearchRound(_Operation):
                 self.set(names.SEARCH_HITS, [tool for tool, _ in hits])
                 self.set(names.SEARCH_SCORES, [round(score, 6) for _, score in hits])
             self.set(names.SEARCH_LOADED, list(loaded))
-        SEARCH_LOG.debug("search %r loaded %s", self.query, ", ".join(loaded) or "nothing")
+        if SEARCH_LOG.isEnabledFor(logging.DEBUG):
+            query = _cut(self.query, MAX_QUERY_CHARS)
+            SEARCH_LOG.debug("search %r loaded %s", query, ", ".join(loaded) or "nothing")
 
 
 def searched(

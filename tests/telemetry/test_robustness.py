@@ -8,6 +8,8 @@ import pytest
 
 from agentgen.runtime import Message, Runtime, Telemetry, TextPart
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
+from agentgen.runtime.telemetry import names
+from agentgen.runtime.telemetry.spans import MAX_QUERY_CHARS, SearchRound, searched
 from agentgen.runtime.trace import TESTING_SEARCH_KEY
 from tests.otel import delta, recorder
 from tests.runtime.agents import register
@@ -62,3 +64,32 @@ def test_a_payload_opt_in_that_is_not_a_boolean_is_refused(value: object) -> Non
     with pytest.raises(TypeError, match=r"Telemetry.enabled must be True or False"):
         Telemetry(enabled=value)  # type: ignore[arg-type]
     assert Telemetry(capture_payloads=False, enabled=True) == Telemetry()
+
+
+def test_a_search_query_is_recorded_within_a_bound(caplog: pytest.LogCaptureFixture) -> None:
+    """A query is a model's writing and may be its whole output: every trace backend (and the
+    DEBUG log) would store hundreds of KB per search round. It is cut, saying how long it
+    was; a query within the bound is recorded as it is."""
+    otel = recorder()
+    otel.exporter.clear()
+    caplog.set_level(logging.DEBUG, logger="agentgen.search")
+    long = "weather forecast " * 20_000  # 340,000 characters
+    with SearchRound(long, executed_by="client") as search:
+        search.found(["weather.forecast"])
+    searched(long, [], executed_by="provider")
+    with SearchRound("weather forecast", executed_by="client") as search:
+        search.found([])
+    queries = [
+        (span.attributes or {})[names.SEARCH_QUERY]
+        for span in otel.agentgen_spans()
+        if span.name == "agentgen.tool_search"
+    ]
+    cut = long[: MAX_QUERY_CHARS - len(" [cut: 340000 characters]")] + " [cut: 340000 characters]"
+    assert len(cut) == MAX_QUERY_CHARS
+    assert queries == [cut, cut, "weather forecast"]
+    logged = [record.getMessage() for record in caplog.records]
+    assert logged == [
+        f"search {cut!r} loaded weather.forecast",
+        f"search {cut!r} loaded nothing",
+        "search 'weather forecast' loaded nothing",
+    ]
