@@ -29,7 +29,7 @@ from agentgen.runtime.model_client import ModelClient
 from agentgen.runtime.runs.confirmation import Confirmer
 from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RegistrySettings
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
-from agentgen.runtime.search.analysis import SEARCH_VERSION
+from agentgen.runtime.search.analysis import SEARCH_VERSION, StemmerVersionError, check_stemmer
 from agentgen.runtime.telemetry.config import Telemetry
 
 __all__ = [
@@ -182,6 +182,7 @@ class Runtime:
                 "ModelPlanner(model_id, ...) or your own Planner"
             )
         _check_search_version(definition)
+        _check_stemmer(definition)
         confirmed = sorted(s.id for s in definition.specs if s.confirmation is not None)
         if confirmed and self.confirmer is None:
             raise RegistrationError(
@@ -404,6 +405,22 @@ def _check_search_version(definition: AgentDefinition) -> None:
             "regenerate the agent's package with this agentgen (agentgen gen DESIGN) and "
             "commit it"
         )
+
+
+def _check_stemmer(definition: AgentDefinition) -> None:
+    """Refuse an agent that searches tools (deferred ones, or registry toolsets, whose
+    declarations of another search version are counted again here) when the installed stemmer
+    gives other stems than the search version counts with: the first stem would raise the
+    same error at the model's first tool search, mid-run, after the run had started."""
+    if not definition.deferred_tool_ids and definition.registry_tools is None:
+        return
+    try:
+        check_stemmer()
+    except StemmerVersionError as exc:
+        raise StemmerVersionError(
+            f"runtime: agent {definition.id!r} searches its tools (deferred or from a "
+            f"registry), and {exc}"
+        ) from None
 
 
 def _check_call_wait(name: str, client: Any, timeout: float) -> None:

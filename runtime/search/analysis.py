@@ -47,6 +47,7 @@ __all__ = [
     "STOP_WORDS",
     "SYNONYM_WEIGHT",
     "StemmerVersionError",
+    "check_stemmer",
     "first_distinct",
     "identifier_words",
     "normalized",
@@ -175,6 +176,14 @@ def _stemmer() -> Any:
     if stemmer is None:
         stemmer = _local.stemmer = _new_stemmer()
     return stemmer
+
+
+def check_stemmer() -> None:
+    """Raise :class:`StemmerVersionError` now if the installed stemmer gives other stems than
+    this search version counts with: the runtime asks when an agent that searches tools is
+    registered, so a misconfigured environment fails before any run rather than at a model's
+    first tool search, mid-run."""
+    _stemmer()
 
 
 def _new_stemmer() -> Any:
