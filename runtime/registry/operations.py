@@ -50,6 +50,7 @@ from agentgen.runtime.registry.store import (
     Write,
     unanswered,
 )
+from agentgen.runtime.search.analysis import normalized
 
 __all__ = [
     "CatalogCorruptError",
@@ -312,12 +313,13 @@ class RegistryOperations:
 
     async def search_toolsets(self, query: str, tags: Sequence[str] = ()) -> list[str]:
         """Names of the active toolsets whose name, description or one of whose tags contains
-        ``query``, ignoring case (and having every tag of ``tags``), by name."""
+        ``query``, ignoring case and read in Unicode NFKC as tool search reads text (and having
+        every tag of ``tags``), by name."""
         if not query:
             raise RegistryError(
                 "validation_error", "a search needs a query of one character or more"
             )
-        needle = query.casefold()
+        needle = _folded(query)
         return await self._names(tags, lambda toolset: _mentions(toolset, needle))
 
     async def _names(
@@ -767,6 +769,14 @@ def _claimed(record: CallRecord) -> ClaimedCall:
 
 
 def _mentions(toolset: KeptDeclaration, needle: str) -> bool:
-    """Whether a casefolded ``needle`` occurs in the toolset's name, description or a tag."""
+    """Whether a :func:`_folded` ``needle`` occurs in the toolset's name, description or a
+    tag."""
     texts = (toolset.name, toolset.description or "", *toolset.tags)
-    return any(needle in text.casefold() for text in texts)
+    return any(needle in _folded(text) for text in texts)
+
+
+def _folded(text: str) -> str:
+    """``text`` as catalog search compares it: in NFKC, the form tool search reads every word
+    in (a decomposed "résumé", as macOS and PDF copies write it, is the composed one, and
+    fullwidth "ＰＤＦ" is "PDF"), then casefolded."""
+    return normalized(text).casefold()

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import json
 import threading
+import unicodedata
 
 import pytest
 
@@ -258,6 +259,19 @@ async def test_search_finds_text_in_names_descriptions_and_tags_of_active_toolse
     await ops.unregister("payroll", gone.registration_token)
     assert await ops.search_toolsets("pay") == ["payments"]  # withdrawn toolsets are not found
     await refused("validation_error", ops.search_toolsets(""))
+
+
+async def test_search_reads_text_in_nfkc_as_tool_search_does(ops: RegistryOperations) -> None:
+    # A decomposed "résumé" (as macOS and PDF copies write it) was not found by the word typed
+    # composed, nor a fullwidth "ＰＤＦ" tag by "pdf": only case was ignored.
+    cv = echo_toolset("cv")
+    cv.description = unicodedata.normalize("NFD", "Parse a résumé.")
+    await ops.register(registration(cv))
+    await ops.register(registration(echo_toolset("docs", tags=("ＰＤＦ",))))
+    assert await ops.search_toolsets("résumé") == ["cv"]
+    assert await ops.search_toolsets(unicodedata.normalize("NFD", "RÉSUMÉ")) == ["cv"]
+    assert await ops.search_toolsets("pdf") == ["docs"]
+    assert await ops.search_toolsets("ｄｏｃｓ") == ["docs"]  # names too
 
 
 async def test_corrupt_persisted_entries_are_reported_by_key(
