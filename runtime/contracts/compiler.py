@@ -228,13 +228,17 @@ def _search_document(declaration: ToolSchema) -> SearchDocument:
 
     A provider built by another agentgen version publishes documents of its own version; the
     consumer then counts the words of the declaration itself (ID, title, description, payload
-    schema) with its own analysis, so every tool of a catalog is ranked the same way.
+    schema) with its own analysis, so every tool of a catalog is ranked the same way. It does
+    so too for a document of its version that counts no word (``{"version": 3}``, as a
+    provider written by hand may publish: ``terms`` may be left out), which would leave the
+    tool findable by its exact name only; a declaration whose words really are none counts
+    none again.
     """
     contract = declaration.consumer_contract
     assert contract is not None
     name = declaration.name
     published = contract.search
-    if published.version != SEARCH_VERSION:
+    if published.version != SEARCH_VERSION or not published.terms:
         return search_document(
             name, contract.title, declaration.description or "", declaration.payload_schema
         )

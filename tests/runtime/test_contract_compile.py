@@ -215,9 +215,28 @@ def test_documents_of_another_version_are_counted_again_by_the_consumer() -> Non
     )
 
 
-def test_an_empty_search_document_is_valid() -> None:
+def test_an_empty_search_document_of_this_version_is_counted_again_by_the_consumer() -> None:
+    # Valid, but kept as published it left the tool findable by its exact name only: a
+    # provider written by hand may publish {"version": 3} (terms may be left out).
+    counted = search_document(
+        TOOL, "Refund a charge", "Refunds part or all of a card charge.", PAYLOAD
+    )
+    assert counted.terms
     spec = compile(declaration(search=SearchDocument({})), toolset=TOOLSET)
-    assert spec.search == SearchDocument({})
+    assert spec.search == counted
+    data = wire()
+    data["consumer_contract"]["search"] = {"version": SEARCH_VERSION}
+    assert compile(data, toolset=TOOLSET).search == counted
+
+
+def test_a_declaration_without_words_counts_none_again() -> None:
+    # Every word of it is a stop word: the consumer's count is as empty as the published one.
+    payload = {"type": "object", "properties": {}}
+    bare = declaration(
+        tool_id="it.the", title="The", description="It is.", payload_schema=payload,
+        search=SearchDocument({}),
+    )  # fmt: skip
+    assert compile(bare, toolset="it").search == SearchDocument({})
 
 
 def test_repeated_server_data_kinds_are_refused() -> None:
