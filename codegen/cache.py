@@ -2,9 +2,9 @@
 
 After a generation, ``agentgen gen`` records what went into it (the design file, every file
 the design read or imported outside the standard library, the entry names of every folder it
-listed, the versions of the libraries that shape the output, agentgen's own code) and a digest
-of every file it wrote. The next run with
-the same design and output folder compares those first: when nothing changed and the output
+listed, the versions of the libraries that shape the output and of Python's Unicode tables,
+agentgen's own code) and a digest of every file it wrote. The next run with the same design
+and output folder compares those first: when nothing changed and the output
 folder still holds exactly what was written, it is done without loading the design.
 
 The record lives in the user's cache folder (``$AGENTGEN_CACHE_DIR``, else
@@ -23,6 +23,7 @@ import os
 import site
 import sys
 import sysconfig
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
@@ -81,6 +82,10 @@ def _versions() -> dict[str, str]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = "?"
+    # Python's Unicode tables: search documents count words read in NFKC and split at what
+    # ``\w`` is not, so another Python (another Unicode version) can count a newly assigned
+    # character otherwise, without any library's version changing.
+    versions["unicode"] = unicodedata.unidata_version
     return versions
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,19 @@ def test_a_change_to_agentgen_code_in_a_subpackage_invalidates_the_record(
     assert generate(design, out).from_cache
     builder.write_text("NESTED = 2  # edited\n")
     assert not generate(design, out).from_cache
+
+
+def test_other_unicode_tables_invalidate_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Search documents count words read in NFKC and split at what ``\\w`` is not, both from
+    Python's Unicode tables: another Python can count a newly assigned character otherwise
+    with every library at the same version, and the recorded generation was reused."""
+    design = tmp_path / "design.py"
+    design.write_text(DESIGN)
+    out = tmp_path / "gen"
+    assert not generate(design, out).from_cache
+    assert generate(design, out).from_cache
+    monkeypatch.setattr(unicodedata, "unidata_version", "99.0.0")  # another Python's tables
+    assert not generate(design, out).from_cache
+    assert generate(design, out).from_cache
