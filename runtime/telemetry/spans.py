@@ -52,7 +52,7 @@ from agentgen.runtime.telemetry.exceptions import (
 )
 
 __all__ = [
-    "MAX_QUERY_CHARS",
+    "MAX_MODEL_TEXT_CHARS",
     "ChatCall",
     "Confirmation",
     "Planning",
@@ -77,6 +77,26 @@ CONFIRM_LOG = logging.getLogger("agentgen.confirm")
 REGISTRY_LOG = logging.getLogger("agentgen.registry")
 
 Attributes = dict[str, AttributeValue]
+
+
+#: Characters of text a model wrote that telemetry records whatever it holds: a search query
+#: (``agentgen.search.query`` and its log line) and the name of a tool the model called (a
+#: ``agentgen.tool.result`` event's ``gen_ai.tool.name``, which a model may make up). Longer
+#: text is cut there, ending in ``[cut: N characters]``: a model may write its whole output
+#: (hundreds of KB) as a query or a tool's name, which every trace backend would store. Tool
+#: IDs are far shorter, and ranking reads only a query's first
+#: :data:`~agentgen.runtime.search.analysis.MAX_QUERY_WORDS` distinct words, which fit well
+#: within this.
+MAX_MODEL_TEXT_CHARS = 2000
+
+
+def _cut(text: str, limit: int = MAX_MODEL_TEXT_CHARS) -> str:
+    """``text``, cut to ``limit`` characters when longer, saying how long it was (the
+    registry provider's marker, so a cut reads the same wherever it is seen)."""
+    if len(text) <= limit:
+        return text
+    note = f" [cut: {len(text)} characters]"
+    return text[: limit - len(note)] + note
 
 
 #: Providers that record nothing: the API's defaults before an SDK is installed.
@@ -366,7 +386,7 @@ class Planning(_Operation):
                 self.span.add_event(
                     "agentgen.tool.result",
                     {
-                        names.TOOL_NAME: tool_id,
+                        names.TOOL_NAME: _cut(tool_id),
                         names.TOOL_CALL_ID: call_id,
                         names.TOOL_OUTCOME: outcome,
                     },
@@ -555,23 +575,6 @@ def model_response(
 
 # --- tool search -----------------------------------------------------------------------------
 
-#: Characters of a search query recorded on its span (``agentgen.search.query``) and in its
-#: log line; a longer query is cut there, ending in ``[cut: N characters]``. A query is a
-#: model's writing, and may be its whole output (hundreds of KB), which every trace backend
-#: would store with every round; ranking reads only its first
-#: :data:`~agentgen.runtime.search.analysis.MAX_QUERY_WORDS` distinct words, which fit well
-#: within this.
-MAX_QUERY_CHARS = 2000
-
-
-def _cut(text: str, limit: int) -> str:
-    """``text``, cut to ``limit`` characters when longer, saying how long it was (the
-    registry provider's marker, so a cut reads the same wherever it is seen)."""
-    if len(text) <= limit:
-        return text
-    note = f" [cut: {len(text)} characters]"
-    return text[: limit - len(note)] + note
-
 
 @dataclass(eq=False)
 class SearchRound(_Operation):
@@ -588,7 +591,7 @@ class SearchRound(_Operation):
 
     def attributes(self) -> Attributes:
         found: Attributes = {
-            names.SEARCH_QUERY: _cut(self.query, MAX_QUERY_CHARS),
+            names.SEARCH_QUERY: _cut(self.query),
             names.SEARCH_EXECUTED_BY: self.executed_by,
         }
         if self.ranking:
@@ -611,7 +614,7 @@ class SearchRound(_Operation):
                 self.set(names.SEARCH_SCORES, [round(score, 6) for _, score in hits])
             self.set(names.SEARCH_LOADED, list(loaded))
         if SEARCH_LOG.isEnabledFor(logging.DEBUG):
-            query = _cut(self.query, MAX_QUERY_CHARS)
+            query = _cut(self.query)
             SEARCH_LOG.debug("search %r loaded %s", query, ", ".join(loaded) or "nothing")
 
 

@@ -6,10 +6,20 @@ import logging
 
 import pytest
 
-from agentgen.runtime import Message, Runtime, Telemetry, TextPart
+from agentgen.runtime import (
+    Message,
+    ModelPlanner,
+    ModelRequest,
+    ModelResponse,
+    Runtime,
+    Telemetry,
+    TextPart,
+    ToolCallPart,
+    Usage,
+)
 from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeInput
 from agentgen.runtime.telemetry import names
-from agentgen.runtime.telemetry.spans import MAX_QUERY_CHARS, SearchRound, searched
+from agentgen.runtime.telemetry.spans import MAX_MODEL_TEXT_CHARS, SearchRound, searched
 from agentgen.runtime.trace import TESTING_SEARCH_KEY
 from tests.otel import delta, recorder
 from tests.runtime.agents import register
@@ -84,8 +94,9 @@ def test_a_search_query_is_recorded_within_a_bound(caplog: pytest.LogCaptureFixt
         for span in otel.agentgen_spans()
         if span.name == "agentgen.tool_search"
     ]
-    cut = long[: MAX_QUERY_CHARS - len(" [cut: 340000 characters]")] + " [cut: 340000 characters]"
-    assert len(cut) == MAX_QUERY_CHARS
+    note = " [cut: 340000 characters]"
+    cut = long[: MAX_MODEL_TEXT_CHARS - len(note)] + note
+    assert len(cut) == MAX_MODEL_TEXT_CHARS
     assert queries == [cut, cut, "weather forecast"]
     logged = [record.getMessage() for record in caplog.records]
     assert logged == [
@@ -93,3 +104,39 @@ def test_a_search_query_is_recorded_within_a_bound(caplog: pytest.LogCaptureFixt
         f"search {cut!r} loaded nothing",
         "search 'weather forecast' loaded nothing",
     ]
+
+
+class InventsATool:
+    """A model that calls a tool whose name is 200,000 characters, then answers."""
+
+    def __init__(self) -> None:
+        self.responses = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.responses += 1
+        if self.responses == 1:
+            call = ToolCallPart("c1", "x" * 200_000, "{}")
+            return ModelResponse(Message("assistant", (call,)), Usage(1, 1))
+        return ModelResponse(Message("assistant", (TextPart("done"),)), Usage(1, 1))
+
+
+async def test_the_name_of_a_tool_a_model_made_up_is_recorded_within_a_bound() -> None:
+    """The previous round's results are events of the planning span, named by the tool the
+    model called, which it may make up, as long as it likes."""
+    otel = recorder()
+    otel.exporter.clear()
+    rt = Runtime()
+    rt.register_model("m", InventsATool())
+    register(rt, ModelPlanner("m"))  # type: ignore[arg-type]
+    outcome = await rt.client("test.agent").run("go")
+    assert outcome.final_text == "done"
+    (event,) = (
+        event
+        for span in otel.agentgen_spans()
+        for event in span.events
+        if event.name == "agentgen.tool.result"
+    )
+    note = " [cut: 200000 characters]"
+    assert dict(event.attributes or {})[names.TOOL_NAME] == (
+        "x" * (MAX_MODEL_TEXT_CHARS - len(note)) + note
+    )
