@@ -179,8 +179,9 @@ class ListResponse(_Body):
 
 
 class SearchRequest(_Body):
-    """Find toolsets by text: ``query`` is looked for, ignoring case, in each active toolset's
-    name, description and tags (a substring, not words: ``pay`` finds ``payments``)."""
+    """Find toolsets by text: ``query`` is looked for, ignoring case and read in Unicode NFKC,
+    in each active toolset's name, description and tags (a substring, not words: ``pay``
+    finds ``payments``)."""
 
     query: Annotated[str, Field(min_length=1, max_length=256)]
     tags: Annotated[list[Annotated[str, Field(max_length=256)]], Field(max_length=64)] = []
