@@ -40,6 +40,7 @@ from agentgen.runtime.contracts.codecs import PayloadError
 from agentgen.runtime.contracts.declarations import ToolsetDeclaration
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.contracts.wire import fingerprint
+from agentgen.runtime.cuts import cut
 from agentgen.runtime.failures import message_of
 from agentgen.runtime.registry import api
 from agentgen.runtime.registry.admission import IDENTIFIER, MAX_SETTLE_MS
@@ -925,7 +926,7 @@ class _Provider:
         if status == "failed":
             # The code leads the message: consumers show the message to the model. An
             # exception's text can be any size: the message is cut to what the registry takes.
-            message = _cut(f"{result['code']}: {message}", _MESSAGE_CHARS)
+            message = cut(f"{result['code']}: {message}", _MESSAGE_CHARS)
             result_json = json.dumps({**result, "message": message})
         else:
             result_json = result if isinstance(result, str) else json.dumps(result)
@@ -968,7 +969,7 @@ class _Provider:
         message = (
             f"result_too_large: tool {call.tool} of toolset {self.name!r} answered call "
             f"{call.tool_use_id} with a result of {size} characters, too large for the "
-            f"registry ({_cut(why, 512)}); return less (a page, a summary, or where to find "
+            f"registry ({cut(why, 512)}); return less (a page, a summary, or where to find "
             "the rest)"
         )
         result = {"code": "result_too_large", "message": message, "size": size}
@@ -999,14 +1000,6 @@ class _Provider:
                 message=message[:4096],
             )
         )
-
-
-def _cut(text: str, limit: int) -> str:
-    """``text``, cut to ``limit`` characters when longer, saying how long it was."""
-    if len(text) <= limit:
-        return text
-    note = f" [cut: {len(text)} characters]"
-    return text[: limit - len(note)] + note
 
 
 def _own_clock_ms() -> float:

@@ -41,6 +41,7 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AttributeValue
 
+from agentgen.runtime.cuts import cut
 from agentgen.runtime.telemetry import instruments, names
 from agentgen.runtime.telemetry.config import active, first_attempt
 from agentgen.runtime.telemetry.exceptions import (
@@ -90,13 +91,9 @@ Attributes = dict[str, AttributeValue]
 MAX_MODEL_TEXT_CHARS = 2000
 
 
-def _cut(text: str, limit: int = MAX_MODEL_TEXT_CHARS) -> str:
-    """``text``, cut to ``limit`` characters when longer, saying how long it was (the
-    registry provider's marker, so a cut reads the same wherever it is seen)."""
-    if len(text) <= limit:
-        return text
-    note = f" [cut: {len(text)} characters]"
-    return text[: limit - len(note)] + note
+def _cut(text: str) -> str:
+    """Text a model wrote (a query, a tool name), within :data:`MAX_MODEL_TEXT_CHARS`."""
+    return cut(text, MAX_MODEL_TEXT_CHARS)
 
 
 #: Providers that record nothing: the API's defaults before an SDK is installed.
