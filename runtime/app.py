@@ -216,10 +216,16 @@ class Runtime:
         """Close registration (idempotent), after checking that what the registered agents
         need is registered too: every agent exposed to them as a tool and every registry they
         consume. One :class:`RegistrationError` lists everything missing; registration stays
-        open then, so the application can add it."""
+        open then, so the application can add it.
+
+        It also refuses agents that call each other through agent tools (A's tool runs B,
+        whose tool runs A, or A's tool runs A): each run would start child runs without end.
+        Generated packages never have such a cycle (the design refuses it), but hand-written
+        definitions are only checked here, once every agent is registered."""
         if not self._sealed:
             problems = [
                 *self._missing_agent_executors(),
+                *self._agent_cycles(),
                 *self._missing_models(),
                 *self._missing_registries(),
             ]
@@ -274,6 +280,50 @@ class Runtime:
                 )
         return problems
 
+    def _agent_cycles(self) -> list[str]:
+        """Cycles among the registered agents through their agent tools (specs of kind
+        ``agent``, the ones whose calls start a child run of ``agent_id``), each reported once.
+        A cycle through a registry (an agent tool a registry serves) is not seen here: the
+        registry's tools are known only when a run reads them."""
+        calls: dict[str, list[tuple[str, str]]] = {}  # agent -> [(tool, called agent)]
+        for agent_id in sorted(self._agents):
+            calls[agent_id] = [
+                (spec.id, spec.agent_id)
+                for spec in self._agents[agent_id].definition.specs
+                if spec.kind == "agent"
+                and spec.agent_id is not None
+                and spec.agent_id in self._agents  # a missing one is reported as such
+            ]
+        problems: list[str] = []
+        reported: set[frozenset[str]] = set()
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+        for start, first_calls in calls.items():
+            if start in state:
+                continue
+            # The path: each agent with the tool (of the agent before it) that calls it.
+            path: list[tuple[str, str]] = [(start, "")]
+            pending = [iter(first_calls)]
+            state[start] = 1
+            while pending:
+                step = next(pending[-1], None)
+                if step is None:
+                    state[path.pop()[0]] = 2
+                    pending.pop()
+                    continue
+                tool, callee = step
+                if state.get(callee) == 1:
+                    index = next(i for i, (a, _) in enumerate(path) if a == callee)
+                    cycle = [*path[index + 1 :], (callee, tool)]
+                    key = frozenset(a for a, _ in cycle)
+                    if key not in reported:
+                        reported.add(key)
+                        problems.append(_cycle_problem(callee, cycle))
+                elif callee not in state:
+                    state[callee] = 1
+                    path.append((callee, tool))
+                    pending.append(iter(calls[callee]))
+        return problems
+
     def _missing_models(self) -> list[str]:
         users: dict[str, list[str]] = {}
         for agent_id, registration in self._agents.items():
@@ -303,6 +353,23 @@ class Runtime:
             f"registries consumed by registered agents are not registered: {listed}; register "
             "each with rt.register_registry(name, client, result_stream) before the first run"
         ]
+
+
+def _cycle_problem(first: str, cycle: Sequence[tuple[str, str]]) -> str:
+    """``cycle``: each agent with the agent tool (of the agent before it) that calls it, the
+    first agent last."""
+    chain = " → ".join([repr(first), *(f"tool {tool!r} → {agent!r}" for agent, tool in cycle)])
+    if len(cycle) == 1:
+        return (
+            f"agent {first!r} calls itself through its agent tool ({chain}): each run would "
+            "start child runs of itself without end; remove that tool from the agent's "
+            "definition (specs)"
+        )
+    return (
+        f"agents call each other through agent tools ({chain}): a run of one would start "
+        "child runs of the other without end; remove one of these tools from its agent's "
+        "definition (specs): an agent may hand work to another, not back"
+    )
 
 
 def checked_executor(
