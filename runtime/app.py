@@ -183,6 +183,13 @@ class Runtime:
             )
         _check_search_version(definition)
         _check_stemmer(definition)
+        targetless = sorted(s.id for s in definition.specs if s.kind == "agent" and not s.agent_id)
+        if targetless:
+            raise RegistrationError(
+                f"runtime: agent {definition.id!r}: agent tool(s) {', '.join(targetless)} name "
+                "no agent to run (agent_id); set each one's agent_id to the ID of the agent "
+                "that answers its calls"
+            )
         confirmed = sorted(s.id for s in definition.specs if s.confirmation is not None)
         if confirmed and self.confirmer is None:
             raise RegistrationError(
@@ -272,7 +279,10 @@ class Runtime:
         problems = []
         for registration in self._agents.values():
             definition = registration.definition
-            missing = sorted(set(definition.agent_executors) - set(self._agents))
+            # The agents its agent tools run (a hand-written definition may not list them
+            # in agent_executors: their calls start child runs all the same).
+            called = {s.agent_id for s in definition.specs if s.kind == "agent" and s.agent_id}
+            missing = sorted((set(definition.agent_executors) | called) - set(self._agents))
             if missing:
                 problems.append(
                     f"agent {definition.id!r} calls agents exposed as tools that are not "

@@ -378,3 +378,41 @@ def test_an_agent_that_searches_is_refused_when_the_stemmer_gives_other_stems(
         assert message.endswith("pip install 'PyStemmer>=3.1,<4'")
     # An agent that searches nothing does not need the stemmer.
     register(rt, ScriptedPlanner([]), records_definition(deferred_tool_ids=()))
+
+
+def test_an_agent_tool_that_names_no_agent_is_refused_naming_it() -> None:
+    from dataclasses import replace
+
+    from agentgen.runtime.agents.definition import AgentDefinition
+    from tests.runtime.sink_agents import ASK
+
+    # Its calls failed with a bare AssertionError, read by the model as an internal error.
+    definition = AgentDefinition(
+        id="helpdesk.triage", description="Triages.", specs=(replace(ASK, agent_id=None),)
+    )
+    with pytest.raises(RegistrationError) as raised:
+        Runtime().register_agent(definition, planner=ScriptedPlanner([]), executors={})
+    assert str(raised.value) == (
+        "runtime: agent 'helpdesk.triage': agent tool(s) ask_expert.ask name no agent to run "
+        "(agent_id); set each one's agent_id to the ID of the agent that answers its calls"
+    )
+
+
+def test_seal_names_the_agent_of_an_agent_tool_missing_from_agent_executors() -> None:
+    from agentgen.runtime.agents.definition import AgentDefinition
+    from tests.runtime.sink_agents import ASK, expert_definition
+
+    # Hand-written, without agent_executors: its calls still start child runs of the expert,
+    # which failed only when the model called the tool.
+    definition = AgentDefinition(id="helpdesk.triage", description="Triages.", specs=(ASK,))
+    rt = Runtime()
+    rt.register_agent(definition, planner=ScriptedPlanner([]), executors={})
+    with pytest.raises(RegistrationError) as raised:
+        rt.seal()
+    assert str(raised.value) == (
+        "runtime: agent 'helpdesk.triage' calls agents exposed as tools that are not "
+        "registered: helpdesk.expert; register them before the first run"
+    )
+    rt.register_agent(expert_definition(), planner=ScriptedPlanner([]), executors={})
+    rt.seal()
+    assert rt.sealed
