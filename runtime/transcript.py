@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from agentgen.runtime.contracts.codecs import NestingError, decode_nested
+from agentgen.runtime.contracts.limits import MAX_TRANSCRIPT_DEPTH
 from agentgen.runtime.messages import Message
 
 __all__ = ["compact", "dumps", "loads"]
@@ -27,8 +29,18 @@ def dumps(messages: Sequence[Message]) -> str:
 
 def loads(text: str) -> tuple[Message, ...]:
     """The messages of a transcript stored with :func:`dumps`. A record that cannot be read is
-    named by its index (``message 3: ...``), the way the trace names its records."""
-    data = json.loads(text)
+    named by its index (``message 3: ...``), the way the trace names its records. Text nested
+    deeper than :data:`~agentgen.runtime.contracts.limits.MAX_TRANSCRIPT_DEPTH` levels is
+    refused with a ``ValueError`` too: reading it would exhaust the recursion limit (a bare
+    ``RecursionError``, naming nothing)."""
+    try:
+        data = decode_nested(text, MAX_TRANSCRIPT_DEPTH, exact=False)
+    except NestingError:
+        raise ValueError(
+            f"a stored transcript is nested deeper than {MAX_TRANSCRIPT_DEPTH} levels (the "
+            "limit for stored transcripts); transcripts written by dumps nest far less: it "
+            "was not written by dumps, or was changed since"
+        ) from None
     if not isinstance(data, list):
         raise ValueError("a stored transcript is a JSON list of messages")
     messages: list[Message] = []

@@ -562,12 +562,13 @@ class NestingError(ValueError):
         self.limit = limit
 
 
-def decode_nested(data: str | bytes, limit: int) -> Any:
+def decode_nested(data: str | bytes, limit: int, *, exact: bool = True) -> Any:
     """:func:`decode_exact`, refusing with :class:`NestingError` a value nested deeper than
     ``limit`` levels of objects and arrays, so that whatever reads the value next (validation,
-    encoding) stays away from the recursion limit."""
+    encoding) stays away from the recursion limit. ``exact=False`` parses as ``json.loads``
+    does (floats as ``float``), for text whose values are given back as they were stored."""
     try:
-        value = decode_exact(data)
+        value = decode_exact(data) if exact else json.loads(data)
     except RecursionError:
         raise NestingError(limit) from None
     if _depth(value, limit) > limit:

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_TEMPLATE_OPERATIONS",
     "MAX_TEMPLATE_OUTPUT_CHARS",
     "MAX_TEXT_CHARS",
+    "MAX_TRANSCRIPT_DEPTH",
     "MAX_VALIDATION_STEPS",
     "MAX_VALUE_DEPTH",
     "REGEX_MAX_MEMORY",
@@ -127,6 +128,14 @@ MAX_MCP_TEXT_DEPTH = 64
 #: Python's recursion limit, and a result nested 800 deep crashed the call with
 #: ``RecursionError`` instead of being refused as an invalid result.
 MAX_VALUE_DEPTH = 128
+
+#: Nesting of objects and arrays in a stored transcript (``transcript.loads``). Messages nest
+#: a few levels, and their provider records (a tool search's output) hold tool schemas, which
+#: are held to :data:`MAX_SCHEMA_DEPTH` at generation and registration: 128 is twice what a
+#: transcript the runtime wrote reaches. Stored text is outside input: a transcript nested
+#: 600 deep crashed ``loads`` with a ``RecursionError`` naming nothing (copying the records),
+#: and 100,000 deep crashed the JSON parser.
+MAX_TRANSCRIPT_DEPTH = 128
 
 #: Seconds one registry request (list, resolve, call admission, retry) may take when the
 #: design declares no ``Timeout(...)`` for the registry: a registry that never answers fails

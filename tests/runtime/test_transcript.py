@@ -7,6 +7,7 @@ import json
 import pytest
 
 from agentgen.runtime import transcript
+from agentgen.runtime.contracts.limits import MAX_TRANSCRIPT_DEPTH
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 
 RECORD = {
@@ -86,3 +87,25 @@ def test_compaction_keeps_system_messages_in_place() -> None:
     assert [m.text for m in compacted] == ["from now on, be formal", "e", "f"]
     compacted = transcript.compact(messages, keep_last=4)
     assert [m.text for m in compacted] == ["from now on, be formal", "c", "d", "e", "f"]
+
+
+@pytest.mark.parametrize("depth", [MAX_TRANSCRIPT_DEPTH - 4, 600, 100_000])
+def test_loads_refuses_a_transcript_nested_too_deeply(depth: int) -> None:
+    # Stored text is outside input: 600 levels of metadata crashed copying the records with a
+    # bare RecursionError, 100,000 crashed the JSON parser; both name nothing.
+    message = '{"role": "user", "parts": [{"kind": "text", "text": "hi"}], "metadata": {"x": %s}}'
+    stored = f"[{message % ('[' * depth + ']' * depth)}]"
+    if depth + 3 <= MAX_TRANSCRIPT_DEPTH:
+        (loaded,) = transcript.loads(stored)
+        assert loaded.text == "hi"
+        return
+    with pytest.raises(ValueError, match=f"nested deeper than {MAX_TRANSCRIPT_DEPTH} levels"):
+        transcript.loads(stored)
+
+
+def test_loads_keeps_floats_as_stored() -> None:
+    # Records are given back as they were stored: a float stays a float, which dumps writes.
+    messages = [Message("user", (TextPart("hi"),), {"rec": {"score": 0.5}})]
+    (loaded,) = transcript.loads(transcript.dumps(messages))
+    assert loaded.metadata["rec"] == {"score": 0.5}
+    assert transcript.dumps([loaded]) == transcript.dumps(messages)
