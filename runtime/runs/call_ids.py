@@ -4,7 +4,9 @@ A repeated or empty ID is refused before anything of the turn that holds it runs
 could run a call twice, or answer it with another call's result. So is an ID longer than
 :data:`MAX_CALL_ID_LENGTH` or holding a control or format character: IDs come from models and
 planners, and reach logs (a newline would forge a log line), traces and registries (which take
-at most 256 characters). The planning step checks the
+at most 256 characters). So is a call to a tool named that way: no tool ID is, and the
+name, made up by a model, would otherwise come back to it in full in the call's error (a
+200 KB name was echoed twice in a 400 KB tool result). The planning step checks the
 conversation a run starts from; the run loop checks every reply of the planner. The IDs seen so
 far are part of a run's state, so a durable run that continues as a new execution keeps them.
 """
@@ -27,19 +29,28 @@ def claim_call_ids(
     seen: MutableMapping[str, str], agent_id: str, calls: Iterable[ToolCallPart], where: str
 ) -> None:
     """Record the calls' IDs in ``seen`` (ID → where it was used); :class:`ToolCallIdError` if
-    one is empty, already used, too long or not a line of visible text."""
+    one is empty, already used, too long or not a line of visible text, or if the tool a call
+    names is too long or not a line of visible text (no tool ID is: the model made it up)."""
     for call in calls:
+        if not _one_short_line(call.tool_id):
+            # Refused like a call ID: as an unknown tool, the name would come back to the model
+            # in full in its not_permitted error, and reach logs and traces.
+            raise ToolCallIdError(
+                f"agent {agent_id!r}: {where} holds a call (call ID {_shown(call.call_id)}) to "
+                f"a tool named {_shown(call.tool_id)}, which is not one line of visible text "
+                f"of at most {MAX_CALL_ID_LENGTH} characters, and so no tool of any agent; "
+                "nothing of that turn was run"
+            )
         if not call.call_id:
             raise ToolCallIdError(
                 f"agent {agent_id!r}: {where} holds a call to {call.tool_id!r} with an empty "
                 "call ID; nothing of that turn was run"
             )
-        if len(call.call_id) > MAX_CALL_ID_LENGTH or not call.call_id.isprintable():
-            shown = call.call_id[:80] + ("..." if len(call.call_id) > 80 else "")
+        if not _one_short_line(call.call_id):
             raise ToolCallIdError(
                 f"agent {agent_id!r}: {where} holds a call to {call.tool_id!r} whose call ID "
-                f"{shown!r} is not one line of visible text of at most {MAX_CALL_ID_LENGTH} "
-                "characters; nothing of that turn was run"
+                f"{_shown(call.call_id)} is not one line of visible text of at most "
+                f"{MAX_CALL_ID_LENGTH} characters; nothing of that turn was run"
             )
         earlier = seen.get(call.call_id)
         if earlier is not None:
@@ -49,3 +60,12 @@ def claim_call_ids(
                 "that turn was run"
             )
         seen[call.call_id] = f"{where} ({call.tool_id})"
+
+
+def _one_short_line(text: str) -> bool:
+    return len(text) <= MAX_CALL_ID_LENGTH and text.isprintable()
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for an error message: its first 80 characters, escaped."""
+    return repr(text[:80] + ("..." if len(text) > 80 else ""))

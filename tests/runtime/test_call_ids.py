@@ -125,3 +125,31 @@ async def test_distinct_ids_across_turns_run_normally() -> None:
     executor = register(rt, planner)
     outcome = await rt.client("test.agent").run("go")
     assert outcome.tool_calls == 3 and len(executor.calls) == 3
+
+
+@pytest.mark.parametrize(
+    ("tool_id", "shown"),
+    [
+        ("x" * 200_000, "'" + "x" * 80 + "...'"),
+        ("records.lookup\nrun r: ok", "'records.lookup\\nrun r: ok'"),
+    ],
+    ids=["200-KB", "newline"],
+)
+async def test_calls_to_tools_named_past_one_short_visible_line_are_refused(
+    tool_id: str, shown: str
+) -> None:
+    # No tool ID is; refused as an unknown tool, a made-up 200 KB name came back to the model
+    # twice in its not_permitted error (a 400 KB tool result).
+    rt = Runtime()
+    planner = ScriptedPlanner(
+        [turn(("c1", "records.lookup", {"id": "1"}), ("c2", tool_id, {})), answer()]
+    )
+    executor = register(rt, planner)
+    with pytest.raises(ToolCallIdError) as info:
+        await rt.client("test.agent").run("go")
+    message = str(info.value)
+    assert f"(call ID 'c2') to a tool named {shown}" in message, message
+    assert "at most 256 characters" in message and len(message) < 500
+    assert "\n" not in message
+    assert executor.calls == []
+    assert len(planner.inputs) == 1  # the model never read a result of that turn
