@@ -12,6 +12,7 @@ from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeIn
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError
+from agentgen.runtime.runs.results import outcome_of
 from agentgen.runtime.runs.steps import Verdict
 from agentgen.runtime.search.document import search_document
 from tests.runtime.agents import ScriptedPlanner, answer, calls, records_definition, register
@@ -213,6 +214,41 @@ async def test_consecutive_failures_limit_finalizes() -> None:
     register(rt, planner, records_definition(policy=RunPolicy(max_consecutive_failed_tool_calls=2)))
     outcome = await rt.client("test.agent").run("go")
     assert [i.finalize for i in planner.inputs[1:]] == [False, True]  # type: ignore[attr-defined]
+    assert outcome.final_text == "gave up"
+
+
+async def test_every_call_not_answered_ok_counts_as_failed_a_denied_one_too() -> None:
+    # The limit counts results, not causes: a call denied at confirmation or refused counts as
+    # one that raised, and only a call answered without error resets the count (docs/runtime.md).
+    from dataclasses import replace
+
+    from agentgen.runtime.contracts.specs import ConfirmationSpec
+
+    async def confirm(request: object) -> bool:
+        return False
+
+    specs = tuple(
+        replace(s, confirmation=ConfirmationSpec("Search?", "No."))
+        if s.id == "records.search"
+        else s
+        for s in records_definition().specs
+    )
+    rt = Runtime(confirm=confirm)
+    planner = ScriptedPlanner(
+        [
+            calls(("records.search", {"query": "x"})),  # denied: 1
+            calls(("records.lookup", {"id": "1"}), prefix="d"),  # ok: 0
+            calls(("records.search", {"query": "y"}), prefix="e"),  # denied: 1
+            calls(("records.unknown", {}), prefix="f"),  # refused: 2
+            answer("gave up"),
+        ]
+    )
+    policy = RunPolicy(max_consecutive_failed_tool_calls=2)
+    register(rt, planner, records_definition(specs=specs, policy=policy))
+    outcome = await rt.client("test.agent").run("go")
+    assert [i.finalize for i in planner.inputs[1:]] == [False, False, False, True]  # type: ignore[attr-defined]
+    kinds = [outcome_of(m.parts[0]) for m in outcome.transcript if m.role == "tool"]  # type: ignore[arg-type]
+    assert kinds == ["denied", "ok", "denied", "not_permitted"]
     assert outcome.final_text == "gave up"
 
 
