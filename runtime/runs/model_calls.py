@@ -120,7 +120,13 @@ class _Bounded:
         return response
 
     def __getattr__(self, name: str) -> Any:
-        # A planner may use more of the client it registered than ``complete``.
+        """The client's other attributes, as they are: a planner may use more of the client
+        it registered than ``complete``. They are neither bounded by ``model_timeout`` nor
+        counted in the run's usage. Neither the run loop nor ``ModelPlanner`` calls anything
+        but ``complete`` (the built-in adapters' other methods, ``supports_tool_changes`` and
+        ``supports_error_status``, ask no model), so both guarantees hold for every model
+        call the runtime makes; a planner calling a model through another method of its own
+        client bounds and counts that call itself."""
         return getattr(self._client, name)
 
 
