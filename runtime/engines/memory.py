@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.local import run_agent
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
-from agentgen.runtime.tasks import is_seconds
+from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_seconds
 
 __all__ = ["InMemoryEngine"]
 
@@ -22,10 +22,15 @@ class InMemoryEngine:
     """
 
     def __init__(self, *, tool_timeout: float | None = None) -> None:
-        if tool_timeout is not None and not is_seconds(tool_timeout):
+        # The floor of the other timeouts a run takes (RunPolicy.model_timeout, the DSL's
+        # durations; Temporal's timers count whole milliseconds), so that one value is taken
+        # or refused alike wherever it is given.
+        if tool_timeout is not None and not (
+            is_seconds(tool_timeout) and tool_timeout >= MIN_TIMEOUT_S
+        ):
             raise ValueError(
-                f"InMemoryEngine(tool_timeout={tool_timeout!r}): a tool timeout is a positive "
-                "number of seconds, or None to bound nothing"
+                f"InMemoryEngine(tool_timeout={tool_timeout!r}): a tool timeout is a positive, "
+                "finite number of seconds, at least 0.001 (1 ms), or None to bound nothing"
             )
         self.tool_timeout = tool_timeout
 

@@ -638,7 +638,15 @@ async def test_the_engine_tool_timeout_bounds_the_wait_for_a_registry_outcome() 
     assert registry.cancelled == ["result"]
 
 
-@pytest.mark.parametrize("timeout", [0, -1, float("inf"), float("nan"), True, "5"])
-def test_a_tool_timeout_is_positive_seconds(timeout: Any) -> None:
-    with pytest.raises(ValueError, match="tool timeout is a positive number of seconds"):
+@pytest.mark.parametrize("timeout", [0, -1, float("inf"), float("nan"), True, "5", 0.0005, 1e-7])
+def test_a_tool_timeout_is_positive_seconds_of_at_least_1_ms(timeout: Any) -> None:
+    # Under 1 ms is refused as RunPolicy.model_timeout and the DSL's durations refuse it.
+    with pytest.raises(
+        ValueError,
+        match=r"tool timeout is a positive, finite number of seconds, at least 0\.001 \(1 ms\)",
+    ):
         InMemoryEngine(tool_timeout=timeout)
+
+
+def test_a_tool_timeout_of_1_ms_is_taken() -> None:
+    assert InMemoryEngine(tool_timeout=0.001).tool_timeout == 0.001
