@@ -54,11 +54,6 @@ def trace(transcript: TextIO, color: bool | None) -> None:
             f"{name}: not a stored transcript ({exc}); write one with "
             "agentgen.runtime.transcript.dumps(outcome.transcript)"
         ) from None
-    except RecursionError:
-        raise click.ClickException(
-            f"{name}: not a stored transcript (JSON nested too deeply to read); write one "
-            "with agentgen.runtime.transcript.dumps(outcome.transcript)"
-        ) from None
     try:
         print_trace(messages, file=sys.stdout, color=color)
     except TraceError as exc:

@@ -37,9 +37,9 @@ def loads(text: str) -> tuple[Message, ...]:
         data = decode_nested(text, MAX_TRANSCRIPT_DEPTH, exact=False)
     except NestingError:
         raise ValueError(
-            f"a stored transcript is nested deeper than {MAX_TRANSCRIPT_DEPTH} levels (the "
-            "limit for stored transcripts); transcripts written by dumps nest far less: it "
-            "was not written by dumps, or was changed since"
+            f"nested deeper than {MAX_TRANSCRIPT_DEPTH} levels, the limit for a stored "
+            "transcript; what dumps writes nests far less, so this text was not written by "
+            "dumps or was changed since"
         ) from None
     if not isinstance(data, list):
         raise ValueError("a stored transcript is a JSON list of messages")
