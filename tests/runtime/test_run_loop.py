@@ -246,7 +246,7 @@ async def test_every_call_not_answered_ok_counts_as_failed_a_denied_one_too() ->
     policy = RunPolicy(max_consecutive_failed_tool_calls=2)
     register(rt, planner, records_definition(specs=specs, policy=policy))
     outcome = await rt.client("test.agent").run("go")
-    assert [i.finalize for i in planner.inputs[1:]] == [False, False, False, True]  # type: ignore[attr-defined]
+    assert [i.finalize for i in planner.inputs[1:]] == [False, False, False, True]
     kinds = [outcome_of(m.parts[0]) for m in outcome.transcript if m.role == "tool"]  # type: ignore[arg-type]
     assert kinds == ["denied", "ok", "denied", "not_permitted"]
     assert outcome.final_text == "gave up"
