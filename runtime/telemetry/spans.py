@@ -383,7 +383,7 @@ class Planning(_Operation):
                 self.span.add_event(
                     "agentgen.tool.result",
                     {
-                        names.TOOL_NAME: _cut(tool_id),
+                        names.TOOL_NAME: tool_id,
                         names.TOOL_CALL_ID: call_id,
                         names.TOOL_OUTCOME: outcome,
                     },
