@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentgen.runtime.contracts.json_equality import identity
+from agentgen.runtime.contracts.subschemas import item_subschemas
 from agentgen.runtime.json_pointer import resolve_reference
 
 __all__ = [
@@ -104,7 +105,7 @@ class _Reader:
         if isinstance(value, list):
             branches = self._branches(schemas)
             return [
-                self._walk(item, self._item(branches, index), (*place, index))
+                self._walk(item, item_subschemas(branches, index), (*place, index))
                 for index, item in enumerate(value)
             ]
         return value
@@ -169,19 +170,6 @@ class _Reader:
             additional = branch.get("additionalProperties")
             if isinstance(additional, Mapping):
                 found.append(additional)
-        return found
-
-    @staticmethod
-    def _item(branches: list[Any], index: int) -> list[Any]:
-        found = []
-        for branch in branches:
-            prefix = branch.get("prefixItems")
-            if isinstance(prefix, list) and index < len(prefix):
-                found.append(prefix[index])
-                continue
-            items = branch.get("items")
-            if isinstance(items, Mapping):
-                found.append(items)
         return found
 
 
@@ -300,9 +288,9 @@ def literal_mismatch(value: Any, schema: Mapping[str, Any]) -> tuple[Place, Any]
         if isinstance(node, dict):
             children = ((k, item, property_of(at, held, k)) for k, item in node.items())
         elif any("prefixItems" in branch for branch in held):
-            children = ((i, item, reader._item(held, i)) for i, item in enumerate(node))
+            children = ((i, item, item_subschemas(held, i)) for i, item in enumerate(node))
         else:
-            items = reader._item(held, len(node))
+            items = item_subschemas(held, len(node))
             children = ((i, item, items) for i, item in enumerate(node))
         for step, item, subschemas in children:
             if not subschemas:

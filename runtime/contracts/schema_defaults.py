@@ -18,6 +18,7 @@ from typing import Any
 
 from agentgen.runtime.contracts.canonical import compact_json
 from agentgen.runtime.contracts.json_equality import identity
+from agentgen.runtime.contracts.subschemas import item_subschemas
 from agentgen.runtime.json_pointer import resolve_reference
 
 __all__ = ["DefaultsTooLarge", "fill_defaults"]
@@ -75,7 +76,7 @@ def fill_defaults(
         applying = _applying(schema, parts, node)
         if isinstance(node, list):
             return [
-                walk(item, _items(applying, index), [*path, index])
+                walk(item, item_subschemas(applying, index), [*path, index])
                 for index, item in enumerate(node)
             ]
         if len(applying) == 1:  # the usual case: the same schema for many objects
@@ -215,19 +216,6 @@ def _tag_refuses(root: Mapping[str, Any], branch: Mapping[str, Any], node: dict[
         if isinstance(values, list) and identity(node[name]) not in map(identity, values):
             return True
     return False
-
-
-def _items(applying: list[Mapping[str, Any]], index: int) -> list[Any]:
-    found = []
-    for part in applying:
-        prefix = part.get("prefixItems")
-        if isinstance(prefix, list) and index < len(prefix):
-            found.append(prefix[index])
-            continue
-        items = part.get("items")
-        if isinstance(items, Mapping):
-            found.append(items)
-    return found
 
 
 def _resolved(root: Mapping[str, Any], part: Any) -> Any:
