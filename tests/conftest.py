@@ -114,3 +114,32 @@ def _forget_recorded_spans() -> Iterator[None]:
     yield
     if record_telemetry.cache_info().currsize:
         record_telemetry().clear()
+
+
+#: Words Snowball 2's English stemmer stemmed otherwise than Snowball 3 (agentgen's version).
+SNOWBALL_2 = {"added": "ad", "adding": "ad", "paste": "past"}
+
+
+@pytest.fixture
+def snowball_2_stemmer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyStemmer replaced by one stemming :data:`SNOWBALL_2`'s words as Snowball 2 did (and
+    every other word as the installed one), with no stemmer made or word stemmed yet: what an
+    environment with another Snowball version gives agentgen."""
+    import threading
+
+    import Stemmer  # type: ignore[import-not-found]
+
+    from agentgen.runtime.search import analysis
+
+    real = Stemmer.Stemmer("english")
+
+    class Snowball2:
+        def __init__(self, language: str) -> None:
+            assert language == "english"
+
+        def stemWord(self, word: str) -> str:
+            return SNOWBALL_2.get(word) or str(real.stemWord(word))
+
+    monkeypatch.setattr(Stemmer, "Stemmer", Snowball2)
+    monkeypatch.setattr(analysis, "_local", threading.local())
+    analysis.stem.cache_clear()

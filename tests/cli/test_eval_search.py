@@ -412,31 +412,12 @@ def test_the_library_reports_progress_by_stage() -> None:
     ]
 
 
+@pytest.mark.usefixtures("snowball_2_stemmer")
 def test_a_stemmer_of_another_version_is_an_error_of_the_environment_not_a_bug(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     # StemmerVersionError says what to install; the CLI printed it as "a bug in agentgen"
     # with a traceback (exit 3).
-    import threading
-
-    import Stemmer  # type: ignore[import-not-found]
-
-    from agentgen.runtime.search import analysis
-
-    real = Stemmer.Stemmer("english")
-
-    class Snowball2:
-        """Stems "adding" as Snowball 2 did, everything else as the installed stemmer."""
-
-        def __init__(self, language: str) -> None:
-            assert language == "english"
-
-        def stemWord(self, word: str) -> str:
-            return "ad" if word == "adding" else str(real.stemWord(word))
-
-    monkeypatch.setattr(Stemmer, "Stemmer", Snowball2)
-    monkeypatch.setattr(analysis, "_local", threading.local())  # no stemmer made yet
-    analysis.stem.cache_clear()  # so a word is stemmed, and the stemmer made
     catalog, queries = tmp_path / "catalog.json", tmp_path / "queries.json"
     catalog.write_text(json.dumps(TOOLS))
     queries.write_text(json.dumps(QUERIES))

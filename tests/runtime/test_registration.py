@@ -338,29 +338,11 @@ def test_tools_of_a_package_generated_with_another_search_version_are_refused(
     register(rt, ScriptedPlanner([]), records_definition(specs=fresh))  # the fresh one registers
 
 
-def test_an_agent_that_searches_is_refused_when_the_stemmer_gives_other_stems(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.mark.usefixtures("snowball_2_stemmer")
+def test_an_agent_that_searches_is_refused_when_the_stemmer_gives_other_stems() -> None:
     # Such an agent registered, then its run failed at the model's first tool search.
-    import threading
-
-    import Stemmer  # type: ignore[import-not-found]
-
     from agentgen.runtime.search import analysis
 
-    real = Stemmer.Stemmer("english")
-
-    class Snowball2:
-        """Stems "added" as Snowball 2 did, everything else as the installed stemmer."""
-
-        def __init__(self, language: str) -> None:
-            assert language == "english"
-
-        def stemWord(self, word: str) -> str:
-            return "ad" if word == "added" else str(real.stemWord(word))
-
-    monkeypatch.setattr(Stemmer, "Stemmer", Snowball2)
-    monkeypatch.setattr(analysis, "_local", threading.local())  # no stemmer made yet
     rt = Runtime()
     refused = {
         "test.agent": records_definition(),  # deferred tools

@@ -116,25 +116,8 @@ def test_snowball_3_stems() -> None:
     ]
 
 
-def test_a_stemmer_with_other_stems_is_refused_before_any_word_is_stemmed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import Stemmer  # type: ignore[import-not-found]
-
-    real = Stemmer.Stemmer("english")
-    snowball_2 = {"added": "ad", "adding": "ad", "paste": "past"}
-
-    class Snowball2:
-        """Stems a few words as Snowball 2 did, everything else as the installed stemmer."""
-
-        def __init__(self, language: str) -> None:
-            assert language == "english"
-
-        def stemWord(self, word: str) -> str:
-            return snowball_2.get(word) or str(real.stemWord(word))
-
-    monkeypatch.setattr(Stemmer, "Stemmer", Snowball2)
-    monkeypatch.setattr(analysis, "_local", threading.local())  # no stemmer made yet
+@pytest.mark.usefixtures("snowball_2_stemmer")
+def test_a_stemmer_with_other_stems_is_refused_before_any_word_is_stemmed() -> None:
     with pytest.raises(analysis.StemmerVersionError) as caught:
         analysis._stemmer()
     message = str(caught.value)
