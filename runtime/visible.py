@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from unicodedata import category
 
-__all__ = ["escape", "visible"]
+__all__ = ["QUOTED_LENGTH", "escape", "quoted", "visible"]
+
+#: How much of a text that comes from outside (a name or ID a model made up) an error message
+#: quotes: enough to recognise it, while one of 200 KB is not echoed whole.
+QUOTED_LENGTH = 80
 
 
 def visible(text: str, keep: str = "") -> str:
@@ -32,3 +36,15 @@ def escape(char: str) -> str:
     if code <= 0xFFFF:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
+
+
+def quoted(text: object) -> str:
+    """``text`` quoted for an error message: the ``repr`` of its first :data:`QUOTED_LENGTH`
+    characters, then ``...`` if it is longer (a value that is not a string: its ``repr``, cut
+    the same way). The run loop and the model adapters quote a made-up tool name or call ID
+    this way, so that one of any size is recognisable, yet never echoed whole into logs,
+    traces or the model's next request."""
+    if not isinstance(text, str):
+        shown = repr(text)
+        return shown if len(shown) <= QUOTED_LENGTH else shown[:QUOTED_LENGTH] + "..."
+    return repr(text[:QUOTED_LENGTH] + ("..." if len(text) > QUOTED_LENGTH else ""))

@@ -65,6 +65,7 @@ from agentgen.runtime.model_client import (
     Usage,
 )
 from agentgen.runtime.telemetry.spans import model_response, searched
+from agentgen.runtime.visible import quoted
 
 __all__ = ["TOOL_CHANGE_MODELS", "AnthropicMessagesModel"]
 
@@ -325,13 +326,13 @@ class AnthropicMessagesModel:
         tool_id = names.tool_id(name)
         if tool_id is None or tool_id not in permitted:
             raise ToolIdentityError(
-                f"{what} called {name!r}, which is not a tool this request permits"
+                f"{what} called {quoted(name)}, which is not a tool this request permits"
             )
         if arguments is not None and not isinstance(arguments, Mapping):
             # Replay sends calls' arguments back as objects: accepting this would break every
             # later request of the conversation.
             raise broken_reply(
-                f"{what} calls {name!r} (tool_use {call_id!r}) with input of type "
+                f"{what} calls {name!r} (tool_use {quoted(call_id)}) with input of type "
                 f"{type(arguments).__name__}, not a JSON object"
             )
         return ToolCallPart(
@@ -382,8 +383,9 @@ def _refuse_cut(
             what,
             stop_reason,
             max_tokens,
-            f"while calling {calls[-1].tool_id!r} (tool_use {calls[-1].call_id!r}, stop_reason "
-            f"{stop_reason!r}): its input may be cut short, so no call of the reply is run",
+            f"while calling {calls[-1].tool_id!r} (tool_use {quoted(calls[-1].call_id)}, "
+            f"stop_reason {stop_reason!r}): its input may be cut short, so no call of the reply "
+            "is run",
         )
 
 

@@ -62,6 +62,7 @@ from agentgen.runtime.model_client import (
     Usage,
 )
 from agentgen.runtime.telemetry.spans import model_response
+from agentgen.runtime.visible import quoted
 
 __all__ = ["ERROR_STATUS_MODELS", "REASONING_KEY", "BedrockConverseModel"]
 
@@ -393,7 +394,8 @@ def _decode(
             tool_id = names.tool_id(use.get("name", ""))
             if tool_id is None or tool_id not in callable_ids:
                 raise ToolIdentityError(
-                    f"{what} called {use.get('name')!r}, which this request does not let it call"
+                    f"{what} called {quoted(use.get('name'))}, which this request does not let "
+                    "it call"
                 )
             call_id = claim_call_id(what, use.get("name"), use.get("toolUseId"), "toolUseId", seen)
             seen.add(call_id)
@@ -401,7 +403,7 @@ def _decode(
                 # Replay sends calls' arguments back as objects: accepting this would break
                 # every later request of the conversation.
                 raise broken_reply(
-                    f"{what} calls {use.get('name')!r} (toolUseId {call_id!r}) with input of "
+                    f"{what} calls {use.get('name')!r} (toolUseId {quoted(call_id)}) with input of "
                     f"type {type(use.get('input')).__name__}, not a JSON object"
                 )
             parts.append(ToolCallPart(call_id, tool_id, json.dumps(use.get("input"))))
@@ -417,8 +419,9 @@ def _decode(
             what,
             stop_reason,
             request.max_tokens,
-            f"while calling {calls[-1].tool_id!r} (toolUseId {calls[-1].call_id!r}, stopReason "
-            f"{stop_reason!r}): its input may be cut short, so no call of the reply is run",
+            f"while calling {calls[-1].tool_id!r} (toolUseId {quoted(calls[-1].call_id)}, "
+            f"stopReason {stop_reason!r}): its input may be cut short, so no call of the reply "
+            "is run",
         )
     refuse_empty_reply(what, parts, stop_reason)
     metadata: dict[str, Any] = {}

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentgen.runtime.messages import Part, TextPart, ToolCallPart
 from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
+from agentgen.runtime.visible import quoted
 
 __all__ = [
     "CUT_STOPS",
@@ -364,8 +365,8 @@ def call_under_no_tool_choice(what: str, name: object) -> ToolIdentityError:
     final-answer-only request: the run's tool budget is spent), so that no adapter hands one
     to the run."""
     return ToolIdentityError(
-        f"{what} called {name!r}, though the request's tool choice was 'none' (no tool may be "
-        "called: a final-answer-only request); the reply is refused"
+        f"{what} called {quoted(name)}, though the request's tool choice was 'none' (no tool may "
+        "be called: a final-answer-only request); the reply is refused"
     )
 
 

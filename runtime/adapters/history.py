@@ -38,6 +38,7 @@ from agentgen.runtime.contracts.canonical import canonical_bytes
 from agentgen.runtime.contracts.json_values import find_lone_surrogate, lone_surrogate
 from agentgen.runtime.messages import Message, Part, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ModelError
+from agentgen.runtime.visible import quoted
 
 __all__ = [
     "FINGERPRINT_KEY",
@@ -140,8 +141,8 @@ def claim_call_id(
     if not isinstance(call_id, str) or not call_id or any(call_id in ids for ids in taken):
         problem = "is empty" if not call_id else "an earlier call already has"
         raise DuplicateCallIdError(
-            f"{what} calls {name!r} with {field} {call_id!r}, which {problem}; call IDs must "
-            "be unique within a conversation, so the reply is refused"
+            f"{what} calls {quoted(name)} with {field} {quoted(call_id)}, which {problem}; call "
+            "IDs must be unique within a conversation, so the reply is refused"
         )
     return call_id
 

@@ -64,6 +64,7 @@ from agentgen.runtime.search.index import (
     SearchIndex,
 )
 from agentgen.runtime.telemetry.spans import SearchRound, model_response
+from agentgen.runtime.visible import quoted
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -394,13 +395,13 @@ class _Invocation:
         tool_id = self.names.tool_id(name)
         if tool_id is None or tool_id not in self.permitted_ids:
             raise ToolIdentityError(
-                f"{what} called {name!r}, which is not a tool this request permits"
+                f"{what} called {quoted(name)}, which is not a tool this request permits"
             )
         namespace = item.get("namespace") or None
         if namespace is not None:
             if namespace != name or name not in self.replay.namespaces:
                 raise ToolIdentityError(
-                    f"{what} called {tool_id!r} in namespace {namespace!r}, but no search "
+                    f"{what} called {tool_id!r} in namespace {quoted(namespace)}, but no search "
                     f"loaded it there (loaded tools are called in the namespace {name!r} their "
                     "search output declared)"
                 )
@@ -590,9 +591,9 @@ def _require_complete_call(
     if not function and status != "incomplete":
         return  # the search call's parser refuses any other status, naming it
     call = (
-        f"a call to {item.get('name')!r}"
+        f"a call to {quoted(item.get('name'))}"
         if function
-        else f"tool search call {item.get('call_id')!r}"
+        else f"tool search call {quoted(item.get('call_id'))}"
     )
     reason = _incomplete_reason(raw)
     if reason == "max_output_tokens":

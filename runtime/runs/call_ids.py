@@ -17,6 +17,7 @@ from collections.abc import Iterable, MutableMapping
 
 from agentgen.runtime.messages import ToolCallPart
 from agentgen.runtime.runs.requests import ToolCallIdError
+from agentgen.runtime.visible import quoted
 
 __all__ = ["MAX_CALL_ID_LENGTH", "claim_call_ids"]
 
@@ -36,8 +37,8 @@ def claim_call_ids(
             # Refused like a call ID: as an unknown tool, the name would come back to the model
             # in full in its not_permitted error, and reach logs and traces.
             raise ToolCallIdError(
-                f"agent {agent_id!r}: {where} holds a call (call ID {_shown(call.call_id)}) to "
-                f"a tool named {_shown(call.tool_id)}, which is not one line of visible text "
+                f"agent {agent_id!r}: {where} holds a call (call ID {quoted(call.call_id)}) to "
+                f"a tool named {quoted(call.tool_id)}, which is not one line of visible text "
                 f"of at most {MAX_CALL_ID_LENGTH} characters, and so no tool of any agent; "
                 "nothing of that turn was run"
             )
@@ -49,7 +50,7 @@ def claim_call_ids(
         if not _one_short_line(call.call_id):
             raise ToolCallIdError(
                 f"agent {agent_id!r}: {where} holds a call to {call.tool_id!r} whose call ID "
-                f"{_shown(call.call_id)} is not one line of visible text of at most "
+                f"{quoted(call.call_id)} is not one line of visible text of at most "
                 f"{MAX_CALL_ID_LENGTH} characters; nothing of that turn was run"
             )
         earlier = seen.get(call.call_id)
@@ -64,8 +65,3 @@ def claim_call_ids(
 
 def _one_short_line(text: str) -> bool:
     return len(text) <= MAX_CALL_ID_LENGTH and text.isprintable()
-
-
-def _shown(text: str) -> str:
-    """``text`` quoted for an error message: its first 80 characters, escaped."""
-    return repr(text[:80] + ("..." if len(text) > 80 else ""))
