@@ -258,6 +258,13 @@ def test_a_step_failure_whose_message_cannot_be_read_fails_the_activity_as_itsel
         ("retry_maximum_attempts", 2.5),
         ("continue_as_new_after_events", math.nan),  # was never reached: no continue-as-new
         ("max_payload_bytes", True),
+        # Under 1 ms: Temporal's timers count whole milliseconds, so it acted as zero, where
+        # RunPolicy.model_timeout, InMemoryEngine(tool_timeout) and the DSL refuse it.
+        ("tool_timeout", 0.0005),
+        ("planning_timeout", 1e-7),
+        ("step_timeout", 0.0009),
+        ("heartbeat_timeout", 0.0001),
+        ("retry_initial_interval", 1e-9),
     ],
 )
 def test_settings_refuse_values_that_cannot_work(field: str, value: float) -> None:
@@ -265,9 +272,16 @@ def test_settings_refuse_values_that_cannot_work(field: str, value: float) -> No
         TemporalSettings(**{field: value})
 
 
+def test_settings_refuse_a_duration_under_a_millisecond_as_other_timeouts_do() -> None:
+    with pytest.raises(ValueError, match=r"tool_timeout must be .*at least 0\.001 \(1 ms"):
+        TemporalSettings(tool_timeout=0.0005)
+
+
 def test_settings_take_temporals_whole_range() -> None:
     longest = TemporalSettings(tool_timeout=LONGEST_DURATION, retry_maximum_attempts=10**6)
     assert longest.tool_timeout == LONGEST_DURATION
+    shortest = TemporalSettings(tool_timeout=0.001, step_timeout=0.001, heartbeat_timeout=0.001)
+    assert (shortest.tool_timeout, shortest.heartbeat_timeout) == (0.001, 0.001)
     assert TemporalSettings(retry_initial_interval=5, retry_maximum_interval=5).retry_backoff == 2
 
 

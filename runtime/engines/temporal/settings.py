@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_seconds
+
 __all__ = ["LONGEST_DURATION", "TemporalSettings"]
 
 
@@ -51,6 +53,9 @@ class TemporalSettings:
     def __post_init__(self) -> None:
         # Checked here, where the application builds them: a value Temporal cannot take fails
         # the workflow's task, which Temporal retries for ever (the run hangs, unexplained).
+        # The floor is that of the other timeouts a run takes (RunPolicy.model_timeout,
+        # InMemoryEngine(tool_timeout), the DSL's durations): Temporal's timers count whole
+        # milliseconds, so a shorter duration acts as zero.
         for name in (
             "planning_timeout",
             "tool_timeout",
@@ -60,9 +65,10 @@ class TemporalSettings:
             "retry_maximum_interval",
         ):
             value = getattr(self, name)
-            if not (_number(value) and 0 < value <= LONGEST_DURATION):
+            if not (is_seconds(value) and MIN_TIMEOUT_S <= value <= LONGEST_DURATION):
                 raise ValueError(
-                    f"TemporalSettings.{name} must be positive seconds, at most "
+                    f"TemporalSettings.{name} must be positive seconds, at least 0.001 (1 ms: "
+                    "Temporal's timers count whole milliseconds) and at most "
                     f"{LONGEST_DURATION:,} (Temporal's longest duration), not {value!r}"
                 )
         if not (_number(self.retry_backoff) and 1 <= self.retry_backoff < math.inf):
