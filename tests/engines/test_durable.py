@@ -632,10 +632,14 @@ async def test_a_waiting_run_no_worker_answers_for_is_not_read_as_waiting_for_no
     async with durable.serving(rt):
         await engine.start(rt, request)
         (pending,) = await _pending(engine, "unanswered")
+    # Both causes are named, with what to check for each: no worker polling the queue, or
+    # every worker busy past the query's timeout (the message named only the first).
     unanswered = (
         r"run 'unanswered': its pending confirmations could not be read \(.*\); a worker answers "
-        rf"that query: check that one polls the run's task queue \(this engine's is "
-        rf"'{engine.task_queue}'\)"
+        r"that query, and none did within 0\.5 s: either no worker polls the run's task queue "
+        rf"\(this engine's is '{engine.task_queue}': check that one runs for it, agentgen worker "
+        r"--task-queue \.\.\.\), or every worker polling it was busy past that time \(check "
+        r"the workers' load"
     )
     with pytest.raises(RuntimeError, match=unanswered):
         await engine.pending_confirmations("unanswered")

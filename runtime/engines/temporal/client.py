@@ -478,11 +478,16 @@ class TemporalEngine:
                 return None
             if isinstance(exc, RPCError) and exc.status == RPCStatusCode.NOT_FOUND:
                 raise await _unknown(exc, workflow_id, client) from None
+            # An unanswered query looks the same whether no worker polls the queue or every
+            # one is too busy to take the query's workflow task in time: name both.
             raise RuntimeError(
                 f"run {workflow_id!r}: its pending confirmations could not be read "
-                f"({type(exc).__name__}: {exc}); a worker answers that query: check that one "
-                f"polls the run's task queue (this engine's is {self.task_queue!r}), then ask "
-                "again"
+                f"({type(exc).__name__}: {exc}); a worker answers that query, and none did "
+                f"within {_QUERY_TIMEOUT.total_seconds():g} s: either no worker polls the run's "
+                f"task queue (this engine's is {self.task_queue!r}: check that one runs for it, "
+                "agentgen worker --task-queue ...), or every worker polling it was busy past "
+                "that time (check the workers' load: a worker stuck in a long workflow task, "
+                "or too few workers for the runs); then ask again"
             ) from None
         return status
 
