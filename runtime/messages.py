@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from agentgen.runtime.visible import quoted
 from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
@@ -176,8 +177,7 @@ def _part(data: Mapping[str, Any]) -> Part:
     kind = data.get("kind")
     # An object or list is not hashable: checked first, so it is a ValueError like any kind.
     if not isinstance(kind, str) or kind not in _PART_FIELDS:
-        shown = repr(kind)
-        shown = shown if len(shown) <= 80 else shown[:80] + "..."
+        shown = quoted(kind)
         raise ValueError(f"unknown message part kind {shown} (one of {', '.join(_PART_FIELDS)})")
     cls, types, optional = _PART_FIELDS[kind]
     fields = {k: v for k, v in data.items() if k != "kind"}

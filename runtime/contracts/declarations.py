@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 
 from agentgen.runtime.contracts.json_values import surrogate_problem
 from agentgen.runtime.contracts.limits import MAX_DESCRIPTION_CHARS, MAX_TEXT_CHARS
+from agentgen.runtime.visible import quoted
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -122,8 +123,7 @@ Audience = Literal["timeline", "internal", "evidence"]
 def shown(value: object) -> str:
     """A name for messages: ``repr`` of text, cut short (a 10,000-character name, or one with
     control characters, must not flood or forge the message that refuses it)."""
-    text = value if isinstance(value, str) else "?"
-    return repr(text if len(text) <= 80 else text[:80] + "...")
+    return quoted(value if isinstance(value, str) else "?")
 
 
 class ContractError(ValueError):

@@ -27,6 +27,7 @@ from agentgen.runtime.search.analysis import (
     normalized,
     text_words,
 )
+from agentgen.runtime.visible import quoted
 
 __all__ = [
     "CLASSIC_VERSION",
@@ -218,7 +219,7 @@ class SearchDocument:
             largest = max(word_counts)
             if largest > MAX_WORD_COUNT:
                 raise ValueError(
-                    f"tool search document counts the word {_shown(term)} "
+                    f"tool search document counts the word {quoted(term)} "
                     f"{_shown_count(largest)} times in one field, more than the "
                     f"{MAX_WORD_COUNT:,} a tool's text can hold: publish the document agentgen "
                     "counts (search_document), or regenerate the provider"
@@ -404,11 +405,6 @@ def parameter_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
 
     walk(schema, 0)
     return names, texts
-
-
-def _shown(word: str) -> str:
-    """A word for a message, cut short: words read from a registry may be of any length."""
-    return repr(word if len(word) <= 80 else word[:80] + "...")
 
 
 def _shown_count(count: int) -> str:
