@@ -10,7 +10,6 @@ import dataclasses
 import itertools
 import json
 import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 
 from agentgen.runtime import Runtime
 from agentgen.runtime.registry import http_client
-from agentgen.runtime.registry.client import CallRef, RegistryError, ToolCallMeta
+from agentgen.runtime.registry.client import CallRef, RegistryError
 from agentgen.runtime.registry.http_client import (
     ENV_TOKEN,
     HttpRegistryClient,
@@ -29,7 +28,7 @@ from agentgen.runtime.registry.http_client import (
 )
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
 from tests.registry.conftest import Running, running_registry
-from tests.registry.test_provider_resilience import Echo, serving
+from tests.registry.test_provider_resilience import Echo, admit, call, serving
 
 SECRET = "s3cr3t-provider-token"
 
@@ -154,15 +153,7 @@ async def test_waits_at_the_bounds_are_taken(registry: Running) -> None:
     impl = Echo()
     async with serving(registry.url, impl):
         async with HttpRegistryClient(registry.url, call_wait_ms=60_000) as client:
-            resolved = await client.resolve_toolset("echo")
-            ref = await client.call_resolved_tool(
-                toolset="echo",
-                tool="echo.say",
-                payload_json=json.dumps({"text": "hi"}),
-                meta=ToolCallMeta(run_id=uuid.uuid4().hex, tool_call_id="c1"),
-                expected_registration_token=resolved.registration_token,
-            )
-            outcome = await HttpResultStream(client, poll_ms=60_000).await_result(ref)
+            outcome = await call(registry.url, "hi", poll_ms=60_000, client=client)
             assert HttpResultStream(client, poll_ms=0).poll_ms == 0
     assert (outcome.status, json.loads(outcome.payload_json)) == ("completed", {"said": "hi"})
 
@@ -175,14 +166,7 @@ async def test_a_result_stream_that_does_not_wait_pauses_between_pending_polls(
     impl = Echo()
     async with serving(registry.url, impl):
         async with HttpRegistryClient(registry.url, call_wait_ms=0) as client:
-            resolved = await client.resolve_toolset("echo")
-            ref = await client.call_resolved_tool(
-                toolset="echo",
-                tool="echo.say",
-                payload_json=json.dumps({"text": "wait"}),
-                meta=ToolCallMeta(run_id=uuid.uuid4().hex, tool_call_id="c1"),
-                expected_registration_token=resolved.registration_token,
-            )
+            ref = await admit(client, "wait")
             asked: list[float] = []
             poll = client.poll_result
 

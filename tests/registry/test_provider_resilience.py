@@ -23,7 +23,7 @@ import agentgen.runtime.registry.provider as provider_module
 from agentgen.runtime import OutcomeUnknownError, ToolContext
 from agentgen.runtime.contracts.wire import fingerprint
 from agentgen.runtime.registry import api
-from agentgen.runtime.registry.client import CallOutcome, RegistryError, ToolCallMeta
+from agentgen.runtime.registry.client import CallOutcome, CallRef, RegistryError, ToolCallMeta
 from agentgen.runtime.registry.http_client import HttpRegistryClient, HttpResultStream
 from agentgen.runtime.registry.provider import (
     ProviderSetupError,
@@ -105,18 +105,23 @@ async def call(
 ) -> CallOutcome:
     consumer = client or HttpRegistryClient(url, call_wait_ms=0)
     try:
-        resolved = await consumer.resolve_toolset("echo")
-        ref = await consumer.call_resolved_tool(
-            toolset="echo",
-            tool="echo.say",
-            payload_json=json.dumps({"text": text}),
-            meta=ToolCallMeta(run_id=uuid.uuid4().hex, tool_call_id="c1"),
-            expected_registration_token=resolved.registration_token,
-        )
+        ref = await admit(consumer, text)
         return await HttpResultStream(consumer, poll_ms=poll_ms).await_result(ref)
     finally:
         if client is None:
             await consumer.aclose()
+
+
+async def admit(client: HttpRegistryClient, text: str) -> CallRef:
+    """A call of echo.say with ``text``, admitted through ``client`` (its outcome not awaited)."""
+    resolved = await client.resolve_toolset("echo")
+    return await client.call_resolved_tool(
+        toolset="echo",
+        tool="echo.say",
+        payload_json=json.dumps({"text": text}),
+        meta=ToolCallMeta(run_id=uuid.uuid4().hex, tool_call_id="c1"),
+        expected_registration_token=resolved.registration_token,
+    )
 
 
 async def until(condition: Callable[[], bool]) -> None:
