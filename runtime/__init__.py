@@ -33,6 +33,9 @@ if TYPE_CHECKING:
         BedrockConverseModel as BedrockConverseModel,
     )
     from agentgen.runtime.adapters import (
+        EmptyRefusalError as EmptyRefusalError,
+    )
+    from agentgen.runtime.adapters import (
         EmptyReplyError as EmptyReplyError,
     )
     from agentgen.runtime.adapters import (
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
     )
     from agentgen.runtime.adapters import (
         MissingNamespaceHistoryError as MissingNamespaceHistoryError,
+    )
+    from agentgen.runtime.adapters import (
+        ModelRefusalError as ModelRefusalError,
     )
     from agentgen.runtime.adapters import (
         OpenAIResponsesModel as OpenAIResponsesModel,
@@ -421,6 +427,7 @@ __all__ = [
     "DefinitionError",
     "DuplicateToolError",
     "EmptyPayload",
+    "EmptyRefusalError",
     "EmptyReplyError",
     "Engine",
     "FieldIssue",
@@ -446,6 +453,7 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "ModelPlanner",
+    "ModelRefusalError",
     "ModelRequest",
     "ModelResponse",
     "ModelTimeoutError",
@@ -668,6 +676,8 @@ _HOMES: dict[str, str] = {
     "OpenAIResponsesModel": "agentgen.runtime.adapters",
     "OutputBudgetError": "agentgen.runtime.adapters",
     "EmptyReplyError": "agentgen.runtime.adapters",
+    "EmptyRefusalError": "agentgen.runtime.adapters",
+    "ModelRefusalError": "agentgen.runtime.adapters",
     "ProviderNameError": "agentgen.runtime.adapters",
     "ToolIdentityError": "agentgen.runtime.adapters",
 }

@@ -26,11 +26,13 @@ __all__ = [
     "SHORTER_CONVERSATION",
     "BrokenHistoryError",
     "DuplicateCallIdError",
+    "EmptyRefusalError",
     "EmptyReplyError",
     "HistoryReplayError",
     "MissingNamespaceHistoryError",
     "MissingSearchRecordsError",
     "ModelError",
+    "ModelRefusalError",
     "OutputBudgetError",
     "ProviderNameError",
     "TamperedHistoryError",
@@ -107,6 +109,26 @@ class EmptyReplyError(ModelError):
     answer, and a transcript that stored it could not be replayed (Claude and Converse reject a
     message without content, and text that is only whitespace). It is refused, never passed on
     as an empty final answer; the message says the stop reason and what to do."""
+
+
+class ModelRefusalError(ModelError):
+    """The provider refused or filtered the model's reply: Claude's ``stop_reason`` ``refusal``,
+    an OpenAI message with a ``refusal`` content part or a response the content filter cut,
+    Converse's ``content_filtered`` or ``guardrail_intervened``. Raised for a reply that held
+    tool calls or tool search work (none of it is run) or nothing at all
+    (:class:`EmptyRefusalError`); a reply of text alone is passed on with its stop reason.
+
+    A subclass of :class:`~agentgen.runtime.model_client.ModelError`, so that callers can tell
+    "the provider would not answer this conversation" from the other permanent failures without
+    reading the message; like them it is permanent (the same conversation is refused the same
+    way), and it carries the ``usage`` of the refused reply, which was billed.
+    """
+
+
+class EmptyRefusalError(EmptyReplyError, ModelRefusalError):
+    """A reply the provider refused or filtered before it held any text or call: both an
+    :class:`EmptyReplyError` (no answer, not kept) and a :class:`ModelRefusalError`, so either
+    ``except`` catches it."""
 
 
 class OutputBudgetError(ModelError):
@@ -332,19 +354,21 @@ REFUSED_STOPS = frozenset(_REFUSALS)
 
 
 def refused_reply(
-    what: str, stop: str, reason: str, calls: int, unfinished: str = ""
-) -> ModelError:
+    what: str, stop: str, reason: str, calls: int, unfinished: str = "", cause: str = ""
+) -> ModelRefusalError:
     """The refusal of a reply (``what`` names provider, reply and model) that the provider
     refused or filtered (``reason``, one of :data:`REFUSED_STOPS`; ``stop`` shows the stop as
     the provider said it) while it held ``calls`` tool calls (and ``unfinished`` tool search
-    work, e.g. ``"2 tool searches"``). None of them may run: the provider did not let the reply
+    work, e.g. ``"2 tool searches"``; ``cause`` replaces the reason's usual cause when the
+    provider says it otherwise). None of them may run: the provider did not let the reply
     through, so its calls are not ones the model was let make, and their arguments may be cut
     short. Permanent: the same conversation is refused the same way. The adapter sets
     ``usage`` (the reply was billed all the same)."""
-    verb, cause, remedy = _REFUSALS[reason]
+    verb, usual_cause, remedy = _REFUSALS[reason]
+    cause = cause or usual_cause
     held = [f"{calls} tool call{'' if calls == 1 else 's'}"] if calls else []
     held += [unfinished] if unfinished else []
-    return ModelError(
+    return ModelRefusalError(
         f"{what} was {verb} by the provider ({stop}: {cause}); none of what it holds "
         f"({' and '.join(held)}) is run, and the reply is not kept. The same conversation "
         f"would be {verb} again: {remedy}"
@@ -378,12 +402,14 @@ def blank(text: str) -> bool:
 
 def refuse_empty_reply(what: str, parts: Sequence[Part], stop_reason: object) -> None:
     """Refuse a reply (``what`` names provider, reply and model) that holds no tool call and
-    no text but whitespace, with the remedy its stop reason calls for."""
+    no text but whitespace, with the remedy its stop reason calls for; one the provider refused
+    or filtered is an :class:`EmptyRefusalError`, so that callers can tell it by type."""
     if any(
         isinstance(p, ToolCallPart) or (isinstance(p, TextPart) and not blank(p.text))
         for p in parts
     ):
         return
+    error: type[EmptyReplyError] = EmptyReplyError
     if stop_reason == "max_tokens":
         remedy = "the output limit was reached before any text: raise max_tokens"
     elif stop_reason == "model_context_window_exceeded":
@@ -396,9 +422,10 @@ def refuse_empty_reply(what: str, parts: Sequence[Part], stop_reason: object) ->
     elif isinstance(stop_reason, str) and stop_reason in _REFUSALS:
         verb, _, fix = _REFUSALS[stop_reason]
         remedy = f"the provider {verb} the reply before any text, and would again: {fix}"
+        error = EmptyRefusalError
     else:
         remedy = "the provider stopped the reply before any text: see its stop reason"
-    raise EmptyReplyError(
+    raise error(
         f"{what} holds no tool call and no text (stop reason {stop_reason!r}); it is no "
         f"answer and is not kept: {remedy}"
     )

@@ -272,6 +272,7 @@ class _Invocation:
             self.usage += round_usage
             _check_status(raw, self.provider, self.request.model)
             _refuse_filtered(raw, self.provider, self.request.model)
+            _refuse_refused(raw, self.provider, self.request.model)
             said_before = len(self.parts)
             searches, calls, continuation = self._read_output(raw, body)
             outputs = [self._answer(search) for search in searches]
@@ -555,6 +556,43 @@ def _refuse_filtered(raw: Mapping[str, Any], provider: str, model: str) -> None:
             reason,
             calls,
             unfinished,
+        )
+
+
+def _refuse_refused(raw: Mapping[str, Any], provider: str, model: str) -> None:
+    """Refuse a response whose message holds a ``refusal`` content part while it also holds
+    function calls or tool searches, before reading them, as a Claude reply stopped by
+    ``refusal`` is: the model declined the request, so nothing it asked for in the same
+    response may run (nor a search be answered for it). One without either goes on with the
+    stop reason ``refusal``, which the planner does not take for a finished answer."""
+    output = raw.get("output")
+    items = (
+        [item for item in output if isinstance(item, Mapping)] if isinstance(output, list) else []
+    )
+    refusing = [
+        item.get("id")
+        for item in items
+        if item.get("type") == "message"
+        and any(
+            isinstance(content, Mapping) and content.get("type") == "refusal"
+            for content in item.get("content") or ()
+        )
+    ]
+    kinds = [item.get("type") for item in items]
+    calls, searches = kinds.count("function_call"), kinds.count("tool_search_call")
+    if refusing and (calls or searches):
+        unfinished = ""
+        if searches:
+            unfinished = f"{searches} tool search{'' if searches == 1 else 'es'}"
+        shown = ", ".join(quoted(item_id) for item_id in refusing)
+        raise refused_reply(
+            f"{provider}: response {raw.get('id')!r} of model {model!r}",
+            f"a refusal content part in message {shown}",
+            "refusal",
+            calls,
+            unfinished,
+            cause="the model declined the request, so what it asked for in the same response "
+            "is not its answer",
         )
 
 

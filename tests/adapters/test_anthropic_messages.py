@@ -14,6 +14,7 @@ from agentgen.runtime.adapters import (
     EmptyReplyError,
     HistoryReplayError,
     ModelError,
+    ModelRefusalError,
     OutputBudgetError,
     ProviderNameError,
     ToolIdentityError,
@@ -502,6 +503,8 @@ async def test_a_reply_without_a_call_or_text_is_refused_not_kept(
         await adapter(server).complete(ask(tools=(RECORDS,)))
     assert f"reply 'msg_1' of model {MODEL!r} holds no tool call and no text" in str(caught.value)
     assert f"(stop reason {stop!r})" in str(caught.value) and remedy in str(caught.value)
+    # Refused before any text: a refusal by type as well (the others are not).
+    assert isinstance(caught.value, ModelRefusalError) is (stop == "refusal")
 
 
 async def test_replay_never_sends_empty_content_or_blank_text() -> None:
@@ -653,6 +656,7 @@ async def test_calls_in_a_reply_the_provider_refused_are_not_run(bedrock: bool) 
     assert "remove or rephrase the turn that caused it" in text
     assert not error.transient and not retryable(error)  # the same conversation is refused again
     assert error.usage == Usage(100, 20)  # billed up to the refusal
+    assert isinstance(error, ModelRefusalError)  # told from other failures by type
 
 
 async def test_a_refused_reply_with_an_unanswered_hosted_search_is_not_a_pause() -> None:
@@ -665,6 +669,7 @@ async def test_a_refused_reply_with_an_unanswered_hosted_search_is_not_a_pause()
     text = str(caught.value)
     assert REFUSED in text and "(unanswered hosted tool search 'srvtoolu_1')" in text
     assert "paused" not in text and not caught.value.transient
+    assert isinstance(caught.value, ModelRefusalError)
 
 
 async def test_a_refused_reply_without_calls_keeps_its_stop_reason() -> None:

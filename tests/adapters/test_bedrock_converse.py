@@ -18,6 +18,7 @@ from agentgen.runtime.adapters import (
     EmptyReplyError,
     HistoryReplayError,
     ModelError,
+    ModelRefusalError,
     OutputBudgetError,
     ToolIdentityError,
     ToolSearchUnsupportedError,
@@ -381,6 +382,8 @@ async def test_a_reply_without_a_call_or_text_is_refused_not_kept(
         await BedrockConverseModel(converse.client).complete(request(tools=(RECORDS,), model=MODEL))
     assert f"reply of model {MODEL!r} holds no tool call and no text" in str(caught.value)
     assert remedy in str(caught.value)
+    # Filtered before any text: a refusal by type as well (the others are not).
+    assert isinstance(caught.value, ModelRefusalError) is (stop == "content_filtered")
 
 
 async def test_replay_never_sends_empty_content_or_blank_text(converse: Converse) -> None:
@@ -595,6 +598,7 @@ async def test_calls_in_a_reply_the_provider_filtered_are_not_run(
     assert remedy in text
     assert not error.transient and not retryable(error)
     assert error.usage == Usage(50, 7)
+    assert isinstance(error, ModelRefusalError)  # told from other failures by type
 
 
 @pytest.mark.parametrize("stop", ["content_filtered", "guardrail_intervened"])

@@ -14,8 +14,10 @@ import pytest
 from openai import AsyncOpenAI
 
 from agentgen.runtime.adapters import (
+    EmptyRefusalError,
     EmptyReplyError,
     ModelError,
+    ModelRefusalError,
     OpenAIResponsesModel,
     OutputBudgetError,
     ProviderNameError,
@@ -377,6 +379,59 @@ async def test_a_refusal_is_the_text_with_stop_reason_refusal() -> None:
     reply = await adapter(openai_server(response(item))).complete(request())
     assert reply.message.text == "I cannot help with that."
     assert reply.stop_reason == "refusal"
+
+
+def refusal(value: str = "I cannot help with that.", item_id: str = "msg_1") -> dict[str, Any]:
+    item = text("x", item_id)
+    item["content"] = [{"type": "refusal", "refusal": value}]
+    return item
+
+
+REFUSED = (
+    "was refused by the provider (a refusal content part in message 'msg_1': the model "
+    "declined the request"
+)
+
+
+async def test_calls_next_to_a_refusal_are_not_run() -> None:
+    # Before: the call was handed to the run (stop reason tool_use) and ran, though the model
+    # refused in the same response; Claude's refusal and a filtered response were refused.
+    server = openai_server(
+        response(refusal(), function_call("c1", "records_search", '{"name": "A"}'))
+    )
+    with pytest.raises(ModelRefusalError) as caught:
+        await adapter(server).complete(request(tools=(RECORDS,)))
+    error = caught.value
+    assert str(error).startswith(f"openai: response 'resp_1' of model 'gpt-5.4' {REFUSED}")
+    assert "none of what it holds (1 tool call) is run" in str(error)
+    assert isinstance(error, ModelError) and not error.transient
+    assert error.usage == Usage(100, 20)
+
+
+async def test_a_search_next_to_a_refusal_is_not_answered_after_earlier_rounds() -> None:
+    server = openai_server(
+        response(search_call("s1", "weather")),
+        response(refusal(), search_call("s2", "alerts"), response_id="resp_2", output_tokens=30),
+    )
+    with pytest.raises(ModelRefusalError) as caught:
+        await adapter(server).complete(request())
+    assert f"response 'resp_2' of model 'gpt-5.4' {REFUSED}" in str(caught.value)
+    assert "(1 tool search) is run" in str(caught.value)
+    assert len(server.bodies) == 2 and caught.value.usage == Usage(200, 50)
+
+
+async def test_a_filtered_response_with_calls_is_a_refusal_by_type() -> None:
+    item = function_call("c1", "records_search", '{"name": "A"}')
+    server = openai_server(response(item, status="incomplete", incomplete="content_filter"))
+    with pytest.raises(ModelRefusalError, match="was filtered by the provider"):
+        await adapter(server).complete(request(tools=(RECORDS,)))
+
+
+async def test_an_empty_filtered_response_is_both_empty_and_a_refusal() -> None:
+    server = openai_server(response(status="incomplete", incomplete="content_filter"))
+    with pytest.raises(EmptyRefusalError) as caught:
+        await adapter(server).complete(request(tools=(RECORDS,)))
+    assert isinstance(caught.value, EmptyReplyError) and isinstance(caught.value, ModelRefusalError)
 
 
 async def test_api_errors_name_provider_and_model() -> None:

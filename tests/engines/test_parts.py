@@ -14,6 +14,7 @@ import httpx2
 import pytest
 from pydantic import BaseModel
 
+from agentgen.runtime.adapters.errors import EmptyRefusalError, ModelRefusalError
 from agentgen.runtime.agents.definition import RunPolicy, TagClause
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.engines.temporal import (
@@ -217,6 +218,16 @@ def test_failed_runs_raise_the_runtimes_own_errors() -> None:
     other = run_failure("ConnectionResetError", "reset", "r1")
     assert type(other) is RunError
     assert str(other) == "run 'r1' failed: ConnectionResetError: reset"
+
+
+@pytest.mark.parametrize("cls", [ModelRefusalError, EmptyRefusalError])
+def test_a_refusal_crosses_the_activity_boundary_with_its_type(cls: type[ModelError]) -> None:
+    # Refusals are permanent, and a client catches them by type as in process.
+    failure = application_error(cls("openai: response 'resp_1' ... was refused"))
+    assert failure.non_retryable and failure.type == cls.__name__
+    error = run_failure(failure.type, failure.message, "r1")
+    assert type(error) is cls and isinstance(error, ModelError)
+    assert str(error) == "openai: response 'resp_1' ... was refused"
 
 
 def test_a_step_failure_keeps_its_notes_in_the_activitys_message() -> None:
