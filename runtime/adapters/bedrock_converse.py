@@ -12,7 +12,10 @@ off, so both work whatever is deferred.
 Reasoning the model shows (``reasoningContent`` blocks: DeepSeek-R1 and gpt-oss always reason,
 Claude does with thinking) is kept in the reply's metadata under :data:`REASONING_KEY`,
 anchored between the message's parts, and replayed verbatim where it was: Converse rejects a
-Claude turn whose tool call comes back without the signed reasoning that preceded it.
+Claude turn whose tool call comes back without the signed reasoning that preceded it. It goes
+back only to the model that produced it: Claude's signatures are bound to their model (another
+one rejects the block: "Invalid signature in thinking block"), and another model's reasoning is
+no part of a conversation a different model continues.
 """
 
 from __future__ import annotations
@@ -70,15 +73,18 @@ _PROVIDER = "bedrock converse"
 
 #: The metadata key of a reply's ``reasoningContent`` blocks::
 #:
-#:     {"version": 1, "blocks": [{"at": 0, "block": {"reasoningText": {"text": "...",
-#:                                                                     "signature": "..."}}},
-#:                               {"at": 1, "block": {"redactedContent": "<base64>"}}]}
+#:     {"version": 2, "model": "<model ID of the request>",
+#:      "blocks": [{"at": 0, "block": {"reasoningText": {"text": "...", "signature": "..."}}},
+#:                 {"at": 1, "block": {"redactedContent": "<base64>"}}]}
 #:
 #: ``at`` anchors each block between the message's parts (see :mod:`.anchors`); a block is
 #: the ``reasoningContent`` value as Converse gave it, its ``redactedContent`` bytes as
-#: base64 text (JSON has no bytes).
+#: base64 text (JSON has no bytes). ``model`` is the model ID the request gave, the only one
+#: the blocks are replayed to. Version 1 records (without ``model``, stored before it was
+#: recorded) are replayed to whichever model, as they were.
 REASONING_KEY = "bedrock_converse.reasoning"
-_REASONING_VERSION = 1
+_REASONING_VERSION = 2
+_REASONING_VERSIONS = {1: {"version", "blocks"}, 2: {"version", "model", "blocks"}}
 
 
 #: Model ID patterns (``fnmatch`` syntax) of the models whose tool results may carry
@@ -137,7 +143,10 @@ class BedrockConverseModel:
         )
         call_ids = check_history(_PROVIDER, request.messages)
         system, messages, used_tools = _encode_history(
-            request.messages, names, error_status=self.supports_error_status(request.model)
+            request.messages,
+            names,
+            error_status=self.supports_error_status(request.model),
+            model=request.model,
         )
         if selection.forced is not None:
             advertised: tuple[ToolDefinition, ...] = (selection.forced,)
@@ -217,10 +226,11 @@ def _answering_tools(
 
 
 def _encode_history(
-    history: Sequence[Message], names: NameMap, *, error_status: bool
+    history: Sequence[Message], names: NameMap, *, error_status: bool, model: str
 ) -> tuple[list[str], list[dict[str, Any]], bool]:
     """Return leading system texts, the Converse messages, and whether tools were used.
-    ``error_status``: whether the model accepts ``status`` on tool results."""
+    ``error_status``: whether the model accepts ``status`` on tool results; ``model``: the
+    request's model, the only one a message's recorded reasoning is replayed to."""
     system: list[str] = []
     messages: list[dict[str, Any]] = []
     used_tools = False
@@ -241,7 +251,11 @@ def _encode_history(
                 f"{what} holds parts its role cannot have (calls belong to assistant messages, "
                 "results to tool messages)"
             )
-        reasoning = _read_reasoning(what, message)
+        producer, reasoning = _read_reasoning(what, message)
+        if producer is not None and producer != model:
+            # Another model's reasoning: its signatures would be rejected, and it is not this
+            # model's. The message's text and calls go as they are.
+            reasoning = []
         blocks = [
             {"reasoningContent": _wire_reasoning(element)}
             if isinstance(element, dict)
@@ -288,25 +302,37 @@ def _block(what: str, part: Part, names: NameMap, error_status: bool) -> dict[st
     return {"toolResult": result}
 
 
-def _read_reasoning(what: str, message: Message) -> list[Anchored]:
-    """The reasoning blocks stored with a message (:data:`REASONING_KEY`), checked, so that a
+def _read_reasoning(what: str, message: Message) -> tuple[str | None, list[Anchored]]:
+    """The model that produced the reasoning stored with a message (:data:`REASONING_KEY`;
+    None for a version 1 record, which does not say) and its blocks, checked, so that a
     damaged record is refused naming the message rather than by botocore's validation."""
     stored = message.metadata.get(REASONING_KEY)
     if stored is None:
-        return []
+        return None, []
     where = f"{what}: metadata {REASONING_KEY!r}"
     if message.role != "assistant":
         raise HistoryReplayError(f"{where}: only assistant messages carry reasoning")
-    if not isinstance(stored, dict) or set(stored) != {"version", "blocks"}:
-        raise HistoryReplayError(f"{where} must be an object with exactly 'version' and 'blocks'")
-    if stored["version"] != _REASONING_VERSION:
+    if not isinstance(stored, dict):
+        raise HistoryReplayError(f"{where} must be an object, got {type(stored).__name__}")
+    version = stored.get("version")
+    keys = None
+    if isinstance(version, int) and not isinstance(version, bool):
+        keys = _REASONING_VERSIONS.get(version)
+    if keys is None:
+        versions = " or ".join(map(str, _REASONING_VERSIONS))
+        raise HistoryReplayError(f"{where} must be version {versions}, got {version!r}")
+    if set(stored) != keys:
         raise HistoryReplayError(
-            f"{where} must be version {_REASONING_VERSION}, got {stored['version']!r}"
+            f"{where} (version {version}) must be an object with exactly "
+            f"{', '.join(map(repr, sorted(keys)))}"
         )
+    model = stored.get("model")
+    if "model" in keys and (not isinstance(model, str) or not model):
+        raise HistoryReplayError(f"{where}: 'model' must be the model ID that produced it")
     blocks = read_anchored(stored["blocks"], "block", len(message.parts), f"{where}.blocks")
     for position, (_, block) in enumerate(blocks):
         _wire_reasoning(block, f"{where}.blocks[{position}].block")
-    return blocks
+    return model, blocks
 
 
 def _wire_reasoning(block: dict[str, Any], what: str = "") -> dict[str, Any]:
@@ -427,7 +453,11 @@ def _decode(
     metadata: dict[str, Any] = {}
     if reasoning:
         blocks = [{"at": at, "block": block} for at, block in reasoning]
-        metadata[REASONING_KEY] = {"version": _REASONING_VERSION, "blocks": blocks}
+        metadata[REASONING_KEY] = {
+            "version": _REASONING_VERSION,
+            "model": request.model,
+            "blocks": blocks,
+        }
     return ModelResponse(Message("assistant", tuple(parts), metadata), usage, stop_reason)
 
 

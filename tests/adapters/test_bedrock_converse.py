@@ -539,6 +539,54 @@ async def test_reasoning_is_kept_and_replayed_where_it_was(converse: Converse) -
     }
 
 
+async def test_reasoning_goes_back_only_to_the_model_that_produced_it(
+    converse: Converse,
+) -> None:
+    # Before: replayed to whichever model continued the conversation, which rejects another
+    # Claude model's signature ("Invalid signature in thinking block") and is not its own.
+    converse.reply(
+        {"reasoningContent": SIGNED},
+        {"text": "Looking."},
+        {"toolUse": {"toolUseId": "t1", "name": "records_search", "input": {"name": "Ada"}}},
+        stop="tool_use",
+    )
+    model = BedrockConverseModel(converse.client)
+    asked = Message.user("Find Ada")
+    first = await model.complete(request(asked, tools=(RECORDS,), model=MODEL))
+    assert first.message.metadata[REASONING_KEY]["model"] == MODEL
+    stored = Message.from_json(json.loads(json.dumps(first.message.to_json())))
+    result = Message("tool", (ToolResultPart("t1", "records.search", '{"found": 1}'),))
+    for model_id in ("amazon.nova-pro-v1:0", MODEL):
+        converse.reply({"text": "One record."})
+        await model.complete(request(asked, stored, result, tools=(RECORDS,), model=model_id))
+    other, same = (call["messages"][1]["content"] for call in converse.calls[1:])
+    assert other == [
+        {"text": "Looking."},
+        {"toolUse": {"toolUseId": "t1", "name": "records_search", "input": {"name": "Ada"}}},
+    ]
+    assert same == [{"reasoningContent": SIGNED}, *other]
+
+
+async def test_reasoning_stored_without_its_model_is_replayed_as_before(
+    converse: Converse,
+) -> None:
+    # Version 1 records do not say which model produced them: replayed as they were.
+    converse.reply({"text": "Done."})
+    record = {"version": 1, "blocks": [{"at": 0, "block": SIGNED}]}
+    history = [
+        Message.user("Hi"),
+        Message("assistant", (TextPart("Hello."),), {REASONING_KEY: record}),
+        Message.user("Bye"),
+    ]
+    await BedrockConverseModel(converse.client).complete(
+        request(*history, tools=(RECORDS,), model="amazon.nova-pro-v1:0")
+    )
+    assert converse.calls[0]["messages"][1]["content"] == [
+        {"reasoningContent": SIGNED},
+        {"text": "Hello."},
+    ]
+
+
 async def test_a_reply_of_reasoning_only_is_refused_as_empty(converse: Converse) -> None:
     converse.reply({"reasoningContent": SIGNED}, {"text": " "})
     with pytest.raises(EmptyReplyError):
@@ -551,7 +599,10 @@ async def test_a_reply_of_reasoning_only_is_refused_as_empty(converse: Converse)
         ({"version": 1, "blocks": [{"at": 0, "block": {"reasoningText": {}}}]}, "must be {"),
         ({"version": 1, "blocks": [{"at": 0, "block": {"redactedContent": "%%"}}]}, "must be {"),
         ({"version": 1, "blocks": [{"at": 5, "block": SIGNED}]}, "anchored at 5"),
-        ({"version": 2, "blocks": []}, "must be version 1"),
+        ({"version": 3, "blocks": []}, "must be version 1 or 2, got 3"),
+        ({"version": 2, "blocks": []}, "(version 2) must be an object with exactly 'blocks', 'm"),
+        ({"version": 2, "model": "", "blocks": []}, "'model' must be the model ID that produced"),
+        ([], "must be an object, got list"),
         ({"version": 1, "blocks": [{"at": 1, "block": SIGNED}]}, "no call, result or text"),
     ],
 )
