@@ -135,6 +135,30 @@ async def test_search_load_call_result_final_answer() -> None:
     }
 
 
+async def test_search_rounds_work_without_a_stored_response() -> None:
+    # Stateless requests (store false, an organization under Zero Data Retention) cannot look a
+    # reasoning item up by its ID: the next round gets it with the encrypted content the API
+    # returned with it. Nothing relies on a store: no store or include is sent, and a later
+    # request replays no reasoning item and no output-item ID.
+    encrypted = {**reasoning(), "encrypted_content": "gAAAAB-opaque"}
+    server = openai_server(
+        response(encrypted, search_call("s1", "weather"), output_tokens=30),
+        response(function_call("c1", "weather_lookup", '{"city":"Paris"}', "weather_lookup")),
+        response(text("Sunny.")),
+    )
+    model = adapter(server)
+    asked = Message.user("Weather in Paris?")
+    first = await model.complete(request(asked))
+    assert encrypted in server.bodies[1]["input"]
+    stored = Message.from_json(json.loads(json.dumps(first.message.to_json())))
+    result = Message("tool", (ToolResultPart("c1", "weather.lookup", '{"sky":"sunny"}'),))
+    await model.complete(request(asked, stored, result))
+    assert all("store" not in body and "include" not in body for body in server.bodies)
+    later = server.bodies[2]["input"]
+    assert [item["type"] for item in later if item["type"] == "reasoning"] == []
+    assert [item["id"] for item in later if "id" in item] == []
+
+
 async def test_each_round_gets_what_the_earlier_rounds_left_of_the_budget() -> None:
     server = openai_server(
         response(reasoning(), search_call("s1", "weather"), output_tokens=100),
