@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentgen.runtime import IncompleteAnswerError
+from agentgen.runtime import IncompleteAnswerError, ModelError, ModelRefusalError
 from agentgen.runtime.adapters import (
     AnthropicMessagesModel,
     BedrockConverseModel,
@@ -25,6 +25,7 @@ from tests.adapters.fakes import (
     openai_client,
     openai_server,
     response,
+    tool_use,
 )
 from tests.adapters.test_bedrock_converse import Converse
 from tests.engines.conftest import Harness
@@ -101,3 +102,13 @@ async def test_a_filtered_answer_fails_the_run(harness: Harness) -> None:
                 ModelPlanner("m", model="amazon.nova-pro-v1:0"),
                 "stop-filtered-answer",
             )
+
+
+async def test_a_refused_reply_with_calls_fails_the_run_as_a_refusal(harness: Harness) -> None:
+    # The type crosses the activity boundary: the client catches it as in process.
+    model = claude(message(tool_use("t1", "records_search", {"name": "A"}), stop_reason="refusal"))
+    with pytest.raises(ModelRefusalError) as caught:
+        await run(harness, model, ModelPlanner("m", model="claude-opus-4-7"), "stop-refused-calls")
+    assert isinstance(caught.value, ModelError)
+    assert "was refused by the provider (stop_reason 'refusal'" in str(caught.value)
+    assert "none of what it holds (1 tool call) is run" in str(caught.value)
