@@ -267,6 +267,9 @@ if TYPE_CHECKING:
         ModelResponse as ModelResponse,
     )
     from agentgen.runtime.model_client import (
+        RefusedAnswerError as RefusedAnswerError,
+    )
+    from agentgen.runtime.model_client import (
         ToolChoice as ToolChoice,
     )
     from agentgen.runtime.model_client import (
@@ -472,6 +475,7 @@ __all__ = [
     "PlannerContext",
     "ProviderNameError",
     "ProviderSetupError",
+    "RefusedAnswerError",
     "RegistrationClosedError",
     "RegistrationError",
     "RegistryBinding",
@@ -611,6 +615,7 @@ _HOMES: dict[str, str] = {
     "AdvertisedTools": "agentgen.runtime.model_client",
     "ModelError": "agentgen.runtime.model_client",
     "IncompleteAnswerError": "agentgen.runtime.model_client",
+    "RefusedAnswerError": "agentgen.runtime.model_client",
     "ModelRequest": "agentgen.runtime.model_client",
     "ModelResponse": "agentgen.runtime.model_client",
     "ToolChoice": "agentgen.runtime.model_client",

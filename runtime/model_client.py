@@ -19,14 +19,17 @@ from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
     "FINISHED_STOP_REASONS",
+    "REFUSED_STOP_REASONS",
     "STOP_REASON_METADATA_KEY",
     "USAGE_METADATA_KEY",
     "AdvertisedTools",
     "IncompleteAnswerError",
     "ModelClient",
     "ModelError",
+    "ModelRefusalError",
     "ModelRequest",
     "ModelResponse",
+    "RefusedAnswerError",
     "ToolChoice",
     "ToolDefinition",
     "ToolSearchUnsupportedError",
@@ -50,6 +53,12 @@ STOP_REASON_METADATA_KEY = "agentgen.stop_reason"
 #: a final answer (cut at ``max_tokens``, refused, filtered, a stop reason a provider added
 #: later) is not a finished answer.
 FINISHED_STOP_REASONS: frozenset[str | None] = frozenset({"end_turn", "stop_sequence", None})
+
+#: The stop reasons of a reply the provider refused or filtered, as the adapters normalise them:
+#: a refusal of any kind is a :class:`ModelRefusalError`.
+REFUSED_STOP_REASONS: frozenset[str] = frozenset(
+    {"refusal", "content_filter", "guardrail_intervened"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,3 +214,27 @@ class IncompleteAnswerError(ModelError):
     ``max_tokens`` or by the context window, refused, or blocked by a content filter or
     guardrail. It is not passed off as the run's answer; the message names the agent, the run,
     the model and the stop reason, and what to do."""
+
+
+class ModelRefusalError(ModelError):
+    """The provider refused or filtered the model's reply: Claude's ``stop_reason`` ``refusal``,
+    an OpenAI message with a ``refusal`` content part or a response the content filter cut,
+    Converse's ``content_filtered`` or ``guardrail_intervened``. Raised for a reply that held
+    tool calls or tool search work (none of it is run) or nothing at all
+    (:class:`~agentgen.runtime.adapters.EmptyRefusalError`); a reply of text alone is passed on
+    with its stop reason, and the planner refuses it as the run's answer with
+    :class:`RefusedAnswerError`, also a subclass.
+
+    A subclass of :class:`ModelError`, so that callers can tell
+    "the provider would not answer this conversation" from the other permanent failures without
+    reading the message; like them it is permanent (the same conversation is refused the same
+    way), and it carries the ``usage`` of the refused reply, which was billed.
+    """
+
+
+class RefusedAnswerError(IncompleteAnswerError, ModelRefusalError):
+    """A final answer of text alone that the provider refused or filtered (stop reason
+    ``refusal``, ``content_filter`` or ``guardrail_intervened``): the planner does not pass it
+    off as the run's answer. Both an :class:`IncompleteAnswerError`, as before, and a
+    :class:`ModelRefusalError`, so that one ``except ModelRefusalError`` catches every refusal,
+    whether the reply held calls, nothing, or text. ``usage`` is the refused reply's."""

@@ -16,7 +16,12 @@ from functools import cache
 from typing import Any
 
 from agentgen.runtime.messages import Part, TextPart, ToolCallPart
-from agentgen.runtime.model_client import ModelError, ToolSearchUnsupportedError
+from agentgen.runtime.model_client import (
+    REFUSED_STOP_REASONS,
+    ModelError,
+    ModelRefusalError,
+    ToolSearchUnsupportedError,
+)
 from agentgen.runtime.visible import quoted
 
 __all__ = [
@@ -109,20 +114,6 @@ class EmptyReplyError(ModelError):
     answer, and a transcript that stored it could not be replayed (Claude and Converse reject a
     message without content, and text that is only whitespace). It is refused, never passed on
     as an empty final answer; the message says the stop reason and what to do."""
-
-
-class ModelRefusalError(ModelError):
-    """The provider refused or filtered the model's reply: Claude's ``stop_reason`` ``refusal``,
-    an OpenAI message with a ``refusal`` content part or a response the content filter cut,
-    Converse's ``content_filtered`` or ``guardrail_intervened``. Raised for a reply that held
-    tool calls or tool search work (none of it is run) or nothing at all
-    (:class:`EmptyRefusalError`); a reply of text alone is passed on with its stop reason.
-
-    A subclass of :class:`~agentgen.runtime.model_client.ModelError`, so that callers can tell
-    "the provider would not answer this conversation" from the other permanent failures without
-    reading the message; like them it is permanent (the same conversation is refused the same
-    way), and it carries the ``usage`` of the refused reply, which was billed.
-    """
 
 
 class EmptyRefusalError(EmptyReplyError, ModelRefusalError):
@@ -350,7 +341,7 @@ _REFUSALS = {
         "check the conversation against the guardrail's configuration",
     ),
 }
-REFUSED_STOPS = frozenset(_REFUSALS)
+REFUSED_STOPS = REFUSED_STOP_REASONS  # _REFUSALS says each one's words (a test pins both)
 
 
 def refused_reply(

@@ -30,12 +30,15 @@ from agentgen.runtime.agents.planning import PlanInput, PlanResult, PlanResumeIn
 from agentgen.runtime.contracts.codecs import decode_exact
 from agentgen.runtime.model_client import (
     FINISHED_STOP_REASONS,
+    REFUSED_STOP_REASONS,
     STOP_REASON_METADATA_KEY,
     USAGE_METADATA_KEY,
     IncompleteAnswerError,
     ModelError,
     ModelRequest,
+    RefusedAnswerError,
     ToolChoice,
+    Usage,
 )
 from agentgen.runtime.telemetry.spans import ChatCall
 
@@ -157,7 +160,7 @@ class ModelPlanner:
         if stop_reason is not None:
             message = message.with_metadata(STOP_REASON_METADATA_KEY, stop_reason)
         if not message.tool_calls():
-            self._refuse_unfinished(run.agent_id, run.run_id, stop_reason)
+            self._refuse_unfinished(run.agent_id, run.run_id, stop_reason, usage)
         if message.tool_calls() or _structured_schema(input.run.result_schema_json) is None:
             return PlanResult(message)
         try:
@@ -167,7 +170,9 @@ class ModelPlanner:
             return PlanResult(message)
         return PlanResult(message, final_value=value)
 
-    def _refuse_unfinished(self, agent_id: str, run_id: str, stop_reason: str | None) -> None:
+    def _refuse_unfinished(
+        self, agent_id: str, run_id: str, stop_reason: str | None, usage: Usage
+    ) -> None:
         if stop_reason in FINISHED_STOP_REASONS or stop_reason in self.accept_stop_reasons:
             return
         assert stop_reason is not None  # None is a finished answer's
@@ -178,7 +183,11 @@ class ModelPlanner:
                 "see the provider's documentation of it",
             ),
         )
-        raise IncompleteAnswerError(
+        # A refused or filtered answer is typed as every other refusal is (the adapters raise
+        # ModelRefusalError for a refused reply that held calls or nothing), so that one
+        # ``except`` tells "the provider would not answer" apart.
+        kind = RefusedAnswerError if stop_reason in REFUSED_STOP_REASONS else IncompleteAnswerError
+        error = kind(
             f"planning agent {agent_id!r} (run {run_id}): the final answer of model "
             f"{self.model!r} (the model client registered as {self.model_id!r}) stopped with "
             f"stop reason {stop_reason!r} ({cause.format(max_tokens=self.max_tokens)}), so it "
@@ -186,6 +195,9 @@ class ModelPlanner:
             f"ModelPlanner(..., accept_stop_reasons=[{stop_reason!r}]); the outcome's "
             "stop_reason then says it"
         )
+        if kind is RefusedAnswerError:
+            error.usage = usage  # the refused reply was billed, as an adapter's refusal says
+        raise error
 
 
 #: Why a final answer stopped before it was finished, and what to do, by stop reason.

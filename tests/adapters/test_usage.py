@@ -20,7 +20,8 @@ from agentgen.runtime.adapters import (
     OutputBudgetError,
     ToolIdentityError,
 )
-from agentgen.runtime.model_client import Usage
+from agentgen.runtime.adapters import errors as adapter_errors
+from agentgen.runtime.model_client import REFUSED_STOP_REASONS, Usage
 from tests.adapters.fakes import (
     anthropic_client,
     anthropic_server,
@@ -284,3 +285,13 @@ async def test_bedrock_a_broken_reply_carries_what_it_cost() -> None:
     with pytest.raises(ModelError, match="malformed_model_output") as caught:
         await BedrockConverseModel(_converse_client(body)).complete(request(tools=(RECORDS,)))
     assert caught.value.usage == Usage(100, 1000)
+
+
+def test_every_refused_stop_has_its_words_and_is_the_planners() -> None:
+    # The adapters word each refusal from one table; the planner types a refused final answer
+    # from the shared set: a stop added to one and not the other would go untyped or unworded.
+    assert (
+        set(adapter_errors._REFUSALS)
+        == set(REFUSED_STOP_REASONS)
+        == set(adapter_errors.REFUSED_STOPS)
+    )

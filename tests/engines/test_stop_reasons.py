@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-from agentgen.runtime import IncompleteAnswerError, ModelError, ModelRefusalError
+from agentgen.runtime import (
+    IncompleteAnswerError,
+    ModelError,
+    ModelRefusalError,
+    RefusedAnswerError,
+)
 from agentgen.runtime.adapters import (
     AnthropicMessagesModel,
     BedrockConverseModel,
@@ -60,6 +65,7 @@ async def test_an_answer_cut_at_max_tokens_fails_the_run(harness: Harness) -> No
     planner = ModelPlanner("m", model="claude-opus-4-7", max_tokens=64)
     with pytest.raises(IncompleteAnswerError) as caught:
         await run(harness, model, planner, "stop-cut-answer")
+    assert not isinstance(caught.value, ModelRefusalError)  # cut short, not refused
     text = str(caught.value)
     assert "planning agent 'test.agent' (run stop-cut-answer)" in text
     assert "model 'claude-opus-4-7' (the model client registered as 'm')" in text
@@ -87,15 +93,22 @@ async def test_a_refused_answer_fails_the_run(harness: Harness) -> None:
         "content": [{"type": "refusal", "refusal": "I can't help with that."}],
     }
     model = OpenAIResponsesModel(openai_client(openai_server(response(refusal))))
-    with pytest.raises(IncompleteAnswerError, match="'refusal' .the model declined to answer"):
+    # Typed as every refusal is, and still the IncompleteAnswerError it always was; the type
+    # crosses the activity boundary.
+    with pytest.raises(RefusedAnswerError, match="'refusal' .the model declined to answer") as c:
         await run(harness, model, ModelPlanner("m", model="gpt-5.4"), "stop-refused-answer")
+    assert isinstance(c.value, IncompleteAnswerError)
+    assert isinstance(c.value, ModelRefusalError)
+    if not harness.durable:  # in process the error carries the refused reply's usage
+        assert c.value.usage is not None
+        assert (c.value.usage.input_tokens, c.value.usage.output_tokens) == (100, 20)
 
 
 async def test_a_filtered_answer_fails_the_run(harness: Harness) -> None:
     converse = Converse()
     converse.reply({"text": "Here is how to"}, stop="content_filtered")
     with converse.stubber:
-        with pytest.raises(IncompleteAnswerError, match="content filter blocked the answer"):
+        with pytest.raises(RefusedAnswerError, match="content filter blocked the answer"):
             await run(
                 harness,
                 BedrockConverseModel(converse.client),

@@ -44,6 +44,7 @@ from agentgen.runtime.failures import Cancellation, message_of
 from agentgen.runtime.model_client import (
     IncompleteAnswerError,
     ModelError,
+    RefusedAnswerError,
     ToolSearchUnsupportedError,
 )
 from agentgen.runtime.runs.catalog import (
@@ -116,6 +117,7 @@ _BY_NAME: dict[str, type[Exception]] = {
         EmptyReplyError,
         ModelRefusalError,
         EmptyRefusalError,
+        RefusedAnswerError,
         HistoryReplayError,
         BrokenHistoryError,
         TamperedHistoryError,
