@@ -16,7 +16,9 @@ index is built. In both, each distinct query word counts once, a query is ranked
 first :data:`~agentgen.runtime.search.analysis.MAX_QUERY_WORDS` distinct words, and a tool the
 query names exactly comes first (peers' searches miss it): its ID or an alias, in any case
 unless another tool's name differs from it only in case (``records.getUser`` and
-``records.GetUser`` are two tools; ``records.getuser`` then names neither).
+``records.GetUser`` are two tools; ``records.getuser`` then names neither). Names are compared
+in Unicode NFKC, as every word is read: a name typed in fullwidth letters
+(``ｒｅｃｏｒｄｓ．ｓｅａｒｃｈ``, as East Asian input methods write it) still names the tool.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from agentgen.runtime.search.analysis import (
     SYNONYM_WEIGHT,
     first_distinct,
     identifier_words,
+    normalized,
     query_words,
     synonyms,
 )
@@ -292,12 +295,15 @@ class SearchIndex:
 
     def _named(self, name: str) -> int | None:
         """The tool a query names: the one with that ID or alias, else the one whose ID or
-        alias it spells in other case; none when that case-folded name is several tools'."""
+        alias it spells in other case; none when that case-folded name is several tools'. The
+        query is read in NFKC (:func:`_folded`), as its words are: a fullwidth name is the name."""
         if self._exact is not None:
             doc = self._exact.get(name)
+            if doc is None:
+                doc = self._exact.get(normalized(name))
             if doc is not None:
                 return doc
-        doc = self._names.get(name.casefold())
+        doc = self._names.get(_folded(name))
         return None if doc is None or doc == _SHARED else doc
 
     def _name_share(self, doc: int, terms: frozenset[str]) -> float:
@@ -560,13 +566,15 @@ def _names(
     Tool IDs are case-sensitive everywhere else (providers, registries): ``records.getUser``
     and ``records.GetUser`` are two tools, and a query naming one of them exactly still finds
     it first. The common case (no two names fold alike) is checked with whole-collection
-    operations, because this runs for every planning activity.
+    operations, because this runs for every planning activity; ASCII names (every generated or
+    registry tool ID is) are folded without a call per name.
     """
-    names = {tool_id.casefold(): doc for doc, tool_id in enumerate(ids)}
+    fold = str.casefold if all(map(str.isascii, ids)) else _folded
+    names = dict(zip(map(fold, ids), range(len(ids)), strict=True))
     if len(names) == len(ids) and "" not in names:
         for doc, entry in enumerate(entries):
             for alias in entry.aliases:
-                if names.setdefault(alias.casefold(), doc) != doc or not alias:
+                if names.setdefault(_folded(alias), doc) != doc or not alias:
                     return _shared_names(entries)
         return names, None
     return _shared_names(entries)
@@ -597,6 +605,15 @@ def _shared_names(entries: Sequence[SearchEntry]) -> tuple[dict[str, int], dict[
                     f"tool search name {name!r} of {entry.tool_id!r} also names "
                     f"{entries[other].tool_id!r}"
                 )
-            if folded.setdefault(name.casefold(), doc) != doc:
-                folded[name.casefold()] = _SHARED
+            key = _folded(name)
+            if folded.setdefault(key, doc) != doc:
+                folded[key] = _SHARED
     return folded, exact
+
+
+def _folded(name: str) -> str:
+    """A tool name or query as names are compared in any case: in Unicode NFKC, the form every
+    word is read in (fullwidth "ｒｅｃｏｒｄｓ．ｓｅａｒｃｈ" is "records.search"), then casefolded.
+    Without NFKC a query typed in fullwidth letters matched the tool's words but not its name,
+    and lost the first place an exact name is promised."""
+    return normalized(name).casefold()

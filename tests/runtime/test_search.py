@@ -248,6 +248,43 @@ def test_classic_ranks_a_query_by_its_first_distinct_words_only() -> None:
     assert_same(index.search(query, limit=10), reference(catalog, query, 1000))
 
 
+@pytest.mark.parametrize("ranking", ["fields", "classic"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "ｎｏｔｅｓ．ｇｅｔ",  # fullwidth letters and full stop, as East Asian input methods type
+        "ＮＯＴＥＳ．ＧＥＴ",  # fullwidth, in other case
+        "notes\ufe52get",  # small full stop (compatibility form)
+        "\u3000ｎｏｔｅｓ＿ｇｅｔ\u3000",  # the fullwidth alias between ideographic spaces
+    ],
+)
+def test_a_name_in_compatibility_form_is_exact(ranking: Ranking, query: str) -> None:
+    # Words are read in NFKC, names were only casefolded: a fullwidth name found the tool's
+    # words but was not an exact name, and the tools repeating them ranked first.
+    entries = [
+        SearchEntry(
+            tool_id,
+            search_document(tool_id, "", text),
+            (tool_id.replace(".", "_"),),
+            search_text(tool_id, "", text),
+        )
+        for tool_id, text in [
+            ("notes.get", "One."),
+            ("notes.get_notes", "Get notes: get the notes."),
+            ("notes.notes_get", "Get notes, get notes by text."),
+        ]
+    ]
+    index = SearchIndex(entries, ranking)
+    assert [hit.tool_id for hit in index.search("notes get", 3)][-1] == "notes.get"
+    explained = index.explain(query, 3)
+    assert [hit.tool_id for hit in explained] == [
+        "notes.get",
+        "notes.get_notes",
+        "notes.notes_get",
+    ]
+    assert explained[0].exact_name
+
+
 def test_alias_comes_first() -> None:
     entries = [SearchEntry(tool_id, document) for tool_id, document in NAMED]
     entries[0] = SearchEntry("a.report", entries[0].document, aliases=("a_report",))
@@ -319,12 +356,17 @@ def test_tools_named_alike_but_for_case_are_two_tools(ranking: Ranking) -> None:
         ("records.GetUser", "records.GetUser"),
         ("records_GetUser", "records.GetUser"),
         (" records_getUser ", "records.getUser"),
+        # In fullwidth letters (NFKC), the case kept: still the one tool it spells.
+        ("ｒｅｃｏｒｄｓ．ｇｅｔＵｓｅｒ", "records.getUser"),
+        ("ｒｅｃｏｒｄｓ＿ＧｅｔＵｓｅｒ", "records.GetUser"),
     ]:
         assert index.search(name)[0].tool_id == tool, name
         assert index.explain(name)[0].exact_name
     # In other case, a name both tools spell names neither; one only one tool has still does.
     assert not any(hit.exact_name for hit in index.explain("RECORDS.GETUSER"))
+    assert not any(hit.exact_name for hit in index.explain("ＲＥＣＯＲＤＳ．ＧＥＴＵＳＥＲ"))
     assert index.search("RECORDS.LIST")[0].tool_id == "records.list"
+    assert index.explain("ＲＥＣＯＲＤＳ．ＬＩＳＴ")[0].exact_name
 
 
 def test_own_alias_equal_to_id_is_allowed() -> None:
