@@ -468,19 +468,34 @@ def _check_run_arguments(
 
 
 def _check_search_version(definition: AgentDefinition) -> None:
-    """Refuse compiled tools whose search documents another search version counted: the
-    default ranking cannot rank them, and would say so only at the model's first tool search,
-    mid-run. The generator wrote the counts; only generating the package again recounts them
-    (the runtime reads generated facts, it does not recompute them)."""
-    stale = sorted({(s.search.version, s.toolset) for s in definition.specs
-                    if s.search.version != SEARCH_VERSION})  # fmt: skip
+    """Refuse deferred tools whose search documents another search version counted: the
+    default ranking (``fields``) ranks deferred tools by those counts and cannot rank another
+    version's, and would say so only at the model's first tool search, mid-run. The generator
+    wrote the counts; only generating the package again recounts them (the runtime reads
+    generated facts, it does not recompute them).
+
+    Only deferred tools are checked: eager tools reach the model whole and are never ranked,
+    so an agent whose stale tools are all eager runs exactly as a fresh one (refusing it made
+    every such agent wait for a regeneration that changes nothing it does). The ``classic``
+    ranking counts each tool's text itself and could rank the stale ones too, but the ranking
+    is the model client's choice, made per worker, and not known when an agent registers."""
+    deferred = set(definition.deferred_tool_ids)
+    stale = sorted((s.search.version, s.toolset, s.id) for s in definition.specs
+                   if s.id in deferred and s.search.version != SEARCH_VERSION)  # fmt: skip
     if stale:
-        found = ", ".join(f"{toolset!r} (version {version})" for version, toolset in stale)
+        by_toolset: dict[tuple[int, str], list[str]] = {}
+        for version, toolset, tool in stale:
+            by_toolset.setdefault((version, toolset), []).append(tool)
+        found = "; ".join(
+            f"{', '.join(tools)} (toolset {toolset!r}) counted with search version {version}"
+            for (version, toolset), tools in by_toolset.items()
+        )
         raise RegistrationError(
-            f"runtime: agent {definition.id!r}: the search documents of toolset(s) {found} were "
-            f"counted by another agentgen, and this one ranks search version {SEARCH_VERSION}: "
-            "regenerate the agent's package with this agentgen (agentgen gen DESIGN) and "
-            "commit it"
+            f"runtime: agent {definition.id!r}: the search documents of its deferred tools "
+            f"{found} were written by another agentgen, and this one ranks search version "
+            f"{SEARCH_VERSION}: tool search ranks deferred tools by these counts, and the "
+            "default ranking cannot read another version's. Regenerate the agent's package "
+            "with this agentgen (agentgen gen DESIGN) and commit it"
         )
 
 

@@ -5,10 +5,10 @@ writes search documents, consumers compile registry declarations with it, and qu
 through it at run time, so the three always agree. Any change to what a document counts (the
 stop words, the stemmer, how text splits into words, which fields there are) is a new version:
 generated packages carry the version in their documents, so ``agentgen gen --check`` flags
-packages written by another, the runtime refuses to register their tools (saying to
-regenerate), and a registry consumer counts the words of a declaration published with another
-version itself. Choices made only when a query is
-ranked (the synonyms, the field weights, how idf is weighed, the name coverage) change
+packages written by another, the runtime refuses to register an agent that defers their
+tools (saying to regenerate; eager tools are never ranked), and a registry consumer counts
+the words of a declaration published with another version itself. Choices made only when a
+query is ranked (the synonyms, the field weights, how idf is weighed, the name coverage) change
 rankings, not documents, and need no new version.
 
 Text is first brought to Unicode NFKC, so that the same words match however they were typed: a

@@ -311,7 +311,7 @@ async def test_run_arguments_of_the_wrong_kind_are_refused_before_the_run_starts
 
 
 @pytest.mark.parametrize("version", [1, 2])
-def test_tools_of_a_package_generated_with_another_search_version_are_refused(
+def test_deferred_tools_of_a_package_of_another_search_version_are_refused(
     version: int,
 ) -> None:
     # Such a package registered, then the run failed at the model's first tool search; after
@@ -325,17 +325,63 @@ def test_tools_of_a_package_generated_with_another_search_version_are_refused(
     assert {spec.search.version for spec in fresh} == {SEARCH_VERSION}
     width = len(VERSION_FIELDS[version])
     old = SearchDocument({"records": (1,) * width}, version)
-    stale = (replace(fresh[0], search=old), *fresh[1:])
+    # records.lookup is eager (never ranked); records.search is the deferred tool at fault.
+    assert fresh[1].id == "records.search"
+    stale = (fresh[0], replace(fresh[1], search=old), fresh[2])
     rt = Runtime()
     with pytest.raises(RegistrationError) as caught:
         register(rt, ScriptedPlanner([]), records_definition(specs=stale))
     assert str(caught.value) == (
-        f"runtime: agent 'test.agent': the search documents of toolset(s) "
-        f"'{records_specs.TOOLSET}' (version {version}) were counted by another agentgen, and "
-        f"this one ranks search version {SEARCH_VERSION}: regenerate the agent's package with "
-        "this agentgen (agentgen gen DESIGN) and commit it"
+        "runtime: agent 'test.agent': the search documents of its deferred tools "
+        f"records.search (toolset '{records_specs.TOOLSET}') counted with search version "
+        f"{version} were written by another agentgen, and this one ranks search version "
+        f"{SEARCH_VERSION}: tool search ranks deferred tools by these counts, and the default "
+        "ranking cannot read another version's. Regenerate the agent's package with this "
+        "agentgen (agentgen gen DESIGN) and commit it"
     )
     register(rt, ScriptedPlanner([]), records_definition(specs=fresh))  # the fresh one registers
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_eager_tools_of_another_search_version_register_and_run(version: int) -> None:
+    # Eager tools reach the model whole and are never ranked, yet an agent whose stale tools
+    # were all eager was refused, waiting on a regeneration that changes nothing it does.
+    from dataclasses import replace
+
+    from agentgen.runtime.search.document import VERSION_FIELDS, SearchDocument
+    from agentgen.runtime.testing import Answer, Call, Search
+
+    old = SearchDocument({"records": (1,) * len(VERSION_FIELDS[version])}, version)
+    fresh = records_specs.SPECS
+    # Every tool stale, none deferred: the agent runs a call.
+    rt = Runtime()
+    model = ScriptedModel([Call("records.lookup", {"id": "1"}), Answer("ok")])
+    rt.register_model("m", model)
+    executor = register(
+        rt,
+        ModelPlanner("m"),  # type: ignore[arg-type]
+        records_definition(
+            specs=tuple(replace(spec, search=old) for spec in fresh), deferred_tool_ids=()
+        ),
+    )
+    outcome = await rt.client("test.agent").run("look up 1")
+    assert outcome.final_text == "ok"
+    assert [call[0] for call in executor.calls] == ["lookup"]
+    # A stale eager tool beside fresh deferred ones: those are searched for and called.
+    assert fresh[0].id == "records.lookup"
+    rt = Runtime()
+    model = ScriptedModel(
+        [Search("search records"), Call("records.search", {"query": "x"}), Answer("found")]
+    )
+    rt.register_model("m", model)
+    executor = register(
+        rt,
+        ModelPlanner("m"),  # type: ignore[arg-type]
+        records_definition(specs=(replace(fresh[0], search=old), *fresh[1:])),
+    )
+    outcome = await rt.client("test.agent").run("search for x")
+    assert outcome.final_text == "found"
+    assert [call[0] for call in executor.calls] == ["search"]
 
 
 @pytest.mark.usefixtures("snowball_2_stemmer")
