@@ -27,6 +27,7 @@ import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Literal
 
 from agentgen.runtime.search.analysis import (
@@ -203,6 +204,9 @@ class SearchIndex:
         self.ranking: Ranking = ranking
         self._ids = [entry.tool_id for entry in entries]
         self._names, self._exact = _names(self._ids, entries)
+        # The longest name, as given or folded: a longer query names no tool (see _named).
+        aliases = chain.from_iterable(entry.aliases for entry in entries)
+        self._longest = max(map(len, chain(self._ids, self._names, aliases)), default=0)
         documents = _documents(entries, ranking)
         self._fields = documents[0].fields if documents else ()
         weights, bs = (FIELD_WEIGHTS, FIELD_B) if ranking == "fields" else ((1.0,), (B,))
@@ -296,7 +300,13 @@ class SearchIndex:
     def _named(self, name: str) -> int | None:
         """The tool a query names: the one with that ID or alias, else the one whose ID or
         alias it spells in other case; none when that case-folded name is several tools'. The
-        query is read in NFKC (:func:`_folded`), as its words are: a fullwidth name is the name."""
+        query is read in NFKC (:func:`_folded`), as its words are: a fullwidth name is the name.
+
+        NFKC composes at most four code points into one (the longest canonical decomposition),
+        so a query over four times the longest name names none, and is not read in NFKC here: a
+        model's query may be its whole output, 128 KB of characters NFKC expands 18-fold."""
+        if len(name) > _MOST_COMPOSED * self._longest:
+            return None
         if self._exact is not None:
             doc = self._exact.get(name)
             if doc is None:
@@ -579,6 +589,9 @@ def _names(
         return names, None
     return _shared_names(entries)
 
+
+#: The most code points NFKC composes into one character (U+1FAF's decomposition has four).
+_MOST_COMPOSED = 4
 
 #: The tool of a case-folded name that several tools' IDs or aliases spell.
 _SHARED = -1

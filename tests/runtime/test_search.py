@@ -12,6 +12,7 @@ import operator
 import random
 import subprocess
 import sys
+import unicodedata
 from collections import Counter
 
 import pytest
@@ -283,6 +284,20 @@ def test_a_name_in_compatibility_form_is_exact(ranking: Ranking, query: str) -> 
         "notes.notes_get",
     ]
     assert explained[0].exact_name
+
+
+@pytest.mark.parametrize("name", ["\ud55c", "\u1ec7"])  # Hangul 한, Vietnamese ệ
+def test_a_name_decomposed_to_three_times_its_length_is_exact(name: str) -> None:
+    # Names are compared in NFKC, which composes up to four code points into one, so a query
+    # several times longer than the longest name may still spell it (decomposed, as macOS and
+    # PDF copies write text); only a query over four times longer cannot, and is not read again.
+    decomposed = unicodedata.normalize("NFD", name)
+    assert len(decomposed) == 3
+    index = SearchIndex([SearchEntry(name, doc("x")), SearchEntry("y", doc("x"))], "classic")
+    assert [(hit.tool_id, hit.exact_name) for hit in index.explain(decomposed, 1)] == [
+        (name, True)
+    ]
+    assert not any(hit.exact_name for hit in index.explain(decomposed + "x", 2))
 
 
 def test_alias_comes_first() -> None:
