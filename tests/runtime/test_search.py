@@ -294,9 +294,7 @@ def test_a_name_decomposed_to_three_times_its_length_is_exact(name: str) -> None
     decomposed = unicodedata.normalize("NFD", name)
     assert len(decomposed) == 3
     index = SearchIndex([SearchEntry(name, doc("x")), SearchEntry("y", doc("x"))], "classic")
-    assert [(hit.tool_id, hit.exact_name) for hit in index.explain(decomposed, 1)] == [
-        (name, True)
-    ]
+    assert [(hit.tool_id, hit.exact_name) for hit in index.explain(decomposed, 1)] == [(name, True)]
     assert not any(hit.exact_name for hit in index.explain(decomposed + "x", 2))
 
 
