@@ -203,10 +203,15 @@ class SearchIndex:
             )
         self.ranking: Ranking = ranking
         self._ids = [entry.tool_id for entry in entries]
-        self._names, self._exact = _names(self._ids, entries)
-        # The longest name, as given or folded: a longer query names no tool (see _named).
-        aliases = chain.from_iterable(entry.aliases for entry in entries)
-        self._longest = max(map(len, chain(self._ids, self._names, aliases)), default=0)
+        aliases = [entry.aliases for entry in entries]
+        ascii_names = all(map(str.isascii, self._ids)) and all(
+            map(str.isascii, chain.from_iterable(aliases))
+        )
+        self._names, self._exact = _names(self._ids, entries, ascii_names)
+        # Every name, as given and folded (ASCII names fold to names of their own length), for
+        # the longest of them: measured only when a long query asks (see _named).
+        self._every_name = self._names if ascii_names else (self._names, self._ids, *aliases)
+        self._longest: int | None = None
         documents = _documents(entries, ranking)
         self._fields = documents[0].fields if documents else ()
         weights, bs = (FIELD_WEIGHTS, FIELD_B) if ranking == "fields" else ((1.0,), (B,))
@@ -305,7 +310,7 @@ class SearchIndex:
         NFKC composes at most four code points into one (the longest canonical decomposition),
         so a query over four times the longest name names none, and is not read in NFKC here: a
         model's query may be its whole output, 128 KB of characters NFKC expands 18-fold."""
-        if len(name) > _MOST_COMPOSED * self._longest:
+        if len(name) > _SHORT_QUERY and len(name) > _MOST_COMPOSED * self._longest_name():
             return None
         if self._exact is not None:
             doc = self._exact.get(name)
@@ -315,6 +320,13 @@ class SearchIndex:
                 return doc
         doc = self._names.get(_folded(name))
         return None if doc is None or doc == _SHARED else doc
+
+    def _longest_name(self) -> int:
+        if self._longest is None:
+            every = self._every_name
+            names = chain.from_iterable(every) if isinstance(every, tuple) else every
+            self._longest = max(map(len, names), default=0)
+        return self._longest
 
     def _name_share(self, doc: int, terms: frozenset[str]) -> float:
         """The share of the words of a tool's own name that are among a query's terms."""
@@ -567,7 +579,7 @@ def _invert(doc_terms: Sequence[Mapping[str, tuple[int, ...]]]) -> dict[str, lis
 
 
 def _names(
-    ids: Sequence[str], entries: Sequence[SearchEntry]
+    ids: Sequence[str], entries: Sequence[SearchEntry], ascii_names: bool
 ) -> tuple[dict[str, int], dict[str, int] | None]:
     """Map each tool's ID and aliases, case-folded, to the tool (:data:`_SHARED` where the
     folded name is several tools'), and, when some are, also the exact names; rejecting a
@@ -579,12 +591,12 @@ def _names(
     operations, because this runs for every planning activity; ASCII names (every generated or
     registry tool ID is) are folded without a call per name.
     """
-    fold = str.casefold if all(map(str.isascii, ids)) else _folded
+    fold = str.casefold if ascii_names else _folded
     names = dict(zip(map(fold, ids), range(len(ids)), strict=True))
     if len(names) == len(ids) and "" not in names:
         for doc, entry in enumerate(entries):
             for alias in entry.aliases:
-                if names.setdefault(_folded(alias), doc) != doc or not alias:
+                if names.setdefault(fold(alias), doc) != doc or not alias:
                     return _shared_names(entries)
         return names, None
     return _shared_names(entries)
@@ -592,6 +604,8 @@ def _names(
 
 #: The most code points NFKC composes into one character (U+1FAF's decomposition has four).
 _MOST_COMPOSED = 4
+#: Queries up to this length are compared with names without measuring the longest name.
+_SHORT_QUERY = 1024
 
 #: The tool of a case-folded name that several tools' IDs or aliases spell.
 _SHARED = -1

@@ -286,16 +286,21 @@ def test_a_name_in_compatibility_form_is_exact(ranking: Ranking, query: str) -> 
     assert explained[0].exact_name
 
 
-@pytest.mark.parametrize("name", ["\ud55c", "\u1ec7"])  # Hangul 한, Vietnamese ệ
-def test_a_name_decomposed_to_three_times_its_length_is_exact(name: str) -> None:
-    # Names are compared in NFKC, which composes up to four code points into one, so a query
-    # several times longer than the longest name may still spell it (decomposed, as macOS and
-    # PDF copies write text); only a query over four times longer cannot, and is not read again.
+@pytest.mark.parametrize("letter", ["\ud55c", "\u1ec7"])  # Hangul 한, Vietnamese ệ
+def test_a_long_name_decomposed_to_three_times_its_length_is_exact(letter: str) -> None:
+    # Names are compared in NFKC, which composes up to four code points into one, so a long
+    # query several times the longest name may still spell it (decomposed, as macOS and PDF
+    # copies write text); only a query over four times longer cannot, and is not read again.
+    name = letter * 400
     decomposed = unicodedata.normalize("NFD", name)
-    assert len(decomposed) == 3
+    assert len(decomposed) == 1200
     index = SearchIndex([SearchEntry(name, doc("x")), SearchEntry("y", doc("x"))], "classic")
     assert [(hit.tool_id, hit.exact_name) for hit in index.explain(decomposed, 1)] == [(name, True)]
+    assert [(hit.tool_id, hit.exact_name) for hit in index.explain(name.upper(), 1)] == [
+        (name, True)
+    ]
     assert not any(hit.exact_name for hit in index.explain(decomposed + "x", 2))
+    assert index.explain("x " * 1000, 2) == index.explain("x", 2)  # words, and no name
 
 
 def test_alias_comes_first() -> None:
