@@ -23,6 +23,7 @@ and ``random`` are not available. Templates are checked when a contract is compi
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import re
@@ -31,8 +32,9 @@ from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, nodes
-from jinja2.exceptions import SecurityError
+from jinja2 import Environment, StrictUndefined, Template, nodes, pass_environment
+from jinja2.exceptions import FilterArgumentError, SecurityError
+from jinja2.filters import _GroupTuple, ignore_case, make_attrgetter, make_multi_attrgetter
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
@@ -216,6 +218,16 @@ _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _exact_operands(left: Any, right: Any) -> tuple[Any, Any]:
+    """A float beside a ``Decimal`` read as the decimal it is written as (see
+    ``BudgetedSandbox.call_binop``)."""
+    if isinstance(left, Decimal) and type(right) is float:
+        return left, Decimal(repr(right))
+    if isinstance(right, Decimal) and type(left) is float:
+        return Decimal(repr(left)), right
+    return left, right
+
+
 def _concat(*parts: Any) -> str:
     """``a ~ b``: the parts as text, joined (their total size checked first)."""
     texts = [part if isinstance(part, str) else str(part) for part in parts]
@@ -330,6 +342,144 @@ _PRECHECKS: dict[str, Callable[..., None]] = {
     "slice": _pre_count,
     "round": _pre_round,
 }
+
+# --------------------------------------------------------------------------- exact ordering
+#
+# Jinja's ordering filters compare values with Python's operators, which read a float by its
+# binary value against a ``Decimal`` (a schema-typed number argument): ``[amount, 0.1] | max``
+# picked the literal for an amount of 0.1 (0.1000000000000000055...), ``sort`` put a 0.3
+# literal before an amount of 0.3, ``unique`` kept both, and ``sum`` raised ``TypeError``. These
+# are Jinja's filters with each key read as comparisons read it (:func:`_compared`) and the sum
+# added as ``+`` adds; what they return are the template's own values, unchanged.
+
+
+def _exact_key(case_sensitive: bool) -> Callable[[Any], Any]:
+    if case_sensitive:
+        return _compared
+    return lambda value: _compared(ignore_case(value))
+
+
+@pass_environment
+def _sort(
+    environment: Environment,
+    value: Iterable[Any],
+    reverse: bool = False,
+    case_sensitive: bool = False,
+    attribute: str | int | None = None,
+) -> list[Any]:
+    key = make_multi_attrgetter(environment, attribute, postprocess=_exact_key(case_sensitive))
+    return sorted(value, key=key, reverse=reverse)
+
+
+def _min_or_max(
+    environment: Environment,
+    value: Iterable[Any],
+    pick: Callable[..., Any],
+    case_sensitive: bool,
+    attribute: str | int | None,
+) -> Any:
+    items = list(value)
+    if not items:
+        return environment.undefined("No aggregated item, sequence was empty.")
+    return pick(
+        items, key=make_attrgetter(environment, attribute, postprocess=_exact_key(case_sensitive))
+    )
+
+
+@pass_environment
+def _min(
+    environment: Environment,
+    value: Iterable[Any],
+    case_sensitive: bool = False,
+    attribute: str | int | None = None,
+) -> Any:
+    return _min_or_max(environment, value, min, case_sensitive, attribute)
+
+
+@pass_environment
+def _max(
+    environment: Environment,
+    value: Iterable[Any],
+    case_sensitive: bool = False,
+    attribute: str | int | None = None,
+) -> Any:
+    return _min_or_max(environment, value, max, case_sensitive, attribute)
+
+
+@pass_environment
+def _unique(
+    environment: Environment,
+    value: Iterable[Any],
+    case_sensitive: bool = False,
+    attribute: str | int | None = None,
+) -> Iterator[Any]:
+    key = make_attrgetter(environment, attribute, postprocess=_exact_key(case_sensitive))
+    seen: set[Any] = set()
+    for item in value:
+        found = key(item)
+        if found not in seen:
+            seen.add(found)
+            yield item
+
+
+def _dictsort(
+    value: Mapping[Any, Any],
+    case_sensitive: bool = False,
+    by: str = "key",
+    reverse: bool = False,
+) -> list[tuple[Any, Any]]:
+    if by not in ("key", "value"):
+        raise FilterArgumentError('You can only sort by either "key" or "value"')
+    position = 0 if by == "key" else 1
+    key = _exact_key(case_sensitive)
+    return sorted(value.items(), key=lambda item: key(item[position]), reverse=reverse)
+
+
+@pass_environment
+def _groupby(
+    environment: Environment,
+    value: Iterable[Any],
+    attribute: str | int,
+    default: Any = None,
+    case_sensitive: bool = False,
+) -> list[tuple[Any, list[Any]]]:
+    key = make_attrgetter(
+        environment, attribute, postprocess=_exact_key(case_sensitive), default=default
+    )
+    grouper = make_attrgetter(environment, attribute, default=default)
+    groups = [list(items) for _, items in itertools.groupby(sorted(value, key=key), key)]
+    # Each group named by its first item's own value, as Jinja names case-insensitive groups.
+    return [_GroupTuple(grouper(items[0]), items) for items in groups]
+
+
+@pass_environment
+def _sum(
+    environment: Environment,
+    iterable: Iterable[Any],
+    attribute: str | int | None = None,
+    start: Any = 0,
+) -> Any:
+    if isinstance(start, str):
+        raise TypeError("sum() can't sum strings [use ''.join(seq) instead]")  # as sum() says
+    values = (
+        iterable if attribute is None else map(make_attrgetter(environment, attribute), iterable)
+    )
+    total = start
+    for item in values:
+        total = _check_size(_add(*_exact_operands(total, item)))
+    return total
+
+
+_EXACT_FILTERS: dict[str, Callable[..., Any]] = {
+    "sort": _sort,
+    "min": _min,
+    "max": _max,
+    "unique": _unique,
+    "dictsort": _dictsort,
+    "groupby": _groupby,
+    "sum": _sum,
+}
+
 
 #: Filters whose first argument is a context, environment or evaluation context.
 _PASSES = ("context", "environment", "eval_context")
@@ -446,6 +596,7 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
     def __init__(self) -> None:
         super().__init__(undefined=StrictUndefined, autoescape=False, finalize=_visible)
         self.filters["tojson"] = tojson
+        self.filters.update(_EXACT_FILTERS)
         for name in ("random", "urlize", "pprint"):  # not deterministic; slow on long text
             self.filters.pop(name, None)
         self.filters = {name: _budgeted(name, f) for name, f in self.filters.items()}
@@ -490,10 +641,7 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         # ``Decimal`` the model wrote, which Python refuses to mix with a template's float
         # literal (``{{ amount * 1.2 }}``): the float is read as the decimal it is written as,
         # so the arithmetic stays exact (19.99 * 1.2 is 23.988).
-        if isinstance(left, Decimal) and type(right) is float:
-            right = Decimal(repr(right))
-        elif isinstance(right, Decimal) and type(left) is float:
-            left = Decimal(repr(left))
+        left, right = _exact_operands(left, right)
         operation = _OPERATORS.get(operator) or self.binop_table[operator]
         return _check_size(operation(left, right))
 

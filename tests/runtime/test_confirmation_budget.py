@@ -275,3 +275,62 @@ def test_exact_number_arguments_compare_with_float_literals_as_written(
         '{"amount": 0.1, "limit": 19.99, "lines": [{"price": 9.5}, {"price": 9.6}]}'
     )
     assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
+
+
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
+        # The float 0.1 is 0.1000000000000000055...: max picked it over an amount of 0.1, and
+        # min the amount over a 0.1 written first.
+        ("{{ [amount, 0.1] | max is sameas amount }}", "True"),
+        ("{{ [0.1, amount] | min is sameas amount }}", "False"),
+        # The float 0.3 is 0.2999999999999999888..., below a total of 0.29999999999999999.
+        ("{{ [0.3, total] | sort | first is sameas total }}", "True"),
+        ("{{ [total, 0.3] | sort(reverse=true) | first is sameas total }}", "False"),
+        (
+            "{{ (lines + [{'sku': 'z', 'price': 9.6}]) | sort(attribute='price') | join(',', attribute='sku') }}",
+            "c,a,z,b",
+        ),
+        ("{{ (([{'sku': 'z', 'price': 0.1}] + lines) | min(attribute='price')).sku }}", "z"),
+        ("{{ [amount, 0.1, 0.2] | unique | list | length }}", "2"),
+        ("{{ {'x': 0.1, 'y': amount} | dictsort(by='value') | map('first') | join }}", "xy"),
+        ("{{ (lines + [{'sku': 'z', 'price': 9.6}]) | groupby('price') | length }}", "3"),
+        (
+            "{{ (lines + [{'sku': 'z', 'price': 9.6}]) | groupby('price') | map(attribute='grouper') | join(' ') }}",
+            "0.1 9.6 9.7",
+        ),
+        ("{{ [amount, 0.2] | sum }} {{ lines | sum(attribute='price') }}", "0.3 19.4"),
+        # As before: floats alone, integers, and sum's refusal of strings.
+        (
+            "{{ [0.1, 0.2] | sum }} {{ [1, 2] | sum(start=1) }} {{ [0.5, 0.25] | max }}",
+            "0.30000000000000004 4 0.5",
+        ),
+        (
+            "{{ ['b', 'A', 'a'] | sort | join }} {{ ['b', 'A'] | sort(case_sensitive=true) | join }}",
+            "Aab Ab",
+        ),
+    ],
+)
+def test_ordering_filters_compare_exact_numbers_with_floats_as_written(
+    template: str, shown: str
+) -> None:
+    """``min``, ``max``, ``sort``, ``unique``, ``dictsort`` and ``groupby`` compared an exact
+    number argument with a float by the float's binary value, and ``sum`` raised ``TypeError``
+    on the mix; they now read floats as comparisons and ``+`` do, and return the template's
+    own values."""
+    codec = SchemaCodec(
+        {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "total": {"type": "number"},
+                "lines": {"type": "array"},
+            },
+        },
+        TOOL,
+    )
+    arguments = codec.decode_arguments(
+        '{"amount": 0.1, "total": 0.29999999999999999, "lines": [{"sku": "a", "price": 9.6}, '
+        '{"sku": "b", "price": 9.7}, {"sku": "c", "price": 0.1}]}'
+    )
+    assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
