@@ -61,14 +61,17 @@ def APIVersion(version: str) -> None:
     """The registry API version (defaults to ``v1``)."""
     call = begin("APIVersion")
     registry = _registry_scope(call)
+    first = registry is not None and _first_setting(call, registry)
     value = call.text("version", version)
-    if registry is not None and value is not None and _first_setting(call, registry):
+    if registry is not None and value is not None and first:
         registry.api_version = value
 
 
 def _duration_setting(func: str, attr: str, value: Duration, *, positive: bool = False) -> None:
     call = begin(func)
     registry = _registry_scope(call)
+    # A repeat is one whatever its value: checked first, so it is reported beside it.
+    first = registry is not None and _first_setting(call, registry)
     try:
         seconds = parse_duration(
             value,
@@ -78,7 +81,7 @@ def _duration_setting(func: str, attr: str, value: Duration, *, positive: bool =
     except ValueError as exc:
         call.error(f"{func} {exc}")
         return
-    if registry is not None and _first_setting(call, registry):
+    if registry is not None and first:
         setattr(registry, attr, seconds)
 
 
@@ -98,9 +101,14 @@ def CacheTTL(value: Duration) -> None:
 
 
 def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration = 5.0) -> None:
-    """Retry failed registry requests ``max_retries`` times with exponential backoff."""
+    """Retry failed registry requests ``max_retries`` times with exponential backoff.
+
+    Every problem of the call is reported in one run (a bad count, each bad duration, a base
+    above the ceiling, a repeat), each at this call's line, like the other constructs."""
     call = begin("Retry")
     registry = _registry_scope(call)
+    # A repeat is one whatever its arguments: checked first, so it is reported beside them.
+    first = registry is not None and _first_setting(call, registry)
     ok = True
     if isinstance(max_retries, bool) or not isinstance(max_retries, int):
         call.error(f"Retry max_retries must be an integer, got {type(max_retries).__name__}")
@@ -115,7 +123,12 @@ def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration 
         except ValueError as exc:
             call.error(f"Retry {label} {exc}")
             ok = False
-    if registry is not None and ok and _first_setting(call, registry):
+    if len(bounds) == 2 and bounds[0] > bounds[1]:
+        call.error(
+            f"Retry backoff_base ({bounds[0]:g}s) must not exceed backoff_max ({bounds[1]:g}s)"
+        )
+        ok = False
+    if registry is not None and ok and first:
         registry.retry = RetryExpr(call.loc, max_retries, bounds[0], bounds[1])
 
 

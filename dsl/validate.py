@@ -269,14 +269,6 @@ class _Validator:
                     _ = parsed.port
                 except ValueError as exc:
                     self.error(registry, f"invalid registry URL {q(registry.url)}: {exc}", loc=loc)
-        retry = registry.retry
-        if retry is not None and retry.backoff_base > retry.backoff_max:
-            self.error(
-                registry,
-                f"Retry backoff_base ({retry.backoff_base:g}s) must not exceed backoff_max "
-                f"({retry.backoff_max:g}s)",
-                loc=retry.loc,
-            )
 
     # ------------------------------------------------------------------ toolsets and tools
 

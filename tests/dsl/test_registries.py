@@ -90,7 +90,7 @@ with Registry("company"):
     Timeout(-1)  # <-
     SyncInterval("soon")  # <-
     Retry(-2)  # <-
-    Retry(1, "5s", "1s")  # <-
+    Retry(1, "5s", "1s")  # <- <-
     CacheTTL(10**400)  # <-
 with Registry("other"):
     URL("https://other.example")
@@ -99,6 +99,7 @@ with Registry("other"):
         "Timeout must be a positive, finite duration, got -1",
         'SyncInterval invalid duration "soon"',
         "Retry max_retries must be non-negative, got -2",
+        "Retry is already set on line 7; give each setting once",
         "Retry backoff_base (5s) must not exceed backoff_max (1s)",
         # An int beyond any float is a design error, not an OverflowError out of the design.
         "CacheTTL is too long: the number exceeds any float",
@@ -129,6 +130,31 @@ with Registry("company"):
         "SyncInterval is already set on line 7; give each setting once",
         "CacheTTL is already set on line 8; give each setting once",
         "Retry is already set on line 9; give each setting once",
+    )
+
+
+def test_retry_reports_every_problem_of_the_call(designs: DesignRunner) -> None:
+    # Retry stopped at its first problem: a negative count hid a base above the ceiling (it was
+    # only checked on a Retry that was otherwise valid), and a bad repeat hid that it repeated.
+    designs.check(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Retry(-1, "5s", "1s")  # <- <-
+    Retry("x", "bad", 0)  # <- <- <-
+    Timeout(0)  # <-
+    Timeout("1s")  # <-
+Retry(1, "5s", "1s")  # <- <-
+""",
+        "Retry max_retries must be non-negative, got -1",
+        "Retry backoff_base (5s) must not exceed backoff_max (1s)",
+        "Retry is already set on line 5; give each setting once",
+        "Retry max_retries must be an integer, got str",
+        'Retry backoff_base invalid duration "bad"',
+        "Timeout must be a positive, finite duration, got 0",
+        "Timeout is already set on line 7; give each setting once",
+        "Retry is not valid at the top level of the design; it belongs inside a Registry body",
+        "Retry backoff_base (5s) must not exceed backoff_max (1s)",
     )
 
 
