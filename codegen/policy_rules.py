@@ -51,6 +51,17 @@ def _reads_registries(agent: AgentExpr) -> bool:
     )
 
 
+def _lost_tools(agent: AgentExpr) -> bool:
+    """Whether a toolset the agent uses lost tools to refused declarations (reported): a
+    clause naming a tag only they carry, or hiding every tool that is left, would otherwise be
+    reported as a mistake of its own."""
+    return any(
+        isinstance(use.target, ToolsetExpr)
+        and (use.target.rejected_tools > 0 or use.target.body_rejected)
+        for use in agent.uses
+    )
+
+
 def _tools(agent: AgentExpr) -> list[tuple[str, tuple[str, ...]]]:
     """(tool ID, the tags its spec carries) of every compiled tool the agent uses."""
     tools: list[tuple[str, tuple[str, ...]]] = []
@@ -68,6 +79,8 @@ def _agent_policy(agent: AgentExpr) -> Iterable[DesignError]:
     policy = agent.policy
     if policy is None or not policy.tag_clauses or _reads_registries(agent):
         return
+    if _lost_tools(agent):
+        return  # the refused tools' own errors come first; their tags are unknown
     identifier = agent_id(agent.service.name, agent.name)
     tools = _tools(agent)
     carried = sorted({tag for _, tags in tools for tag in tags})

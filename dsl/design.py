@@ -103,6 +103,8 @@ def Export(exported: ToolsetExpr | str | None, *args: object) -> ExportExpr:
     values, body = call.split_body(args)
     if values:
         call.too_many(values, "a toolset or name, and an optional body")
+    # A refused argument without a body may be the body written wrongly (see Toolset).
+    rejected_body = bool(values) and body is None
     owner = call.expect((AgentExpr, ServiceExpr), "inside an Agent or Service body")
     expr = ExportExpr(call.loc, owner)
     value: object = exported  # a design may pass anything; say what was wrong
@@ -115,6 +117,7 @@ def Export(exported: ToolsetExpr | str | None, *args: object) -> ExportExpr:
                 source=LocalSource(),
                 owner="agent-export" if isinstance(owner, AgentExpr) else "service-export",
             )
+            toolset.body_rejected = rejected_body
             call.ctx.root.toolsets.append(toolset)
             expr.toolset = toolset
             expr.defines = True

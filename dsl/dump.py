@@ -13,7 +13,9 @@ from typing import Any
 from agentgen.dsl.expr import RegistryExpr, RootExpr, ToolsetExpr
 from agentgen.dsl.location import SourceLoc
 
-_SKIPPED = frozenset({"loc", "parent", "body_loc", "body_rejected", "evaluation"})
+_SKIPPED = frozenset(
+    {"loc", "parent", "body_loc", "body_rejected", "refused", "rejected_names", "evaluation"}
+)
 # Fields holding references to expressions declared (and dumped) elsewhere.
 _REFERENCES = frozenset({"target", "registry", "toolset"})
 

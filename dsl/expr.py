@@ -31,6 +31,10 @@ class Expr:
     body_loc: SourceLoc | None = field(default=None, repr=False)
     #: The body given was rejected (reported); rules about an empty body do not apply.
     body_rejected: bool = field(default=False, repr=False)
+    #: The settings of this expression whose call was refused (reported), by DSL function
+    #: (``"Args"``, ``"URL"``, ``"Cursor"``...): rules about a missing one do not apply, so one
+    #: mistake is not reported again as a setting left out.
+    refused: set[str] = field(default_factory=set, repr=False)
     #: The evaluation (:attr:`RootExpr.evaluation`) that made the expression: a module kept
     #: imported from another one hands a design expressions of another tree.
     evaluation: int = field(default_factory=current_evaluation, repr=False)
@@ -226,6 +230,9 @@ class ToolsetExpr(Expr):
     publish_to: list[tuple[RegistryExpr, SourceLoc]] = field(default_factory=list)
     #: Tools whose declaration was rejected (already reported); they still count as declared.
     rejected_tools: int = field(default=0, repr=False)
+    #: The names of those tools (when a string): a reference to one (``Tool("Lookup")`` in a
+    #: Use, ``Deferred``, ``ContinueWith``) is no unknown tool, the name's own error says why.
+    rejected_names: set[str] = field(default_factory=set, repr=False)
 
     def eval_name(self) -> str:
         return f"toolset {q(self.name)}"
@@ -398,6 +405,9 @@ class RootExpr:
     #: Every defining toolset: top-level ``Toolset`` calls and inline ``Use``/``Export`` ones.
     toolsets: list[ToolsetExpr] = field(default_factory=list)
     registries: list[RegistryExpr] = field(default_factory=list)
+    #: Top-level ``Toolset`` calls whose declaration was refused (reported): no part of the
+    #: design, but what a later ``Use("name")`` of one of their names meant.
+    rejected_toolsets: list[ToolsetExpr] = field(default_factory=list, repr=False)
 
     def agents(self) -> list[AgentExpr]:
         return [agent for service in self.services for agent in service.agents]

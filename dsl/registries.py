@@ -38,6 +38,8 @@ def URL(url: str) -> None:
     call = begin("URL")
     registry = _registry_scope(call)
     value = call.text("url", url)
+    if registry is not None and value is None:
+        registry.refused.add("URL")
     if registry is None or value is None:
         return
     if registry.url is not None:

@@ -180,6 +180,9 @@ def enter_with_body(node: ScopeNode) -> None:
             where=node.where(),
         )
     node.body_loc = loc
+    # A body runs after all (an argument refused as a possible body was not one): the rules
+    # about an empty body apply again.
+    node.body_rejected = False
     ctx.stack.append(node)
 
 

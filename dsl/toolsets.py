@@ -64,6 +64,10 @@ def Toolset(*args: object) -> ToolsetExpr:
     if isinstance(source, RegistrySource | ExternalMCPSource) and name is None:
         name = source.toolset
     expr = ToolsetExpr(call.loc, None, name=name or "", source=source)
+    if body is None and (others or len(names) > 1):
+        # A refused argument may be the body written wrongly (a string, a call's result):
+        # "declares no tools" and "unknown tool" would only repeat that mistake.
+        expr.body_rejected = True
     valid = not invalid
     if name is None:
         if valid:
@@ -83,9 +87,11 @@ def Toolset(*args: object) -> ToolsetExpr:
         valid = False
     top = call.at_top_level("at the top level of the design (assign it: Records = Toolset(...))")
     if top and valid:
+        call.ctx.root.toolsets.append(expr)
+    elif top:
         # A toolset whose declaration was rejected is not validated further: its errors are
         # already reported and would only repeat as follow-on errors.
-        call.ctx.root.toolsets.append(expr)
+        call.ctx.root.rejected_toolsets.append(expr)
     return open_scope(call, expr, body)
 
 
@@ -169,6 +175,8 @@ def Tool(name: str, *args: object) -> ToolExpr:
             toolset.tools.append(expr)
         else:
             toolset.rejected_tools += 1
+            if isinstance(name, str):
+                toolset.rejected_names.add(name)
     return open_scope(call, expr, body)
 
 
@@ -205,9 +213,11 @@ def _set_type(func: str, value: Any) -> None:
                 f"{func} takes a pydantic model class; JSON Schema dicts are only accepted "
                 "for tools of FromExternalMCP toolsets"
             )
+            tool.refused.add(func)
     else:
         shown = value.__name__ if isinstance(value, type) else type(value).__name__
         call.error(f"{func} takes a pydantic model class (a BaseModel subclass), got {shown}")
+        tool.refused.add(func)
 
 
 def Args(value: Any) -> None:
@@ -377,6 +387,8 @@ def _confirmation_template(func: str, attr: str, template: str) -> None:
     call = begin(func)
     confirmation = call.expect((ConfirmationExpr,), "inside a Confirmation body")
     value = call.text("template", template)
+    if confirmation is not None and value is None:
+        confirmation.refused.add(func)
     if confirmation is None or value is None:
         return
     if getattr(confirmation, f"{attr}_template") is not None:
@@ -416,6 +428,8 @@ def _bounds_field(func: str, attr: str, field: str) -> None:
     call = begin(func)
     bounds = call.expect((BoundsExpr,), "inside a BoundedResult body")
     value = call.text("field name", field)
+    if bounds is not None and value is None:
+        bounds.refused.add(func)
     if bounds is None or value is None:
         return
     if getattr(bounds, attr) is not None:
@@ -440,6 +454,8 @@ def ContinueWith(tool: str) -> None:
     call = begin("ContinueWith")
     bounds = call.expect((BoundsExpr,), "inside a BoundedResult body")
     value = call.text("tool name", tool)
+    if bounds is not None and value is None:
+        bounds.refused.add("ContinueWith")
     if bounds is None or value is None:
         return
     if bounds.continue_with is not None:

@@ -174,19 +174,30 @@ class _Validator:
             empty = not (toolset.tools or toolset.rejected_tools or toolset.body_rejected)
             if toolset.owner != "agent-use" or not empty:
                 continue
+            # A Toolset whose declaration was refused counts: the Use still meant it, and
+            # "declares no tools" would send the reader the wrong way.
             other = next(
-                (t for t in self.root.toolsets if t.name == toolset.name and t is not toolset),
+                (
+                    t
+                    for t in (*self.root.toolsets, *self.root.rejected_toolsets)
+                    if t.name == toolset.name and t is not toolset
+                ),
                 None,
             )
             if other is None:
                 continue
             mistaken.add(id(toolset))
             variable = variable_name(toolset.name)
+            refused = (
+                " (its declaration was refused: see the error there)"
+                if other in self.root.rejected_toolsets
+                else ""
+            )
             self.error(
                 toolset,
                 f"Use({q(toolset.name)}) defines a new toolset named {q(toolset.name)} in place, "
-                f"but {other.eval_name()} is already defined at {other.loc.short()}; to consume "
-                "it, pass the value Toolset(...) returned, not its name: "
+                f"but {other.eval_name()} is already defined at {other.loc.short()}{refused}; to "
+                "consume it, pass the value Toolset(...) returned, not its name: "
                 f"{variable} = Toolset({q(toolset.name)}, ...), then Use({variable})",
                 related=(other.loc,),
             )
@@ -197,7 +208,11 @@ class _Validator:
         meant ``Use(Records)``, misspelling the name it passed instead of the value."""
         if toolset.owner != "agent-use":
             return ""
-        others = [t.name for t in self.root.toolsets if t is not toolset and t.name]
+        others = [
+            t.name
+            for t in (*self.root.toolsets, *self.root.rejected_toolsets)
+            if t is not toolset and t.name
+        ]
         name = closest(toolset.name, others)
         if name is None:
             return ""
@@ -228,7 +243,8 @@ class _Validator:
 
     def registry(self, registry: RegistryExpr) -> None:
         if registry.url is None:
-            self.error(registry, 'registry URL is required; set it with URL("https://...")')
+            if "URL" not in registry.refused:  # a refused URL(...) is reported already
+                self.error(registry, 'registry URL is required; set it with URL("https://...")')
         else:
             loc = registry.url_loc or registry.loc
             parsed = urlparse(registry.url)
@@ -348,7 +364,8 @@ class _Validator:
         if confirmation is not None:
             # Argument names are read only when a template needs them: computing JSON
             # Schemas is the slowest part of validating a large design.
-            args = self.props(tool, tool.args, "Args")
+            # Args(...) refused (reported): which names the templates may read is unknown.
+            args = None if "Args" in tool.refused else self.props(tool, tool.args, "Args")
             for label, text, loc in (
                 ("PromptTemplate", confirmation.prompt_template, confirmation.prompt_loc),
                 (
@@ -358,7 +375,8 @@ class _Validator:
                 ),
             ):
                 if text is None:
-                    self.error(confirmation, f"Confirmation requires a {label}(...)")
+                    if label not in confirmation.refused:  # a refused one is reported already
+                        self.error(confirmation, f"Confirmation requires a {label}(...)")
                 else:
                     self.template(confirmation, label, text, loc or confirmation.loc, args)
 
@@ -412,9 +430,15 @@ class _Validator:
             bounds = tool.bounds
             if bounds is None:
                 continue
-            if bounds.cursor is not None and bounds.next_cursor is None:
+            # A refused Cursor(...) or NextCursor(...) is reported already, not missing.
+            refused = bounds.refused
+            if (
+                bounds.cursor is not None
+                and bounds.next_cursor is None
+                and "NextCursor" not in refused
+            ):
                 self.error(bounds, "Cursor() requires NextCursor() to configure paging")
-            if bounds.next_cursor is not None and bounds.cursor is None:
+            if bounds.next_cursor is not None and bounds.cursor is None and "Cursor" not in refused:
                 self.error(bounds, "NextCursor() requires Cursor() to configure paging")
             if bounds.cursor is not None:
                 self.paging_field(
@@ -438,9 +462,11 @@ class _Validator:
             if name is None:
                 continue
             loc = bounds.continue_loc or bounds.loc
-            if not bounds.paging:
+            if not bounds.paging and not refused & {"Cursor", "NextCursor"}:
                 self.error(bounds, "ContinueWith requires Cursor() and NextCursor()", loc=loc)
             partner = toolset.tool(name)
+            if partner is None and name in toolset.rejected_names:
+                continue  # the tool's own name was refused (reported)
             if partner is None:
                 self.error(
                     bounds,
@@ -460,7 +486,9 @@ class _Validator:
                     loc=loc,
                 )
             referenced.setdefault(name, tool)
-            if partner.bounds is None or partner.bounds.cursor is None:
+            if partner.bounds is None or (
+                partner.bounds.cursor is None and "Cursor" not in partner.bounds.refused
+            ):
                 self.error(
                     bounds,
                     f"continuation tool {q(name)} must declare Cursor(...) inside its own "
@@ -478,7 +506,10 @@ class _Validator:
         loc: SourceLoc,
     ) -> None:
         if expr is None:
-            self.error(tool, f"{func}({q(field)}) needs the tool to declare {where}(...)", loc=loc)
+            if where not in tool.refused:  # a refused Args/Return is reported already
+                self.error(
+                    tool, f"{func}({q(field)}) needs the tool to declare {where}(...)", loc=loc
+                )
             return
         try:
             props = properties(expr)
@@ -564,7 +595,7 @@ class _Validator:
                     f"{names[ref.name].line})",
                     loc=ref.loc,
                 )
-            elif toolset.tool(ref.name) is None:
+            elif toolset.tool(ref.name) is None and not _refused_tool(toolset, ref.name):
                 self.error(
                     expr,
                     f"selects unknown tool {q(ref.name)} of {toolset.eval_name()} (its tools: "
@@ -843,6 +874,8 @@ class _Validator:
                     loc=loc,
                 )
                 continue
+            if _refused_tool(toolset, name):
+                continue
             local = name.rsplit(".", 1)[-1]
             if local != name and local in included:
                 hint = f"; use the local name {q(local)}, not a qualified one"
@@ -854,6 +887,13 @@ class _Validator:
                 f"{hint}",
                 loc=loc,
             )
+
+
+def _refused_tool(toolset: ToolsetExpr, name: str) -> bool:
+    """Whether ``name`` may be a tool of ``toolset`` whose declaration was refused (reported):
+    its name was refused, or the toolset's body was. A reference to it is then no unknown
+    tool; reporting one would only repeat the first mistake as another."""
+    return name in toolset.rejected_names or toolset.body_rejected
 
 
 def _names_despite_syntax_error(env: SandboxedEnvironment, text: str) -> set[str]:

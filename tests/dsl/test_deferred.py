@@ -256,13 +256,14 @@ def test_b8_names_of_a_toolset_without_tools_are_not_reported_again(
         """
 def records():
     Tool("lookup", "Look up a record by its ID.")  # <-
-Records = Toolset("records", records())  # <- <-
+Records = Toolset("records", records())  # <-
 Service("assistant", lambda: Agent("assistant", "Find records.",
     lambda: Use(Records, lambda: Deferred("lookup", "search"))))
 """,
         "Tool is not valid at the top level of the design",
+        # The body, called before Toolset ran, is the one mistake: "declares no tools" would
+        # only say it again, and send the reader to add tools the body already declares.
         "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; got NoneType",
-        'toolset "records": toolset declares no tools; add Tool(...) to its body',
     )
 
 

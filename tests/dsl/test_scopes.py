@@ -177,7 +177,7 @@ def test_a2_a_body_called_at_once_is_answered_with_how_to_pass_it(designs: Desig
         """
 def tools():
     Tool("c", "C tool.")  # <-
-Other = Toolset("other", tools())  # <- <-
+Other = Toolset("other", tools())  # <-
 Records = Toolset("records", lambda: Tool("a", "A tool."))
 with Service("svc"):
     Agent("a", "A.", Use(Records))  # <- <-
@@ -188,7 +188,7 @@ with Service("svc"):
         "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; got NoneType: "
         "None, what a call returned before Toolset ran; pass a body for Toolset to run: a "
         "lambda, or a function itself (body, not body())",
-        "toolset declares no tools",
+        # Not "toolset declares no tools" too: that only repeats the body's mistake.
         "Agent takes a name, a description and an optional body; got 1 extra argument(s): the "
         "result of Use(...), which ran before Agent did; pass a body for Agent to run: "
         "lambda: Use(...)",

@@ -1,0 +1,140 @@
+"""One mistake, one error: what a refused declaration leaves out is not reported again.
+
+A tool whose name is refused, an ``Args`` or ``Cursor`` or ``URL`` refused for its argument, a
+body passed as something else: each is reported where it was written. Later references to
+what was refused used to come out as mistakes of their own ("unknown tool", "needs the tool to
+declare Args", "URL is required", "declares no tools", a policy tag "no tool carries"), which
+sent the reader to fix lines that were right.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import DesignRunner
+
+MODELS = """
+from pydantic import BaseModel
+class Query(BaseModel):
+    q: str
+    cursor: str | None = None
+class Page(BaseModel):
+    ids: list[str]
+    next_cursor: str | None = None
+"""
+
+
+def test_references_to_a_tool_whose_name_was_refused_are_not_unknown_tools(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        MODELS
+        + """
+with Toolset("records") as Records:
+    with Tool("search", "Search."):
+        Args(Query)
+        Return(Page)
+        with BoundedResult():
+            Cursor("cursor")
+            NextCursor("next_cursor")
+            ContinueWith("More")
+    Tool("More", "More.", lambda: (Args(Query), Return(Page)))  # <-
+    Tool("Tagged", "Tagged.", lambda: Tags("finance"))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Records, lambda: (Tool("search"), Tool("More"))))
+    Agent("b", "B.", lambda: Use(Records, lambda: Deferred("More")))
+    with Agent("c", "C."):
+        Use(Records)
+        RunPolicy(lambda: AllowTags("finance"))
+    Agent("d", "D.", lambda: Use(Records, lambda: (Tool("search"), Tool("nope"))))  # <-
+""",
+        'tool name "More" must be a lower snake_case identifier',
+        'tool name "Tagged" must be a lower snake_case identifier',
+        # A name no declaration had is still unknown.
+        'selects unknown tool "nope" of toolset "records" (its tools: search)',
+    )
+
+
+def test_settings_refused_for_their_argument_are_not_reported_missing(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        MODELS
+        + """
+with Toolset("records") as Records:
+    with Tool("search", "Search."):
+        Args({"type": "object"})  # <-
+        Return(Page)
+        with BoundedResult():
+            Cursor("cursor")
+            NextCursor("next_cursor")
+        with Confirmation():
+            PromptTemplate("Search {{ q }}?")
+            DeniedResultTemplate(None)  # <-
+    with Tool("list", "List."):
+        Args(Query)
+        Return(Page)
+        with BoundedResult():
+            Cursor(1)  # <-
+            NextCursor("next_cursor")
+            ContinueWith("more")
+    with Tool("more", "More."):
+        Args(Query)
+        Return(Page)
+        with BoundedResult():
+            Cursor(None)  # <-
+            NextCursor("next_cursor")
+Company = Registry("company", lambda: URL(8443))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Records))
+""",
+        "Args takes a pydantic model class; JSON Schema dicts are only accepted",
+        "DeniedResultTemplate template must be a string, got NoneType",
+        "Cursor field name must be a string, got int",
+        "Cursor field name must be a string, got NoneType",
+        "URL url must be a string, got int",
+    )
+
+
+def test_a_body_passed_as_something_else_is_not_reported_as_an_empty_toolset(
+    designs: DesignRunner,
+) -> None:
+    designs.check(
+        """
+Records = Toolset("records", "Tool('lookup', 'Look up.')")  # <-
+with Toolset("notes", 5):  # <- <-
+    pass
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Records, lambda: (Tool("lookup"), Deferred("lookup"))))
+    with Agent("b", "B."):
+        Export("ask", "Tool('ask', 'Ask.')")  # <-
+""",
+        "Toolset accepts one name, got 2",
+        "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; got int",
+        # A with block ran after all: that body is empty.
+        'toolset "notes": toolset declares no tools',
+        "Export takes a toolset or name, and an optional body; got 1 extra argument(s)",
+    )
+
+
+def test_a_use_by_name_of_a_refused_toolset_says_which_one_it_meant(
+    designs: DesignRunner,
+) -> None:
+    # It said "toolset declares no tools; add Tool(...) to its body": the tools are declared,
+    # in the Toolset whose source was refused.
+    designs.check(
+        """
+with Toolset("records", FromRegistry(None, "records")):  # <-
+    pass
+with Toolset("Notes") as Notes:  # <-
+    Tool("add", "Add.")
+with Service("svc"):
+    Agent("a", "A.", lambda: Use("records"))  # <-
+    Agent("b", "B.", lambda: Use("notes"))  # <-
+""",
+        "FromRegistry requires a Registry(...) expression, got None",
+        'toolset name "Notes" must be a lower snake_case identifier',
+        'Use("records") defines a new toolset named "records" in place, but toolset "records" '
+        "is already defined at ",
+        'toolset declares no tools; add Tool(...) to its body; did you mean "Notes"? '
+        'Use("notes") defines a new toolset in place; to consume toolset "Notes", pass the '
+        "value Toolset(...) returned: Use(Notes)",
+    )
