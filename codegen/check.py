@@ -9,8 +9,9 @@ so an exception from the builders afterwards is a bug in agentgen, never a desig
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from pydantic import ValidationError
 
@@ -22,6 +23,7 @@ from agentgen.codegen.builders.names import (
 from agentgen.codegen.builders.owners import Ownership, assign_owners, toolset_kind
 from agentgen.codegen.builders.toolsets import build_toolset, tool_declaration
 from agentgen.codegen.builders.types import TypeAnalysis, analyze_types
+from agentgen.codegen.generation_model import ToolsetModel
 from agentgen.codegen.policy_rules import policy_errors
 from agentgen.codegen.template_rules import template_errors
 from agentgen.dsl.errors import DesignError, sort_errors
@@ -45,6 +47,9 @@ class CheckedDesign:
     warnings: tuple[str, ...]
     ownership: Ownership
     types: TypeAnalysis
+    #: The model of each generated toolset, by ``id()`` of its expression: built to check its
+    #: declaration texts, reused by the builders (a large design is not built twice).
+    toolsets: Mapping[int, ToolsetModel] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def check_design(evaluation: Evaluation) -> CheckedDesign:
@@ -59,31 +64,42 @@ def check_design(evaluation: Evaluation) -> CheckedDesign:
         *policy_errors(root),
         *template_errors(root),
     ]
+    toolsets: dict[int, ToolsetModel] = {}
     if not errors:
         errors.extend(_nothing_declared(root))
-        errors.extend(_declaration_errors(root, ownership, types))
+        errors.extend(_declaration_errors(root, ownership, types, toolsets))
     return CheckedDesign(
-        root, tuple(sort_errors(dict.fromkeys(errors))), ownership.warnings, ownership, types
+        root,
+        tuple(sort_errors(dict.fromkeys(errors))),
+        ownership.warnings,
+        ownership,
+        types,
+        MappingProxyType(toolsets),
     )
 
 
 def _declaration_errors(
-    root: RootExpr, ownership: Ownership, types: TypeAnalysis
+    root: RootExpr,
+    ownership: Ownership,
+    types: TypeAnalysis,
+    built: dict[int, ToolsetModel],
 ) -> Iterable[DesignError]:
-    """Texts of a published toolset (``PublishTo``) that its registry declaration would
-    refuse: ``declarations.tool_schemas()`` and ``toolset()``, which the provider publishes,
-    validate them with the runtime's own models, as every registry consumer does. Those keep
-    titles, tags, labels and server-data kinds to one line of at most 256 characters and every
-    description free of control and format characters but line breaks (an escape or a bidi
-    mark could disguise what a person reads). Checked here with those models, so that a design
-    is refused at its tool rather than its provider failing at start-up. A toolset that is
-    not published keeps any text (its specs write them as escapes). Runs on a design without
-    other errors: it builds each published toolset's model."""
+    """Texts of a generated toolset that its registry declaration would refuse:
+    ``declarations.tool_schemas()`` and ``toolset()``, which the provider of a ``PublishTo``
+    toolset publishes, validate them with the runtime's own models, as every registry consumer
+    does. Those keep titles, tags, labels and server-data kinds to one line of at most 256
+    characters and every description free of control and format characters but line breaks
+    (an escape or a bidi mark could disguise what a person reads). Every toolset's package has
+    those functions, published or not: a text they refuse is refused here, at its tool, rather
+    than a generated function raising when called (the provider failing at start-up). Runs on
+    a design without other errors: it builds each toolset's model (kept in ``built``, which
+    the builders reuse)."""
     for toolset in root.toolsets:
         owner = ownership.owner(toolset)
-        if toolset.is_registry or owner is None or not toolset.publish_to:
+        if toolset.is_registry or owner is None:
             continue
         model = build_toolset(toolset, owner, types.of(toolset))
+        built[id(toolset)] = model
         for tool in model.tools:
             expr = toolset.tool(tool.name)
             try:
@@ -112,7 +128,7 @@ def _refused(what: str, exc: ValidationError) -> str:
     return (
         f"the registry declaration generated for {what} would be refused when the generated "
         "package builds it (declarations.tool_schemas() and toolset(), what PublishTo "
-        f"publishes): {problems}; in a published toolset, "
+        f"publishes): {problems}; in every toolset, "
         "titles, tags, required labels and server-data kinds are single lines of at most "
         "256 characters, and no text may hold a control or format character but line breaks "
         "in descriptions"

@@ -32,7 +32,9 @@ def build(checked: CheckedDesign) -> GenerationModel:
         for toolset in root.toolsets:
             if toolset.is_registry or checked.ownership.owner(toolset) is not service:
                 continue
-            model = build_toolset(toolset, service, checked.types.of(toolset))
+            model = checked.toolsets.get(id(toolset)) or build_toolset(
+                toolset, service, checked.types.of(toolset)
+            )
             toolsets[id(toolset)] = model
             owned.append(model)
         services.append(ServiceModel(service.name, tuple(owned), ()))

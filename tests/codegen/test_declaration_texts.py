@@ -9,7 +9,9 @@ the provider started.
 
 from __future__ import annotations
 
-from agentgen.codegen.pipeline import check_file
+from pathlib import Path
+
+from tests.codegen.helpers import generated_module
 from tests.conftest import DesignRunner
 
 
@@ -55,17 +57,64 @@ with Service("svc"):
     assert "String should have at most 256 characters" in str(errors[-1])
 
 
-def test_an_unpublished_toolset_keeps_any_text(designs: DesignRunner) -> None:
-    # Its specs write every text as an escape; nothing validates it as a declaration.
-    checked = check_file(
-        designs.write(
-            """
-with Toolset("notes") as Notes:
+def test_an_unpublished_toolset_is_held_to_the_same_texts(designs: DesignRunner) -> None:
+    # Its package has declarations.tool_schemas() and toolset() all the same: they raised
+    # pydantic's ValidationError when called, though the design passed `agentgen gen`.
+    designs.check(
+        """
+with Toolset("notes") as Notes:  # <-
     Description("A bell \\x07 here.")
-    Tool("add", "Add \\x1b[31m.", lambda: (Title("two\\nlines"), Tags("a\\ttab")))
+    Tool("add", "Add \\x1b[31m.", lambda: (Title("two\\nlines"), Tags("a\\ttab")))  # <-
 with Service("svc"):
-    Agent("a", "A.", lambda: Use(Notes))
-"""
-        )
+    with Agent("a", "A."):
+        Use(Notes)
+        Export("ask", lambda: Tool("ask", "Ask \\u202e.", lambda: Title("x" * 257)))  # <-
+""",
+        'toolset "notes": the registry declaration generated for toolset "notes" would be '
+        "refused when the generated package builds it (declarations.tool_schemas() and "
+        "toolset(), what PublishTo publishes): description 'A bell \\x07 here.': must not "
+        "contain control or format character '\\x07'; in every toolset, titles, tags",
+        "description 'Add \\x1b[31m.': must not contain control or format character '\\x1b'; "
+        "tags.0 'a\\ttab': must not contain control or format character '\\t'; title "
+        "'two\\nlines': must not contain control or format character '\\n'",
+        "description 'Ask \\u202e.': must not contain control or format character '\\u202e'",
     )
-    assert checked.errors == ()
+
+
+def test_every_generated_toolset_builds_its_declarations(
+    designs: DesignRunner, tmp_path: Path
+) -> None:
+    # Local, external MCP and agent-exported toolsets, none published, with every text the
+    # declarations keep: line breaks and tabs in descriptions, 256-character titles, any script.
+    design = designs.write(
+        """
+from pydantic import BaseModel, Field
+
+class Note(BaseModel):
+    text: str = Field(description="Several\\nlines,\\ttabbed.")
+
+with Toolset("notes") as Notes:
+    Description("Notes: första\\nrad.")
+    Tags("ünïcode")
+    Tool("add", "Add a note.\\n\\tIndented.", lambda: (Args(Note), Title("x" * 256)))
+with Toolset("files", FromExternalMCP("fs", "files")) as Files:
+    Tool("read", "Read\\na file.", lambda: Args({"type": "object"}))
+with Service("svc"):
+    with Agent("a", "A."):
+        Use(Notes)
+        Use(Files)
+        Export("ask", lambda: Tool("ask", "Ask\\r\\nme."))
+"""
+    )
+    names = {"notes": "svc.notes", "files": "svc.files", "ask": "svc.ask"}
+    for toolset, registration in names.items():
+        with generated_module(
+            design, tmp_path / toolset, "gen", f"svc.toolsets.{toolset}.declarations"
+        ) as declarations:
+            full = declarations.toolset()
+            assert full.name == registration
+            assert [t.model_dump() for t in full.tools] == [
+                t.model_dump() for t in declarations.tool_schemas()
+            ]
+            assert declarations.schema_fingerprint() == declarations.SCHEMA_FINGERPRINT
+    assert full.tools[0].description == "Ask\r\nme."

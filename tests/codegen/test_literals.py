@@ -30,6 +30,11 @@ from tests.conftest import DesignRunner
 #: characters Python's str.splitlines() or editors treat as line breaks or hide.
 CONTROLS = "".join(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]) + "\u2028\u2029\u200b\ufeff"
 TEXT = f'Look{CONTROLS}up "quoted" \'single\' \\ back\\slash """ triple'
+#: What registry declarations keep (every toolset's ``declarations.tool_schemas()`` builds
+#: them): descriptions hold line breaks but no other control or format character, titles,
+#: tags and labels none at all; the separators and the quoting are still there to escape.
+PROSE = 'Look\t\n\r\u2028\u2029up "quoted" \'single\' \\ back\\slash """ triple'
+LINE = 'Look\u2028\u2029up "quoted" \'single\' \\ back\\slash """ triple'
 LONG = "word " * 40_000
 
 
@@ -48,6 +53,8 @@ import enum
 from pydantic import BaseModel, Field
 
 TEXT = {TEXT!r}
+PROSE = {PROSE!r}
+LINE = {LINE!r}
 LONG = {LONG!r}
 
 class Kind(str, enum.Enum):
@@ -55,24 +62,25 @@ class Kind(str, enum.Enum):
 
 class Note(BaseModel):
     {TEXT!r}
-    text: str = Field(default=TEXT, description=TEXT, title=TEXT, examples=[TEXT])
+    text: str = Field(default=TEXT, description=PROSE, title=TEXT, examples=[TEXT])
     kind: Kind = Kind.ODD
 
 with Toolset("notes") as Notes:
-    Description(TEXT)
-    Tags(TEXT)
-    with Tool("add", TEXT):
-        Title(TEXT)
+    Description(PROSE)
+    Tags(LINE)
+    with Tool("add", PROSE):
+        Title(LINE)
         Args(Note)
         Return(Note)
-        RequiredLabels(TEXT)
+        RequiredLabels(LINE)
         with Confirmation():
             PromptTemplate(TEXT)
             DeniedResultTemplate(TEXT)
-    Tool("long", LONG)
+    Tool("long", "Long.")
 
 with Service("svc"):
     Agent("a", TEXT, lambda: Use(Notes))
+    Agent("b", LONG, lambda: Use(Notes))
 """
     )
     result = generate(design, importable / "literals_gen")
@@ -87,21 +95,26 @@ with Service("svc"):
     types = importlib.import_module("literals_gen.svc.toolsets.notes.types")
     agent = importlib.import_module("literals_gen.svc.agents.a.agent")
     importlib.import_module("literals_gen.svc.toolsets.notes.executor")
+    declarations = importlib.import_module("literals_gen.svc.toolsets.notes.declarations")
     add = specs.ADD_SPEC
-    assert (add.description, add.title, specs.DESCRIPTION) == (TEXT, TEXT, TEXT)
-    assert add.tags == (TEXT,) and add.required_labels == (TEXT,)
+    assert (add.description, add.title, specs.DESCRIPTION) == (PROSE, LINE, PROSE)
+    assert add.tags == (LINE,) and add.required_labels == (LINE,)
     assert add.confirmation.prompt_template == TEXT
-    assert specs.LONG_SPEC.description == LONG
     assert agent.DESCRIPTION == TEXT
+    assert importlib.import_module("literals_gen.svc.agents.b.agent").DESCRIPTION == LONG
     field = types.Note.model_fields["text"]
     assert (field.default, field.description, field.title, field.examples) == (
-        TEXT, TEXT, TEXT, [TEXT],
+        TEXT, PROSE, TEXT, [TEXT],
     )  # fmt: skip
     assert types.Kind.ODD.value == TEXT
     # The generated model is the contract: its schema (docstring included) is the design's.
     schema = types.Note.model_json_schema(mode="validation")
     assert {"$schema": add.payload.schema()["$schema"], **schema} == add.payload.schema()
-    assert add.payload.schema()["properties"]["text"]["description"] == TEXT
+    assert add.payload.schema()["properties"]["text"]["description"] == PROSE
+    # And the declarations of the toolset build, with every text as written.
+    (declared, _) = declarations.toolset().tools
+    assert (declared.description, declared.tags) == (PROSE, [LINE])
+    assert declared.consumer_contract and declared.consumer_contract.title == LINE
 
 
 @pytest.mark.parametrize("ending", ['"', '""', '\\"', '"""'])

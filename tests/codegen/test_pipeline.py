@@ -176,7 +176,8 @@ def test_a_bug_in_the_generator_is_reported_as_a_bug(
     def broken(*args: object, **kwargs: object) -> object:
         raise KeyError("oops")
 
-    monkeypatch.setattr(model_builder, "build_toolset", broken)
+    # build_agent: the toolsets' models were built by the checker (and kept).
+    monkeypatch.setattr(model_builder, "build_agent", broken)
     code, _, err = cli("gen", "design.py", "--no-cache", cwd=tmp_path)
     assert code == 3
     assert "Traceback (most recent call last)" in err and "KeyError: 'oops'" in err

@@ -288,7 +288,8 @@ def test_exact_number_arguments_compare_with_float_literals_as_written(
         ("{{ [0.3, total] | sort | first is sameas total }}", "True"),
         ("{{ [total, 0.3] | sort(reverse=true) | first is sameas total }}", "False"),
         (
-            "{{ (lines + [{'sku': 'z', 'price': 9.6}]) | sort(attribute='price') | join(',', attribute='sku') }}",
+            "{{ (lines + [{'sku': 'z', 'price': 9.6}]) | sort(attribute='price')"
+            " | join(',', attribute='sku') }}",
             "c,a,z,b",
         ),
         ("{{ (([{'sku': 'z', 'price': 0.1}] + lines) | min(attribute='price')).sku }}", "z"),
@@ -296,7 +297,8 @@ def test_exact_number_arguments_compare_with_float_literals_as_written(
         ("{{ {'x': 0.1, 'y': amount} | dictsort(by='value') | map('first') | join }}", "xy"),
         ("{{ (lines + [{'sku': 'z', 'price': 9.6}]) | groupby('price') | length }}", "3"),
         (
-            "{{ (lines + [{'sku': 'z', 'price': 9.6}]) | groupby('price') | map(attribute='grouper') | join(' ') }}",
+            "{{ (lines + [{'sku': 'z', 'price': 9.6}]) | groupby('price')"
+            " | map(attribute='grouper') | join(' ') }}",
             "0.1 9.6 9.7",
         ),
         ("{{ [amount, 0.2] | sum }} {{ lines | sum(attribute='price') }}", "0.3 19.4"),
@@ -306,7 +308,8 @@ def test_exact_number_arguments_compare_with_float_literals_as_written(
             "0.30000000000000004 4 0.5",
         ),
         (
-            "{{ ['b', 'A', 'a'] | sort | join }} {{ ['b', 'A'] | sort(case_sensitive=true) | join }}",
+            "{{ ['b', 'A', 'a'] | sort | join }}"
+            " {{ ['b', 'A'] | sort(case_sensitive=true) | join }}",
             "Aab Ab",
         ),
     ],
