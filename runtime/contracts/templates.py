@@ -470,6 +470,13 @@ def _sum(
     return total
 
 
+def _divisibleby(value: Any, num: Any) -> bool:
+    """``is divisibleby``, the remainder taken as ``%`` takes it: ``amount is divisibleby 0.05``
+    raised ``TypeError`` for an exact number argument."""
+    left, right = _exact_operands(value, num)
+    return bool(_check_size(left % right) == 0)
+
+
 _EXACT_FILTERS: dict[str, Callable[..., Any]] = {
     "sort": _sort,
     "min": _min,
@@ -597,6 +604,7 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         super().__init__(undefined=StrictUndefined, autoescape=False, finalize=_visible)
         self.filters["tojson"] = tojson
         self.filters.update(_EXACT_FILTERS)
+        self.tests["divisibleby"] = _divisibleby
         for name in ("random", "urlize", "pprint"):  # not deterministic; slow on long text
             self.filters.pop(name, None)
         self.filters = {name: _budgeted(name, f) for name, f in self.filters.items()}

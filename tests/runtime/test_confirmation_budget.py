@@ -302,6 +302,8 @@ def test_exact_number_arguments_compare_with_float_literals_as_written(
             "0.1 9.6 9.7",
         ),
         ("{{ [amount, 0.2] | sum }} {{ lines | sum(attribute='price') }}", "0.3 19.4"),
+        ("{{ total is divisibleby 0.1 }} {{ amount is divisibleby 0.03 }}", "False False"),
+        ("{{ lines[0].price is divisibleby 0.2 }} {{ 9 is divisibleby 1.5 }}", "True True"),
         # As before: floats alone, integers, and sum's refusal of strings.
         (
             "{{ [0.1, 0.2] | sum }} {{ [1, 2] | sum(start=1) }} {{ [0.5, 0.25] | max }}",
