@@ -69,8 +69,11 @@ def Toolset(*args: object) -> ToolsetExpr:
         # "declares no tools" and "unknown tool" would only repeat that mistake.
         expr.body_rejected = True
     valid = not invalid
+    if invalid:
+        # Its source was refused (reported): whether its tools are an MCP server's is unknown.
+        expr.refused.add("source")
     if name is None:
-        if valid:
+        if valid and not others:  # a refused argument (reported) may be the name given wrongly
             call.error("toolset name cannot be empty: Toolset(name, body)")
         valid = False
     elif borrowed and name_problem("toolset", name) is not None:
@@ -156,7 +159,9 @@ def Tool(name: str, *args: object) -> ToolExpr:
         toolset = container
     elif isinstance(container, UseExpr | ExportExpr) and container_defines(container):
         toolset = _defined_toolset(container)
-    mcp = toolset is not None and isinstance(toolset.source, ExternalMCPSource)
+    mcp = toolset is not None and (
+        isinstance(toolset.source, ExternalMCPSource) or "source" in toolset.refused
+    )  # a refused source may have been FromExternalMCP: its tools' names are held to less
     expr = ToolExpr(call.loc, toolset, name=name if isinstance(name, str) else "")
     expr.description = description
     if isinstance(container, UseExpr | ExportExpr) and not container_defines(container):
@@ -200,7 +205,11 @@ def _set_type(func: str, value: Any) -> None:
     if previous is not None:
         call.error(f"{func} is already declared for {tool.eval_name()} (line {previous.loc.line})")
         return
-    mcp = isinstance(tool.parent, ToolsetExpr) and isinstance(tool.parent.source, ExternalMCPSource)
+    parent = tool.parent
+    mcp = isinstance(parent, ToolsetExpr) and isinstance(parent.source, ExternalMCPSource)
+    # A toolset whose source was refused (reported) may be FromExternalMCP: a JSON Schema is
+    # no second mistake there.
+    unknown_source = isinstance(parent, ToolsetExpr) and "source" in parent.refused
     from pydantic import BaseModel
 
     if isinstance(value, type) and issubclass(value, BaseModel):
@@ -208,6 +217,8 @@ def _set_type(func: str, value: Any) -> None:
     elif isinstance(value, dict):
         if mcp:
             setattr(tool, field, TypeExpr(call.loc, value))
+        elif unknown_source:
+            tool.refused.add(func)
         else:
             call.error(
                 f"{func} takes a pydantic model class; JSON Schema dicts are only accepted "
@@ -243,6 +254,8 @@ def MCPName(name: str) -> None:
     if tool is None:
         return
     toolset = tool.parent
+    if isinstance(toolset, ToolsetExpr) and "source" in toolset.refused:
+        return  # its refused source (reported) may have been FromExternalMCP
     if not (isinstance(toolset, ToolsetExpr) and isinstance(toolset.source, ExternalMCPSource)):
         call.error(
             f"MCPName is only valid for tools of FromExternalMCP toolsets ({tool.eval_name()} "

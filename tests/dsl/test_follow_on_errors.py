@@ -138,3 +138,22 @@ with Service("svc"):
         'Use("notes") defines a new toolset in place; to consume toolset "Notes", pass the '
         "value Toolset(...) returned: Use(Notes)",
     )
+
+
+def test_a_toolset_whose_source_was_refused_is_not_held_to_a_local_toolsets_rules(
+    designs: DesignRunner,
+) -> None:
+    # FromExternalMCP refused for its service: the toolset became a local one, so its tools'
+    # JSON Schemas, dashed names and MCPName were each reported as a second mistake.
+    designs.check(
+        """
+with Toolset("files", FromExternalMCP(None, "files")):  # <-
+    with Tool("read-file", "Read a file."):
+        Args({"type": "object"})
+        MCPName("files.read")
+Toolset(5, lambda: Tool("x", "X."))  # <-
+""",
+        "FromExternalMCP service must be a string, got NoneType",
+        # Not "toolset name cannot be empty" too: the name was given, as an int.
+        "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; got int",
+    )
