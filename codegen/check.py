@@ -63,6 +63,7 @@ def check_design(evaluation: Evaluation) -> CheckedDesign:
         *_reserved_service_names(root),
         *policy_errors(root),
         *template_errors(root),
+        *_version_pins(root),
     ]
     toolsets: dict[int, ToolsetModel] = {}
     if not errors:
@@ -133,6 +134,33 @@ def _refused(what: str, exc: ValidationError) -> str:
         "256 characters, and no text may hold a control or format character but line breaks "
         "in descriptions"
     )
+
+
+def _version_pins(root: RootExpr) -> Iterable[DesignError]:
+    """A ``Version`` pin no published toolset can have: the registry keeps a toolset's version
+    as it keeps every declaration's, a single line of at most 256 characters without control
+    or format characters. Such a pin (a zero-width space pasted with it, a newline) never
+    matches, and every run of the agent failed with ``VersionMismatchError``; it is refused at
+    its line instead, with the runtime's own declaration model."""
+    for agent in root.agents():
+        for use in agent.uses:
+            pin = use.version
+            if pin is None:
+                continue
+            try:
+                ToolsetDeclaration.model_validate(
+                    {"name": "service.toolset", "version": pin.version}
+                )
+            except ValidationError as exc:
+                problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                yield DesignError(
+                    pin.loc,
+                    use.where(),
+                    f"Version {shown(pin.version)} can never match: a published toolset's "
+                    f"version is a single line of at most 256 characters without control or "
+                    f"format characters ({problems}); write the version as its provider "
+                    "publishes it",
+                )
 
 
 def _nothing_declared(root: RootExpr) -> Iterable[DesignError]:

@@ -462,3 +462,27 @@ def test_durations_are_written_with_ascii_digits(text: str) -> None:
     else:
         with pytest.raises(ValueError, match="invalid duration"):
             parse_duration(text)
+
+
+def test_a_version_pin_no_published_toolset_can_have_is_refused(designs: DesignRunner) -> None:
+    # The registry keeps a toolset's version as a single line of at most 256 characters
+    # without control or format characters: a pin with a zero-width space pasted in, or on two
+    # lines, never matched, and every run of the agent failed with VersionMismatchError.
+    designs.check(
+        COMPANY
+        + """
+Other = Toolset("other", FromRegistry(Company, "other"))
+Third = Toolset("third", FromRegistry(Company, "third"))
+with Service("svc"):
+    with Agent("a", "A."):
+        Use(Records, lambda: Version("1.2\\u200b"))  # <-
+        Use(Other, lambda: Version("1.2\\n1.3"))  # <-
+        Use(Third, lambda: Version("v" * 257))  # <-
+    Agent("b", "B.", lambda: Use(Records, lambda: Version("2026.11-rc.1+büild")))
+""",
+        "Version '1.2\\u200b' can never match: a published toolset's version is a single line of "
+        "at most 256 characters without control or format characters (must not contain control "
+        "or format character '\\u200b'); write the version as its provider publishes it",
+        "(must not contain control or format character '\\n')",
+        "(String should have at most 256 characters)",
+    )
