@@ -1,10 +1,10 @@
-"""Texts a published toolset's registry declaration refuses are design errors at the tool.
+"""Texts a toolset's registry declaration refuses are design errors at the tool.
 
-``declarations.tool_schemas()`` and ``toolset()`` of a generated package validate with the
-runtime's declaration models, and the provider of a ``PublishTo`` toolset publishes them. A
-title on two lines, a tag with a tab or a description with an escape sequence used to pass
-``agentgen gen``; the generated package then raised a bare pydantic ``ValidationError`` when
-the provider started.
+``declarations.tool_schemas()`` and ``toolset()`` of every generated toolset package validate
+with the runtime's declaration models, and the provider of a ``PublishTo`` toolset publishes
+them. A title on two lines, a tag with a tab or a description with an escape sequence used to
+pass ``agentgen gen``; the generated package then raised a bare pydantic ``ValidationError``
+when the provider started, or when an unpublished toolset's declarations were asked for.
 """
 
 from __future__ import annotations
