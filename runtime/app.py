@@ -28,7 +28,7 @@ from agentgen.runtime.messages import Message
 from agentgen.runtime.model_client import ModelClient
 from agentgen.runtime.runs.confirmation import Confirmer
 from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RegistrySettings
-from agentgen.runtime.runs.requests import RunOutcome, RunRequest
+from agentgen.runtime.runs.requests import RunOutcome, RunRequest, at_call_depth
 from agentgen.runtime.search.analysis import SEARCH_VERSION, StemmerVersionError, check_stemmer
 from agentgen.runtime.telemetry.config import Telemetry
 
@@ -273,7 +273,7 @@ class Runtime:
         every agent exposed as a tool and every registry the registered agents consume is
         registered too)."""
         self.seal()
-        return await self.engine.run(self, request)
+        return await self.engine.run(self, at_call_depth(request))
 
     def _missing_agent_executors(self) -> list[str]:
         problems = []

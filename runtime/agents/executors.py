@@ -7,7 +7,9 @@ seam the runtime dispatches through after it decoded and validated the payload.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -19,7 +21,9 @@ __all__ = [
     "UnknownToolError",
     "described",
     "implementation_problem",
+    "nested_run_depth",
     "refuse_wrong_arguments",
+    "serving_registry_call",
 ]
 
 
@@ -33,9 +37,37 @@ class ToolContext:
     tool_id: str
     tool_call_id: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: How many registry calls this call is nested in: for a call a registry provider
+    #: serves, the call's own depth; for a tool of a run, the run's (0 for a run no registry
+    #: call started). A run the tool starts is one deeper than a registry call it serves.
+    call_depth: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+
+
+#: The registry call depth of runs started here: set while a provider runs a call (its depth
+#: plus one), so that the runs its executor starts make their registry calls one deeper, and a
+#: cycle of agents published through registries ends at ``MAX_CALL_DEPTH`` without every
+#: executor having to pass the depth on.
+_NESTED_RUN_DEPTH: ContextVar[int] = ContextVar("agentgen_nested_run_depth", default=0)
+
+
+def nested_run_depth() -> int:
+    """The registry call depth of a run started here: 0, or, inside a call a registry
+    provider serves (even in a task the executor started), that call's depth plus one."""
+    return _NESTED_RUN_DEPTH.get()
+
+
+@contextmanager
+def serving_registry_call(call_depth: int) -> Iterator[None]:
+    """While a provider's executor serves a registry call nested in ``call_depth`` others:
+    the runs it starts are nested in one more."""
+    token = _NESTED_RUN_DEPTH.set(call_depth + 1)
+    try:
+        yield
+    finally:
+        _NESTED_RUN_DEPTH.reset(token)
 
 
 class ToolsetExecutor(Protocol):

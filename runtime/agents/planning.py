@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from agentgen.runtime.messages import Message, ToolResultPart
 from agentgen.runtime.model_client import AdvertisedTools, ModelClient, ToolDefinition
+from agentgen.runtime.wire_fields import ADDED
 
 __all__ = ["PlanInput", "PlanResult", "PlanResumeInput", "Planner", "PlannerContext", "RunContext"]
 
@@ -49,6 +50,8 @@ class RunContext:
     #: Set when the run answers a parent's agent-as-tool call: the JSON Schema its final
     #: answer (``PlanResult.final_value``) must match.
     result_schema_json: str | None = None
+    #: How many registry calls the run is nested in (``RunRequest.call_depth``).
+    call_depth: int = field(default=0, metadata=ADDED)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))

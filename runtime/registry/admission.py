@@ -64,11 +64,12 @@ from agentgen.runtime.contracts.fingerprint import (
 )
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.registry.auth import Principal
-from agentgen.runtime.registry.client import RegistryError
+from agentgen.runtime.registry.client import MAX_CALL_DEPTH, RegistryError
 
 __all__ = [
     "DELIVERABLE",
     "IDENTIFIER",
+    "MAX_CALL_DEPTH",
     "MAX_SETTLE_MS",
     "MAX_TOOL_USE_ID_LENGTH",
     "TERMINAL",
@@ -180,6 +181,18 @@ class CallMeta(_Record):
     session_id: str = Field(default="", max_length=256)
     parent_tool_call_id: str = Field(default="", max_length=256)
     labels: dict[str, str] = Field(default_factory=dict)
+    #: How many registry calls this call is nested in (0: made by a run no registry call
+    #: started; absent on the wire means 0). Left out of every encoding while 0, so that
+    #: peers and stored records older than the field read it, and a call's digest is the one
+    #: it had before the field existed.
+    call_depth: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_CALL_DEPTH,
+        exclude_if=lambda depth: depth == 0,
+        description="how many registry calls this call is nested in (a provider running an "
+        f"agent makes its calls one deeper); at most {MAX_CALL_DEPTH}, absent means 0",
+    )
 
 
 class CallRecord(_Record):

@@ -18,6 +18,7 @@ from agentgen.runtime.registry.admission import IDENTIFIER, CallMeta, ResultStat
 
 __all__ = [
     "API_PREFIX",
+    "CALL_DEPTH_HEADER",
     "CLAIM_OPERATION_HEADER",
     "ERROR_STATUS",
     "MAX_CLAIM_CALLS",
@@ -105,6 +106,12 @@ TIME_HEADER = "x-registry-time-ms"
 #: a newer provider; it ignores the header (and a newer registry hears an older provider, which
 #: sends none, as before: the lease alone is checked).
 CLAIM_OPERATION_HEADER = "x-claim-operation-id"
+#: The request header of ``/providers/claim`` by which a provider says it reads a claimed call's
+#: ``meta.call_depth`` (value ``1``). Without it the registry leaves the field out of the calls
+#: it hands over (an older provider's strict models would refuse the whole claim for it), and
+#: that provider runs them as it always did, at depth 0. A header for the same reason as
+#: :data:`CLAIM_OPERATION_HEADER`: an older registry ignores it (and never sends the field).
+CALL_DEPTH_HEADER = "x-reads-call-depth"
 
 
 class _Body(BaseModel):

@@ -18,6 +18,7 @@ from agentgen.runtime.contracts.toolset_text import ToolsetText
 from agentgen.runtime.failures import CodedError
 
 __all__ = [
+    "MAX_CALL_DEPTH",
     "BatchResolver",
     "CallOutcome",
     "CallRef",
@@ -28,6 +29,12 @@ __all__ = [
     "ResultStream",
     "ToolCallMeta",
 ]
+
+#: Most registry calls one call may be nested in (its ``call_depth``): a provider that runs an
+#: agent makes that agent's registry calls one deeper than the call it serves, so agents
+#: published through a registry that call each other in a cycle end here instead of recursing
+#: across processes without end.
+MAX_CALL_DEPTH = 8
 
 ErrorCode = str
 """Registry error codes are open strings; the runtime reacts to these:
@@ -96,6 +103,9 @@ class ToolCallMeta:
     parent_tool_call_id: str = ""
     #: Trusted run labels the tool's contract requires (never shown to models).
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: How many registry calls the calling run is nested in (0 for a run no registry call
+    #: started): a provider running an agent hands it one more (see ``MAX_CALL_DEPTH``).
+    call_depth: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))

@@ -73,6 +73,8 @@ _FAILURE_CHARS = 1000
 #: Shortest time (seconds) from one poll for a call's outcome to the next when the first was
 #: answered ``pending``: a poll that does not wait (``poll_ms=0``) is answered at once.
 _POLL_INTERVAL = 0.1
+#: Sent with every claim: this client reads a claimed call's ``meta.call_depth``.
+_READS_CALL_DEPTH = {api.CALL_DEPTH_HEADER: "1"}
 B = TypeVar("B", bound=BaseModel)
 T = TypeVar("T")
 V = TypeVar("V")
@@ -516,6 +518,7 @@ class HttpRegistryClient(_Closing):
                     session_id=meta.session_id,
                     parent_tool_call_id=meta.parent_tool_call_id,
                     labels=dict(meta.labels),
+                    call_depth=meta.call_depth,
                 ),
                 expected_registration_token=expected_registration_token,
                 wire_protocol_version=WIRE_PROTOCOL_VERSION,
@@ -655,6 +658,7 @@ class HttpRegistryClient(_Closing):
             ),
             api.ClaimResponse,
             wait_ms=wait_ms,
+            headers=_READS_CALL_DEPTH,
         )
         return answer.calls
 

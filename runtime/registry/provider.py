@@ -34,6 +34,7 @@ from agentgen.runtime.agents.executors import (
     ToolContext,
     ToolsetExecutor,
     implementation_problem,
+    serving_registry_call,
 )
 from agentgen.runtime.contracts import compiler
 from agentgen.runtime.contracts.codecs import PayloadError
@@ -852,13 +853,16 @@ class _Provider:
             tool_id=call.tool,
             tool_call_id=call.meta.tool_call_id,
             labels=call.meta.labels,
+            call_depth=call.meta.call_depth,
         )
         # The deadline is on the registry's clock, which this host's may not agree with.
         remaining = (call.execution_deadline_ms - self.registry_now_ms()) / 1000
         try:
-            value = await asyncio.wait_for(
-                self.executor.execute(call.tool, payload, context), max(remaining, 0.001)
-            )
+            # The runs the executor starts (an agent published as a tool) carry the depth on.
+            with serving_registry_call(call.meta.call_depth):
+                value = await asyncio.wait_for(
+                    self.executor.execute(call.tool, payload, context), max(remaining, 0.001)
+                )
         except ToolOverloadedError:
             await self._overload(call, operation)
             return

@@ -364,9 +364,25 @@ def create_app(
         await operations.unregister(body.toolset, body.expected_registration_token)
         return api.OkResponse()
 
-    @post("/providers/claim", "take calls to run (long poll)")
-    async def claim(body: api.ClaimRequest, who: Principal = Who) -> api.ClaimResponse:
+    @post(
+        "/providers/claim",
+        "take calls to run (long poll)",
+        headers={api.CALL_DEPTH_HEADER: "reads_call_depth"},
+    )
+    async def claim(
+        body: api.ClaimRequest,
+        who: Principal = Who,
+        reads_call_depth: str | None = Header(
+            default=None,
+            alias=api.CALL_DEPTH_HEADER,
+            description="1: the provider reads meta.call_depth (without it the claimed calls "
+            "leave it out, for providers older than the field)",
+        ),
+    ) -> api.ClaimResponse:
         who.require_provider(body.toolset)
+        # An older provider refuses a field it does not know, and with it every call of the
+        # claim: it gets the calls as it knew them.
+        depths = reads_call_depth == "1"
         calls = await operations.claim(
             body.toolset,
             body.registration_token,
@@ -382,7 +398,7 @@ def create_app(
                     tool_use_id=c.tool_use_id,
                     tool=c.tool,
                     payload_json=c.payload_json,
-                    meta=c.meta,
+                    meta=c.meta if depths else c.meta.model_copy(update={"call_depth": 0}),
                     registration_token=c.registration_token,
                     execution_deadline_ms=c.execution_deadline_ms,
                 )

@@ -39,6 +39,7 @@ from agentgen.runtime.contracts.model_numbers import decimals_as_numbers
 from agentgen.runtime.failures import message_of
 from agentgen.runtime.messages import Message, ToolCallPart, ToolResultPart
 from agentgen.runtime.registry.client import (
+    MAX_CALL_DEPTH,
     CallRef,
     RegistryClient,
     RegistryError,
@@ -324,6 +325,7 @@ async def _call_executor(context: ExecutionContext, accepted: AcceptedCall) -> T
         tool_id=spec.id,
         tool_call_id=call.call_id,
         labels=context.run.labels,
+        call_depth=context.run.call_depth,
     )
     try:
         value = await executor.execute(spec.id, payload, tool_context)
@@ -350,8 +352,13 @@ async def admit(context: ExecutionContext, accepted: AcceptedCall) -> Admission:
         # Accepting refuses such calls; a call saved before that (a restored checkpoint)
         # is refused here rather than admitted without what its provider requires.
         return Admission(result=tool_error(call, "not_permitted", lacking_labels(spec.id, missing)))
+    depth = context.run.call_depth
+    if depth > MAX_CALL_DEPTH:
+        return Admission(result=_too_deep(context, accepted, binding.registry, binding.toolset))
     labels = {name: context.run.labels[name] for name in spec.required_labels}
-    meta = ToolCallMeta(run_id=context.run.run_id, tool_call_id=call.call_id, labels=labels)
+    meta = ToolCallMeta(
+        run_id=context.run.run_id, tool_call_id=call.call_id, labels=labels, call_depth=depth
+    )
     token = binding.registration_token
     payload_json = spec.payload.codec.encode(payload)
     where = f"registry {binding.registry!r}"
@@ -388,6 +395,26 @@ async def admit(context: ExecutionContext, accepted: AcceptedCall) -> Admission:
             )
         )
     return Admission(ref=ref)
+
+
+def _too_deep(
+    context: ExecutionContext, accepted: AcceptedCall, registry: str, toolset: str
+) -> ToolResultPart:
+    """The refusal of a registry call nested in more than ``MAX_CALL_DEPTH`` others: agents
+    published through registries that call each other in a cycle would otherwise start runs
+    across processes without end. The call is not sent."""
+    run, spec = context.run, accepted.spec
+    return tool_error(
+        accepted.call,
+        "call_depth_exceeded",
+        f"agent {run.agent_id!r} (run {run.run_id}) did not call tool {spec.id!r} of toolset "
+        f"{toolset!r} (registry {registry!r}): the call would be nested in {run.call_depth} "
+        "registry calls (each served by a provider running an agent that called the next), "
+        f"and a registry call may be nested in at most {MAX_CALL_DEPTH}. Agents published as "
+        "registry tools call each other in a cycle, or hand work down too long a chain: answer "
+        "without this tool, and break the cycle in the designs (an agent may hand work to "
+        "another, not back)",
+    )
 
 
 async def await_outcome(
@@ -577,6 +604,7 @@ def _child_request(context: ExecutionContext, accepted: AcceptedCall, arguments:
         parent_run_id=context.run.run_id,
         parent_tool_call_id=call.call_id,
         result_schema_json=spec.result.schema_json,
+        call_depth=context.run.call_depth,
     )
 
 

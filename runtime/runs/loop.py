@@ -174,6 +174,7 @@ class RunState(Generic[A]):
                 labels=dict(request.labels),
                 parent_run_id=request.parent_run_id,
                 result_schema_json=request.result_schema_json,
+                call_depth=request.call_depth,
             ),
             policy=request.policy,
             transcript=list(request.messages),

@@ -7,13 +7,15 @@ speak about runs without importing the loop that executes them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentgen.runtime.agents.definition import RunPolicy
+from agentgen.runtime.agents.executors import nested_run_depth
 from agentgen.runtime.messages import Message
 from agentgen.runtime.model_client import Usage
 from agentgen.runtime.runs.accepted import AcceptedCall
+from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
     "MissingLabelsError",
@@ -22,6 +24,7 @@ __all__ = [
     "RunOutcome",
     "RunRequest",
     "ToolCallIdError",
+    "at_call_depth",
     "record_run_usage",
     "run_usage",
 ]
@@ -104,6 +107,22 @@ class RunRequest:
     #: For a child run answering an agent-as-tool call: the JSON Schema of the result the
     #: parent's tool contract expects (planners produce ``final_value`` matching it).
     result_schema_json: str | None = None
+    #: How many registry calls the run is nested in: 0 for a run no registry call started;
+    #: a run started while a registry provider serves a call (an agent published as a tool)
+    #: gets that call's depth plus one when this is left 0 (``Runtime.run`` reads it from the
+    #: provider), and its child runs keep it. Its registry calls carry it, and one deeper than
+    #: ``MAX_CALL_DEPTH`` is refused.
+    call_depth: int = field(default=0, metadata=ADDED)
+
+
+def at_call_depth(request: RunRequest) -> RunRequest:
+    """``request`` nested as deep as where it is started: a run started while a registry
+    provider serves a call (its executor running an agent published as a tool) is one
+    registry call deeper than that call, whether or not the executor said so."""
+    if request.call_depth:
+        return request
+    depth = nested_run_depth()
+    return replace(request, call_depth=depth) if depth else request
 
 
 @dataclass(frozen=True)

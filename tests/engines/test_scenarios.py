@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from agentgen.runtime.agents.definition import RunPolicy
+from agentgen.runtime.agents.executors import serving_registry_call
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.contracts.specs import ConfirmationSpec
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse, ToolSearchUnsupportedError
-from agentgen.runtime.registry.client import ToolCallMeta
+from agentgen.runtime.registry.client import MAX_CALL_DEPTH, ToolCallMeta
 from agentgen.runtime.runs.catalog import VersionMismatchError
 from agentgen.runtime.runs.confirmation import ConfirmationRequest
 from agentgen.runtime.runs.requests import MissingLabelsError, RunError, ToolCallIdError
@@ -411,3 +412,43 @@ def _executors() -> dict[str, Any]:
     from tests.runtime.agents import Records
 
     return {records_specs.TOOLSET: records_executor.bind(Records())}
+
+
+@pytest.mark.parametrize("served_depth", [4, MAX_CALL_DEPTH], ids=["within", "too-deep"])
+async def test_a_run_started_by_a_registry_call_makes_its_calls_one_deeper(
+    harness: Harness, served_depth: int
+) -> None:
+    """A provider running an agent (``serving_registry_call``, as the provider SDK does) starts
+    a run whose registry calls carry the served call's depth plus one, through a durable
+    workflow's input and its admission activity too; past ``MAX_CALL_DEPTH`` the call is
+    refused unsent, naming the agent, the toolset, the tool and the depth."""
+    registry = FakeRegistry()
+    seen: list[ToolCallMeta] = []
+
+    async def handler(tool: str, payload: Any, meta: ToolCallMeta) -> Any:
+        seen.append(meta)
+        return await echo_handler(tool, payload, meta)
+
+    registry.publish(provider_toolset(), handler)
+    rt = harness.runtime()
+    rt.register_registry("company", registry, registry)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
+    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
+    sources = Sources(toolsets=[("company", "records", "", False)])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    async with harness.serving(rt):
+        with serving_registry_call(served_depth):
+            outcome = await rt.client("test.nested").run("search", run_id=f"n-{served_depth}")
+    part = outcome.transcript[2].parts[0]
+    if served_depth < MAX_CALL_DEPTH:
+        assert [meta.call_depth for meta in seen] == [served_depth + 1]
+        assert not part.is_error  # type: ignore[union-attr]
+        return
+    assert seen == [] and registry.calls == []
+    error = error_of(part)
+    assert error["kind"] == "call_depth_exceeded"
+    assert error["message"].startswith(
+        f"agent 'test.nested' (run n-{served_depth}) did not call tool 'records.search' of "
+        f"toolset 'records' (registry 'company'): the call would be nested in "
+        f"{MAX_CALL_DEPTH + 1} registry calls"
+    )

@@ -69,6 +69,7 @@ from agentgen.runtime.runs.requests import (
     RunError,
     RunOutcome,
     RunRequest,
+    at_call_depth,
     record_run_usage,
     run_usage,
 )
@@ -274,7 +275,7 @@ class TemporalEngine:
         Like the first run, it seals the host: what the agents need is checked before a
         workflow exists."""
         host.seal()
-        request = replace(request, run_id=request.run_id or uuid.uuid4().hex)
+        request = at_call_depth(replace(request, run_id=request.run_id or uuid.uuid4().hex))
         with (
             activated(host.telemetry),
             Run(request.agent_id, request.run_id, engine="temporal"),
