@@ -21,6 +21,7 @@ is its workflow ID; a child run's is its child workflow's.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import uuid
@@ -57,6 +58,7 @@ from agentgen.runtime.engines.temporal.settings import TemporalSettings
 from agentgen.runtime.engines.temporal.usage_details import failure_usage, usage_in
 from agentgen.runtime.engines.temporal.wire import Decide, RunInput, RunStatus, WorkflowResult
 from agentgen.runtime.engines.temporal.workflow import DECIDE_UPDATE, STATUS_QUERY, WORKFLOW_NAME
+from agentgen.runtime.failures import message_of
 from agentgen.runtime.model_client import Usage
 from agentgen.runtime.runs.accepted import AcceptedCall
 from agentgen.runtime.runs.execution import decide
@@ -178,6 +180,9 @@ class TemporalEngine:
         self._connecting: asyncio.Lock | None = None
         #: Cancellations of runs whose caller was cancelled, until the server has them.
         self._withdrawing: set[asyncio.Future[bool]] = set()
+        #: Start requests in flight, by run ID: a cancellation of the run waits for its start
+        #: to be answered (sent first, it would find no run, and the run would start after it).
+        self._starting: dict[str, asyncio.Future[WorkflowHandle[object, WorkflowResult]]] = {}
 
     async def client(self) -> Client:
         """The client (connected on first use, with agentgen's data converter)."""
@@ -245,9 +250,9 @@ class TemporalEngine:
 
     async def _withdraw(self, run_id: str) -> bool:
         """Cancel the run whose caller was cancelled. The request goes out even if the caller
-        is cancelled again meanwhile; a run that already ended (or never started: the caller
-        was cancelled while it was being started) has nothing to cancel. False when the
-        request failed (logged): the run goes on."""
+        is cancelled again meanwhile, once the run's start request (if the caller was cancelled
+        while it was in flight) was answered; a run that already ended, or whose start failed,
+        has nothing to cancel. False when the request failed (logged): the run goes on."""
         request = asyncio.ensure_future(self._cancel_quietly(run_id))
         self._withdrawing.add(request)
         request.add_done_callback(self._withdrawing.discard)
@@ -255,6 +260,8 @@ class TemporalEngine:
 
     async def _cancel_quietly(self, run_id: str) -> bool:
         try:
+            if not await self._started(run_id):
+                return True  # its start failed: no run to cancel
             client = await self.client()
             await client.get_workflow_handle(run_id).cancel()
         except RPCError as exc:
@@ -280,7 +287,13 @@ class TemporalEngine:
             activated(host.telemetry),
             Run(request.agent_id, request.run_id, engine="temporal"),
         ):
-            handle = await self._start(host, request)
+            try:
+                handle = await self._start(host, request)
+            except asyncio.CancelledError:
+                # The start request may have left: a run its caller gave up on while it was
+                # being started is cancelled once started, rather than left running unseen.
+                await self._withdraw(request.run_id)
+                raise
         return handle.id
 
     async def _start(
@@ -291,14 +304,50 @@ class TemporalEngine:
         self._check_model_timeout(host, registration.definition.policy, request, run_id)
         self._check_admission_timeouts(host, request.agent_id, run_id)
         client = await self.client()
+        run_input = RunInput(
+            request=replace(request, run_id=run_id),
+            settings=self.settings,
+            confirmable=host.confirmer is not None,
+        )
+        # The request runs on its own, tracked until answered: a caller cancelled while it is
+        # in flight does not make its answer unknown (the run may exist all the same), and a
+        # cancellation of the run waits for it (see _started).
+        start = asyncio.ensure_future(self._start_workflow(client, run_input, run_id))
+        self._starting[run_id] = start
+        start.add_done_callback(functools.partial(self._started_or_failed, run_id))
+        return await asyncio.shield(start)
+
+    def _started_or_failed(
+        self, run_id: str, start: asyncio.Future[WorkflowHandle[object, WorkflowResult]]
+    ) -> None:
+        if self._starting.get(run_id) is start:
+            del self._starting[run_id]
+        if not start.cancelled():
+            start.exception()  # retrieved: a caller cancelled meanwhile never reads it
+
+    async def _started(self, run_id: str) -> bool:
+        """Once a start of ``run_id`` this engine has in flight was answered: whether it did
+        not fail (True too when none is in flight)."""
+        return await self._start_failure(run_id) is None
+
+    async def _start_failure(self, run_id: str) -> BaseException | None:
+        """Once a start of ``run_id`` this engine has in flight was answered: how it failed
+        (None when it did not, or none is in flight)."""
+        start = self._starting.get(run_id)
+        if start is None:
+            return None
+        await asyncio.wait({start})
+        if start.cancelled():
+            return asyncio.CancelledError("the start was cancelled")
+        return start.exception()
+
+    async def _start_workflow(
+        self, client: Client, run_input: RunInput, run_id: str
+    ) -> WorkflowHandle[object, WorkflowResult]:
         try:
             return await client.start_workflow(
                 WORKFLOW_NAME,
-                RunInput(
-                    request=replace(request, run_id=run_id),
-                    settings=self.settings,
-                    confirmable=host.confirmer is not None,
-                ),
+                run_input,
                 id=run_id,
                 task_queue=self.task_queue,
                 result_type=WorkflowResult,
@@ -450,11 +499,22 @@ class TemporalEngine:
             span.decided("approved" if approved else "denied", by)
 
     async def cancel(self, run_id: str) -> None:
-        """Cancel a run (its child runs with it); waiting for it raises RunCancelledError."""
+        """Cancel a run (its child runs with it); waiting for it raises RunCancelledError.
+
+        A run this engine is still starting (``start`` or ``run`` has not heard back from the
+        server yet) is cancelled once its start was answered: sent first, the cancellation
+        would find no run, and the run would start after it and go on."""
+        failure = await self._start_failure(run_id)
         client = await self.client()
         try:
             await client.get_workflow_handle(run_id).cancel()
         except RPCError as exc:
+            if failure is not None and exc.status == RPCStatusCode.NOT_FOUND:
+                raise LookupError(
+                    f"run {run_id!r} was not cancelled: its start, in flight when cancel was "
+                    f"called, failed ({type(failure).__name__}: {message_of(failure)}), so no "
+                    "such run runs; engine.start (or run) raised that error"
+                ) from None
             raise await _unknown(exc, run_id, client) from None
 
     # ------------------------------------------------------------------ confirmations

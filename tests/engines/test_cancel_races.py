@@ -1,0 +1,157 @@
+"""A run cancelled while its start request is still in flight (sent, not yet answered).
+
+The server may take the cancellation before the start: it then finds no run, and the run
+starts after it and goes on, unseen. The engine now cancels such a run once its start was
+answered, whoever cancels it: ``engine.cancel``, or a caller of ``run``/``start`` that gave up.
+
+The start request's flight is held by the SDK's own client interceptor seam: it goes out once
+released, whatever became of its caller (as a request that already left), and is released when
+the cancellation reached the server first, or else after a moment (the engine then waits for
+it: the order of what reaches the server, which the assertions read from the run's history, is
+the same however long the moment).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import (
+    CancelWorkflowInput,
+    Client,
+    Interceptor,
+    OutboundInterceptor,
+    StartWorkflowInput,
+    WorkflowHandle,
+)
+
+from agentgen.runtime.app import Runtime
+from agentgen.runtime.engines.temporal import TemporalEngine
+from agentgen.runtime.messages import Message
+from agentgen.runtime.runs.requests import RunRequest
+from tests.engines.conftest import FAST, Harness
+from tests.runtime.agents import ScriptedPlanner, answer, register
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+#: How long a held start waits for a cancellation to overtake it before it goes out.
+OVERTAKE = 1.0
+
+
+class _HeldStarts(Interceptor):
+    def __init__(self) -> None:
+        self.in_flight = asyncio.Event()
+        self.cancel_sent = asyncio.Event()
+        self.release = asyncio.Event()
+        self.started: asyncio.Future[Any] | None = None
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _Holding(next, self)
+
+
+class _Holding(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, held: _HeldStarts) -> None:
+        super().__init__(next)
+        self.held = held
+
+    async def start_workflow(self, input: StartWorkflowInput) -> WorkflowHandle[Any, Any]:
+        async def fly() -> WorkflowHandle[Any, Any]:
+            await self.held.release.wait()
+            return await super(_Holding, self).start_workflow(input)
+
+        # The request left: it reaches the server whatever its caller does meanwhile.
+        self.held.started = asyncio.ensure_future(fly())
+        self.held.in_flight.set()
+        return await asyncio.shield(self.held.started)
+
+    async def cancel_workflow(self, input: CancelWorkflowInput) -> None:
+        self.held.cancel_sent.set()
+        try:
+            await super().cancel_workflow(input)
+        finally:
+            self.held.release.set()  # the start, overtaken, reaches the server now
+
+
+def _runtime(durable: Harness, held: _HeldStarts) -> tuple[Runtime, TemporalEngine]:
+    assert durable.env is not None
+    config = durable.env.client.config()
+    config["interceptors"] = [*config.get("interceptors", ()), held]
+    engine = TemporalEngine(
+        client=Client(**config), task_queue=f"test-{uuid.uuid4().hex}", settings=FAST
+    )
+    rt = Runtime(engine=engine)
+    register(rt, ScriptedPlanner([answer("ran")]))
+    return rt, engine
+
+
+async def _overtaken_or_later(held: _HeldStarts, pending: asyncio.Future[Any]) -> None:
+    """Let the cancellation overtake the held start if it goes out without waiting for it."""
+    cancel_sent = asyncio.ensure_future(held.cancel_sent.wait())
+    await asyncio.wait({cancel_sent, pending}, timeout=OVERTAKE)
+    cancel_sent.cancel()
+    held.release.set()
+
+
+async def _cancel_requested(durable: Harness, run_id: str) -> bool:
+    """Whether the server holds the run, cancelled (no worker ever ran it: nothing else could
+    have ended it). The run is ended either way."""
+    assert durable.env is not None
+    handle = durable.env.client.get_workflow_handle(run_id)
+    events = [event.event_type async for event in handle.fetch_history_events()]
+    with contextlib.suppress(Exception):
+        await handle.terminate("test over")
+    assert events[0] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED  # the start reached it
+    return EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED in events
+
+
+async def test_cancel_while_the_start_is_in_flight_cancels_the_run_once_started(
+    durable: Harness,
+) -> None:
+    held = _HeldStarts()
+    rt, engine = _runtime(durable, held)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id=f"raced-{uuid.uuid4().hex}")
+    starting = asyncio.create_task(engine.start(rt, request))
+    await held.in_flight.wait()
+    cancelling = asyncio.create_task(engine.cancel(request.run_id))
+    await _overtaken_or_later(held, cancelling)
+    assert await starting == request.run_id
+    await cancelling  # it said the run was cancelled: it was
+    assert await _cancel_requested(durable, request.run_id)
+
+
+async def test_a_caller_cancelled_while_the_start_is_in_flight_cancels_the_run(
+    durable: Harness,
+) -> None:
+    held = _HeldStarts()
+    rt, _ = _runtime(durable, held)
+    run_id = f"given-up-{uuid.uuid4().hex}"
+    running = asyncio.create_task(rt.client("test.agent").run("go", run_id=run_id))
+    await held.in_flight.wait()
+    running.cancel()
+    await _overtaken_or_later(held, running)
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert held.started is not None
+    await held.started  # the start reached the server
+    assert await _cancel_requested(durable, run_id)
+
+
+async def test_a_starter_cancelled_while_the_start_is_in_flight_cancels_the_run(
+    durable: Harness,
+) -> None:
+    held = _HeldStarts()
+    rt, engine = _runtime(durable, held)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id=f"left-{uuid.uuid4().hex}")
+    starting = asyncio.create_task(engine.start(rt, request))
+    await held.in_flight.wait()
+    starting.cancel()
+    await _overtaken_or_later(held, starting)
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    assert held.started is not None
+    await held.started
+    assert await _cancel_requested(durable, request.run_id)
