@@ -47,7 +47,7 @@ from agentgen.runtime.registry import api
 from agentgen.runtime.registry.admission import IDENTIFIER, MAX_SETTLE_MS
 from agentgen.runtime.registry.client import RegistryError
 from agentgen.runtime.registry.http_client import RetryPolicy
-from agentgen.runtime.tasks import stop_task
+from agentgen.runtime.tasks import DeadlinePassed, stop_task, within_deadline
 
 T = TypeVar("T")
 _LOG = logging.getLogger("agentgen.registry.provider")
@@ -860,13 +860,15 @@ class _Provider:
         try:
             # The runs the executor starts (an agent published as a tool) carry the depth on.
             with serving_registry_call(call.meta.call_depth):
-                value = await asyncio.wait_for(
-                    self.executor.execute(call.tool, payload, context), max(remaining, 0.001)
+                # The deadline decides, not the exception: an executor's own TimeoutError (a
+                # query of its own that timed out) is its failure, not the deadline passing.
+                value = await within_deadline(
+                    max(remaining, 0.001), self.executor.execute(call.tool, payload, context)
                 )
         except ToolOverloadedError:
             await self._overload(call, operation)
             return
-        except TimeoutError:
+        except DeadlinePassed:
             await self._finish(
                 call, "failed", {"code": "timeout"}, f"{call.tool} ran past its deadline"
             )

@@ -285,6 +285,29 @@ async def test_executor_failures_and_invalid_results_are_failed_outcomes(
     assert error and "invalid_result" in value["error"]["message"]
 
 
+async def test_an_executor_s_own_timeout_error_is_its_failure_not_the_deadline(
+    registry: Running,
+) -> None:
+    """A ``TimeoutError`` the executor raises at once (a query of its own that timed out) was
+    reported as the provider stopping the call at its deadline: the model read
+    ``outcome_unknown`` ("stopped the call at its deadline, while it ran"), with the
+    executor's own words lost. The call's deadline is hours away: it is the executor's
+    failure."""
+
+    def fail(args: types.ForecastArgs) -> Any:
+        raise TimeoutError("the forecast service did not answer within 2 s")
+
+    async with providing(registry.url, Weather(behaviour=fail)):
+        planner = ScriptedPlanner([calls(("weather.forecast", {"city": "Oslo"})), answer()])
+        rt, client = consumer(registry.url, planner)
+        outcome = await rt.client("test.forecaster").run("weather?")
+        await client.aclose()
+    error, value = result_of(outcome, 2)
+    assert error and value["error"]["kind"] == "tool_failed"
+    assert "execution_failed: weather.forecast failed: TimeoutError: the forecast service did " \
+        "not answer within 2 s" in value["error"]["message"]  # fmt: skip
+
+
 async def test_a_replacement_before_publication_is_call_not_admitted(registry: Running) -> None:
     """G8: the consumer resolved revision r1; r1's provider leaves and r2 takes over before the
     call is made: the call is refused and never reaches r2 with r1's contract."""
