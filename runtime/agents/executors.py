@@ -22,6 +22,7 @@ __all__ = [
     "described",
     "implementation_problem",
     "nested_run_depth",
+    "nested_runs_at",
     "refuse_wrong_arguments",
     "serving_registry_call",
 ]
@@ -63,7 +64,16 @@ def nested_run_depth() -> int:
 def serving_registry_call(call_depth: int) -> Iterator[None]:
     """While a provider's executor serves a registry call nested in ``call_depth`` others:
     the runs it starts are nested in one more."""
-    token = _NESTED_RUN_DEPTH.set(call_depth + 1)
+    with nested_runs_at(call_depth + 1):
+        yield
+
+
+@contextmanager
+def nested_runs_at(depth: int) -> Iterator[None]:
+    """While a run's executor runs a tool of a run nested in ``depth`` registry calls: the
+    runs it starts are nested as deep (on a durable engine's worker, where the activity does
+    not run inside the provider's call that started the run)."""
+    token = _NESTED_RUN_DEPTH.set(depth)
     try:
         yield
     finally:

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentgen.runtime.agents.executors import OutcomeUnknownError, ToolContext
+from agentgen.runtime.agents.executors import OutcomeUnknownError, ToolContext, nested_runs_at
 from agentgen.runtime.agents.planning import RunContext
 from agentgen.runtime.contracts.codecs import (
     JSONCodec,
@@ -328,7 +328,8 @@ async def _call_executor(context: ExecutionContext, accepted: AcceptedCall) -> T
         call_depth=context.run.call_depth,
     )
     try:
-        value = await executor.execute(spec.id, payload, tool_context)
+        with nested_runs_at(context.run.call_depth):
+            value = await executor.execute(spec.id, payload, tool_context)
     except OutcomeUnknownError as exc:
         return outcome_unknown(call, f"{spec.id}: {message_of(exc)}")
     except Exception as exc:

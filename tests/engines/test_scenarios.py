@@ -29,6 +29,7 @@ from examples.records.gen.assistant.agents import assistant as assistant_agent
 from tests.e2e.test_records_e2e import Records as TokyoRecords
 from tests.engines.conftest import Harness
 from tests.runtime.agents import (
+    Records,
     ScriptedPlanner,
     Sources,
     answer,
@@ -452,3 +453,35 @@ async def test_a_run_started_by_a_registry_call_makes_its_calls_one_deeper(
         f"toolset 'records' (registry 'company'): the call would be nested in "
         f"{MAX_CALL_DEPTH + 1} registry calls"
     )
+
+
+async def test_a_run_a_tool_starts_is_as_deep_as_the_run_of_the_tool(harness: Harness) -> None:
+    """An executor that starts a run (a hand-written agent tool) hands it its own run's depth,
+    on a durable engine's worker too, where the activity does not run inside the provider's
+    call that started the run: the depth could otherwise be reset to 0 by such a step."""
+    registry = FakeRegistry()
+    seen: list[ToolCallMeta] = []
+
+    async def handler(tool: str, payload: Any, meta: ToolCallMeta) -> Any:
+        seen.append(meta)
+        return await echo_handler(tool, payload, meta)
+
+    registry.publish(provider_toolset(), handler)
+    rt = harness.runtime()
+    rt.register_registry("company", registry, registry)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
+    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
+    sources = Sources(toolsets=[("company", "records", "", False)])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+
+    class Handing(Records):
+        async def search(self, args: Any, context: Any) -> Any:
+            await rt.client("test.nested").run("search", run_id=f"inner-{harness.kind}")
+            return await super().search(args, context)
+
+    register(rt, ScriptedPlanner([calls(("records.search", {"query": "x"})), answer()]),
+             executor=Handing())  # fmt: skip
+    async with harness.serving(rt):
+        with serving_registry_call(2):
+            await rt.client("test.agent").run("go", run_id=f"outer-{harness.kind}")
+    assert [meta.call_depth for meta in seen] == [3]
