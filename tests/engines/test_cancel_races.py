@@ -155,3 +155,29 @@ async def test_a_starter_cancelled_while_the_start_is_in_flight_cancels_the_run(
     assert held.started is not None
     await held.started
     assert await _cancel_requested(durable, request.run_id)
+
+
+async def test_a_caller_cancelled_while_its_start_fails_leaves_the_run_of_that_id_alone(
+    durable: Harness,
+) -> None:
+    """The run ID is another run's (started elsewhere): the cancelled caller's start fails, and
+    its withdrawal used to cancel that other run, whose ID it shared."""
+    held = _HeldStarts()
+    rt, engine = _runtime(durable, held)
+    run_id = f"taken-{uuid.uuid4().hex}"
+    assert durable.env is not None
+    other = await durable.env.client.start_workflow(
+        "agentgen.run", id=run_id, task_queue=engine.task_queue
+    )
+    running = asyncio.create_task(rt.client("test.agent").run("go", run_id=run_id))
+    await held.in_flight.wait()
+    running.cancel()
+    await _overtaken_or_later(held, running)
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert held.started is not None
+    with pytest.raises(Exception, match="already"):
+        await held.started  # the server refused the second start
+    events = [event.event_type async for event in other.fetch_history_events()]
+    await other.terminate("test over")
+    assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in events

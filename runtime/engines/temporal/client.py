@@ -99,6 +99,8 @@ _QUERY_TIMEOUT = timedelta(seconds=5)
 USAGE_WAIT = 2.0
 #: The longest the confirmation watcher waits between two looks while none waits.
 DEFAULT_MAX_POLL_INTERVAL = 1.0
+#: A run's start request, in flight or answered.
+_Start = asyncio.Future[WorkflowHandle[object, WorkflowResult]]
 
 
 def _traces(interceptor: object) -> bool:
@@ -182,7 +184,7 @@ class TemporalEngine:
         self._withdrawing: set[asyncio.Future[bool]] = set()
         #: Start requests in flight, by run ID: a cancellation of the run waits for its start
         #: to be answered (sent first, it would find no run, and the run would start after it).
-        self._starting: dict[str, asyncio.Future[WorkflowHandle[object, WorkflowResult]]] = {}
+        self._starting: dict[str, _Start] = {}
 
     async def client(self) -> Client:
         """The client (connected on first use, with agentgen's data converter)."""
@@ -229,14 +231,15 @@ class TemporalEngine:
             ) as span,
         ):
             handle: WorkflowHandle[object, WorkflowResult] | None = None
+            start = self._begin_start(host, request)
             try:
-                handle = await self._start(host, request)
+                handle = await asyncio.shield(start)
                 result = await self._wait(host, handle, decide=True)
             except asyncio.CancelledError as cancelled:
                 # The caller gave up (cancelled, or a deadline around it): so does the run,
                 # as in memory, and its cancellation says what the run cost (run_usage), once
                 # the workflow recorded it. Waiting for a run started with start() detaches.
-                withdrawn = await self._withdraw(request.run_id)
+                withdrawn = await self._withdraw(request.run_id, start)
                 # When the cancellation did not reach the server, the run goes on: no usage
                 # comes, and waiting for it would only hold the caller's cancellation.
                 usage = (
@@ -248,20 +251,21 @@ class TemporalEngine:
             span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
         return result
 
-    async def _withdraw(self, run_id: str) -> bool:
-        """Cancel the run whose caller was cancelled. The request goes out even if the caller
-        is cancelled again meanwhile, once the run's start request (if the caller was cancelled
-        while it was in flight) was answered; a run that already ended, or whose start failed,
-        has nothing to cancel. False when the request failed (logged): the run goes on."""
-        request = asyncio.ensure_future(self._cancel_quietly(run_id))
+    async def _withdraw(self, run_id: str, start: _Start) -> bool:
+        """Cancel the run whose caller was cancelled, once its ``start`` was answered (the
+        caller may have been cancelled while it was in flight). The request goes out even if
+        the caller is cancelled again meanwhile; a run that already ended has nothing to
+        cancel, and a start that failed (``run_id`` may then be another caller's run) leaves
+        nothing to cancel. False when the request failed (logged): the run goes on."""
+        request = asyncio.ensure_future(self._cancel_quietly(run_id, start))
         self._withdrawing.add(request)
         request.add_done_callback(self._withdrawing.discard)
         return await asyncio.shield(request)
 
-    async def _cancel_quietly(self, run_id: str) -> bool:
+    async def _cancel_quietly(self, run_id: str, start: _Start) -> bool:
         try:
-            if not await self._started(run_id):
-                return True  # its start failed: no run to cancel
+            if await _failure_of(start) is not None:
+                return True  # not started: no run of this caller's to cancel
             client = await self.client()
             await client.get_workflow_handle(run_id).cancel()
         except RPCError as exc:
@@ -287,63 +291,45 @@ class TemporalEngine:
             activated(host.telemetry),
             Run(request.agent_id, request.run_id, engine="temporal"),
         ):
+            start = self._begin_start(host, request)
             try:
-                handle = await self._start(host, request)
+                handle = await asyncio.shield(start)
             except asyncio.CancelledError:
                 # The start request may have left: a run its caller gave up on while it was
                 # being started is cancelled once started, rather than left running unseen.
-                await self._withdraw(request.run_id)
+                await self._withdraw(request.run_id, start)
                 raise
         return handle.id
 
-    async def _start(
-        self, host: RunHost, request: RunRequest
-    ) -> WorkflowHandle[object, WorkflowResult]:
+    def _begin_start(self, host: RunHost, request: RunRequest) -> _Start:
+        """Check the run (raising what refuses it), then start it: the request runs on its
+        own, tracked by run ID until answered, so that a caller cancelled while it is in
+        flight does not make its answer unknown (the run may exist all the same), and a
+        cancellation of the run can wait for it."""
         registration = host.agent(request.agent_id)
         run_id = request.run_id or uuid.uuid4().hex
         self._check_model_timeout(host, registration.definition.policy, request, run_id)
         self._check_admission_timeouts(host, request.agent_id, run_id)
-        client = await self.client()
         run_input = RunInput(
             request=replace(request, run_id=run_id),
             settings=self.settings,
             confirmable=host.confirmer is not None,
         )
-        # The request runs on its own, tracked until answered: a caller cancelled while it is
-        # in flight does not make its answer unknown (the run may exist all the same), and a
-        # cancellation of the run waits for it (see _started).
-        start = asyncio.ensure_future(self._start_workflow(client, run_input, run_id))
+        start = asyncio.ensure_future(self._start_workflow(run_input, run_id))
         self._starting[run_id] = start
-        start.add_done_callback(functools.partial(self._started_or_failed, run_id))
-        return await asyncio.shield(start)
+        start.add_done_callback(functools.partial(self._answered, run_id))
+        return start
 
-    def _started_or_failed(
-        self, run_id: str, start: asyncio.Future[WorkflowHandle[object, WorkflowResult]]
-    ) -> None:
+    def _answered(self, run_id: str, start: _Start) -> None:
         if self._starting.get(run_id) is start:
             del self._starting[run_id]
         if not start.cancelled():
             start.exception()  # retrieved: a caller cancelled meanwhile never reads it
 
-    async def _started(self, run_id: str) -> bool:
-        """Once a start of ``run_id`` this engine has in flight was answered: whether it did
-        not fail (True too when none is in flight)."""
-        return await self._start_failure(run_id) is None
-
-    async def _start_failure(self, run_id: str) -> BaseException | None:
-        """Once a start of ``run_id`` this engine has in flight was answered: how it failed
-        (None when it did not, or none is in flight)."""
-        start = self._starting.get(run_id)
-        if start is None:
-            return None
-        await asyncio.wait({start})
-        if start.cancelled():
-            return asyncio.CancelledError("the start was cancelled")
-        return start.exception()
-
     async def _start_workflow(
-        self, client: Client, run_input: RunInput, run_id: str
+        self, run_input: RunInput, run_id: str
     ) -> WorkflowHandle[object, WorkflowResult]:
+        client = await self.client()
         try:
             return await client.start_workflow(
                 WORKFLOW_NAME,
@@ -504,7 +490,8 @@ class TemporalEngine:
         A run this engine is still starting (``start`` or ``run`` has not heard back from the
         server yet) is cancelled once its start was answered: sent first, the cancellation
         would find no run, and the run would start after it and go on."""
-        failure = await self._start_failure(run_id)
+        start = self._starting.get(run_id)
+        failure = None if start is None else await _failure_of(start)
         client = await self.client()
         try:
             await client.get_workflow_handle(run_id).cancel()
@@ -646,6 +633,14 @@ class TemporalEngine:
         finally:
             for task in deciding:
                 task.cancel()
+
+
+async def _failure_of(start: _Start) -> BaseException | None:
+    """Once ``start`` was answered: how it failed, or None when it started the run."""
+    await asyncio.wait({start})
+    if start.cancelled():
+        return asyncio.CancelledError("the start was cancelled")
+    return start.exception()
 
 
 def _warn_not_withdrawn(run_id: str, exc: Exception) -> None:
