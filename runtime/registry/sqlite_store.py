@@ -200,6 +200,21 @@ def _create_private(path: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
+def _without_wal(journal: str) -> str:
+    """Why a file SQLite keeps out of WAL mode is refused. Without WAL, a commit needs every
+    reader of the file (a backup, a ``sqlite3`` shell) gone, and the loop's connection does not
+    wait for locks: requests failed at once with "database is locked"; and each commit syncs
+    the disk, on the event loop. The store is built on WAL: such a file is refused at start,
+    saying what to do, rather than served worse."""
+    return (
+        f"SQLite cannot put the file in WAL mode (it stays in journal mode {journal!r}), which "
+        "this store needs (its commits must not wait for readers of the file or for the disk): "
+        "the file system lacks what WAL needs (shared memory: some network, FUSE or container "
+        "volumes), or the file or its folder is read-only. Put the file on a local, writable "
+        "file system (--store sqlite:PATH), or use a Redis store (--store redis://HOST:PORT/DB)"
+    )
+
+
 def _busy(exc: sqlite3.Error) -> bool:
     """Whether another connection holds the lock ``exc`` was refused for."""
     code = getattr(exc, "sqlite_errorcode", None)
@@ -347,12 +362,20 @@ class SQLiteStore:
     async def open(self) -> None:
         if self._db is not None:
             return
+        owner: int | None = None
+        db: sqlite3.Connection | None = None
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 _create_private(self.path)
+                # The file is claimed before anything reads or writes it: two registries
+                # started on one file both brought its schema up to date, at once (the one
+                # refused had already written to a file another registry served).
+                owner = _own(self.path)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            journal = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            journal = str(db.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+            if self.path != ":memory:" and journal != "wal":
+                raise StoreError(_without_wal(journal))
             # WAL with synchronous=NORMAL: a commit survives the process being killed; only
             # an operating-system crash may lose the last transactions.
             db.execute("PRAGMA synchronous=NORMAL")
@@ -364,16 +387,15 @@ class SQLiteStore:
             # From now on the connection never waits for another process's lock: it would wait
             # on the event loop (see _once_unlocked).
             db.execute("PRAGMA busy_timeout=0")
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open registry store {self.description}: {exc}") from exc
-        if self.path != ":memory:":
-            try:
-                self._owner = _own(self.path)
-            except (OSError, StoreError) as exc:
+        except (sqlite3.Error, OSError, StoreError) as exc:
+            if db is not None:
                 db.close()
-                raise StoreError(f"cannot open registry store {self.description}: {exc}") from None
-        self._db, self._loop = db, asyncio.get_running_loop()
-        if str(journal).lower() == "wal":
+            if owner is not None:  # closed after SQLite's own descriptors (see _own)
+                os.close(owner)
+            cause = None if isinstance(exc, StoreError) else exc
+            raise StoreError(f"cannot open registry store {self.description}: {exc}") from cause
+        self._db, self._loop, self._owner = db, asyncio.get_running_loop(), owner
+        if journal == "wal":
             self._checkpointer = _Checkpointer(self.path)
 
     async def close(self) -> None:
