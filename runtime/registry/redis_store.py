@@ -12,7 +12,8 @@ Provider queues are streams read through one consumer group, so each message goe
 reader; messages delivered and not acknowledged are taken over with ``XAUTOCLAIM`` after the
 redelivery time (looked for a few times per redelivery period), except those delivered to a
 read whose answer never came, which that consumer's next read takes at once. A queue expires
-with the last of its calls (its consumer group is made again by the next read). Each result
+with the last of its calls, or five minutes after it was last read if that is later (its
+consumer group is made again by the next read). Each result
 is also appended to its call's result stream (capped with ``MAXLEN``, expiring with the
 call), and announced on one pub/sub channel that every registry process listens to, so a
 consumer waiting on any process wakes at once (without holding a Redis connection per waiting
@@ -92,6 +93,10 @@ _BLOCK_MARGIN_S = 5.0
 #: Most interrupted readers remembered (a provider that never claims again is never forgotten
 #: otherwise).
 _INTERRUPTED_KEPT = 4096
+#: How long a provider queue is kept after the last read of it, once none of its calls is
+#: alive: far longer than a claim's longest wait (60 s), so a queue being read never expires
+#: under its readers.
+_QUEUE_IDLE_MS = 300_000
 
 
 def _check_url(url: str, description: str) -> None:
@@ -474,11 +479,15 @@ class RedisStore:
             return
         from redis.exceptions import ResponseError
 
-        try:
-            await self._call(self._r.xgroup_create(stream, _GROUP, id="0", mkstream=True))
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise StoreError(f"registry store {self.description}: {exc}") from exc
+        # The queue made for the group expires as one read does (see _receive), in the same
+        # transaction: made by a claim, with no call ever queued (or after its calls expired),
+        # it was kept for good once its toolset was withdrawn and nobody read it again.
+        async with self._r.pipeline(transaction=True) as pipe:
+            pipe.xgroup_create(stream, _GROUP, id="0", mkstream=True)
+            pipe.pexpire(stream, _QUEUE_IDLE_MS, nx=True)
+            made, _ = await self._call(pipe.execute(raise_on_error=False))
+        if isinstance(made, ResponseError) and "BUSYGROUP" not in str(made):
+            raise StoreError(f"registry store {self.description}: {made}") from made
         self._groups.add(stream)
 
     async def receive(self, queue: str, consumer: str, count: int, block_ms: int) -> list[Delivery]:
@@ -494,6 +503,7 @@ class RedisStore:
             if not str(exc).startswith(("NOGROUP", "UNBLOCKED")):
                 raise StoreError(f"registry store {self.description}: {exc}") from exc
             self._groups.discard(stream)
+            self._reclaimed.pop(stream, None)  # the queue made again is kept from this read
             left = int((deadline - time.monotonic()) * 1000)
             return await self._receive(stream, consumer, count, max(1, left))
 
@@ -513,12 +523,17 @@ class RedisStore:
             messages = _entries(read)
         # Messages another reader took and never acknowledged come next. They are looked for
         # a few times per redelivery period, not on every read: a read costs one round trip.
+        # The same round trip keeps the queue for _QUEUE_IDLE_MS more (never shortening the
+        # life its calls gave it): a queue expires with the last of its calls, or once nobody
+        # has read it for that long, whichever is later.
         now = time.monotonic()
         if not messages and now - self._reclaimed.get(stream, 0.0) >= self.redelivery_ms / 4000:
             self._reclaimed[stream] = now
-            claimed = await self._call(
-                self._r.xautoclaim(stream, _GROUP, consumer, self.redelivery_ms, "0-0", count=count)
-            )
+            async with self._r.pipeline(transaction=False) as pipe:
+                pipe.xautoclaim(stream, _GROUP, consumer, self.redelivery_ms, "0-0", count=count)
+                pipe.pexpire(stream, _QUEUE_IDLE_MS, nx=True)
+                pipe.pexpire(stream, _QUEUE_IDLE_MS, gt=True)
+                claimed, _, _ = await self._call(pipe.execute())
             messages = list(claimed[1]) if claimed else []
         if not messages:
             messages = await self._read_blocking(stream, consumer, count, max(1, block_ms))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgen.runtime.registry import sqlite_store
+from agentgen.runtime.registry import redis_store, sqlite_store
 from agentgen.runtime.registry.admission import Limits, record_key
 from agentgen.runtime.registry.operations import RegistryOperations
 from agentgen.runtime.registry.redis_store import RedisStore
@@ -73,6 +73,50 @@ async def test_a_redis_queue_that_expires_while_a_claim_waits_goes_on_serving(
         made = await ops.call(call(token, run="r", call_id="c"))
         claimed = await waiting
         assert [c.tool_use_id for c in claimed] == [made["tool_use_id"]]
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("made_by", ["a claim", "the previous release"])
+async def test_a_redis_queue_nobody_reads_any_more_expires_though_no_call_was_queued(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, made_by: str
+) -> None:
+    """A queue is made by the first claim that reads it (its consumer group with it): with no
+    call ever queued, or after its calls expired and a claim made it again, it had no expiry,
+    and a withdrawn toolset's queue stayed in Redis for good."""
+    monkeypatch.setattr(redis_store, "_QUEUE_IDLE_MS", 300)
+    store = RedisStore(redis_server.url, namespace=f"test:{uuid.uuid4().hex}")
+    await store.open()
+    try:
+        stream = store._k("queue:requests:echo")
+        if made_by == "the previous release":  # a queue made without an expiry
+            await store._r.xgroup_create(stream, "providers", id="0", mkstream=True)
+            assert await store._r.pttl(stream) == -1
+        ops = RegistryOperations(store, SHORT)
+        token = (await ops.register(registration(lease_ms=60_000))).registration_token
+        assert await ops.claim("echo", token, "p1", "i1", 16, 1, "op-0") == []
+        await ops.unregister("echo", token)
+        assert 0 < await store._r.pttl(stream) <= 300
+        await asyncio.sleep(0.5)  # past the idle time: nobody read it since
+        assert not await store._r.exists(stream)
+    finally:
+        await store.close()
+
+
+async def test_a_redis_queue_keeps_the_life_its_calls_gave_it_when_read(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a queue never shortens its life below its calls' expiry."""
+    monkeypatch.setattr(redis_store, "_QUEUE_IDLE_MS", 300)
+    store = RedisStore(redis_server.url, namespace=f"test:{uuid.uuid4().hex}")
+    await store.open()
+    try:
+        ops = RegistryOperations(store, Limits(call_timeout_ms=60_000))
+        token = (await ops.register(registration(lease_ms=60_000))).registration_token
+        made = await ops.call(call(token, run="r", call_id="c"))
+        claimed = await ops.claim("echo", token, "p1", "i1", 16, 1, "op-0")
+        assert [c.tool_use_id for c in claimed] == [made["tool_use_id"]]
+        assert await store._r.pttl(store._k("queue:requests:echo")) > 30_000
     finally:
         await store.close()
 
