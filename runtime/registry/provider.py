@@ -462,6 +462,9 @@ class _Provider:
         #: The claim the registry refused for good, when that stopped serving (raised, as
         #: :meth:`_claim_refused` words it, once drained).
         self.refusal: RegistryError | None = None
+        #: Why the last claim operation, unanswered when serving stopped, could not be
+        #: replayed (the calls it took end ``outcome_unknown``, unrun, with the lease).
+        self.unreplayed: RegistryError | None = None
         #: Whether the registry took this lease's drain, and its release.
         self.drain_taken = False
         self.released = False
@@ -699,7 +702,13 @@ class _Provider:
                 if exc.code == "provider_lease_lost":
                     self._lose(exc.message)
                     break
-                if exc.code in _CLAIM_REFUSALS:
+                if exc.code in _CLAIM_REFUSALS or exc.code == "protocol_error":
+                    # An answer this SDK cannot read (a registry of another version, something
+                    # between them rewriting it) is read the same way when asked again: asking
+                    # for ever kept the lease, and with it the calls the registry handed to
+                    # those claims, alive and unrun. It may have carried calls: replayed
+                    # once drained (below), they still run, if the replay can be read.
+                    unanswered = unanswered or exc.code == "protocol_error"
                     self.refusal = exc
                     break
                 unanswered = True
@@ -738,8 +747,10 @@ class _Provider:
                 drained = await self._drain()
             if self.drain_taken:
                 free = max(1, self.options.concurrency - self.active)
-                with contextlib.suppress(RegistryError):
+                try:
                     self._start(await self._claim(operation, free, 0), operation)
+                except RegistryError as exc:
+                    self.unreplayed = exc
         await self._shutdown(drained)
 
     def _start(self, calls: list[api.ClaimedCallBody], operation: str) -> None:
@@ -761,6 +772,20 @@ class _Provider:
             )
         else:
             ended = "drained, its lease released" if self.drain_taken else "its lease released"
+        if exc.code == "protocol_error":
+            if self.unreplayed is not None:
+                ended += (
+                    "; calls that claim may have taken could not be read again "
+                    f"({self.unreplayed.code}) and end outcome_unknown, unrun"
+                )
+            return RegistryError(
+                exc.code,
+                f"provider {self.options.provider_id!r} of toolset {self.name!r}: the answer to "
+                f"its claim for calls could not be read ({exc.message}); every answer would be "
+                f"read the same way, so it stopped serving ({ended}). Check that the URL is "
+                "that of an agentgen registry of the provider's version, with nothing between "
+                "them rewriting its answers, then start the provider again",
+            )
         return RegistryError(
             exc.code,
             f"provider {self.options.provider_id!r} of toolset {self.name!r}: the registry "

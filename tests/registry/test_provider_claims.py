@@ -326,3 +326,102 @@ async def test_calls_a_lost_claim_answer_took_run_when_serving_stops_before_it_i
     assert (outcome.status, json.loads(outcome.payload_json)) == ("completed", {"said": "hello"})
     assert impl.ran == ["hello"]
     assert (report.reason, report.completed) == ("stopped", 1)
+
+
+# --- claim answers the SDK cannot read -------------------------------------------------------
+
+
+class GarbleClaimAnswers(httpx2.AsyncBaseTransport):
+    """Forwards every request; the answers to the first ``garble`` claims that took calls come
+    back in a shape the client cannot read (as from a registry of another version). Counts
+    the claims."""
+
+    def __init__(self, garble: int) -> None:
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.garble = garble
+        self.claims = 0
+        self.garbled = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        if request.url.path.endswith("/providers/claim"):
+            self.claims += 1
+            await response.aread()
+            if self.garbled < self.garble and json.loads(response.content)["calls"]:
+                self.garbled += 1
+                return httpx2.Response(200, json={"calls": "in another shape"})
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def _serve_until_refused(
+    url: str, transport: GarbleClaimAnswers, impl: Echo
+) -> tuple[RegistryError, Any]:
+    """Serve through ``transport``; a call is made once registered. The error serving ended
+    with, and the call's outcome."""
+    client = HttpRegistryClient(url, transport=transport, retry=RetryPolicy(max_retries=0))
+    registered = asyncio.Event()
+    serve = asyncio.create_task(
+        serve_toolset(
+            client,
+            echo_toolset(),
+            impl,
+            revision="r1",
+            options=OPTIONS,
+            on_registered=lambda token: registered.set(),
+        )
+    )
+    await asyncio.wait_for(registered.wait(), 10)
+    outcome = asyncio.create_task(call(url, "hello"))
+    with pytest.raises(RegistryError) as refused:
+        await asyncio.wait_for(serve, 30)
+    await client.aclose()
+    return refused.value, await asyncio.wait_for(outcome, 30)
+
+
+_UNREADABLE = (
+    "provider 'p1' of toolset 'echo': the answer to its claim for calls could not be read "
+    "(registry '{registry}' answered /providers/claim with an unexpected body: calls: Input "
+    "should be a valid array); every answer would be read the same way, so it stopped serving "
+    "(drained, its lease released{lost}). Check that the URL is that of an agentgen registry of "
+    "the provider's version, with nothing between them rewriting its answers, then start the "
+    "provider again"
+)
+
+
+async def test_claim_answers_that_cannot_be_read_stop_serving_with_an_error(
+    registry: Running,
+) -> None:
+    """A claim answered protocol_error was asked again for ever (its backoff growing to 5 s)
+    while the renewals kept the lease, and the calls the registry had handed to the claim,
+    alive and unrun: the consumer waited until the call's deadline."""
+    transport = GarbleClaimAnswers(garble=1_000)
+    error, outcome = await _serve_until_refused(registry.url, transport, Echo())
+    assert error.code == "protocol_error"
+    registry_name = registry.url.removeprefix("http://")
+    assert error.message == _UNREADABLE.format(
+        registry=registry_name,
+        lost="; calls that claim may have taken could not be read again (protocol_error) and "
+        "end outcome_unknown, unrun",
+    )
+    # Asked once, and replayed once once drained.
+    assert (transport.claims, transport.garbled) == (2, 2)
+    # The call the unread answer carried ended with the lease, not at its deadline.
+    assert outcome.status == "outcome_unknown"
+    await register_next_revision(registry.url)  # released: not admission_blocked
+
+
+async def test_a_call_in_a_claim_answer_that_could_not_be_read_runs_before_serving_stops(
+    registry: Running,
+) -> None:
+    """The claim the unreadable answer belonged to took the call: replayed once drained, its
+    answer read this time, the call runs before the provider stops."""
+    transport, impl = GarbleClaimAnswers(garble=1), Echo()
+    error, outcome = await _serve_until_refused(registry.url, transport, impl)
+    assert error.message == _UNREADABLE.format(
+        registry=registry.url.removeprefix("http://"), lost=""
+    )
+    assert (outcome.status, json.loads(outcome.payload_json)) == ("completed", {"said": "hello"})
+    assert impl.ran == ["hello"]
