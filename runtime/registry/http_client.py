@@ -312,6 +312,8 @@ class HttpRegistryClient(_Closing):
             except httpx2.TransportError as exc:
                 kind = type(exc).__name__
                 problem = f"{kind}: {exc}"
+            except httpx2.DecodingError as exc:
+                raise self._undecodable(path, exc) from None
             else:
                 if response.status_code >= 500:
                     kind = f"HTTP {response.status_code}"
@@ -381,6 +383,18 @@ class HttpRegistryClient(_Closing):
             f"refused the request as malformed ({type(exc).__name__}; its text is not shown, as "
             "it may quote the Authorization header). Check the headers this client sends (its "
             "token) and the transport it was given",
+        )
+
+    def _undecodable(self, path: str, exc: httpx2.DecodingError) -> RegistryError:
+        """The answer's body does not decode as its ``Content-Encoding`` says: an answer that
+        cannot be read, as one of an unexpected shape (httpx raised its own exception, which
+        escaped every caller, the provider SDK's claim loop included)."""
+        return RegistryError(
+            "protocol_error",
+            f"registry {self.name!r} at {self.shown_url} answered {path} with a body that "
+            f"cannot be decoded as its Content-Encoding says ({type(exc).__name__}: {exc}): "
+            "check what stands between this client and the registry (a proxy rewriting "
+            "answers)",
         )
 
     def _refusal(self, response: httpx2.Response) -> RegistryError:
@@ -754,6 +768,8 @@ class HttpRegistryClient(_Closing):
             raise RegistryError(
                 "service_unavailable", f"registry {self.name!r} at {self.shown_url}: {exc}"
             ) from None
+        except httpx2.DecodingError as exc:
+            raise self._undecodable("/health", exc) from None
         if response.status_code >= 400:
             raise self._refusal(response)
         try:

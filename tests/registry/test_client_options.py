@@ -120,6 +120,37 @@ async def test_a_request_httpx_refuses_to_send_is_not_retried_nor_quoted() -> No
     await client.aclose()
 
 
+async def test_an_answer_that_does_not_decode_as_its_encoding_says_is_a_protocol_error() -> None:
+    """httpx's DecodingError (a body that is not the gzip its Content-Encoding names: a proxy
+    rewriting answers) escaped every method as itself, naming no registry; in the provider
+    SDK's claim loop it ended serving without a drain or a release."""
+    attempts: list[httpx2.Request] = []
+
+    def garbled(request: httpx2.Request) -> httpx2.Response:
+        attempts.append(request)
+        return httpx2.Response(200, headers={"Content-Encoding": "gzip"}, content=b"not gzip")
+
+    client = HttpRegistryClient(
+        "http://127.0.0.1:1",
+        name="company",
+        transport=httpx2.MockTransport(garbled),
+        retry=RetryPolicy(max_retries=3, backoff_base=0.0),
+    )
+    for request, path in ((client.list_toolsets(), "/toolsets/list"), (client.health(), "/health")):
+        with pytest.raises(RegistryError) as unreadable:
+            await request
+        assert unreadable.value.code == "protocol_error"
+        assert unreadable.value.message.startswith(
+            f"registry 'company' at http://127.0.0.1:1 answered {path} with a body that cannot "
+            "be decoded as its Content-Encoding says (DecodingError: "
+        )
+        assert unreadable.value.message.endswith(
+            "check what stands between this client and the registry (a proxy rewriting answers)"
+        )
+    assert len(attempts) == 2  # once each: read again, the answer would not decode either
+    await client.aclose()
+
+
 # --- waits -----------------------------------------------------------------------------------
 
 
