@@ -13,7 +13,8 @@ reader; messages delivered and not acknowledged are taken over with ``XAUTOCLAIM
 redelivery time (looked for a few times per redelivery period), except those delivered to a
 read whose answer never came, which that consumer's next read takes at once. A queue expires
 with the last of its calls, or five minutes after it was last read if that is later (its
-consumer group is made again by the next read). Each result
+consumer group is made again by the next read); a consumer (a provider process's lease) that
+has held no message for five minutes is forgotten. Each result
 is also appended to its call's result stream (capped with ``MAXLEN``, expiring with the
 call), and announced on one pub/sub channel that every registry process listens to, so a
 consumer waiting on any process wakes at once (without holding a Redis connection per waiting
@@ -97,6 +98,21 @@ _INTERRUPTED_KEPT = 4096
 #: alive: far longer than a claim's longest wait (60 s), so a queue being read never expires
 #: under its readers.
 _QUEUE_IDLE_MS = 300_000
+#: How often (seconds) a queue's consumers are looked over for ones to forget.
+_FORGET_EVERY_S = 60.0
+#: Deletes the consumers named (ARGV[2], ...) of group ARGV[1] of stream KEYS[1] that hold no
+#: message: checked and deleted in one step, since a consumer's pending messages are dropped
+#: with it (one delivered meanwhile could never be taken over again). Returns how many went.
+_FORGET = """
+local n = 0
+for i = 2, #ARGV do
+  if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[i]) == 0 then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[i])
+    n = n + 1
+  end
+end
+return n
+"""
 
 
 def _check_url(url: str, description: str) -> None:
@@ -147,6 +163,8 @@ class RedisStore:
         self._script_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
         #: When each queue was last searched for messages to deliver again (monotonic s).
         self._reclaimed: dict[str, float] = {}
+        #: When each queue's consumers were last looked over (monotonic s).
+        self._forgotten: dict[str, float] = {}
         #: (stream, consumer) pairs whose last blocking read ended without its answer (timed
         #: out, failed, cancelled): Redis may have delivered messages to it that nobody saw.
         self._interrupted: set[tuple[str, str]] = set()
@@ -535,6 +553,9 @@ class RedisStore:
                 pipe.pexpire(stream, _QUEUE_IDLE_MS, gt=True)
                 claimed, _, _ = await self._call(pipe.execute())
             messages = list(claimed[1]) if claimed else []
+            if now - self._forgotten.get(stream, 0.0) >= _FORGET_EVERY_S:
+                self._forgotten[stream] = now
+                await self._forget_consumers(stream)
         if not messages:
             messages = await self._read_blocking(stream, consumer, count, max(1, block_ms))
         return [
@@ -542,6 +563,24 @@ class RedisStore:
             for message_id, fields in messages
             if fields and "b" in fields
         ]
+
+    async def _forget_consumers(self, stream: str) -> None:
+        """Delete the queue's consumers that hold no message and have not been served for
+        :data:`_QUEUE_IDLE_MS`. A consumer is a provider's lease (one per process started),
+        and Redis keeps each one in the group for as long as the queue lives: a toolset whose
+        calls never stop kept every provider process it ever had. A live provider forgotten
+        so is made a consumer again by its next read that delivers."""
+        from redis.exceptions import ResponseError
+
+        consumers = await self._call(self._r.xinfo_consumers(stream, _GROUP))
+        idle = [
+            str(consumer["name"])
+            for consumer in consumers
+            if int(consumer["pending"]) == 0 and int(consumer["idle"]) >= _QUEUE_IDLE_MS
+        ]
+        if idle:
+            with contextlib.suppress(ResponseError):  # the queue expired meanwhile
+                await self._call(self._r.eval(_FORGET, 1, stream, _GROUP, *idle))
 
     async def _read_blocking(
         self, stream: str, consumer: str, count: int, block_ms: int

@@ -159,3 +159,39 @@ async def test_messages_of_a_sqlite_file_of_an_earlier_version_get_their_calls_e
         assert [d.body for d in await store.receive("q", "c", 4, 1)] == ["new"]
     finally:
         await store.close()
+
+
+async def test_a_redis_queue_forgets_the_consumers_of_providers_gone_but_not_their_calls(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each provider process is a consumer of its toolset's queue (its lease names it), and
+    Redis kept every one for as long as the queue lived: a toolset whose calls never stop kept
+    every provider process it ever had. Only consumers holding no message are forgotten: a
+    consumer's pending messages go with it, and could never be taken over again."""
+    monkeypatch.setattr(redis_store, "_QUEUE_IDLE_MS", 200)
+    monkeypatch.setattr(redis_store, "_FORGET_EVERY_S", 0.0)
+    store = RedisStore(redis_server.url, namespace=f"test:{uuid.uuid4().hex}", redelivery_ms=60_000)
+    await store.open()
+    try:
+        queue, stream = "requests:echo", store._k("queue:requests:echo")
+
+        async def delivered_to(consumer: str, body: str) -> list[str]:
+            await store.transact(
+                ["x"],
+                lambda values, now: Change(None, enqueue=[(queue, body)], enqueue_until_ms=2**42),
+            )
+            store._reclaimed.clear()  # the read looks the queue over at once
+            return [d.message_id for d in await store.receive(queue, consumer, 1, 1)]
+
+        for i in range(5):  # five provider processes, gone after running a call each
+            await store.ack(queue, await delivered_to(f"gone-{i}", f"call-{i}"))
+        held = await delivered_to("holding", "held")  # one holds a call it has not completed
+        assert len(await store._r.xinfo_consumers(stream, "providers")) == 6
+        await asyncio.sleep(0.3)  # past the idle time
+        assert len(await delivered_to("live", "next")) == 1
+        names = {c["name"] for c in await store._r.xinfo_consumers(stream, "providers")}
+        assert names == {"holding", "live"}
+        pending = await store._r.xpending_range(stream, "providers", "-", "+", 10, "holding")
+        assert [p["message_id"] for p in pending] == held
+    finally:
+        await store.close()
