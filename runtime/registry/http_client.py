@@ -151,6 +151,13 @@ class _Closing:
         await self.aclose()
 
 
+#: Refusals the registry never answers itself (it has no request timeout and no rate limit):
+#: a 408 or 429 comes from what stands between client and registry (a proxy, a gateway) and
+#: says to ask again later, so it is retried as a 5xx is, never taken for the registry's
+#: ``protocol_error`` (which stops a provider for good).
+_PASSING_REFUSALS = frozenset({408, 429})
+
+
 class HttpRegistryClient(_Closing):
     """A connection to one registry service; close it with :meth:`aclose` (or ``async with``)."""
 
@@ -315,7 +322,7 @@ class HttpRegistryClient(_Closing):
             except httpx2.DecodingError as exc:
                 raise self._undecodable(path, exc) from None
             else:
-                if response.status_code >= 500:
+                if response.status_code >= 500 or response.status_code in _PASSING_REFUSALS:
                     kind = f"HTTP {response.status_code}"
                     problem = f"{kind}: {_failure_text(response)}"
                 elif response.status_code >= 400:
@@ -401,8 +408,11 @@ class HttpRegistryClient(_Closing):
         try:
             error = api.ErrorResponse.model_validate_json(response.content).error
         except ValidationError:
+            # Not the registry's words: a gateway's page. One that says "later" (a 5xx, a 408
+            # or 429; /health is not retried) is the registry out of reach, not a protocol error.
+            passing = response.status_code >= 500 or response.status_code in _PASSING_REFUSALS
             return RegistryError(
-                "protocol_error",
+                "service_unavailable" if passing else "protocol_error",
                 f"registry {self.name!r} answered HTTP {response.status_code}: "
                 f"{response.text[:200]}",
             )

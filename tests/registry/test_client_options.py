@@ -314,3 +314,46 @@ def test_a_design_asking_for_another_api_version_is_refused_not_ignored() -> Non
     client = HttpRegistryClient.from_settings(REGISTRIES["company"])  # v1: accepted
     assert client.name == "company"
     asyncio.run(client.aclose())
+
+
+@pytest.mark.parametrize("status", [408, 429])
+async def test_a_gateways_ask_again_later_is_retried_not_a_protocol_error(status: int) -> None:
+    """The registry never answers 408 or 429 itself: a proxy's page saying so was taken for a
+    ``protocol_error``, which stops a provider for good, where a retry goes through."""
+    asked = 0
+
+    def gateway_then_registry(request: httpx2.Request) -> httpx2.Response:
+        nonlocal asked
+        asked += 1
+        if asked < 3:
+            return httpx2.Response(status, text="<html>slow down</html>")
+        return httpx2.Response(200, json={"toolsets": ["echo"]})
+
+    quick = RetryPolicy(max_retries=3, backoff_base=1e-3, backoff_max=1e-3)
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1",
+        name="company",
+        retry=quick,
+        transport=httpx2.MockTransport(gateway_then_registry),
+    ) as client:
+        assert await client.list_toolsets() == ["echo"]
+    assert asked == 3
+
+    def always_gateway(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(status, text="<html>slow down</html>")
+
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1",
+        name="company",
+        retry=quick,
+        transport=httpx2.MockTransport(always_gateway),
+    ) as client:
+        with pytest.raises(RegistryError) as given_up:
+            await client.list_toolsets()
+        assert given_up.value.code == "service_unavailable"
+        assert f"after 4 attempt(s): HTTP {status}: <html>slow down</html>" in str(
+            given_up.value.message
+        )
+        with pytest.raises(RegistryError) as unhealthy:
+            await client.health()
+        assert unhealthy.value.code == "service_unavailable"
