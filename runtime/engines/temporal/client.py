@@ -83,6 +83,7 @@ from agentgen.runtime.telemetry.spans import Confirmation, Run
 __all__ = [
     "DEFAULT_ADDRESS",
     "DEFAULT_MAX_POLL_INTERVAL",
+    "START_WAIT",
     "USAGE_WAIT",
     "RunCancelledError",
     "TemporalEngine",
@@ -97,6 +98,10 @@ _QUERY_TIMEOUT = timedelta(seconds=5)
 #: How long a cancelled caller waits for its cancelled run to end and record what it cost (a
 #: workflow task: milliseconds while a worker polls) before its cancellation goes on without.
 USAGE_WAIT = 2.0
+#: How long a call about one run (``result``, ``pending_confirmations``, ``confirm``,
+#: ``cancel``) waits for that run's start request, when this engine has one in flight, to be
+#: answered (milliseconds while the server answers; its own retries give up within 10 s).
+START_WAIT = 30.0
 #: The longest the confirmation watcher waits between two looks while none waits.
 DEFAULT_MAX_POLL_INTERVAL = 1.0
 #: A run's start request, in flight or answered.
@@ -388,13 +393,19 @@ class TemporalEngine:
         """Wait for a run's outcome; raises the run's error if it failed. Meanwhile, with
         ``decide``, the host's confirmer (if it has one) decides the run's confirmations;
         without, they wait for :meth:`confirm` (from this process or any other)."""
+        failure = await self._start_answered(run_id, "result")
         client = await self.client()
         handle = client.get_workflow_handle(run_id, result_type=WorkflowResult)
         with activated(host.telemetry):
-            return await self._wait(host, handle, decide=decide)
+            return await self._wait(host, handle, decide=decide, start=(failure, "result"))
 
     async def _wait(
-        self, host: RunHost, handle: WorkflowHandle[Any, WorkflowResult], *, decide: bool
+        self,
+        host: RunHost,
+        handle: WorkflowHandle[Any, WorkflowResult],
+        *,
+        decide: bool,
+        start: tuple[BaseException | None, str] = (None, ""),
     ) -> RunOutcome:
         run_id = handle.id
         confirmer = host.confirmer if decide else None
@@ -409,7 +420,8 @@ class TemporalEngine:
                     record_run_usage(failure, usage)
             raise failure from None
         except RPCError as exc:
-            raise await _unknown(exc, run_id, await self.client()) from None
+            unknown = await _unknown(exc, run_id, await self.client())
+            raise _not_started(unknown, run_id, *start) from None
         finally:
             if watcher is not None:
                 await stop_task(watcher)
@@ -421,7 +433,9 @@ class TemporalEngine:
         """The confirmations a run and its running child runs wait for. A run ID the server
         does not know is a ``LookupError``, and a run whose status no worker gives (none polls
         its task queue) a ``RuntimeError``: either used to read as nothing pending."""
-        return [request for _, request in await self._pending(run_id, strict=True)]
+        status = await self._status_once_started(run_id, "pending_confirmations")
+        below = await self._pending_below(status.children, strict=True)
+        return [*status.pending, *(request for _, request in below)]
 
     async def confirm(
         self, run_id: str, tool_call_id: str, approved: bool, *, by: str | None = None
@@ -435,8 +449,7 @@ class TemporalEngine:
                 f"TemporalEngine.confirm: approved must be True or False, not {approved!r} "
                 f"(run {run_id!r}, tool call {tool_call_id!r}); convert the answer first"
             )
-        status = await self._status(run_id, strict=True)
-        assert status is not None  # strict: an unread status is an error
+        status = await self._status_once_started(run_id, "confirm")
         # Call IDs are the model's: a parent and its child runs may all use one. The run named
         # wins (its caller was shown its ConfirmationRequest.run_id); only a call it does not
         # wait on is looked for in its child runs, where deciding the first one found could
@@ -490,8 +503,7 @@ class TemporalEngine:
         A run this engine is still starting (``start`` or ``run`` has not heard back from the
         server yet) is cancelled once its start was answered: sent first, the cancellation
         would find no run, and the run would start after it and go on."""
-        start = self._starting.get(run_id)
-        failure = None if start is None else await _failure_of(start)
+        failure = await self._start_answered(run_id, "cancel")
         client = await self.client()
         try:
             await client.get_workflow_handle(run_id).cancel()
@@ -503,6 +515,37 @@ class TemporalEngine:
                     "such run runs; engine.start (or run) raised that error"
                 ) from None
             raise await _unknown(exc, run_id, client) from None
+
+    async def _start_answered(self, run_id: str, call: str) -> BaseException | None:
+        """Once the start request this engine has in flight for ``run_id`` (if any) was
+        answered: how it failed, or None. Asked before it was, the server knows no such run
+        yet, and a call about the run (engine.``call``) would answer that none exists. The
+        wait is bounded by :data:`START_WAIT`: a start the server does not answer is an
+        error naming the run, not a call that never returns."""
+        start = self._starting.get(run_id)
+        if start is None:
+            return None
+        try:
+            return await asyncio.wait_for(_failure_of(start), START_WAIT)
+        except TimeoutError:
+            raise TimeoutError(
+                f"run {run_id!r}: engine.{call} waited {START_WAIT:g} s for the run's start "
+                "request (engine.start or run, in flight on this engine) to be answered, and it "
+                f"was not: the Temporal server at {self.address!r} does not answer; check it, "
+                f"then call engine.{call} again (the run may have started meanwhile)"
+            ) from None
+
+    async def _status_once_started(self, run_id: str, call: str) -> RunStatus:
+        """The run's status, read strictly (see :meth:`_status`) once a start of it in flight
+        on this engine was answered; a run that start failed to create is a ``LookupError``
+        naming the start's error."""
+        failure = await self._start_answered(run_id, call)
+        try:
+            status = await self._status(run_id, strict=True)
+        except LookupError as exc:
+            raise _not_started(exc, run_id, failure, call) from None
+        assert status is not None  # strict: an unread status is an error
+        return status
 
     # ------------------------------------------------------------------ confirmations
 
@@ -641,6 +684,20 @@ async def _failure_of(start: _Start) -> BaseException | None:
     if start.cancelled():
         return asyncio.CancelledError("the start was cancelled")
     return start.exception()
+
+
+def _not_started(
+    unknown: Exception, run_id: str, failure: BaseException | None, call: str
+) -> Exception:
+    """``unknown`` (the server knows no run ``run_id``), or, when this engine's start of that
+    run was in flight when engine.``call`` was called and failed, the error that says so."""
+    if failure is None or type(unknown) is not LookupError:  # a missing namespace stays named
+        return unknown
+    return LookupError(
+        f"no run {run_id!r}: its start, in flight when engine.{call} was called, failed "
+        f"({type(failure).__name__}: {message_of(failure)}), so no such run exists; "
+        "engine.start (or run) raised that error"
+    )
 
 
 def _warn_not_withdrawn(run_id: str, exc: Exception) -> None:
