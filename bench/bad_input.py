@@ -23,7 +23,7 @@ Three inputs from the hardening issue, each handled two ways in the same run:
 Every row is the median of a few repetitions of one handling, in seconds (all of it time the
 event loop cannot run anything else), and the ratio peer / agentgen.
 
-    python bench/bad_input.py [--repeat 3]
+    python bench/bad_input.py [--repeat 3] [--no-peers]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -60,7 +61,23 @@ def median(run: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def redos(repeat: int) -> list[tuple[str, float, float]]:
+@dataclass(frozen=True)
+class Timing:
+    """How each handling is timed: ``repeat`` times, the median; the peers' only with
+    ``peers`` (without, agentgen's handling alone runs: a quick check that it still refuses or
+    stops each input)."""
+
+    repeat: int
+    peers: bool = True
+
+    def ours(self, run: Callable[[], object]) -> float:
+        return median(run, self.repeat)
+
+    def peer(self, run: Callable[[], object]) -> float | None:
+        return median(run, self.repeat) if self.peers else None
+
+
+def redos(timing: Timing) -> list[tuple[str, float | None, float]]:
     schema = {"type": "object", "properties": {"host": {"type": "string", "pattern": REDOS}}}
     peer = jsonschema.Draft202012Validator(schema)
     codec = SchemaCodec(copy.deepcopy(schema), "bench")
@@ -75,14 +92,14 @@ def redos(repeat: int) -> list[tuple[str, float, float]]:
         rows.append(
             (
                 f"ReDoS pattern, {length} characters",
-                median(lambda value=value: peer.is_valid(value), repeat),
-                median(ours, repeat),
+                timing.peer(lambda value=value: peer.is_valid(value)),
+                timing.ours(ours),
             )
         )
     return rows
 
 
-def template(repeat: int) -> list[tuple[str, float, float]]:
+def template(timing: Timing) -> list[tuple[str, float | None, float]]:
     rows = []
     peer = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
     for outer in (30, 300):
@@ -98,8 +115,8 @@ def template(repeat: int) -> list[tuple[str, float, float]]:
         rows.append(
             (
                 f"loop template, {outer} x 3,000 iterations",
-                median(lambda source=source: peer.from_string(source).render(), repeat),
-                median(ours, repeat),
+                timing.peer(lambda source=source: peer.from_string(source).render()),
+                timing.ours(ours),
             )
         )
     return rows
@@ -135,7 +152,7 @@ def _declaration(payload: dict[str, Any]) -> dict[str, Any]:
     return declaration
 
 
-def big_schema(repeat: int) -> list[tuple[str, float, float]]:
+def big_schema(timing: Timing) -> list[tuple[str, float | None, float]]:
     properties = {
         f"field_{i:05d}": {"type": "string", "description": "x" * 40, "maxLength": 100}
         for i in range(12_000)
@@ -148,10 +165,10 @@ def big_schema(repeat: int) -> list[tuple[str, float, float]]:
 
     ours = refusal(payload, "the 1.3 MB schema")
     size = len(json.dumps(payload)) / 1e6
-    return [(f"{size:.1f} MB payload schema", median(peer, repeat), median(ours, repeat))]
+    return [(f"{size:.1f} MB payload schema", timing.peer(peer), timing.ours(ours))]
 
 
-def fan_out(repeat: int) -> list[tuple[str, float, float]]:
+def fan_out(timing: Timing) -> list[tuple[str, float | None, float]]:
     defs: dict[str, Any] = {"d3": {"type": "string", "minLength": 3}}
     for level in range(3):
         defs[f"d{level}"] = {"anyOf": [{"$ref": f"#/$defs/d{level + 1}"}] * 40}
@@ -162,13 +179,13 @@ def fan_out(repeat: int) -> list[tuple[str, float, float]]:
     return [
         (
             f"{size:.0f} KB schema of references fanning out 40 x 40 x 40",
-            median(lambda: peer.is_valid({"x": "a"}), repeat),
-            median(ours, repeat),
+            timing.peer(lambda: peer.is_valid({"x": "a"})),
+            timing.ours(ours),
         )
     ]
 
 
-def applied_twice(repeat: int) -> list[tuple[str, float, float]]:
+def applied_twice(timing: Timing) -> list[tuple[str, float | None, float]]:
     twice = {"properties": {"x": {"$ref": "#/$defs/node"}}}
     payload = {
         "type": "object",
@@ -188,13 +205,13 @@ def applied_twice(repeat: int) -> list[tuple[str, float, float]]:
     return [
         (
             "schema applying itself twice, value 16 levels deep",
-            median(lambda: list(peer.iter_errors(value)), repeat),
-            median(ours, repeat),
+            timing.peer(lambda: list(peer.iter_errors(value))),
+            timing.ours(ours),
         )
     ]
 
 
-def large_enum(repeat: int) -> list[tuple[str, float, float]]:
+def large_enum(timing: Timing) -> list[tuple[str, float | None, float]]:
     schema = {
         "type": "object",
         "properties": {"ids": {"type": "array", "items": {"enum": list(range(10_000))}}},
@@ -205,13 +222,13 @@ def large_enum(repeat: int) -> list[tuple[str, float, float]]:
     return [
         (
             "10,000-value enum, 200 items checked",
-            median(lambda: peer.is_valid(value), repeat),
-            median(lambda: codec.decode(value), repeat),
+            timing.peer(lambda: peer.is_valid(value)),
+            timing.ours(lambda: codec.decode(value)),
         )
     ]
 
 
-def unique_objects(repeat: int) -> list[tuple[str, float, float]]:
+def unique_objects(timing: Timing) -> list[tuple[str, float | None, float]]:
     schema = {"type": "object", "properties": {"rows": {"type": "array", "uniqueItems": True}}}
     value = {"rows": [{"a": i} for i in range(1_000)]}
     peer = jsonschema.Draft202012Validator(schema)
@@ -219,13 +236,13 @@ def unique_objects(repeat: int) -> list[tuple[str, float, float]]:
     return [
         (
             "uniqueItems over 1,000 objects",
-            median(lambda: peer.is_valid(value), repeat),
-            median(lambda: codec.decode(value), repeat),
+            timing.peer(lambda: peer.is_valid(value)),
+            timing.ours(lambda: codec.decode(value)),
         )
     ]
 
 
-def rounding(repeat: int) -> list[tuple[str, float, float]]:
+def rounding(timing: Timing) -> list[tuple[str, float | None, float]]:
     source = "{{ n | round(-3000000) }}"
     peer = ImmutableSandboxedEnvironment(undefined=StrictUndefined)
 
@@ -236,8 +253,8 @@ def rounding(repeat: int) -> list[tuple[str, float, float]]:
     return [
         (
             "template rounding to 3,000,000 digits",
-            median(lambda: peer.from_string(source).render(n=10**300), repeat),
-            median(ours, repeat),
+            timing.peer(lambda: peer.from_string(source).render(n=10**300)),
+            timing.ours(ours),
         )
     ]
 
@@ -245,21 +262,30 @@ def rounding(repeat: int) -> list[tuple[str, float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--no-peers",
+        action="store_true",
+        help="time agentgen's handling alone (seconds instead of a minute; no ratios)",
+    )
     args = parser.parse_args()
+    timing = Timing(args.repeat, peers=not args.no_peers)
     rows = [
-        *redos(args.repeat),
-        *template(args.repeat),
-        *big_schema(args.repeat),
-        *fan_out(args.repeat),
-        *applied_twice(args.repeat),
-        *large_enum(args.repeat),
-        *unique_objects(args.repeat),
-        *rounding(args.repeat),
+        *redos(timing),
+        *template(timing),
+        *big_schema(timing),
+        *fan_out(timing),
+        *applied_twice(timing),
+        *large_enum(timing),
+        *unique_objects(timing),
+        *rounding(timing),
     ]
     print("| input | peer (s) | agentgen (s) | peer / agentgen |")
     print("|---|---:|---:|---:|")
     for name, peer, ours in rows:
-        print(f"| {name} | {peer:.4f} | {ours:.5f} | {peer / ours:,.0f}x |")
+        if peer is None:
+            print(f"| {name} |  | {ours:.5f} |  |")
+        else:
+            print(f"| {name} | {peer:.4f} | {ours:.5f} | {peer / ours:,.0f}x |")
 
 
 if __name__ == "__main__":

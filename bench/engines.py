@@ -15,6 +15,7 @@ Everything shares the machine's cores (the dev server, the workers, this process
 throughput rows say what one machine does, not what a cluster would.
 
     python bench/engines.py [--runs 200] [--throughput-runs 400] [--memory-runs 40000]
+                            [--workers 1,4]
 """
 
 from __future__ import annotations
@@ -165,12 +166,12 @@ async def temporal_numbers(args: argparse.Namespace) -> dict[str, Any]:
             dispatch = await task_dispatch(env, rt)
         address = env.client.service_client.config.target_host
         rates = {}
-        for count in (1, 4):
+        for count in args.workers:
             queue = f"bench-{uuid.uuid4().hex}"
             workers = start_workers(count, address, queue)
             try:
                 client_rt = build(TemporalEngine(client=env.client, task_queue=queue))
-                await concurrent(client_rt, 20, args.concurrency)  # warm-up
+                await concurrent(client_rt, min(20, args.throughput_runs), args.concurrency)
                 rates[count] = await concurrent(client_rt, args.throughput_runs, args.concurrency)
             finally:
                 for worker in workers:
@@ -215,22 +216,30 @@ def main() -> None:
     parser.add_argument("--throughput-runs", type=int, default=400, help="durable runs per row")
     parser.add_argument("--memory-runs", type=int, default=40_000, help="in-memory runs per row")
     parser.add_argument("--concurrency", type=int, default=32, help="runs in flight")
+    parser.add_argument(
+        "--workers",
+        type=lambda text: [int(count) for count in text.split(",")],
+        default=[1, 4],
+        help="worker counts of the throughput columns, comma-separated (default: 1,4)",
+    )
     args = parser.parse_args()
 
     memory = asyncio.run(sequential(build(), args.runs))
-    memory_rates = {n: memory_throughput(n, args.memory_runs, args.concurrency) for n in (1, 4)}
+    memory_rates = {
+        n: memory_throughput(n, args.memory_runs, args.concurrency) for n in args.workers
+    }
     durable = asyncio.run(temporal_numbers(args))
 
     m50, t50 = statistics.median(memory), statistics.median(durable["latencies"])
-    print("| engine | per run p50 (ms) | per run p90 (ms) | runs/s, 1 worker | runs/s, 4 workers |")
-    print("|---|---:|---:|---:|---:|")
-    print(
-        f"| in memory | {m50 * 1e3:.2f} | {quantile(memory, 0.9) * 1e3:.2f} | "
-        f"{memory_rates[1]:,.0f} | {memory_rates[4]:,.0f} |"
-    )
+    counts = "".join(f" runs/s, {n} worker{'s' if n > 1 else ''} |" for n in args.workers)
+    print(f"| engine | per run p50 (ms) | per run p90 (ms) |{counts}")
+    print("|---|---:|---:|" + "---:|" * len(args.workers))
+    memory_cells = "".join(f" {memory_rates[n]:,.0f} |" for n in args.workers)
+    durable_cells = "".join(f" {durable['rates'][n]:,.1f} |" for n in args.workers)
+    print(f"| in memory | {m50 * 1e3:.2f} | {quantile(memory, 0.9) * 1e3:.2f} |{memory_cells}")
     print(
         f"| Temporal dev server | {t50 * 1e3:.1f} | {quantile(durable['latencies'], 0.9) * 1e3:.1f}"
-        f" | {durable['rates'][1]:,.1f} | {durable['rates'][4]:,.1f} |"
+        f" |{durable_cells}"
     )
     print()
     print(

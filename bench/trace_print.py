@@ -5,10 +5,13 @@ response with usage, repeated) is read and printed to memory. Unstyled printing 
 pipe, --no-color) writes the text directly; it is compared with printing the same trace as one
 rich Text through rich's Console (how it was printed before, and still is with colors), in the
 same run. CPU seconds, median of three.
+
+    python bench/trace_print.py [--mb 16]
 """
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import statistics
@@ -23,13 +26,13 @@ from agentgen.runtime.transcript import dumps, loads
 SIZE = 16_000_000
 
 
-def transcript() -> str:
+def transcript(size_limit: int = SIZE) -> str:
     rows = [{"id": i, "city": "Tokyo", "note": "sunny and mild " * 3} for i in range(60)]
     result = json.dumps({"rows": rows})
     usage = {"model": "gpt-5.4", "input_tokens": 1412, "output_tokens": 118}
     messages: list[Message] = []
     size, turn = 0, 0
-    while size < SIZE:
+    while size < size_limit:
         call = f"call_{turn}"
         exchange = [
             Message.user(f"What's the weather in Tokyo, day {turn}?"),
@@ -59,7 +62,11 @@ def cpu(work: Callable[[], object]) -> float:
 def main() -> None:
     from rich.console import Console
 
-    text = transcript()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--mb", type=float, default=SIZE / 1e6, help="transcript size in MB (default: 16)"
+    )
+    text = transcript(int(parser.parse_args().mb * 1e6))
     messages = loads(text)
 
     def through_rich() -> None:
