@@ -210,17 +210,19 @@ async def test_the_wait_for_a_start_the_server_does_not_answer_is_bounded(
     run_id = f"unanswered-{uuid.uuid4().hex}"
     starting = asyncio.create_task(engine.start(rt, _request(run_id)))
     await held.in_flight.wait()
+    assert durable.env is not None
     try:
         with pytest.raises(TimeoutError) as raised:
             await _BOUNDED[call](engine, rt, run_id)
         assert str(raised.value).startswith(
             f"run {run_id!r}: engine.{call} waited 0.1 s for the run's start request (engine.start"
-            " or run, in flight on this engine) to be answered, and it was not"
+            " or run, in flight on this engine) to be answered, and it was not: the Temporal"
+            f" server at {durable.env.client.service_client.config.target_host!r} does not"
+            " answer"
         )
         assert not held.looked.is_set()  # nothing was asked of the server meanwhile
     finally:
         held.release.set()
         await starting
-        assert durable.env is not None
         with contextlib.suppress(Exception):
             await durable.env.client.get_workflow_handle(run_id).terminate("test over")

@@ -531,9 +531,15 @@ class TemporalEngine:
             raise TimeoutError(
                 f"run {run_id!r}: engine.{call} waited {START_WAIT:g} s for the run's start "
                 "request (engine.start or run, in flight on this engine) to be answered, and it "
-                f"was not: the Temporal server at {self.address!r} does not answer; check it, "
+                f"was not: the Temporal server at {self._target()!r} does not answer; check it, "
                 f"then call engine.{call} again (the run may have started meanwhile)"
             ) from None
+
+    def _target(self) -> str:
+        """The server this engine talks to: its client's, when it was given one."""
+        if self._client is not None:
+            return self._client.service_client.config.target_host
+        return self.address
 
     async def _status_once_started(self, run_id: str, call: str) -> RunStatus:
         """The run's status, read strictly (see :meth:`_status`) once a start of it in flight
