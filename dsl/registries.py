@@ -15,6 +15,14 @@ from agentgen.dsl.expr import (
 )
 from agentgen.dsl.names import q, variable_name
 
+#: The most retries ``Retry`` takes for one registry request. Each retry is another request
+#: the registry serves and another wait of up to ``backoff_max``: 100 retries at the default
+#: 5 s ceiling already hold a request for over eight minutes, far past any registry
+#: ``Timeout`` (30 s unless declared) that bounds the requests of a run. A larger count
+#: (``Retry(10**9)``) only kept a provider or a command retrying an outage for ever, where
+#: it should fail and say so.
+MAX_RETRIES = 100
+
 
 def Registry(name: str, *args: object) -> RegistryExpr:
     """Declare a registry (``URL`` required; ``Description``, ``Timeout``, ``Retry``...)."""
@@ -117,6 +125,14 @@ def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration 
         ok = False
     elif max_retries < 0:
         call.error(f"Retry max_retries must be non-negative, got {max_retries}")
+        ok = False
+    elif max_retries > MAX_RETRIES:
+        call.error(
+            f"Retry max_retries must be at most {MAX_RETRIES}, got {max_retries}: each retry "
+            "is another request and another wait of up to backoff_max, so an outage would "
+            f"hold the request instead of failing it; give {MAX_RETRIES} or fewer (a longer "
+            "backoff_max rides out a longer outage)"
+        )
         ok = False
     bounds: list[float] = []
     for label, value in (("backoff_base", backoff_base), ("backoff_max", backoff_max)):
@@ -251,6 +267,7 @@ def PublishTo(registry: RegistryExpr) -> None:
 
 
 __all__ = [
+    "MAX_RETRIES",
     "URL",
     "APIVersion",
     "CacheTTL",

@@ -6,6 +6,7 @@ import pytest
 
 from agentgen.dsl.durations import parse_duration
 from agentgen.dsl.expr import RegistryExpr, RegistrySource, ToolsetExpr
+from agentgen.dsl.registries import MAX_RETRIES
 from tests.conftest import DesignRunner, format_errors
 
 COMPANY = """
@@ -155,6 +156,34 @@ Retry(1, "5s", "1s")  # <- <-
         "Timeout is already set on line 7; give each setting once",
         "Retry is not valid at the top level of the design; it belongs inside a Registry body",
         "Retry backoff_base (5s) must not exceed backoff_max (1s)",
+    )
+
+
+def test_retry_count_is_bounded(designs: DesignRunner) -> None:
+    # Retry(10**9, ...) was accepted and generated: a provider or a command retried an outage
+    # of its registry for ever instead of failing.
+    root = designs.load(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Retry(100, "5s", "5s")
+"""
+    )
+    retry = root.registries[0].retry
+    assert retry is not None and retry.max_retries == MAX_RETRIES == 100
+    designs.check(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Retry(10**9, "5s", "5s")  # <-
+with Registry("other"):
+    URL("https://other.example")
+    Retry(101)  # <-
+""",
+        "Retry max_retries must be at most 100, got 1000000000: each retry is another request "
+        "and another wait of up to backoff_max, so an outage would hold the request instead of "
+        "failing it; give 100 or fewer (a longer backoff_max rides out a longer outage)",
+        "Retry max_retries must be at most 100, got 101",
     )
 
 
