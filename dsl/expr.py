@@ -85,8 +85,8 @@ class RegistryExpr(Expr):
     sync_interval: float | None = None
     cache_ttl: float | None = None
     retry: RetryExpr | None = None
-    #: Where each setting (APIVersion, Timeout, SyncInterval, CacheTTL, Retry) was given: a
-    #: second one is an error naming the first, not a silent replacement.
+    #: Where each setting (URL, APIVersion, Timeout, SyncInterval, CacheTTL, Retry) was first
+    #: given, valid or not: a second one is an error naming the first, not a silent replacement.
     settings_at: dict[str, SourceLoc] = field(default_factory=dict)
 
     def eval_name(self) -> str:
@@ -289,6 +289,8 @@ class UseExpr(Expr):
     defines: bool = False
     deferred: list[DeferredExpr] = field(default_factory=list)
     version: VersionExpr | None = None
+    #: Where the first ``Version`` was given, valid or not: a second one is a repeat.
+    version_at: SourceLoc | None = None
     subset: list[ToolRefExpr] = field(default_factory=list)
     #: Set by finalize: the tools this consumer uses (declaration order) and the local names
     #: of those it defers. Empty for registry sources, whose tools are resolved at run time.
@@ -354,6 +356,9 @@ class RunPolicyExpr(Expr):
     #: Seconds one model call of a run may take (``ModelTimeout``); None: the client's own.
     model_timeout: float | None = None
     model_timeout_loc: SourceLoc | None = None
+    #: Where each single-value clause (MaxToolCalls, MaxConsecutiveFailedToolCalls,
+    #: ModelTimeout) was first given, valid or not: a second one is a repeat, named as one.
+    settings_at: dict[str, SourceLoc] = field(default_factory=dict)
 
     def eval_name(self) -> str:
         return "RunPolicy"

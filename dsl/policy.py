@@ -32,14 +32,27 @@ def _count(call: Call, value: object, least: int, zero: str) -> int | None:
     return value
 
 
+def _first_clause(call: Call, policy: RunPolicyExpr | None) -> bool:
+    """Whether this is the policy's first ``call.func``, valid or not; a repeat is refused,
+    naming the first's line. Checked before the value, so that a repeat of a refused clause
+    (``MaxToolCalls(-1)`` then ``MaxToolCalls(5)``) is reported in the same run beside it,
+    not only once the first is fixed."""
+    if policy is None:
+        return False
+    first = policy.settings_at.get(call.func)
+    if first is not None:
+        call.error(f"{call.func} is already set for this RunPolicy (line {first.line}); keep one")
+        return False
+    policy.settings_at[call.func] = call.loc
+    return True
+
+
 def _set_cap(func: str, attr: str, value: int, *, least: int = 0, zero: str = "") -> None:
     call = begin(func)
     policy = call.expect((RunPolicyExpr,), "inside a RunPolicy body")
+    first = _first_clause(call, policy)
     count = _count(call, value, least, zero)
-    if policy is None or count is None:
-        return
-    if getattr(policy, attr) is not None:
-        call.error(f"{func} is already set for this RunPolicy")
+    if policy is None or count is None or not first:
         return
     setattr(policy, attr, count)
 
@@ -78,6 +91,7 @@ def ModelTimeout(duration: Duration) -> None:
     """
     call = begin("ModelTimeout")
     policy = call.expect((RunPolicyExpr,), "inside a RunPolicy body")
+    first = _first_clause(call, policy)
     try:
         seconds: float | None = parse_duration(
             duration,
@@ -87,11 +101,7 @@ def ModelTimeout(duration: Duration) -> None:
     except ValueError as exc:
         call.error(f"ModelTimeout {exc}")
         seconds = None
-    if policy is None or seconds is None:
-        return
-    first = policy.model_timeout_loc
-    if first is not None:
-        call.error(f"ModelTimeout is already set for this RunPolicy (line {first.line}); keep one")
+    if policy is None or seconds is None or not first:
         return
     policy.model_timeout, policy.model_timeout_loc = seconds, call.loc
 

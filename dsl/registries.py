@@ -45,13 +45,12 @@ def URL(url: str) -> None:
     """The registry's address (required)."""
     call = begin("URL")
     registry = _registry_scope(call)
+    # A repeat is one whatever its value: a refused first URL left the second unquestioned.
+    first = registry is not None and _first_setting(call, registry)
     value = call.text("url", url)
     if registry is not None and value is None:
         registry.refused.add("URL")
-    if registry is None or value is None:
-        return
-    if registry.url is not None:
-        call.error(f"URL is already set for {registry.eval_name()}")
+    if registry is None or value is None or not first:
         return
     registry.url, registry.url_loc = value, call.loc
 
@@ -212,15 +211,19 @@ def Version(version: str) -> None:
         call.error("Version is only valid for FromRegistry toolsets")
         return
     assert isinstance(use, UseExpr)
+    # A repeat is one whatever its value: a refused first pin left the second unquestioned.
+    first = use.version_at
+    if first is not None:
+        call.error(f"Version is already set for {use.eval_name()} (line {first.line})")
+    else:
+        use.version_at = call.loc
     if not isinstance(version, str) or not version.strip() or version != version.strip():
         call.error(
             f"Version must be a non-empty string without surrounding spaces, got {version!r}"
         )
         return
-    if use.version is not None:
-        call.error(f"Version is already set for {use.eval_name()} (line {use.version.loc.line})")
-        return
-    use.version = VersionExpr(call.loc, version)
+    if first is None:
+        use.version = VersionExpr(call.loc, version)
 
 
 def PublishTo(registry: RegistryExpr) -> None:

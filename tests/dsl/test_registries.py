@@ -322,6 +322,34 @@ with Service("assistant"):
     )
 
 
+def test_a_url_or_version_given_twice_is_a_repeat_even_when_the_first_was_refused(
+    designs: DesignRunner,
+) -> None:
+    # A refused first URL (or Version pin) left no trace, so the second was taken without a
+    # word: the repeat came out only once the first was fixed, in another run.
+    designs.check(
+        """
+with Registry("company") as Company:
+    URL("")  # <-
+    URL("https://registry.example")  # <-
+with Registry("other"):
+    URL("https://other.example")
+    URL("https://other.example")  # <-
+Records = Toolset(FromRegistry(Company, "records"))
+with Service("assistant"):
+    Agent("a", "Reads.", lambda: Use(Records, lambda: (Version(" 1.0"), Version("2.0"))))  # <- <-
+    Agent("b", "Reads.", lambda: Use(Records, lambda: (Version("1.0"), Version(""))))  # <- <-
+""",
+        "URL url cannot be empty",
+        "URL is already set on line 4; give each setting once",
+        "URL is already set on line 7; give each setting once",
+        "Version must be a non-empty string without surrounding spaces, got ' 1.0'",
+        "Version is already set for Use(records) (line 11)",
+        "Version is already set for Use(records) (line 12)",
+        "Version must be a non-empty string without surrounding spaces, got ''",
+    )
+
+
 def test_c5_same_registry_twice_and_overlaps(designs: DesignRunner) -> None:
     designs.check(
         COMPANY

@@ -460,13 +460,14 @@ with Service("svc"):
     with Agent("a", "A."):
         with RunPolicy():
             MaxToolCalls(-1)  # <-
-            MaxToolCalls(True)  # <-
+            MaxToolCalls(True)  # <- <-
             AllowTags()  # <-
             DenyTags("")  # <-
             AllowTags("read", "write", "read", "write")  # <-
         RunPolicy()  # <-
 """,
         "MaxToolCalls must be non-negative, got -1",
+        "MaxToolCalls is already set for this RunPolicy (line 6); keep one",
         "MaxToolCalls takes an integer, got bool",
         "AllowTags needs at least one tag",
         "DenyTags tag cannot be empty",
@@ -539,17 +540,17 @@ def test_model_timeout_must_be_positive_finite_and_set_once(designs: DesignRunne
     designs.check(
         """
 with Service("svc"):
+    Agent("a0", "A.", lambda: RunPolicy(lambda: ModelTimeout(0)))  # <-
+    Agent("a1", "A.", lambda: RunPolicy(lambda: ModelTimeout("0s")))  # <-
+    Agent("a2", "A.", lambda: RunPolicy(lambda: ModelTimeout(-1)))  # <-
+    Agent("a3", "A.", lambda: RunPolicy(lambda: ModelTimeout(float("inf"))))  # <-
+    Agent("a4", "A.", lambda: RunPolicy(lambda: ModelTimeout(float("nan"))))  # <-
+    Agent("a5", "A.", lambda: RunPolicy(lambda: ModelTimeout("1" + "0" * 400 + "s")))  # <-
+    Agent("a6", "A.", lambda: RunPolicy(lambda: ModelTimeout(10**400)))  # <-
+    Agent("a7", "A.", lambda: RunPolicy(lambda: ModelTimeout(True)))  # <-
+    Agent("a8", "A.", lambda: RunPolicy(lambda: ModelTimeout("soon")))  # <-
     with Agent("a", "A."):
         with RunPolicy():
-            ModelTimeout(0)  # <-
-            ModelTimeout("0s")  # <-
-            ModelTimeout(-1)  # <-
-            ModelTimeout(float("inf"))  # <-
-            ModelTimeout(float("nan"))  # <-
-            ModelTimeout("1" + "0" * 400 + "s")  # <-
-            ModelTimeout(10**400)  # <-
-            ModelTimeout(True)  # <-
-            ModelTimeout("soon")  # <-
             ModelTimeout("30s")
             ModelTimeout(60)  # <-
     with Agent("b", "B."):
@@ -566,6 +567,36 @@ with Service("svc"):
         'ModelTimeout invalid duration "soon": use a number of seconds or a string like',
         "ModelTimeout is already set for this RunPolicy (line 15); keep one",
         'ModelTimeout is not valid inside agent "b"; it belongs inside a RunPolicy body',
+    )
+
+
+def test_a_repeated_policy_clause_is_a_repeat_even_when_the_first_was_refused(
+    designs: DesignRunner,
+) -> None:
+    # A refused first clause left no trace, so the second was taken without a word: the repeat
+    # came out only once the first was fixed, in another run (and a fix of the first then
+    # failed on a line nobody had touched).
+    designs.check(
+        """
+with Service("svc"):
+    with Agent("a", "A."):
+        with RunPolicy():
+            MaxToolCalls(-1)  # <-
+            MaxToolCalls(5)  # <-
+            MaxConsecutiveFailedToolCalls(0)  # <-
+            MaxConsecutiveFailedToolCalls(2)  # <-
+            ModelTimeout("soon")  # <-
+            ModelTimeout("10s")  # <-
+            MaxToolCalls(True)  # <- <-
+""",
+        "MaxToolCalls must be non-negative, got -1",
+        "MaxToolCalls is already set for this RunPolicy (line 6); keep one",
+        "MaxConsecutiveFailedToolCalls must be at least 1, got 0",
+        "MaxConsecutiveFailedToolCalls is already set for this RunPolicy (line 8); keep one",
+        'ModelTimeout invalid duration "soon"',
+        "ModelTimeout is already set for this RunPolicy (line 10); keep one",
+        "MaxToolCalls is already set for this RunPolicy (line 6); keep one",
+        "MaxToolCalls takes an integer, got bool",
     )
 
 
