@@ -23,6 +23,7 @@ __all__ = [
     "ERROR_STATUS",
     "MAX_CLAIM_CALLS",
     "MAX_PAYLOAD",
+    "MAX_REVISION_CHARS",
     "MAX_WAIT_MS",
     "TIME_HEADER",
     "CallRefBody",
@@ -95,6 +96,8 @@ MAX_PAYLOAD = 1_000_000
 #: Most calls one claim takes, and longest a long poll may ask to wait.
 MAX_CLAIM_CALLS = 256
 MAX_WAIT_MS = 60_000
+#: Longest revision a provider may register under (it names the provider's build).
+MAX_REVISION_CHARS = 256
 #: The answer header carrying the registry's clock (Unix milliseconds) when it answered: the
 #: deadlines and expiries it hands out are on that clock, so clients measure them against it
 #: rather than against their own (which may be minutes off). Older services do not send it.
@@ -140,7 +143,7 @@ class HealthResponse(_Body):
 class RegisterRequest(_Body):
     toolset: ToolsetDeclaration
     schema_fingerprint: Token
-    revision: Annotated[str, Field(min_length=1, max_length=256)]
+    revision: Annotated[str, Field(min_length=1, max_length=MAX_REVISION_CHARS)]
     provider_id: Ident
     incarnation_id: Ident
     lease_ms: Annotated[int, Field(ge=1, le=2**31)]

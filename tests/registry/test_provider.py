@@ -695,6 +695,51 @@ async def test_generated_serve_refuses_an_executor_without_the_tools_methods_bef
         assert await client.list_toolsets() == []  # nothing was published
 
 
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (
+            {"version": "1.2\n3"},
+            "version '1.2\\n3' cannot be published: a toolset's version is a single line of at "
+            "most 256 characters without control or format characters (must not contain "
+            "control or format character '\\n'); pass the version as consumers pin it",
+        ),
+        ({"version": "1.2\u200b"}, "(must not contain control or format character '\\u200b')"),
+        ({"version": "1" * 257}, "(String should have at most 256 characters)"),
+        ({"version": 1.2}, "version float cannot be published"),
+        (
+            {"revision": ""},
+            "revision (0 characters) cannot be published: a revision is a string of 1 to 256 "
+            "characters naming the provider's build",
+        ),
+        ({"revision": "r" * 257}, "revision (257 characters) cannot be published"),
+    ],
+)
+async def test_generated_serve_refuses_a_version_or_revision_the_registry_would_refuse(
+    registry: Running, given: dict[str, Any], expected: str
+) -> None:
+    """``serve(version=...)`` set it on the declaration unchecked: a version with a newline,
+    a zero-width space or over 256 characters (or an empty revision) went to the registry,
+    whose validation_error named neither the provider nor its toolset."""
+    from agentgen.runtime import ProviderSetupError
+    from examples.company.gen.hr.toolsets.directory import provider
+
+    class Directory:
+        async def find_person(self, args: Any, context: ToolContext) -> Any:
+            raise AssertionError("never called")
+
+    arguments: dict[str, Any] = {"revision": "r1", **given}
+    options = dataclasses.replace(OPTIONS, register_timeout_seconds=1)
+    with pytest.raises(ProviderSetupError) as refused:
+        await asyncio.wait_for(
+            provider.serve(Directory(), url=registry.url, options=options, **arguments), 10
+        )
+    assert str(refused.value).startswith("provider of toolset 'hr.directory': ")
+    assert expected in str(refused.value)
+    async with HttpRegistryClient(registry.url) as client:
+        assert await client.list_toolsets() == []  # nothing was published
+
+
 async def test_cancelling_serve_leaves_no_claim_or_call_running(registry: Running) -> None:
     """A cancelled ``serve_toolset`` (a task group, a ``wait_for``, Ctrl-C without signal
     handling) used to leave its pending claim and the calls in hand running on a client its
