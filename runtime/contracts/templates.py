@@ -112,15 +112,29 @@ def _charge(value: Any) -> Any:
 
 def _compared(value: Any) -> Any:
     """``value`` as comparisons read it: a finite float as the decimal it is written as (each
-    item of a list or tuple too, for ``in``). Number arguments are exact decimals, and Python
-    compares a ``Decimal`` with a float's binary value: ``amount == 0.1`` was false and
-    ``amount < 0.1`` true for an amount of ``0.1``. Two floats compare as before (the shortest
-    decimals of doubles keep their order)."""
+    item of a list, a tuple or an iterator too, and each key of a dict, for ``in``). Number
+    arguments are exact decimals, and Python compares a ``Decimal`` with a float's binary
+    value: ``amount == 0.1`` was false and ``amount < 0.1`` true for an amount of ``0.1``. Two
+    floats compare as before (the shortest decimals of doubles keep their order).
+
+    Iterators are what ``map``, ``select``, ``reject``, ``reverse`` and ``unique`` return:
+    ``amount in items | map(attribute="price")`` read each price by its binary value (false
+    for an amount of 0.1 and a price of 0.1) where ``... | list`` read it as written. Their
+    items are read lazily, as ``in`` reads them."""
     if type(value) is float:
         return Decimal(repr(value)) if math.isfinite(value) else value
     if isinstance(value, list | tuple) and any(type(item) is float for item in value):
         return [_compared(item) if type(item) is float else item for item in value]
+    if isinstance(value, dict) and any(type(key) is float for key in value):
+        return {(_compared(k) if type(k) is float else k): v for k, v in value.items()}
+    if isinstance(value, Iterator):
+        return _compared_items(value)
     return value
+
+
+def _compared_items(items: Iterator[Any]) -> Iterator[Any]:
+    for item in items:
+        yield _compared(item) if type(item) is float else item
 
 
 def _too_big(size: int, what: str = "value") -> TemplateLimitError:

@@ -339,3 +339,36 @@ def test_ordering_filters_compare_exact_numbers_with_floats_as_written(
         '{"sku": "b", "price": 9.7}, {"sku": "c", "price": 0.1}]}'
     )
     assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
+
+
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
+        # A map/select/reject/reverse/unique result is an iterator, not a list: its float items
+        # were compared by their binary value (0.1000000000000000055...), where the same items
+        # as a list (``| list``) were read as written.
+        ("{{ amount in [{'p': 0.1}, {'p': 0.2}] | map(attribute='p') }}", "True"),
+        ("{{ amount is in ([{'p': 0.2}, {'p': 0.1}] | map(attribute='p')) }}", "True"),
+        ("{{ amount in [0.2, 0.1] | reverse }}", "True"),
+        ("{{ amount in [0.0, 0.1] | select }}", "True"),
+        ("{{ amount in [0.1, 0.1] | unique }}", "True"),
+        ("{{ amount not in [0.1, 0.3] | reject('eq', 0.3) }}", "False"),
+        # A dict's float keys, as ``in`` reads a dict.
+        ("{{ amount in {0.1: 'low', 0.2: 'high'} }}", "True"),
+        # A float literal was read as written on the left only: 0.1 was not in [0.1] | reverse.
+        ("{{ amount in [0.2, 0.3] | reverse }} {{ 0.1 in [0.1] | reverse }}", "False True"),
+        # As before: floats that differ as written.
+        ("{{ 0.3 in [0.1 + 0.2] | reverse }}", "False"),
+    ],
+)
+def test_in_over_an_iterator_compares_exact_numbers_with_floats_as_written(
+    template: str, shown: str
+) -> None:
+    """``in`` over a filter's iterator (``values | map(...)``) compared an exact number
+    argument with each float item by its binary value, unlike ``in`` over a list."""
+    codec = SchemaCodec(
+        {"type": "object", "properties": {"amount": {"type": "number"}}},
+        TOOL,
+    )
+    arguments = codec.decode_arguments('{"amount": 0.1}')
+    assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
