@@ -100,6 +100,17 @@ class Call:
             return None
         return value
 
+    def repeat_of(self, owner: Expr) -> SourceLoc | None:
+        """Where this function was first called on ``owner``, or None when this is the first
+        call (then recorded, whatever its arguments). A setting's repeat is one whether or not
+        the first was refused: checked before the value, it is reported in the same run,
+        rather than the second being taken silently and the repeat surfacing once the first
+        is fixed."""
+        first = owner.given_at.get(self.func)
+        if first is None:
+            owner.given_at[self.func] = self.loc
+        return first
+
     def attach_once(self, owner: Expr | None, attr: str, expr: Expr) -> None:
         """Set ``owner.<attr>`` to ``expr`` unless it is set already (then say where)."""
         if owner is None:

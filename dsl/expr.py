@@ -35,6 +35,11 @@ class Expr:
     #: (``"Args"``, ``"URL"``, ``"Cursor"``...): rules about a missing one do not apply, so one
     #: mistake is not reported again as a setting left out.
     refused: set[str] = field(default_factory=set, repr=False)
+    #: Where each single-value setting of this expression (``URL``, ``MaxToolCalls``,
+    #: ``Title``, ``Args``, ``Cursor``..., by DSL function) was first given, valid or not
+    #: (:meth:`Call.repeat_of`): a second one is a repeat even when the first was refused,
+    #: reported in the same run.
+    given_at: dict[str, SourceLoc] = field(default_factory=dict, repr=False)
     #: The evaluation (:attr:`RootExpr.evaluation`) that made the expression: a module kept
     #: imported from another one hands a design expressions of another tree.
     evaluation: int = field(default_factory=current_evaluation, repr=False)
@@ -85,9 +90,6 @@ class RegistryExpr(Expr):
     sync_interval: float | None = None
     cache_ttl: float | None = None
     retry: RetryExpr | None = None
-    #: Where each setting (URL, APIVersion, Timeout, SyncInterval, CacheTTL, Retry) was first
-    #: given, valid or not: a second one is an error naming the first, not a silent replacement.
-    settings_at: dict[str, SourceLoc] = field(default_factory=dict)
 
     def eval_name(self) -> str:
         return f"registry {q(self.name)}"
@@ -289,8 +291,6 @@ class UseExpr(Expr):
     defines: bool = False
     deferred: list[DeferredExpr] = field(default_factory=list)
     version: VersionExpr | None = None
-    #: Where the first ``Version`` was given, valid or not: a second one is a repeat.
-    version_at: SourceLoc | None = None
     subset: list[ToolRefExpr] = field(default_factory=list)
     #: Set by finalize: the tools this consumer uses (declaration order) and the local names
     #: of those it defers. Empty for registry sources, whose tools are resolved at run time.
@@ -356,9 +356,6 @@ class RunPolicyExpr(Expr):
     #: Seconds one model call of a run may take (``ModelTimeout``); None: the client's own.
     model_timeout: float | None = None
     model_timeout_loc: SourceLoc | None = None
-    #: Where each single-value clause (MaxToolCalls, MaxConsecutiveFailedToolCalls,
-    #: ModelTimeout) was first given, valid or not: a second one is a repeat, named as one.
-    settings_at: dict[str, SourceLoc] = field(default_factory=dict)
 
     def eval_name(self) -> str:
         return "RunPolicy"

@@ -39,11 +39,10 @@ def _first_clause(call: Call, policy: RunPolicyExpr | None) -> bool:
     not only once the first is fixed."""
     if policy is None:
         return False
-    first = policy.settings_at.get(call.func)
+    first = call.repeat_of(policy)
     if first is not None:
         call.error(f"{call.func} is already set for this RunPolicy (line {first.line}); keep one")
         return False
-    policy.settings_at[call.func] = call.loc
     return True
 
 

@@ -58,11 +58,10 @@ def URL(url: str) -> None:
 def _first_setting(call: Call, registry: RegistryExpr) -> bool:
     """Whether this is the registry's first ``call.func``; a repeat is refused, naming the
     line of the first (the last one used to win silently)."""
-    first = registry.settings_at.get(call.func)
+    first = call.repeat_of(registry)
     if first is not None:
         call.error(f"{call.func} is already set on line {first.line}; give each setting once")
         return False
-    registry.settings_at[call.func] = call.loc
     return True
 
 
@@ -212,11 +211,9 @@ def Version(version: str) -> None:
         return
     assert isinstance(use, UseExpr)
     # A repeat is one whatever its value: a refused first pin left the second unquestioned.
-    first = use.version_at
+    first = call.repeat_of(use)
     if first is not None:
         call.error(f"Version is already set for {use.eval_name()} (line {first.line})")
-    else:
-        use.version_at = call.loc
     if not isinstance(version, str) or not version.strip() or version != version.strip():
         call.error(
             f"Version must be a non-empty string without surrounding spaces, got {version!r}"

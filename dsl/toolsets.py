@@ -201,9 +201,9 @@ def _set_type(func: str, value: Any) -> None:
     if tool is None:
         return
     field = "args" if func == "Args" else "result"
-    previous: TypeExpr | None = getattr(tool, field)
-    if previous is not None:
-        call.error(f"{func} is already declared for {tool.eval_name()} (line {previous.loc.line})")
+    first = call.repeat_of(tool)
+    if first is not None:
+        call.error(f"{func} is already declared for {tool.eval_name()} (line {first.line})")
         return
     parent = tool.parent
     mcp = isinstance(parent, ToolsetExpr) and isinstance(parent.source, ExternalMCPSource)
@@ -262,15 +262,16 @@ def MCPName(name: str) -> None:
             "is not one): it names the tool on the MCP server"
         )
         return
+    first = call.repeat_of(tool)
+    if first is not None:
+        call.error(
+            f"MCPName is already set for {tool.eval_name()} (line {first.line})",
+            related=(first,),
+        )
+        return
     problem = mcp_server_name_problem(name)
     if problem is not None:
         call.error(problem)
-        return
-    if tool.mcp_name_loc is not None:
-        call.error(
-            f"MCPName is already set for {tool.eval_name()} (line {tool.mcp_name_loc.line})",
-            related=(tool.mcp_name_loc,),
-        )
         return
     tool.mcp_name = name
     tool.mcp_name_loc = call.loc
@@ -280,11 +281,11 @@ def Title(text: str) -> None:
     """A display title for a tool or a confirmation (tools default to the humanised name)."""
     call = begin("Title")
     scope = call.expect((ToolExpr, ConfirmationExpr), "inside a Tool or Confirmation body")
+    if scope is not None and call.repeat_of(scope) is not None:
+        call.error(f"Title is already set for {scope.eval_name()}")
+        return
     value = call.text("text", text)
     if scope is None or value is None:
-        return
-    if scope.title is not None:
-        call.error(f"Title is already set for {scope.eval_name()}")
         return
     scope.title = value
 
@@ -317,12 +318,15 @@ def Description(text: str) -> None:
     """Describe the enclosing service, toolset, tool or registry."""
     call = begin("Description")
     target = _describable(call)
+    assert target is None or isinstance(target, ServiceExpr | ToolsetExpr | ToolExpr | RegistryExpr)
+    # A description given before, by Description (refused or not) or by the Tool(...) call.
+    if target is not None and (
+        call.repeat_of(target) is not None or target.description is not None
+    ):
+        call.error(f"description of {target.eval_name()} is already set")
+        return
     value = call.text("text", text)
     if target is None or value is None:
-        return
-    assert isinstance(target, ServiceExpr | ToolsetExpr | ToolExpr | RegistryExpr)
-    if target.description is not None:
-        call.error(f"description of {target.eval_name()} is already set")
         return
     target.description = value
 
@@ -399,13 +403,13 @@ def Confirmation(*args: object) -> ConfirmationExpr:
 def _confirmation_template(func: str, attr: str, template: str) -> None:
     call = begin(func)
     confirmation = call.expect((ConfirmationExpr,), "inside a Confirmation body")
+    if confirmation is not None and call.repeat_of(confirmation) is not None:
+        call.error(f"{func} is already set for this Confirmation")
+        return
     value = call.text("template", template)
     if confirmation is not None and value is None:
         confirmation.refused.add(func)
     if confirmation is None or value is None:
-        return
-    if getattr(confirmation, f"{attr}_template") is not None:
-        call.error(f"{func} is already set for this Confirmation")
         return
     setattr(confirmation, f"{attr}_template", value)
     setattr(confirmation, f"{attr}_loc", call.loc)
@@ -440,13 +444,13 @@ def BoundedResult(*args: object) -> BoundsExpr:
 def _bounds_field(func: str, attr: str, field: str) -> None:
     call = begin(func)
     bounds = call.expect((BoundsExpr,), "inside a BoundedResult body")
+    if bounds is not None and call.repeat_of(bounds) is not None:
+        call.error(f"{func} is already set for this BoundedResult")
+        return
     value = call.text("field name", field)
     if bounds is not None and value is None:
         bounds.refused.add(func)
     if bounds is None or value is None:
-        return
-    if getattr(bounds, attr) is not None:
-        call.error(f"{func} is already set for this BoundedResult")
         return
     setattr(bounds, attr, value)
     setattr(bounds, f"{attr}_loc", call.loc)
@@ -466,13 +470,13 @@ def ContinueWith(tool: str) -> None:
     """The tool (same toolset) that fetches further pages; it is never deferred."""
     call = begin("ContinueWith")
     bounds = call.expect((BoundsExpr,), "inside a BoundedResult body")
+    if bounds is not None and call.repeat_of(bounds) is not None:
+        call.error("ContinueWith is already set for this BoundedResult")
+        return
     value = call.text("tool name", tool)
     if bounds is not None and value is None:
         bounds.refused.add("ContinueWith")
     if bounds is None or value is None:
-        return
-    if bounds.continue_with is not None:
-        call.error("ContinueWith is already set for this BoundedResult")
         return
     bounds.continue_with, bounds.continue_loc = value, call.loc
 

@@ -157,3 +157,59 @@ Toolset(5, lambda: Tool("x", "X."))  # <-
         # Not "toolset name cannot be empty" too: the name was given, as an int.
         "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; got int",
     )
+
+
+def test_a_setting_given_again_after_a_refused_one_is_a_repeat(designs: DesignRunner) -> None:
+    # A refused first setting left no trace, so its repeat was taken without a word: it came
+    # out only in a later run, once the first was fixed (on a line nobody had to touch).
+    designs.check(
+        MODELS
+        + """
+with Toolset("mcp", FromExternalMCP("srv", "http://127.0.0.1:1/mcp")):
+    with Tool("find", "Find."):
+        MCPName("")  # <-
+        MCPName("files.find")  # <-
+with Toolset("records") as Records:
+    with Tool("search", "Search."):
+        Title("")  # <-
+        Title("Search")  # <-
+        Args(int)  # <-
+        Args(Query)  # <-
+        Return(int)  # <-
+        Return(Page)  # <-
+        with Confirmation():
+            PromptTemplate("")  # <-
+            PromptTemplate("Search?")  # <-
+            DeniedResultTemplate("")  # <-
+            DeniedResultTemplate("Denied.")  # <-
+        with BoundedResult():
+            Cursor("")  # <-
+            Cursor("cursor")  # <-
+            NextCursor("")  # <-
+            NextCursor("next_cursor")  # <-
+            ContinueWith("")  # <-
+            ContinueWith("search")  # <-
+    Description("")  # <-
+    Description("Records.")  # <-
+""",
+        'MCPName "" is not an MCP tool name',
+        'MCPName is already set for tool "find" (line 13)',
+        "Title text cannot be empty",
+        'Title is already set for tool "search"',
+        "Args takes a pydantic model class (a BaseModel subclass), got int",
+        'Args is already declared for tool "search" (line 19)',
+        "Return takes a pydantic model class (a BaseModel subclass), got int",
+        'Return is already declared for tool "search" (line 21)',
+        "PromptTemplate template cannot be empty",
+        "PromptTemplate is already set for this Confirmation",
+        "DeniedResultTemplate template cannot be empty",
+        "DeniedResultTemplate is already set for this Confirmation",
+        "Cursor field name cannot be empty",
+        "Cursor is already set for this BoundedResult",
+        "NextCursor field name cannot be empty",
+        "NextCursor is already set for this BoundedResult",
+        "ContinueWith tool name cannot be empty",
+        "ContinueWith is already set for this BoundedResult",
+        "Description text cannot be empty",
+        'description of toolset "records" is already set',
+    )
