@@ -43,6 +43,7 @@ from agentgen.runtime.contracts.limits import (
     MAX_TEMPLATE_CHARS,
     MAX_TEMPLATE_OPERATIONS,
     MAX_TEMPLATE_OUTPUT_CHARS,
+    MAX_VALUE_DEPTH,
 )
 from agentgen.runtime.visible import visible
 
@@ -244,7 +245,7 @@ def _exact_operands(left: Any, right: Any) -> tuple[Any, Any]:
 
 def _concat(*parts: Any) -> str:
     """``a ~ b``: the parts as text, joined (their total size checked first)."""
-    texts = [part if isinstance(part, str) else str(part) for part in parts]
+    texts = [part if isinstance(part, str) else str(_written(part)) for part in parts]
     _bound(sum(len(text) for text in texts))
     return "".join(texts)
 
@@ -580,8 +581,59 @@ def _visible(value: Any) -> Any:
     """What ``{{ ... }}`` writes: text with control and format characters but newlines and
     tabs as escapes (:func:`~agentgen.runtime.visible.visible`). Values come from models; a
     prompt a person reads must not carry an escape sequence that rewrites it, nor a bidi
-    override that shows ``exe.pdf`` for ``fdp.exe``. The template's own text is left as is."""
-    return visible(value, "\n\t") if type(value) is str else value
+    override that shows ``exe.pdf`` for ``fdp.exe``. The template's own text is left as is.
+    Exact decimals are written as numbers (:func:`_written`)."""
+    return visible(value, "\n\t") if type(value) is str else _written(value)
+
+
+#: Decimal exponents (``Decimal.adjusted``) written out in full; beyond them (``1E+40``), a
+#: number is written in exponent form, as a float would be, rather than as forty digits.
+_PLAIN_EXPONENTS = 20
+
+
+class _Number:
+    """An exact decimal inside a list or dict a template writes: its ``repr`` is the number."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _plain(number: Decimal) -> str:
+    if number.is_finite() and abs(number.adjusted()) <= _PLAIN_EXPONENTS:
+        return format(number, "f")
+    return str(number)
+
+
+def _written(value: Any) -> Any:
+    """``value`` as a prompt writes it: an exact decimal argument (or a result of arithmetic
+    on one) as the number it is, in a list or a dict too. ``str`` wrote quotients in exponent
+    form (``100 / price`` was ``2E+2`` units for a price of 0.5) and a list's decimals as
+    ``Decimal('9.5')``, where the same values as floats wrote ``200.0`` and ``9.5``. Other
+    values are unchanged (and so is what lies deeper than :data:`~.limits.MAX_VALUE_DEPTH`,
+    far past any argument's nesting)."""
+    return _plain(value) if type(value) is Decimal else _written_items(value, MAX_VALUE_DEPTH)
+
+
+def _written_items(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind is Decimal:
+        return _Number(_plain(value))
+    if depth <= 0:
+        return value
+    if kind is list:
+        return [_written_items(item, depth - 1) for item in value]
+    if kind is tuple:
+        return tuple(_written_items(item, depth - 1) for item in value)
+    if kind is dict:
+        return {
+            _written_items(k, depth - 1): _written_items(v, depth - 1) for k, v in value.items()
+        }
+    return value
 
 
 def _call(name: str, args: list[Any], lineno: int) -> nodes.Call:

@@ -372,3 +372,43 @@ def test_in_over_an_iterator_compares_exact_numbers_with_floats_as_written(
     )
     arguments = codec.decode_arguments('{"amount": 0.1}')
     assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
+
+
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
+        # str() of a Decimal quotient is in exponent form: 100 / 0.5 was "2E+2" units.
+        ("{{ 100 / price }} units", "200 units"),
+        ("{{ 1 / amount }}", "10"),
+        ("{{ 'each ' ~ 100 / price }}", "each 200"),
+        # A list or dict showed Python's repr of each decimal.
+        ("{{ lines }}", "[{'sku': 'a', 'price': 9.5}, {'sku': 'b', 'price': 0.10}]"),
+        ("{{ [amount, price] }} {{ (amount, 2) }}", "[0.1, 0.5] (0.1, 2)"),
+        ("{{ 'lines: ' ~ lines[1] }}", "lines: {'sku': 'b', 'price': 0.10}"),
+        # As written, trailing zeros and all; exponents beyond twenty digits stay exponents.
+        ("{{ lines[1].price }} {{ tiny }} {{ huge }}", "0.10 0.0000001 1E+40"),
+        # Floats and other values as before.
+        ("{{ [0.5, 1e40, none, true, 'x'] }}", "[0.5, 1e+40, None, True, 'x']"),
+    ],
+)
+def test_exact_numbers_are_written_as_numbers(template: str, shown: str) -> None:
+    """A prompt wrote an exact decimal argument's quotient in exponent form and a list of
+    them as ``[Decimal('9.5')]``; floats wrote ``200.0`` and ``[9.5]``."""
+    codec = SchemaCodec(
+        {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "price": {"type": "number"},
+                "tiny": {"type": "number"},
+                "huge": {"type": "number"},
+                "lines": {"type": "array"},
+            },
+        },
+        TOOL,
+    )
+    arguments = codec.decode_arguments(
+        '{"amount": 0.1, "price": 0.5, "tiny": 1e-7, "huge": 1e40, '
+        '"lines": [{"sku": "a", "price": 9.5}, {"sku": "b", "price": 0.10}]}'
+    )
+    assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
