@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import os
 import platform
 import sys
@@ -149,6 +150,16 @@ def summary(root: RootExpr) -> str:
 
 class _Commands(click.Group):
     """The command group: an exception no command expected is reported as a bug (exit 3)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command line with standard output writing what its encoding cannot hold as
+        escapes: a pipe or console in ASCII or cp1252 (``PYTHONIOENCODING``, a Windows code
+        page) could not encode a design's, a query's or a transcript's text, nor the arrows
+        the commands print, and every such command ended as "a bug in agentgen" (exit 3)."""
+        stdout = sys.stdout
+        if isinstance(stdout, io.TextIOWrapper) and stdout.errors == "strict":
+            stdout.reconfigure(errors="backslashreplace")
+        return super().main(*args, **kwargs)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List every command with its whole summary (the first paragraph of its help),
