@@ -53,6 +53,17 @@ class Search:
     query: str
     limit: int = 5
 
+    def __post_init__(self) -> None:
+        # Checked when the script is written: a wrong value failed deep inside a run, or (a
+        # limit of 0) silently loaded nothing, so the test failed for another reason.
+        if not isinstance(self.query, str):
+            raise TypeError(f"Search(query) takes the words to search with, got {self.query!r}")
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
+            raise ValueError(
+                f"Search({self.query!r}, limit={self.limit!r}): the limit is how many tools the "
+                "search loads at most, a whole number of at least 1"
+            )
+
 
 @dataclass(frozen=True)
 class Call:
@@ -61,6 +72,23 @@ class Call:
     tool_id: str
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
     call_id: str = ""
+
+    def __post_init__(self) -> None:
+        # Checked when the script is written, naming the call: a bare TypeError from json
+        # in the middle of a run named neither.
+        if not isinstance(self.tool_id, str) or not self.tool_id:
+            raise TypeError(
+                f"Call(tool_id) takes a tool ID such as 'records.lookup', got {self.tool_id!r}"
+            )
+        if not isinstance(self.arguments, str | Mapping):
+            raise TypeError(
+                f"Call({self.tool_id!r}): arguments are a JSON object (a dict) or its JSON text, "
+                f"not {type(self.arguments).__name__}"
+            )
+        try:
+            self.json()
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"Call({self.tool_id!r}): arguments are not JSON: {exc}") from None
 
     def json(self) -> str:
         if isinstance(self.arguments, str):
@@ -84,6 +112,28 @@ class Turn:
     calls: Sequence[Call] = ()
     searches: Sequence[str] = ()
 
+    def __post_init__(self) -> None:
+        # A string is a sequence too: Turn(searches="weather") ran a search for each letter,
+        # and Turn(calls=Call(...)) failed mid-run with "'Call' object is not iterable".
+        if not isinstance(self.text, str):
+            raise TypeError(f"Turn(text=...) takes a str, got {type(self.text).__name__}")
+        if isinstance(self.calls, Call | str | Mapping) or not isinstance(self.calls, Sequence):
+            raise TypeError(
+                f"Turn(calls=...) takes a list of Call(...), got {self.calls!r}; write "
+                "calls=[Call(...)]"
+            )
+        for call in self.calls:
+            if not isinstance(call, Call):
+                raise TypeError(f"Turn(calls=...) holds Call(...) values, got {call!r}")
+        if isinstance(self.searches, str) or not isinstance(self.searches, Sequence):
+            raise TypeError(
+                f"Turn(searches=...) takes a list of queries, got {self.searches!r}; write "
+                f"searches=[{self.searches!r}] for one search"
+            )
+        for query in self.searches:
+            if not isinstance(query, str):
+                raise TypeError(f"Turn(searches=...) holds queries (str), got {query!r}")
+
 
 #: What a script holds: turns, or their short forms (a :class:`Search` joins the next turn, a
 #: :class:`Call` or a list of them is a turn of calls, an :class:`Answer` or a ``str`` a turn of
@@ -92,7 +142,15 @@ Step = Turn | Search | Call | Answer | str | Sequence[Call]
 Reply = Turn | Call | Answer | str | Sequence[Call]
 
 
-def _turn(reply: Reply, searches: Sequence[Search] = ()) -> tuple[Turn, list[Search]]:
+#: What a turn may be, for the messages that refuse something else.
+REPLIES = "a Turn(...), a Call(...), a list of Call(...), an Answer(...) or a str"
+
+
+def _turn(
+    reply: Reply, searches: Sequence[Search] = (), where: str = "a turn"
+) -> tuple[Turn, list[Search]]:
+    """The turn ``reply`` stands for; ``where`` names it in the ``TypeError`` that refuses a
+    reply of another type (``ScriptedModel: step 3``)."""
     extra = list(searches)
     if isinstance(reply, Turn):
         return reply, [*extra, *(Search(q) for q in reply.searches)]
@@ -102,11 +160,26 @@ def _turn(reply: Reply, searches: Sequence[Search] = ()) -> tuple[Turn, list[Sea
         return Turn(text=reply.text), extra
     if isinstance(reply, Call):
         return Turn(calls=(reply,)), extra
+    if isinstance(reply, Search):
+        raise TypeError(
+            f"{where} is a Search(...) alone: a search runs before a turn; return "
+            "Turn(searches=[...], calls=[...]) to search and then call"
+        )
+    if isinstance(reply, Mapping) or not isinstance(reply, Sequence):
+        raise TypeError(f"{where} is {reply!r}, not {REPLIES}")
     calls = tuple(reply)
+    if not calls:
+        raise TypeError(
+            f"{where} is an empty list of calls; a final answer is a str or Answer(...)"
+        )
+    checked: list[Call] = []
     for call in calls:
         if not isinstance(call, Call):
-            raise TypeError(f"a turn of calls holds Call(...) values, got {type(call).__name__}")
-    return Turn(calls=calls), extra
+            raise TypeError(
+                f"{where}: a turn of calls holds Call(...) values, got {type(call).__name__}"
+            )
+        checked.append(call)
+    return Turn(calls=checked), extra
 
 
 class _SearchingModel:
@@ -210,6 +283,15 @@ class ScriptedModel(_SearchingModel):
 
     def __init__(self, script: Sequence[Step], *, usage: Usage | None = None) -> None:
         super().__init__(usage)
+        if isinstance(script, str | Mapping) or not isinstance(script, Sequence):
+            # A str is a sequence too: ScriptedModel("done") played one letter per turn.
+            raise TypeError(
+                f"ScriptedModel(script) takes a list of steps, got {script!r}; write "
+                f"ScriptedModel([{script!r}]) for a script of one step"
+            )
+        for index, step in enumerate(script):
+            if not isinstance(step, Search):
+                _turn(step, where=f"ScriptedModel: step {index} of the script")
         self._steps: list[Step] = list(script)
 
     @property
@@ -258,5 +340,6 @@ class FunctionModel(_SearchingModel):
         reply = self.function(request)
         if inspect.isawaitable(reply):
             reply = await reply
-        turn, searches = _turn(reply)
-        return self.respond(request, turn, searches, len(self.requests))
+        number = len(self.requests)
+        turn, searches = _turn(reply, where=f"FunctionModel: the reply to request {number}")
+        return self.respond(request, turn, searches, number)

@@ -155,6 +155,42 @@ async def test_running_out_of_script_is_a_clear_failure() -> None:
     assert not ScriptedModel([Answer("x")]).finished
 
 
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        # A str is a sequence: each letter was a search, a step or a call.
+        (lambda: Turn(searches="analyze"), r"searches=\['analyze'\] for one search"),
+        (lambda: ScriptedModel("done"), r"ScriptedModel\(\['done'\]\) for a script of one step"),
+        (lambda: Turn(calls=Call("records.lookup")), r"write calls=\[Call\(\.\.\.\)\]"),
+        (lambda: ScriptedModel(["ok", None]), r"step 1 of the script is None, not a Turn"),
+        (lambda: ScriptedModel([[]]), "step 0 of the script is an empty list of calls"),
+        (lambda: Search("analyze", limit=0), r"limit=0\): the limit is how many tools"),
+        (lambda: Call("records.lookup", {"id": object()}), "'records.lookup'.* are not JSON"),
+    ],
+)
+def test_a_script_of_the_wrong_types_is_refused_when_written(make: Any, message: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        make()
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (None, "the reply to request 1 is None, not a Turn"),
+        (
+            Search("analyze"),
+            r"the reply to request 1 is a Search\(\.\.\.\) alone: a search runs before a turn",
+        ),
+    ],
+)
+async def test_a_function_reply_of_the_wrong_type_names_the_request(
+    reply: Any, message: str
+) -> None:
+    rt, _ = wire(FunctionModel(lambda request: reply), clerk)
+    with pytest.raises(TypeError, match=rf"FunctionModel: {message}"):
+        await clerk.new_client(rt).run("hi")
+
+
 # --------------------------------------------------------------------------- FunctionModel
 
 
