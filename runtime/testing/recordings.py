@@ -67,30 +67,85 @@ class Recording:
     @classmethod
     def of(cls, provider: Provider, *replies: Mapping[str, Any], model: str = "") -> Recording:
         """Replies given in code, answering whatever requests arrive, in order."""
+        for number, reply in enumerate(replies, start=1):
+            _object(reply, f"Recording.of: reply {number}", "the provider's JSON reply")
         return cls(_provider(provider), tuple(Exchange(reply) for reply in replies), model)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], provider: Provider | None = None) -> Recording:
         """A recording file: ``{"provider", "model", "prompt", "exchanges": [{"request":
-        summary, "response": reply}]}``. ``provider``, when given, must be the file's."""
+        summary, "response": reply}]}``. ``provider``, when given, must be the file's.
+
+        Its shape is checked here, naming the file and the exchange: a reply that is not a JSON
+        object failed the run that played it with a bare ``ValueError``, and a missing key was
+        reported as Python's ``KeyError('exchanges')``."""
         file = Path(path)
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
-            recorded = _provider(data["provider"])
-            exchanges = tuple(
-                Exchange(exchange["response"], exchange.get("request"))
-                for exchange in data["exchanges"]
-            )
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError) as exc:
             raise RecordingError(f"cannot read the recording {file}: {exc!r}") from exc
+        except RecursionError:
+            raise RecordingError(
+                f"cannot read the recording {file}: its JSON is nested too deeply"
+            ) from None
+        shape = (
+            '{"provider", "model", "prompt", "exchanges": [{"request": summary, "response": '
+            "reply}]}"
+        )
+        _object(data, str(file), f"a recording, {shape}")
+        if "provider" not in data or "exchanges" not in data:
+            missing = " and ".join(
+                f'"{key}"' for key in ("provider", "exchanges") if key not in data
+            )
+            raise RecordingError(f"{file}: a recording needs {missing}: {shape}")
+        try:
+            recorded = _provider(data["provider"])
+        except RecordingError as exc:
+            raise RecordingError(f"{file}: {exc}") from None
+        listed = data["exchanges"]
+        if not isinstance(listed, list):
+            raise RecordingError(
+                f'{file}: "exchanges" is a JSON list of {{"request", "response"}}, not '
+                f"{_kind(listed)}"
+            )
+        exchanges: list[Exchange] = []
+        for number, exchange in enumerate(listed, start=1):
+            where = f"{file}: exchange {number}"
+            _object(exchange, where, '{"request": summary, "response": reply}')
+            if "response" not in exchange:
+                raise RecordingError(f'{where} has no "response" (the provider\'s reply)')
+            reply = _object(exchange["response"], f'{where}: "response"', "the provider's reply")
+            request = exchange.get("request")
+            if request is not None:
+                request = _object(request, f'{where}: "request"', "the summary of the request")
+            exchanges.append(Exchange(reply, request))
+        for key in ("model", "prompt"):
+            if not isinstance(data.get(key, ""), str):
+                raise RecordingError(f'{file}: "{key}" is text, not {_kind(data[key])}')
         if provider is not None and recorded != provider:
             raise RecordingError(f"{file} is a recording of {recorded}, not of {provider}")
-        return cls(recorded, exchanges, data.get("model", ""), data.get("prompt", ""), file)
+        return cls(recorded, tuple(exchanges), data.get("model", ""), data.get("prompt", ""), file)
 
     def player(self, *, check: Check | None = None) -> RecordedProvider:
         """A fresh player of this recording; ``check(index, request)`` may list more problems
         with a request (what a test insists on whatever the recording says)."""
         return RecordedProvider(self, check)
+
+
+def _kind(value: object) -> str:
+    """What a JSON value is, for a message: ``a JSON list``, ``a str``..."""
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
+    names.update({int: "number", float: "number"})
+    name = names.get(type(value))
+    return f"a JSON {name}" if name else f"{type(value).__name__} {value!r:.40}"
+
+
+def _object(value: object, where: str, what: str) -> dict[str, Any]:
+    """``value`` when it is a JSON object (a mapping); a :class:`RecordingError` naming
+    ``where`` and ``what`` it should be otherwise."""
+    if not isinstance(value, Mapping):
+        raise RecordingError(f"{where}: expected {what} as a JSON object, found {_kind(value)}")
+    return dict(value)
 
 
 def _provider(value: object) -> Provider:

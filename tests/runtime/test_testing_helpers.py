@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -328,6 +329,40 @@ def test_recording_files_are_checked_on_load(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"provider": "gemini", "exchanges": []}))
     with pytest.raises(RecordingError, match="unknown provider 'gemini'"):
         Recording.load(bad)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], r"expected a recording, .* as a JSON object, found a JSON list"),
+        ({"provider": "openai"}, 'a recording needs "exchanges"'),
+        ({"provider": "openai", "exchanges": {}}, '"exchanges" is a JSON list of'),
+        ({"provider": "openai", "exchanges": [{}]}, 'exchange 1 has no "response"'),
+        # Loaded, then the run that played it failed with a bare ValueError from dict().
+        (
+            {"provider": "openai", "exchanges": [{"response": {}}, {"response": "hi"}]},
+            'exchange 2: "response": expected the provider\'s reply as a JSON object, found a '
+            "JSON string",
+        ),
+        (
+            {"provider": "openai", "exchanges": [{"response": {}, "request": ["x"]}]},
+            'exchange 1: "request": expected the summary of the request',
+        ),
+        ({"provider": "openai", "model": 5, "exchanges": []}, '"model" is text, not a JSON number'),
+    ],
+)
+def test_a_recording_file_of_the_wrong_shape_names_the_file_and_the_exchange(
+    tmp_path: Path, data: Any, message: str
+) -> None:
+    path = tmp_path / "recording.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(RecordingError, match=f"^{re.escape(str(path))}: .*{message}"):
+        Recording.load(path)
+
+
+def test_a_reply_given_in_code_that_is_not_an_object_is_refused() -> None:
+    with pytest.raises(RecordingError, match="Recording.of: reply 2: .* found a JSON string"):
+        Recording.of("openai", openai_text("hi"), "hi")  # type: ignore[arg-type]
 
 
 def test_no_sdk_private_attribute_is_used() -> None:
