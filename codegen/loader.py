@@ -69,6 +69,13 @@ def _compile(path: Path) -> types.CodeType:
         raise DesignFileError(f"{where}: not valid Python: {exc.msg}") from None
     except (ValueError, UnicodeDecodeError, ImportError) as exc:
         raise DesignFileError(f"{path}: not valid Python: {exc}") from None
+    except RecursionError:
+        # Python's compiler recurses over the syntax tree: an expression nested deeper than its
+        # stack (a generated `a + b + ...` of some 100,000 terms) ended as a bug in agentgen.
+        raise DesignFileError(
+            f"{path}: not valid Python: an expression is nested too deeply for Python to "
+            "compile; split it into smaller statements"
+        ) from None
     if code is None:
         raise DesignFileError(f"{path}: not valid Python: no code")
     return code

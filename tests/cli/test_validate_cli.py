@@ -75,6 +75,17 @@ def test_missing_file_and_non_python_files_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "is a directory" in err
 
 
+def test_an_expression_too_deep_to_compile_is_an_unusable_file_not_a_bug(tmp_path: Path) -> None:
+    # Python's compiler raised RecursionError, reported as a bug in agentgen (exit 3).
+    (tmp_path / "deep.py").write_text("total = " + "1 + " * 300_000 + "1\n")
+    code, _, err = run("validate", str(tmp_path / "deep.py"))
+    assert (code, err) == (
+        2,
+        f"error: {tmp_path / 'deep.py'}: not valid Python: an expression is nested too deeply "
+        "for Python to compile; split it into smaller statements\n",
+    )
+
+
 def test_user_exception_shows_only_user_frames(tmp_path: Path) -> None:
     (tmp_path / "helpers.py").write_text("def boom():\n    raise ValueError('no such record')\n")
     (tmp_path / "design.py").write_text(
