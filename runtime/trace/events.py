@@ -87,9 +87,29 @@ class TraceEvent:
 
 
 def transcript_of(source: HasTranscript | Sequence[Message]) -> Sequence[Message]:
+    """The messages of a run's outcome or of a transcript. Anything else is a ``TypeError``
+    saying what to pass: a stored transcript's JSON text (a ``str``, a sequence too) or its
+    decoded list failed with ``'str' object has no attribute 'tool_calls'``."""
+    if isinstance(source, str | bytes | bytearray):
+        raise TypeError(
+            "a trace reads messages, not a stored transcript's JSON text: pass "
+            "agentgen.runtime.transcript.loads(text), or the run's outcome"
+        )
     if isinstance(source, Sequence):
+        for index, message in enumerate(source):
+            if not isinstance(message, Message):
+                raise TypeError(
+                    f"message {index} is a {type(message).__name__}, not a Message: read a "
+                    "stored transcript with agentgen.runtime.transcript.loads(text)"
+                )
         return source
-    return source.transcript
+    messages = getattr(source, "transcript", None)
+    if messages is None:
+        raise TypeError(
+            f"a trace reads a run's outcome (RunOutcome) or its transcript, not a "
+            f"{type(source).__name__}"
+        )
+    return transcript_of(messages)
 
 
 def events(

@@ -411,3 +411,20 @@ def test_unstyled_output_is_what_rich_prints_control_codes_stripped(
     shown = io.StringIO()
     print_trace([noisy, Message("assistant", (TextPart("a\rb"),))], file=shown, color=False)
     assert shown.getvalue() == ("answer   ring back\n         line two       end é\nanswer   ab\n")
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        # A str is a sequence: each character was read as a message ('str' object has no
+        # attribute 'tool_calls').
+        ('[{"role": "user"}]', "not a stored transcript's JSON text: pass .*loads"),
+        ([{"role": "user", "parts": []}], "message 0 is a dict, not a Message: .*loads"),
+        (None, r"a run's outcome \(RunOutcome\) or its transcript, not a NoneType"),
+    ],
+)
+def test_a_trace_of_something_else_than_messages_says_what_to_pass(
+    source: object, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        events(source)  # type: ignore[arg-type]
