@@ -37,8 +37,21 @@ class LocalRegistry:
         start_timeout: float = 30.0,
     ) -> None:
         import uvicorn
+        from starlette.types import Receive, Scope, Send
 
-        app = create_app(store, tokens=tokens, limits=limits, config=config)
+        service = create_app(store, tokens=tokens, limits=limits, config=config)
+        #: What the application's start (opening the store, verifying its catalog) raised:
+        #: uvicorn only logs it and ends with SystemExit(3), which named nothing.
+        self._start_failure: BaseException | None = None
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            try:
+                await service(scope, receive, send)
+            except BaseException as exc:
+                if scope["type"] == "lifespan" and self._start_failure is None:
+                    self._start_failure = exc
+                raise
+
         # IPPROTO_TCP given explicitly: asyncio disables Nagle's algorithm only on sockets that
         # say they are TCP, and responses would otherwise wait for delayed ACKs.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -57,11 +70,10 @@ class LocalRegistry:
         deadline = time.monotonic() + start_timeout
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                failure, self._failure = self._failure, None
+                failure, self._failure = self._start_failure or self._failure, None
                 self.close()
-                raise RuntimeError(
-                    f"the local registry did not start: {failure or 'see the log above'}"
-                )
+                reason = f"{type(failure).__name__}: {failure}" if failure else "see the log above"
+                raise RuntimeError(f"the local registry did not start: {reason}") from failure
             time.sleep(0.01)
 
     def _serve(self) -> None:

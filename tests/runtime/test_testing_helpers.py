@@ -427,3 +427,13 @@ async def test_the_in_process_registry_serves_a_generated_toolset() -> None:
         stop.set()
         await asyncio.wait_for(task, 15)
         await client.aclose()
+
+
+def test_a_local_registry_that_cannot_start_says_why(tmp_path: Path) -> None:
+    from agentgen.runtime.testing import LocalRegistry
+
+    junk = tmp_path / "registry.db"
+    junk.write_bytes(b"not a database, " * 64)
+    # uvicorn logged the store's error and exited 3: the RuntimeError said "did not start: 3".
+    with pytest.raises(RuntimeError, match=r"did not start: StoreError: .*registry\.db"):
+        LocalRegistry(f"sqlite:{junk}", start_timeout=20)
