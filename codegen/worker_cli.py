@@ -25,6 +25,16 @@ def _task_queue(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An empty address (``--address "$TEMPORAL_ADDRESS"`` with the variable unset) is refused:
+    it was taken as no address, and the worker polled the default server instead."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            "give the server's host:port, or leave --address out (it is empty)"
+        )
+    return value
+
+
 @click.command("worker")
 @click.option(
     "--task-queue",
@@ -42,6 +52,7 @@ def _task_queue(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option(
     "--address",
     default=None,
+    callback=_address,
     help="The Temporal server (host:port); default: the runtime's TemporalEngine's, else "
     "127.0.0.1:7233.",
 )
@@ -97,6 +108,7 @@ def worker(
     """
     try:
         from agentgen.runtime.engines.temporal.worker import (
+            AddressError,
             AppFactoryError,
             AppLoadError,
             NamespaceNotFoundError,
@@ -126,7 +138,7 @@ def worker(
                 heartbeat_interval=heartbeat_interval,
             )
         )
-    except AppLoadError as exc:
+    except (AppLoadError, AddressError) as exc:
         raise click.UsageError(str(exc)) from None
     except NamespaceNotFoundError as exc:
         raise click.ClickException(str(exc)) from None

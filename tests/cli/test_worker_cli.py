@@ -119,3 +119,19 @@ def test_a_blank_task_queue_is_a_usage_error(queue: str) -> None:
     )
     assert result.exit_code == 2
     assert "Invalid value for '--task-queue': give the name of a task queue" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        # The SDK's ValueError was reported as a bug in agentgen (exit 3).
+        ("not an address", "--address 'not an address': not an address Temporal can connect to"),
+        ("127.0.0.1:99999", "(invalid target URL: invalid port number); give host:port"),
+        # Taken as no address: the worker polled the default server.
+        ("", "Invalid value for '--address': give the server's host:port"),
+    ],
+)
+def test_an_address_that_cannot_be_used_is_a_usage_error(address: str, message: str) -> None:
+    code, _, err = worker("--app", "tests.cli.test_worker_cli:make_runtime", "--address", address)
+    assert code == 2
+    assert message in err

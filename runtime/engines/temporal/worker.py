@@ -37,6 +37,7 @@ from agentgen.runtime.engines.temporal.workflow import WORKFLOW_NAME, AgentRunWo
 from agentgen.runtime.runs.host import RunHost
 
 __all__ = [
+    "AddressError",
     "AppFactoryError",
     "AppLoadError",
     "NamespaceNotFoundError",
@@ -50,6 +51,11 @@ __all__ = [
 
 class AppLoadError(Exception):
     """``--app module:factory`` does not name a function that returns a runtime."""
+
+
+class AddressError(ValueError):
+    """``--address`` is not an address the Temporal SDK can connect to (a host name it cannot
+    encode, a port out of range)."""
 
 
 class AppFactoryError(Exception):
@@ -199,11 +205,17 @@ async def serve(
             client = Client(**config)
     else:
         engine_namespace = engine.namespace if isinstance(engine, TemporalEngine) else "default"
-        client = await Client.connect(
-            address or DEFAULT_ADDRESS,
-            namespace=namespace or engine_namespace,
-            data_converter=data_converter(),
-        )
+        try:
+            client = await Client.connect(
+                address or DEFAULT_ADDRESS,
+                namespace=namespace or engine_namespace,
+                data_converter=data_converter(),
+            )
+        except ValueError as exc:  # the SDK refuses the address itself, before connecting
+            raise AddressError(
+                f"--address {address!r}: not an address Temporal can connect to ({exc}); give "
+                "host:port, such as 127.0.0.1:7233"
+            ) from None
     # Checked before the worker starts: the SDK's worker finds out only once it runs (after
     # the worker would have said it polls), and fails with the server's raw status.
     await require_namespace(client, "--namespace")
