@@ -25,13 +25,13 @@ def _task_queue(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """An empty address (``--address "$TEMPORAL_ADDRESS"`` with the variable unset) is refused:
-    it was taken as no address, and the worker polled the default server instead."""
+def _given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An empty --address or --namespace (``--address "$TEMPORAL_ADDRESS"`` with the variable
+    unset) is refused: it was taken as none given, and the worker polled the default server or
+    namespace instead."""
     if value is not None and not value.strip():
-        raise click.BadParameter(
-            "give the server's host:port, or leave --address out (it is empty)"
-        )
+        what = "the server's host:port" if param.name == "address" else "the namespace"
+        raise click.BadParameter(f"give {what}, or leave --{param.name} out (it is empty)")
     return value
 
 
@@ -52,13 +52,14 @@ def _address(ctx: click.Context, param: click.Parameter, value: str | None) -> s
 @click.option(
     "--address",
     default=None,
-    callback=_address,
+    callback=_given,
     help="The Temporal server (host:port); default: the runtime's TemporalEngine's, else "
     "127.0.0.1:7233.",
 )
 @click.option(
     "--namespace",
     default=None,
+    callback=_given,
     help="The Temporal namespace; default: the runtime's TemporalEngine's, else default.",
 )
 @click.option(

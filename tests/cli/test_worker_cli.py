@@ -135,3 +135,10 @@ def test_an_address_that_cannot_be_used_is_a_usage_error(address: str, message: 
     code, _, err = worker("--app", "tests.cli.test_worker_cli:make_runtime", "--address", address)
     assert code == 2
     assert message in err
+
+
+def test_an_empty_namespace_is_a_usage_error() -> None:
+    # Taken as no namespace: the worker polled the engine's, else "default".
+    code, _, err = worker("--app", "tests.cli.test_worker_cli:make_runtime", "--namespace", "")
+    assert code == 2
+    assert "Invalid value for '--namespace': give the namespace, or leave --namespace out" in err
