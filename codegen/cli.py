@@ -549,6 +549,7 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
         load_catalog,
         load_queries,
     )
+    from agentgen.runtime.visible import visible
 
     try:
         tools = load_catalog(catalog)
@@ -571,17 +572,21 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
     )
     if result.by_kind:
         kinds = ", ".join(
-            f"{kind.kind} {kind.recall_at_k:.3f} ({kind.queries})" for kind in result.by_kind
+            f"{visible(kind.kind)} {kind.recall_at_k:.3f} ({kind.queries})"
+            for kind in result.by_kind
         )
         click.echo(f"recall@{k} by kind: {kinds}")
     worst = result.worst()
     if worst:
         missed = plural(len(result.misses), "query", "queries")
         click.echo(f"worst misses ({missed} missed the top {k}):")
+    # Tool names and kinds come from the files (a catalog may be an MCP server's tools/list):
+    # a control character in one is printed as its escape, never obeyed by the terminal.
     for miss in worst:
         where = f"rank {miss.rank}" if miss.rank is not None else f"not in the top {result.depth}"
-        click.echo(f"  {_shown(miss.query)}: expected {', '.join(miss.expected)} ({where})")
-        click.echo(f"    above it: {', '.join(miss.above) or '(nothing matched)'}")
+        expected = ", ".join(map(visible, miss.expected))
+        click.echo(f"  {_shown(miss.query)}: expected {expected} ({where})")
+        click.echo(f"    above it: {', '.join(map(visible, miss.above)) or '(nothing matched)'}")
 
 
 @main.command()

@@ -25,6 +25,7 @@ from agentgen.runtime.contracts.ids import humanize_title
 from agentgen.runtime.contracts.json_values import find_lone_surrogate
 from agentgen.runtime.search.document import search_document, search_text
 from agentgen.runtime.search.index import RANKINGS, SearchEntry, SearchIndex
+from agentgen.runtime.visible import visible
 
 __all__ = [
     "RANK_DEPTH",
@@ -231,11 +232,12 @@ def load_catalog(path: str | Path) -> list[EvalTool]:
         parameters = {} if parameters is None else parameters
         if not isinstance(description, str):
             raise CatalogError(
-                f'{where} ({name}): "description" must be a string, not {_json_kind(description)}'
+                f'{where} ({visible(name)}): "description" must be a string, not '
+                f"{_json_kind(description)}"
             )
         if not isinstance(parameters, dict):
             raise CatalogError(
-                f'{where} ({name}): "parameters" (or "inputSchema") must be a JSON Schema '
+                f'{where} ({visible(name)}): "parameters" (or "inputSchema") must be a JSON Schema '
                 f"object, not {_json_kind(parameters)}"
             )
         tools.append(EvalTool(name, description, parameters))
@@ -273,7 +275,7 @@ def load_queries(path: str | Path, names: Sequence[str] = ()) -> list[EvalQuery]
         unknown = sorted(set(expected) - known) if known else []
         if unknown:
             raise CatalogError(
-                f"{where}: expects tools the catalog lacks: {', '.join(unknown)}; "
+                f"{where}: expects tools the catalog lacks: {', '.join(map(visible, unknown))}; "
                 "correct the names or add the tools to the catalog"
             )
         kind = item.get("kind")

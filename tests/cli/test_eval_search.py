@@ -428,3 +428,28 @@ def test_a_stemmer_of_another_version_is_an_error_of_the_environment_not_a_bug(
     assert "pip install 'PyStemmer>=3.1,<4'" in result.output
     assert "Traceback" not in result.output
     assert "bug in agentgen" not in result.output
+
+
+def test_control_characters_in_names_and_kinds_print_as_escapes(tmp_path: Path) -> None:
+    # A catalog may be an MCP server's tools/list: its names reached the terminal as they were
+    # (ESC[2J cleared the screen). color=True: click strips nothing, as on a terminal.
+    evil = "evil\x1b[2J"
+    catalog = write(
+        tmp_path,
+        "catalog.json",
+        [{"name": evil, "description": "send mail"}, {"name": "b", "description": "other"}],
+    )
+    queries = write(
+        tmp_path, "queries.json", [{"query": "other", "expected": [evil], "kind": "k\x1b[31m"}]
+    )
+    result = CliRunner().invoke(main, ["eval-search", str(catalog), str(queries)], color=True)
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout
+    assert "'other': expected evil\\x1b[2J (not in the top 50)" in result.stdout
+    assert "recall@5 by kind: k\\x1b[31m 0.000 (1)" in result.stdout
+    bad = write(tmp_path, "bad.json", [{"name": evil, "description": 5}])
+    result = CliRunner().invoke(main, ["eval-search", str(bad), str(queries)], color=True)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f'error: {bad}: tool 0 (evil\\x1b[2J): "description" must be a string, not a number\n'
+    )
