@@ -333,6 +333,12 @@ class FunctionModel(_SearchingModel):
 
     def __init__(self, function: Function, *, usage: Usage | None = None) -> None:
         super().__init__(usage)
+        if not callable(function):
+            # Refused here: it failed at the run's first request ('str' object is not callable).
+            raise TypeError(
+                f"FunctionModel(function) takes a function of the request, got {function!r}; "
+                "for replies scripted in advance use ScriptedModel([...])"
+            )
         self.function = function
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

@@ -167,6 +167,7 @@ async def test_running_out_of_script_is_a_clear_failure() -> None:
         (lambda: ScriptedModel([[]]), "step 0 of the script is an empty list of calls"),
         (lambda: Search("analyze", limit=0), r"limit=0\): the limit is how many tools"),
         (lambda: Call("records.lookup", {"id": object()}), "'records.lookup'.* are not JSON"),
+        (lambda: FunctionModel(["done"]), r"takes a function of the request, got \['done'\]"),
     ],
 )
 def test_a_script_of_the_wrong_types_is_refused_when_written(make: Any, message: str) -> None:
