@@ -51,11 +51,15 @@ def _openai_input(item: Mapping[str, Any]) -> str:
 def summarize_openai(request: httpx2.Request) -> dict[str, Any]:
     """What a Responses API request asks: path, model, tool names, the input items."""
     body = json.loads(request.content)
+    items = body.get("input", [])
+    # The API takes a bare string as one user message (`responses.create(input="...")`): it
+    # was read as items, one per character, and the player failed with AttributeError.
+    summary = [f"user: {items}"] if isinstance(items, str) else [_openai_input(i) for i in items]
     return {
         "path": request.url.path,
         "model": body.get("model"),
         "tools": [tool.get("name") or tool["type"] for tool in body.get("tools", [])],
-        "input": [_openai_input(item) for item in body.get("input", [])],
+        "input": summary,
     }
 
 

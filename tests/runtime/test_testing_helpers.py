@@ -273,6 +273,16 @@ async def test_inline_replies_play_through_the_real_openai_adapter() -> None:
     assert replay.requests[0]["tools"] == ["records_lookup", "records_search", "records_analyze"]
 
 
+async def test_the_sdk_client_of_a_player_takes_input_as_a_bare_string() -> None:
+    # The Responses API's shortest form: the player read the string as items and failed with
+    # AttributeError: 'str' object has no attribute 'get'.
+    replay = Recording.of("openai", openai_text("Hello.")).player()
+    response = await replay.client().responses.create(model="gpt-5.4", input="What's up?")
+    assert response.output_text == "Hello."
+    assert replay.requests[0]["input"] == ["user: What's up?"]
+    replay.assert_finished()
+
+
 @pytest.mark.parametrize("provider", ["anthropic", "anthropic-bedrock"])
 async def test_anthropic_replies_direct_and_on_bedrock(provider: Any) -> None:
     replay = Recording.of(provider, CLAUDE_TEXT).player()
