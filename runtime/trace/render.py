@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from agentgen.runtime.messages import Message
 from agentgen.runtime.model_client import ToolDefinition
@@ -128,8 +128,19 @@ def print_trace(
             _line(line, event)
             console.print(line, end="")
         else:
-            out.write("".join(control.sub("", piece) for piece, _ in _pieces(event)))
+            _write(out, "".join(control.sub("", piece) for piece, _ in _pieces(event)))
     out.flush()
+
+
+def _write(out: IO[str], text: str) -> None:
+    """Write ``text``; what the stream's encoding cannot hold (a file written in cp1252, the
+    trace's own arrows included) as Python escapes: a bare ``UnicodeEncodeError`` ended the
+    trace at the first such character."""
+    try:
+        out.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(out, "encoding", None) or "utf-8"
+        out.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
 @functools.cache

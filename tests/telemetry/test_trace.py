@@ -428,3 +428,21 @@ def test_a_trace_of_something_else_than_messages_says_what_to_pass(
 ) -> None:
     with pytest.raises(TypeError, match=message):
         events(source)  # type: ignore[arg-type]
+
+
+def test_a_trace_written_to_a_cp1252_file_escapes_what_it_cannot_encode() -> None:
+    # A Windows application redirecting its output (python app.py > run.log): the trace's own
+    # arrow raised a bare UnicodeEncodeError at the first result.
+    raw = io.BytesIO()
+    log = io.TextIOWrapper(raw, encoding="cp1252")
+    messages = [
+        Message("user", (TextPart("Météo ?"),)),
+        Message("assistant", (ToolCallPart("c1", "records.lookup", "{}"),)),
+        Message("tool", (ToolResultPart("c1", "records.lookup", '"ok"'),)),
+    ]
+    print_trace(messages, file=log)
+    assert raw.getvalue().decode("cp1252").splitlines() == [
+        "user     Météo ?",
+        "call     records.lookup {}",
+        'result   records.lookup \\u2192 "ok"',
+    ]
