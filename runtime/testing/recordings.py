@@ -193,7 +193,23 @@ class RecordedProvider:
 
         exchanges = self.recording.exchanges
         index, number = self.served, self.served + 1
-        actual = summarize(self.recording.provider, request)
+        provider = self.recording.provider
+        try:
+            actual = summarize(provider, request)
+        except (ValueError, LookupError, TypeError, AttributeError) as exc:
+            # Not a request of the API the recording holds (a GET without a body, another
+            # provider's shape): refused like any request the recording does not answer. The
+            # exception escaped into the SDK, which failed the call with a bare JSONDecodeError
+            # or "Connection error." and left `problems` empty.
+            problem = (
+                f"request {number} ({request.method} {request.url.path}) is not a request "
+                f"this {provider} recording can answer: {type(exc).__name__}: {exc}"
+            )
+            self.requests.append({"path": request.url.path, "method": request.method})
+            self.problems.append(problem)
+            return httpx2.Response(
+                400, json={"error": {"type": "invalid_request_error", "message": problem}}
+            )
         self.requests.append(actual)
         problems = [f"request {number}: {p}" for p in (self.check or _none)(index, request)]
         reply: Mapping[str, Any] | None = None

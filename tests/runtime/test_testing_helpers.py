@@ -283,6 +283,22 @@ async def test_the_sdk_client_of_a_player_takes_input_as_a_bare_string() -> None
     replay.assert_finished()
 
 
+async def test_a_request_the_player_cannot_read_is_refused_as_a_problem() -> None:
+    # A GET has no JSON body: summarising it raised inside the transport, the SDK failed the
+    # call with a bare JSONDecodeError, and `problems` stayed empty.
+    import openai
+
+    replay = Recording.of("openai", openai_text("Hello.")).player()
+    with pytest.raises(openai.BadRequestError, match="request 1 \\(GET /v1/models\\) is not a"):
+        await replay.client().models.list()
+    assert replay.problems == [
+        "request 1 (GET /v1/models) is not a request this openai recording can answer: "
+        "JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
+    ]
+    with pytest.raises(RecordingError, match="GET /v1/models"):
+        replay.assert_finished()
+
+
 @pytest.mark.parametrize("provider", ["anthropic", "anthropic-bedrock"])
 async def test_anthropic_replies_direct_and_on_bedrock(provider: Any) -> None:
     replay = Recording.of(provider, CLAUDE_TEXT).player()
