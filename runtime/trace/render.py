@@ -126,7 +126,9 @@ def print_trace(
         if "\t" in event.text:  # rich expands tabs to its tab stops, by the cells of each line
             line = text_type()
             _line(line, event)
-            console.print(line, end="")
+            with console.capture() as captured:  # written by _write, as every other line
+                console.print(line, end="")
+            _write(out, captured.get())
         else:
             _write(out, "".join(control.sub("", piece) for piece, _ in _pieces(event)))
     out.flush()

@@ -439,10 +439,13 @@ def test_a_trace_written_to_a_cp1252_file_escapes_what_it_cannot_encode() -> Non
         Message("user", (TextPart("Météo ?"),)),
         Message("assistant", (ToolCallPart("c1", "records.lookup", "{}"),)),
         Message("tool", (ToolResultPart("c1", "records.lookup", '"ok"'),)),
+        # A line with a tab is laid out by rich (its tab stops), then written the same way.
+        Message("assistant", (TextPart("a\tb →"),)),
     ]
     print_trace(messages, file=log)
     assert raw.getvalue().decode("cp1252").splitlines() == [
         "user     Météo ?",
         "call     records.lookup {}",
         'result   records.lookup \\u2192 "ok"',
+        "answer   a      b \\u2192",
     ]
