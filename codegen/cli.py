@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
-from agentgen.codegen.exits import EXIT_BUG, EXIT_INVALID, unusable
+from agentgen.codegen.exits import EXIT_BUG, EXIT_INTERRUPTED, EXIT_INVALID, unusable
 from agentgen.codegen.registry_command import registry
 from agentgen.codegen.trace_command import trace
 from agentgen.codegen.worker_cli import worker
@@ -180,6 +180,10 @@ class _Commands(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except KeyboardInterrupt:
+            # Not click's "Aborted!" with exit 1, which a script reads as an invalid design.
+            click.echo("interrupted", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:
             # The reader went away (`agentgen ... | head`): not a bug, nothing more to say.
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 the design is invalid or its own code raised; 2 a file or address the
 command was given cannot be used (missing, unreadable, in use), the installed search stemmer
-cannot be used, or the command line is wrong; 3 a bug in agentgen.
+cannot be used, or the command line is wrong; 3 a bug in agentgen; 130 interrupted (Ctrl-C), as
+shells report a command SIGINT ended.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from typing import NoReturn
 
 import click
 
-__all__ = ["EXIT_BUG", "EXIT_INVALID", "EXIT_UNUSABLE", "unusable"]
+__all__ = ["EXIT_BUG", "EXIT_INTERRUPTED", "EXIT_INVALID", "EXIT_UNUSABLE", "unusable"]
 
 EXIT_INVALID = 1
 EXIT_UNUSABLE = 2
 EXIT_BUG = 3
+#: Ctrl-C: click's "Aborted!" exited 1, which says "the design is invalid" to a script.
+EXIT_INTERRUPTED = 130
 
 
 def unusable(message: str) -> NoReturn:

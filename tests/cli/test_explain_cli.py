@@ -371,3 +371,27 @@ def test_missing_tiktoken_still_gives_bytes(monkeypatch: pytest.MonkeyPatch) -> 
 def test_design_errors_exit_1() -> None:
     code, _, err = run(str(ROOT / "tests/designs_with_errors/deferred.py"))
     assert code == 1 and "design error" in err
+
+
+def test_what_a_design_prints_goes_to_standard_error(tmp_path: Path) -> None:
+    # explain --json is read by tools: a design's own print on standard output broke its JSON.
+    design = tmp_path / "design.py"
+    design.write_text(
+        'print("loading the shop design")\n'
+        "from pydantic import BaseModel\n"
+        "from agentgen.dsl import Agent, Args, Return, Service, Tool, Toolset, Use\n"
+        "class Query(BaseModel):\n"
+        "    q: str\n"
+        "class Found(BaseModel):\n"
+        "    ids: list[str]\n"
+        "def orders() -> None:\n"
+        '    Tool("find_order", "Find an order.", lambda: (Args(Query), Return(Found)))\n'
+        'Orders = Toolset("orders", orders)\n'
+        'with Service("shop"):\n'
+        '    Agent("support", "Answers questions.", lambda: Use(Orders))\n'
+    )
+    code, out, err = run(str(design), "--json")
+    assert code == 0, err
+    assert "loading the shop design" in err
+    assert "loading the shop design" not in out
+    assert [a["id"] for a in json.loads(out)["agents"]] == ["shop.support"]

@@ -211,3 +211,14 @@ def test_top_level_help_shows_every_command_summary_uncut() -> None:
         summary = (command.help or "").split("\n\n")[0]
         summary = " ".join(summary.split())
         assert summary and summary in text, f"{command.name}: {summary!r} is cut"
+
+
+@pytest.mark.parametrize("command", ["validate", "gen"])
+def test_ctrl_c_exits_130_not_the_invalid_designs_1(tmp_path: Path, command: str) -> None:
+    # click's "Aborted!" exited 1, which a script reads as "the design is invalid".
+    design = tmp_path / "design.py"
+    design.write_text("raise KeyboardInterrupt\n")
+    code, out, err = run(command, str(design))
+    assert code == 130
+    assert err.strip() == "interrupted"
+    assert "Aborted" not in err + out
