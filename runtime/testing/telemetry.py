@@ -82,11 +82,20 @@ def record_telemetry() -> TelemetryRecorder:
     first ones it is given): install this before anything else does.
     """
     from opentelemetry import metrics, trace
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ModuleNotFoundError as exc:  # agentgen itself needs the API only
+        raise ModuleNotFoundError(
+            f"record_telemetry records through the OpenTelemetry SDK, which is not installed "
+            f"({exc}): pip install 'agentgen[otel]' (or opentelemetry-sdk) in the test "
+            "environment",
+            name=exc.name,
+        ) from None
 
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -464,3 +465,17 @@ def test_a_local_registry_that_cannot_start_says_why(tmp_path: Path) -> None:
     # uvicorn logged the store's error and exited 3: the RuntimeError said "did not start: 3".
     with pytest.raises(RuntimeError, match=r"did not start: StoreError: .*registry\.db"):
         LocalRegistry(f"sqlite:{junk}", start_timeout=20)
+
+
+def test_record_telemetry_without_the_sdk_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # agentgen needs the OpenTelemetry API only: without the SDK the recorder raised a bare
+    # "No module named 'opentelemetry.sdk'" that did not say what to install.
+    from agentgen.runtime.testing import record_telemetry
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.metrics", None)
+    with pytest.raises(ModuleNotFoundError) as missing:
+        record_telemetry.__wrapped__()  # past the cache: another test may have installed it
+    assert "pip install 'agentgen[otel]'" in str(missing.value)
+    assert missing.value.name == "opentelemetry.sdk.metrics"
