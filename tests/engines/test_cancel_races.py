@@ -31,6 +31,7 @@ from temporalio.client import (
 
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.engines.temporal import TemporalEngine
+from agentgen.runtime.engines.temporal import client as client_module
 from agentgen.runtime.messages import Message
 from agentgen.runtime.runs.requests import RunRequest
 from tests.engines.conftest import FAST, Harness
@@ -181,3 +182,35 @@ async def test_a_caller_cancelled_while_its_start_fails_leaves_the_run_of_that_i
     events = [event.event_type async for event in other.fetch_history_events()]
     await other.terminate("test over")
     assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in events
+
+
+#: Far past the start wait the tests set, and never reached unless the wait is unbounded.
+_GUARD = 60.0
+
+
+@pytest.mark.parametrize("caller", ["run", "start"])
+async def test_a_caller_cancelled_while_the_server_does_not_answer_its_start_is_not_held(
+    durable: Harness, caller: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The withdrawal waited for the start request to be answered without bound: a caller
+    cancelled (an ``asyncio.timeout`` around ``run``) while the server did not answer was held
+    as long as it did not. The caller now waits at most ``START_WAIT``; the run is still
+    cancelled once its start is answered."""
+    monkeypatch.setattr(client_module, "START_WAIT", 0.1)
+    held = _HeldStarts()
+    rt, engine = _runtime(durable, held)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id=f"mute-{uuid.uuid4().hex}")
+    calls = {"run": lambda: rt.run(request), "start": lambda: engine.start(rt, request)}
+    calling = asyncio.ensure_future(calls[caller]())
+    await held.in_flight.wait()
+    calling.cancel()
+    await asyncio.wait({calling}, timeout=_GUARD)
+    assert calling.done()  # it was held until the start was answered, which it never was
+    with pytest.raises(asyncio.CancelledError):
+        await calling
+    assert not held.cancel_sent.is_set()  # not sent ahead of the start: it would find no run
+    held.release.set()  # the server answers at last
+    assert held.started is not None
+    await held.started
+    await asyncio.gather(*engine._withdrawing)  # the cancellation follows the start
+    assert await _cancel_requested(durable, request.run_id)

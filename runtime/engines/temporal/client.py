@@ -261,10 +261,29 @@ class TemporalEngine:
         caller may have been cancelled while it was in flight). The request goes out even if
         the caller is cancelled again meanwhile; a run that already ended has nothing to
         cancel, and a start that failed (``run_id`` may then be another caller's run) leaves
-        nothing to cancel. False when the request failed (logged): the run goes on."""
+        nothing to cancel. False when the request failed (logged): the run goes on.
+
+        The caller waits for the start at most :data:`START_WAIT`, as every other call about
+        a starting run does: a server that does not answer held a cancelled caller as long as
+        it did not. The cancellation then goes out without it, once the start is answered;
+        False (logged), since the caller cannot learn what the run cost."""
         request = asyncio.ensure_future(self._cancel_quietly(run_id, start))
         self._withdrawing.add(request)
         request.add_done_callback(self._withdrawing.discard)
+        await asyncio.wait({start}, timeout=START_WAIT)
+        if not start.done():
+            _LOG.warning(
+                "run %r: its caller was cancelled while its start request was in flight, and "
+                "the Temporal server at %r did not answer that request within %g s; the "
+                "caller's cancellation goes on, and the run is cancelled once the server "
+                "answers that it started it; if this process ends first, cancel it with "
+                "engine.cancel(%r)",
+                run_id,
+                self._target(),
+                START_WAIT,
+                run_id,
+            )
+            return False
         return await asyncio.shield(request)
 
     async def _cancel_quietly(self, run_id: str, start: _Start) -> bool:
