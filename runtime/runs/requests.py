@@ -109,20 +109,21 @@ class RunRequest:
     result_schema_json: str | None = None
     #: How many registry calls the run is nested in: 0 for a run no registry call started;
     #: a run started while a registry provider serves a call (an agent published as a tool)
-    #: gets that call's depth plus one when this is left 0 (``Runtime.run`` reads it from the
-    #: provider), and its child runs keep it. Its registry calls carry it, and one deeper than
-    #: ``MAX_CALL_DEPTH`` is refused.
+    #: gets that call's depth plus one (``Runtime.run`` reads it from the provider; a smaller
+    #: value given here does not lower it), and its child runs keep it. Its registry calls
+    #: carry it, and one deeper than ``MAX_CALL_DEPTH`` is refused.
     call_depth: int = field(default=0, metadata=ADDED)
 
 
 def at_call_depth(request: RunRequest) -> RunRequest:
     """``request`` nested as deep as where it is started: a run started while a registry
     provider serves a call (its executor running an agent published as a tool) is one
-    registry call deeper than that call, whether or not the executor said so."""
-    if request.call_depth:
-        return request
+    registry call deeper than that call, whether or not the executor said so. A depth the
+    request gives is kept only when it is deeper: one that is not (an executor forwarding
+    ``ToolContext.call_depth``, the served call's own depth) would keep a cycle of agents at
+    one depth, never reaching ``MAX_CALL_DEPTH``."""
     depth = nested_run_depth()
-    return replace(request, call_depth=depth) if depth else request
+    return replace(request, call_depth=depth) if depth > request.call_depth else request
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,12 @@ from agentgen.runtime.model_client import ModelRequest, ModelResponse, ToolSearc
 from agentgen.runtime.registry.client import MAX_CALL_DEPTH, ToolCallMeta
 from agentgen.runtime.runs.catalog import VersionMismatchError
 from agentgen.runtime.runs.confirmation import ConfirmationRequest
-from agentgen.runtime.runs.requests import MissingLabelsError, RunError, ToolCallIdError
+from agentgen.runtime.runs.requests import (
+    MissingLabelsError,
+    RunError,
+    RunRequest,
+    ToolCallIdError,
+)
 from agentgen.runtime.testing import METADATA_KEY, Answer, Call, ScriptedModel, Search
 from examples.company.gen.assistant.agents import reader
 from examples.records.gen.assistant.agents import assistant as assistant_agent
@@ -453,6 +458,36 @@ async def test_a_run_started_by_a_registry_call_makes_its_calls_one_deeper(
         f"toolset 'records' (registry 'company'): the call would be nested in "
         f"{MAX_CALL_DEPTH + 1} registry calls"
     )
+
+
+async def test_a_run_given_the_served_call_s_own_depth_is_still_one_deeper(
+    harness: Harness,
+) -> None:
+    """An executor that forwards the depth it was handed (``ToolContext.call_depth``, the
+    served call's own) as ``RunRequest.call_depth`` kept the run at that depth: given
+    explicitly, it won over the provider's, and agents calling each other through registries
+    so never got deeper, and never ended. The deeper of the two is the run's."""
+    registry = FakeRegistry()
+    seen: list[ToolCallMeta] = []
+
+    async def handler(tool: str, payload: Any, meta: ToolCallMeta) -> Any:
+        seen.append(meta)
+        return await echo_handler(tool, payload, meta)
+
+    registry.publish(provider_toolset(), handler)
+    rt = harness.runtime()
+    rt.register_registry("company", registry, registry)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
+    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
+    sources = Sources(toolsets=[("company", "records", "", False)])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    request = RunRequest(
+        "test.nested", (Message.user("search"),), run_id=f"fwd-{harness.kind}", call_depth=3
+    )
+    async with harness.serving(rt):
+        with serving_registry_call(3):  # the provider serves a call nested in 3
+            await rt.run(request)
+    assert [meta.call_depth for meta in seen] == [4]
 
 
 async def test_a_run_a_tool_starts_is_as_deep_as_the_run_of_the_tool(harness: Harness) -> None:
