@@ -158,6 +158,12 @@ class _Closing:
 _PASSING_REFUSALS = frozenset({408, 429})
 
 
+def _says_later(status: int) -> bool:
+    """Whether an HTTP status says to ask again later (a 5xx, or a 408 or 429 from what
+    stands between client and registry): the registry out of reach, never a protocol error."""
+    return status >= 500 or status in _PASSING_REFUSALS
+
+
 class HttpRegistryClient(_Closing):
     """A connection to one registry service; close it with :meth:`aclose` (or ``async with``)."""
 
@@ -322,7 +328,7 @@ class HttpRegistryClient(_Closing):
             except httpx2.DecodingError as exc:
                 raise self._undecodable(path, exc) from None
             else:
-                if response.status_code >= 500 or response.status_code in _PASSING_REFUSALS:
+                if _says_later(response.status_code):
                     kind = f"HTTP {response.status_code}"
                     problem = f"{kind}: {_failure_text(response)}"
                 elif response.status_code >= 400:
@@ -408,11 +414,10 @@ class HttpRegistryClient(_Closing):
         try:
             error = api.ErrorResponse.model_validate_json(response.content).error
         except ValidationError:
-            # Not the registry's words: a gateway's page. One that says "later" (a 5xx, a 408
-            # or 429; /health is not retried) is the registry out of reach, not a protocol error.
-            passing = response.status_code >= 500 or response.status_code in _PASSING_REFUSALS
+            # Not the registry's words: a gateway's page. One that says "later" (/health is
+            # not retried) is the registry out of reach, not a protocol error.
             return RegistryError(
-                "service_unavailable" if passing else "protocol_error",
+                "service_unavailable" if _says_later(response.status_code) else "protocol_error",
                 f"registry {self.name!r} answered HTTP {response.status_code}: "
                 f"{response.text[:200]}",
             )
