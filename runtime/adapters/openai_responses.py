@@ -361,7 +361,7 @@ class _Invocation:
                 text = "".join(_message_text(item, what))
                 said = TextPart(text, phase=_phase(item, what))
                 self.parts.append(said)
-                self.refused |= any(c.get("type") == "refusal" for c in item.get("content") or ())
+                self.refused |= _holds_refusal(item)
                 continuation.append(dict(item))
             elif kind == "reasoning":
                 continuation.append(item)
@@ -539,24 +539,7 @@ def _refuse_filtered(raw: Mapping[str, Any], provider: str, model: str) -> None:
     if reason not in REFUSED_STOPS:
         return
     assert reason is not None
-    output = raw.get("output")
-    kinds = (
-        [item.get("type") for item in output if isinstance(item, Mapping)]
-        if isinstance(output, list)
-        else []
-    )
-    calls, searches = kinds.count("function_call"), kinds.count("tool_search_call")
-    if calls or searches:
-        unfinished = ""
-        if searches:
-            unfinished = f"{searches} tool search{'' if searches == 1 else 'es'}"
-        raise refused_reply(
-            f"{provider}: response {raw.get('id')!r} of model {model!r}",
-            f"incomplete_details.reason {reason!r}",
-            reason,
-            calls,
-            unfinished,
-        )
+    _refuse_held_work(raw, provider, model, f"incomplete_details.reason {reason!r}", reason)
 
 
 def _refuse_refused(raw: Mapping[str, Any], provider: str, model: str) -> None:
@@ -565,35 +548,58 @@ def _refuse_refused(raw: Mapping[str, Any], provider: str, model: str) -> None:
     ``refusal`` is: the model declined the request, so nothing it asked for in the same
     response may run (nor a search be answered for it). One without either goes on with the
     stop reason ``refusal``, which the planner does not take for a finished answer."""
-    output = raw.get("output")
-    items = (
-        [item for item in output if isinstance(item, Mapping)] if isinstance(output, list) else []
-    )
     refusing = [
         item.get("id")
-        for item in items
-        if item.get("type") == "message"
-        and any(
-            isinstance(content, Mapping) and content.get("type") == "refusal"
-            for content in item.get("content") or ()
-        )
+        for item in _output_items(raw)
+        if item.get("type") == "message" and _holds_refusal(item)
     ]
-    kinds = [item.get("type") for item in items]
-    calls, searches = kinds.count("function_call"), kinds.count("tool_search_call")
-    if refusing and (calls or searches):
-        unfinished = ""
-        if searches:
-            unfinished = f"{searches} tool search{'' if searches == 1 else 'es'}"
-        shown = ", ".join(quoted(item_id) for item_id in refusing)
-        raise refused_reply(
-            f"{provider}: response {raw.get('id')!r} of model {model!r}",
-            f"a refusal content part in message {shown}",
+    if refusing:
+        _refuse_held_work(
+            raw,
+            provider,
+            model,
+            f"a refusal content part in message {', '.join(map(quoted, refusing))}",
             "refusal",
-            calls,
-            unfinished,
             cause="the model declined the request, so what it asked for in the same response "
             "is not its answer",
         )
+
+
+def _output_items(raw: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The response's output items (what is not an object is left to the reading to refuse)."""
+    output = raw.get("output")
+    return (
+        [item for item in output if isinstance(item, Mapping)] if isinstance(output, list) else []
+    )
+
+
+def _holds_refusal(item: Mapping[str, Any]) -> bool:
+    """Whether an output message holds a ``refusal`` content part."""
+    return any(
+        isinstance(content, Mapping) and content.get("type") == "refusal"
+        for content in item.get("content") or ()
+    )
+
+
+def _refuse_held_work(
+    raw: Mapping[str, Any], provider: str, model: str, stop: str, reason: str, cause: str = ""
+) -> None:
+    """Raise :func:`refused_reply` for a refused or filtered response (``stop`` shows why,
+    ``reason`` is one of :data:`REFUSED_STOPS`) when it holds function calls or tool searches,
+    none of which may run; one without either goes on."""
+    kinds = [item.get("type") for item in _output_items(raw)]
+    calls, searches = kinds.count("function_call"), kinds.count("tool_search_call")
+    if not (calls or searches):
+        return
+    unfinished = f"{searches} tool search{'' if searches == 1 else 'es'}" if searches else ""
+    raise refused_reply(
+        f"{provider}: response {raw.get('id')!r} of model {model!r}",
+        stop,
+        reason,
+        calls,
+        unfinished,
+        cause=cause,
+    )
 
 
 def _message_text(item: Mapping[str, Any], what: str) -> Iterator[str]:
