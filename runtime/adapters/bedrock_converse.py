@@ -67,24 +67,27 @@ from agentgen.runtime.model_client import (
 from agentgen.runtime.telemetry.spans import model_response
 from agentgen.runtime.visible import quoted
 
-__all__ = ["ERROR_STATUS_MODELS", "REASONING_KEY", "BedrockConverseModel"]
+__all__ = ["ERROR_STATUS_MODELS", "REASONING_KEY", "REASONING_MODEL_KEY", "BedrockConverseModel"]
 
 _PROVIDER = "bedrock converse"
 
 #: The metadata key of a reply's ``reasoningContent`` blocks::
 #:
-#:     {"version": 2, "model": "<model ID of the request>",
+#:     {"version": 1,
 #:      "blocks": [{"at": 0, "block": {"reasoningText": {"text": "...", "signature": "..."}}},
 #:                 {"at": 1, "block": {"redactedContent": "<base64>"}}]}
 #:
 #: ``at`` anchors each block between the message's parts (see :mod:`.anchors`); a block is
 #: the ``reasoningContent`` value as Converse gave it, its ``redactedContent`` bytes as
-#: base64 text (JSON has no bytes). ``model`` is the model ID the request gave, the only one
-#: the blocks are replayed to. Version 1 records (without ``model``, stored before it was
-#: recorded) are replayed to whichever model, as they were.
+#: base64 text (JSON has no bytes).
 REASONING_KEY = "bedrock_converse.reasoning"
-_REASONING_VERSION = 2
-_REASONING_VERSIONS = {1: {"version", "blocks"}, 2: {"version", "model", "blocks"}}
+#: The metadata key of the model ID the request that produced a message's reasoning gave: the
+#: only model the blocks are replayed to. Beside the record, not in it: every agentgen refuses
+#: a record of another shape, and a worker of the release before, planning the next turn of a
+#: durable run that a newer one planned, failed the run on it. A message stored without it
+#: (before it was recorded) has its reasoning replayed to whichever model, as it was.
+REASONING_MODEL_KEY = "bedrock_converse.reasoning_model"
+_REASONING_VERSION = 1
 
 
 #: Model ID patterns (``fnmatch`` syntax) of the models whose tool results may carry
@@ -303,9 +306,10 @@ def _block(what: str, part: Part, names: NameMap, error_status: bool) -> dict[st
 
 
 def _read_reasoning(what: str, message: Message) -> tuple[str | None, list[Anchored]]:
-    """The model that produced the reasoning stored with a message (:data:`REASONING_KEY`;
-    None for a version 1 record, which does not say) and its blocks, checked, so that a
-    damaged record is refused naming the message rather than by botocore's validation."""
+    """The model that produced the reasoning stored with a message (:data:`REASONING_MODEL_KEY`;
+    None for a message stored before it was recorded) and its blocks (:data:`REASONING_KEY`),
+    checked, so that a damaged record is refused naming the message rather than by botocore's
+    validation."""
     stored = message.metadata.get(REASONING_KEY)
     if stored is None:
         return None, []
@@ -314,21 +318,18 @@ def _read_reasoning(what: str, message: Message) -> tuple[str | None, list[Ancho
         raise HistoryReplayError(f"{where}: only assistant messages carry reasoning")
     if not isinstance(stored, dict):
         raise HistoryReplayError(f"{where} must be an object, got {type(stored).__name__}")
-    version = stored.get("version")
-    keys = None
-    if isinstance(version, int) and not isinstance(version, bool):
-        keys = _REASONING_VERSIONS.get(version)
-    if keys is None:
-        versions = " or ".join(map(str, _REASONING_VERSIONS))
-        raise HistoryReplayError(f"{where} must be version {versions}, got {version!r}")
-    if set(stored) != keys:
+    if stored.get("version") != _REASONING_VERSION:
         raise HistoryReplayError(
-            f"{where} (version {version}) must be an object with exactly "
-            f"{', '.join(map(repr, sorted(keys)))}"
+            f"{where} must be version {_REASONING_VERSION}, got {stored.get('version')!r}"
         )
-    model = stored.get("model")
-    if "model" in keys and (not isinstance(model, str) or not model):
-        raise HistoryReplayError(f"{where}: 'model' must be the model ID that produced it")
+    if set(stored) != {"version", "blocks"}:
+        raise HistoryReplayError(f"{where} must be an object with exactly 'blocks', 'version'")
+    model = message.metadata.get(REASONING_MODEL_KEY)
+    if REASONING_MODEL_KEY in message.metadata and (not isinstance(model, str) or not model):
+        raise HistoryReplayError(
+            f"{what}: metadata {REASONING_MODEL_KEY!r} must be the model ID that produced the "
+            f"message's reasoning, got {model!r}"
+        )
     blocks = read_anchored(stored["blocks"], "block", len(message.parts), f"{where}.blocks")
     for position, (_, block) in enumerate(blocks):
         _wire_reasoning(block, f"{where}.blocks[{position}].block")
@@ -453,11 +454,8 @@ def _decode(
     metadata: dict[str, Any] = {}
     if reasoning:
         blocks = [{"at": at, "block": block} for at, block in reasoning]
-        metadata[REASONING_KEY] = {
-            "version": _REASONING_VERSION,
-            "model": request.model,
-            "blocks": blocks,
-        }
+        metadata[REASONING_KEY] = {"version": _REASONING_VERSION, "blocks": blocks}
+        metadata[REASONING_MODEL_KEY] = request.model
     return ModelResponse(Message("assistant", tuple(parts), metadata), usage, stop_reason)
 
 
