@@ -172,23 +172,49 @@ class _Checkpointer:
         self.thread.join()
 
 
+#: The files a store of this process owns, by device and inode: a second store of the same
+#: file in this process is refused without opening it (see :func:`_own`).
+_OWNED: set[tuple[int, int]] = set()
+
+
 def _own(path: str) -> int:
     """Claim the database file for this process (an exclusive ``flock``, released when the
     process dies): wake-ups are in process, so a second registry on the same file would
     serve, and its waiters would sleep through what the first one commits. ``flock`` does not
     touch SQLite's own (POSIX) locks; the descriptor is closed only after SQLite's, since
-    closing any descriptor of a file drops the process's POSIX locks on it."""
+    closing any descriptor of a file drops the process's POSIX locks on it. For that same
+    reason a file a store of this process owns is refused before a descriptor of it is
+    opened: closing it would drop the serving store's locks (among them the shared lock by
+    which a connection closing last knows not to checkpoint and delete the log under it)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        stat = None
+    if stat is not None and (stat.st_dev, stat.st_ino) in _OWNED:
+        raise StoreError(_TAKEN)
     owner = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(owner)
-        raise StoreError(
-            "another registry has it open, and a SQLite store belongs to one registry process: "
-            "stop the other one, or share a Redis store between registries (--store "
-            "redis://HOST:PORT/DB)"
-        ) from None
+        raise StoreError(_TAKEN) from None
+    held = os.fstat(owner)
+    _OWNED.add((held.st_dev, held.st_ino))
     return owner
+
+
+def _disown(owner: int) -> None:
+    """Let go of a file :func:`_own` claimed (after SQLite closed its own descriptors)."""
+    held = os.fstat(owner)
+    _OWNED.discard((held.st_dev, held.st_ino))
+    os.close(owner)
+
+
+_TAKEN = (
+    "another registry has it open, and a SQLite store belongs to one registry process: "
+    "stop the other one, or share a Redis store between registries (--store "
+    "redis://HOST:PORT/DB)"
+)
 
 
 def _create_private(path: str) -> None:
@@ -391,7 +417,7 @@ class SQLiteStore:
             if db is not None:
                 db.close()
             if owner is not None:  # closed after SQLite's own descriptors (see _own)
-                os.close(owner)
+                _disown(owner)
             cause = None if isinstance(exc, StoreError) else exc
             raise StoreError(f"cannot open registry store {self.description}: {exc}") from cause
         self._db, self._loop, self._owner = db, asyncio.get_running_loop(), owner
@@ -410,7 +436,7 @@ class SQLiteStore:
         self._db, self._loop = None, None
         db.close()
         if self._owner is not None:  # closed after SQLite's own descriptors (see _own)
-            os.close(self._owner)
+            _disown(self._owner)
             self._owner = None
 
     async def now_ms(self) -> int:

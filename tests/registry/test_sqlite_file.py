@@ -125,3 +125,50 @@ async def test_a_file_sqlite_cannot_put_in_wal_mode_is_refused_at_start(
         await store.transact(["k"], lambda values, now: Change(None))
     finally:
         await store.close()
+
+
+#: Another process asking whether this one holds any POSIX lock on the file (SQLite's locks
+#: are POSIX locks): it tries to lock the whole file for writing without waiting.
+_PROBE = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 0, 0)
+    print("unlocked")
+except OSError:
+    print("locked")
+"""
+
+
+def _locked(path: Path) -> bool:
+    answer = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(path)], capture_output=True, text=True, check=True
+    )
+    return answer.stdout.strip() == "locked"
+
+
+async def test_a_second_store_refused_in_the_serving_process_leaves_its_locks_alone(
+    tmp_path: Path,
+) -> None:
+    """The refused store opened a descriptor of the file to claim it, and closed it: closing
+    any descriptor of a file drops every POSIX lock the process holds on it, SQLite's own
+    included. The serving store lost the shared lock WAL mode keeps on the database file, by
+    which a connection closing last (a ``sqlite3`` shell, a backup) knows not to checkpoint
+    and delete the write-ahead log under it."""
+    path = tmp_path / "registry.db"
+    serving = SQLiteStore(str(path))
+    await serving.open()
+    try:
+        await serving.get("k")
+        assert _locked(path)  # SQLite's shared lock, held while connected in WAL mode
+        with pytest.raises(StoreError) as refused:
+            await SQLiteStore(str(path)).open()
+        assert str(refused.value).startswith(
+            f"cannot open registry store sqlite:{path}: another registry has it open"
+        )
+        assert _locked(path)
+    finally:
+        await serving.close()
+    again = SQLiteStore(str(path))  # closed, the file is free for the next store
+    await again.open()
+    await again.close()
