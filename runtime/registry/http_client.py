@@ -45,6 +45,7 @@ from agentgen.runtime.registry.client import (
 )
 from agentgen.runtime.registry.client_options import bearer_token_problem, checked_wait_ms
 from agentgen.runtime.telemetry.spans import registry_retry
+from agentgen.runtime.visible import visible
 
 if TYPE_CHECKING:
     import httpx2
@@ -418,8 +419,10 @@ class HttpRegistryClient(_Closing):
             # not retried) is the registry out of reach, not a protocol error.
             return RegistryError(
                 "service_unavailable" if _says_later(response.status_code) else "protocol_error",
-                f"registry {self.name!r} answered HTTP {response.status_code}: "
-                f"{response.text[:200]}",
+                f"registry {self.name!r} at {self.shown_url} answered "
+                f"{_api_path(response.request.url.path)} with HTTP {response.status_code} and "
+                f"a body that is no registry error (a proxy's or another service's page; check "
+                f"the URL and what stands between): {visible(response.text[:200])}",
             )
         if error.code in ("unauthenticated", "forbidden"):
             # A token problem is the configuration of one registry's client: say which one.
@@ -962,3 +965,8 @@ def connect_registries(
     for wanted, client in made.values():
         _register(rt, wanted, client)
     return RegistryConnections([client for _, client in made.values()])
+
+
+def _api_path(path: str) -> str:
+    """The request's path as the client's other messages name it (``/toolsets/list``)."""
+    return path.split(api.API_PREFIX, 1)[-1] if api.API_PREFIX in path else path

@@ -357,3 +357,21 @@ async def test_a_gateways_ask_again_later_is_retried_not_a_protocol_error(status
         with pytest.raises(RegistryError) as unhealthy:
             await client.health()
         assert unhealthy.value.code == "service_unavailable"
+
+
+async def test_a_page_that_is_no_registry_error_names_the_url_and_the_request() -> None:
+    # "registry 'company' answered HTTP 404: <html>..." said neither where nor what was asked.
+    def other_service(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(404, text="<html>\n<h1>Not Found</h1></html>")
+
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1", name="company", transport=httpx2.MockTransport(other_service)
+    ) as client:
+        with pytest.raises(RegistryError) as refused:
+            await client.list_toolsets()
+    assert refused.value.code == "protocol_error"
+    assert refused.value.message == (
+        "registry 'company' at http://127.0.0.1:1 answered /toolsets/list with HTTP 404 and a "
+        "body that is no registry error (a proxy's or another service's page; check the URL and "
+        "what stands between): <html>\\x0a<h1>Not Found</h1></html>"
+    )
