@@ -27,7 +27,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MappingView
 from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
@@ -99,7 +99,7 @@ def _cost(value: Any) -> int:
     serialising it costs one operation per 32 characters of text or per 4 items."""
     if isinstance(value, str):
         return len(value) >> 5
-    if isinstance(value, list | tuple | dict):
+    if isinstance(value, list | tuple | dict | MappingView):
         return len(value) >> 2
     return 0
 
@@ -125,9 +125,19 @@ def _compared(value: Any) -> Any:
     if type(value) is float:
         return Decimal(repr(value)) if math.isfinite(value) else value
     if isinstance(value, list | tuple) and any(type(item) is float for item in value):
-        return [_compared(item) if type(item) is float else item for item in value]
+        items = [_compared(item) if type(item) is float else item for item in value]
+        # A tuple stays one: it orders against other tuples and hashes, as the ordering
+        # filters' keys must (``[(1, 0.5), (1, 2)] | sort`` raised TypeError: tuple < list).
+        return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, dict) and any(type(key) is float for key in value):
         return {(_compared(k) if type(k) is float else k): v for k, v in value.items()}
+    if isinstance(value, MappingView):
+        # ``keys()``, ``values()``, ``items()`` of a dict, read as the list or dict they view:
+        # ``amount in prices.values()`` compared each float price by its binary value, and
+        # ``0.1 in d.keys()`` was false for a key 0.1 (the left 0.1 read as written, the
+        # keys not).
+        # Each item as comparisons read it: an item of ``items()`` is a (key, value) tuple.
+        return [_compared(item) for item in value]
     if isinstance(value, Iterator):
         return _compared_items(value)
     return value

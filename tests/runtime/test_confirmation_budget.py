@@ -412,3 +412,28 @@ def test_exact_numbers_are_written_as_numbers(template: str, shown: str) -> None
         '"lines": [{"sku": "a", "price": 9.5}, {"sku": "b", "price": 0.10}]}'
     )
     assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
+
+
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
+        # A tuple with a float item was read as a list: it no longer ordered against other
+        # tuples nor hashed, and the ordering filters raised TypeError on tuples Jinja orders.
+        ("{{ [(1, 0.5), (1, 2)] | sort }}", "[(1, 0.5), (1, 2)]"),
+        ("{{ [(1, 0.5), (1, 0.5)] | unique | list }}", "[(1, 0.5)]"),
+        ("{{ [(1, 0.5), (2, 1)] | max }} {{ [(2, 1), (1, amount)] | min }}", "(2, 1) (1, 0.1)"),
+        ("{{ {'a': (1, 0.5), 'b': (1, 2)} | dictsort(by='value') | map('first') | join }}", "ab"),
+        ("{{ (1, 0.5) < (2, 1) }} {{ (1, amount) == (1, 0.1) }}", "True True"),
+        # A dict's keys(), values() and items() are read as what they view: a float in them
+        # was compared by its binary value (0.1 was not in d.keys() for a key 0.1).
+        ("{{ 0.1 in {0.1: 'low'}.keys() }} {{ amount in {0.1: 'low'}.keys() }}", "True True"),
+        ("{{ amount in {'low': 0.1}.values() }} {{ 0.2 in {'low': 0.1}.values() }}", "True False"),
+        ("{{ ('low', amount) in {'low': 0.1}.items() }}", "True"),
+    ],
+)
+def test_tuples_and_dict_views_compare_exact_numbers_with_floats_as_written(
+    template: str, shown: str
+) -> None:
+    codec = SchemaCodec({"type": "object", "properties": {"amount": {"type": "number"}}}, TOOL)
+    arguments = codec.decode_arguments('{"amount": 0.1}')
+    assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
