@@ -21,7 +21,7 @@ from agentgen.codegen.builders.names import (
     subset_executor_class,
 )
 from agentgen.codegen.builders.owners import Ownership, assign_owners, toolset_kind
-from agentgen.codegen.builders.toolsets import build_toolset, tool_declaration
+from agentgen.codegen.builders.toolsets import declared_toolset
 from agentgen.codegen.builders.types import TypeAnalysis, analyze_types
 from agentgen.codegen.generation_model import ToolsetModel
 from agentgen.codegen.policy_rules import policy_errors
@@ -99,12 +99,12 @@ def _declaration_errors(
         owner = ownership.owner(toolset)
         if toolset.is_registry or owner is None:
             continue
-        model = build_toolset(toolset, owner, types.of(toolset))
+        model, declarations = declared_toolset(toolset, owner, types.of(toolset))
         built[id(toolset)] = model
-        for tool in model.tools:
+        for tool, declaration in zip(model.tools, declarations, strict=True):
             expr = toolset.tool(tool.name)
             try:
-                ToolSchema.model_validate(tool_declaration(tool))
+                ToolSchema.model_validate(declaration)
             except ValidationError as exc:
                 assert expr is not None
                 yield DesignError(expr.loc, expr.where(), _refused(q(tool.id), exc))

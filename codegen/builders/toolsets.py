@@ -18,11 +18,20 @@ from agentgen.runtime.contracts.specs import BoundsSpec, ConfirmationSpec, Pagin
 from agentgen.runtime.contracts.wire import tool_schema_json
 from agentgen.runtime.search.document import search_document
 
-__all__ = ["build_toolset", "tool_declaration"]
+__all__ = ["build_toolset", "declared_toolset", "tool_declaration"]
 
 
 def build_toolset(expr: ToolsetExpr, owner: ServiceExpr, types: ToolsetTypes) -> ToolsetModel:
     """The model of a toolset whose every type was checked (``types`` has each tool)."""
+    return declared_toolset(expr, owner, types)[0]
+
+
+def declared_toolset(
+    expr: ToolsetExpr, owner: ServiceExpr, types: ToolsetTypes
+) -> tuple[ToolsetModel, list[dict[str, Any]]]:
+    """The model of a toolset, and the registry declaration of each of its tools (wire JSON,
+    in the order of ``model.tools``): the model's fingerprint is computed from them, and the
+    checker validates them; computed once for both (they are half the cost of building)."""
     registration = registration_name(owner.name, expr.name)
     kind: ToolsetKind = toolset_kind(expr)  # type: ignore[assignment]
     exporter = expr.parent
@@ -35,10 +44,11 @@ def build_toolset(expr: ToolsetExpr, owner: ServiceExpr, types: ToolsetTypes) ->
     tools = tuple(
         _tool(expr, tool, types.tools[tool.name], partners, exporter_id) for tool in expr.tools
     )
-    declaration = {"name": registration, "tools": [tool_declaration(t) for t in tools]}
+    declarations = [tool_declaration(t) for t in tools]
+    declaration = {"name": registration, "tools": declarations}
     module = types.module
     source = expr.source
-    return ToolsetModel(
+    model = ToolsetModel(
         name=expr.name,
         service=owner.name,
         registration_name=registration,
@@ -61,6 +71,7 @@ def build_toolset(expr: ToolsetExpr, owner: ServiceExpr, types: ToolsetTypes) ->
         publish_to=tuple(registry.name for registry, _ in expr.publish_to),
         types_module=types.types_module,
     )
+    return model, declarations
 
 
 def _tool(

@@ -10,7 +10,12 @@ when the provider started, or when an unpublished toolset's declarations were as
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from agentgen.codegen.builders import toolsets as toolset_builder
+from agentgen.codegen.pipeline import model_of
 from tests.codegen.helpers import generated_module
 from tests.conftest import DesignRunner
 
@@ -118,3 +123,37 @@ with Service("svc"):
             ]
             assert declarations.schema_fingerprint() == declarations.SCHEMA_FINGERPRINT
     assert full.tools[0].description == "Ask\r\nme."
+
+
+def test_each_tool_declaration_is_built_once_for_the_check_and_the_model(
+    designs: DesignRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The checker validates every tool's declaration and the model fingerprints the same
+    # declarations: each was built twice, the larger part of what checking every toolset
+    # added to `agentgen validate` of a design of thousands of tools.
+    built: list[str] = []
+    declaration = toolset_builder.tool_schema_json
+
+    def counted(**fields: Any) -> dict[str, Any]:
+        built.append(fields["tool_id"])
+        return declaration(**fields)
+
+    monkeypatch.setattr(toolset_builder, "tool_schema_json", counted)
+    design = designs.write(
+        """
+with Toolset("notes") as Notes:
+    Tool("add", "Add a note.")
+    Tool("remove", "Remove a note.")
+with Service("svc"):
+    with Agent("a", "A."):
+        Use(Notes)
+        Export("ask", lambda: Tool("ask", "Ask me."))
+"""
+    )
+    model = model_of(design)
+    assert sorted(built) == ["ask.ask", "notes.add", "notes.remove"]
+    (service,) = model.services
+    assert {toolset.name: len(toolset.fingerprint) for toolset in service.toolsets} == {
+        "notes": 64,
+        "ask": 64,
+    }
