@@ -52,14 +52,21 @@ def _reads_registries(agent: AgentExpr) -> bool:
 
 
 def _lost_tools(agent: AgentExpr) -> bool:
-    """Whether a toolset the agent uses lost tools to refused declarations (reported): a
-    clause naming a tag only they carry, or hiding every tool that is left, would otherwise be
-    reported as a mistake of its own."""
-    return any(
-        isinstance(use.target, ToolsetExpr)
-        and (use.target.rejected_tools > 0 or use.target.body_rejected)
-        for use in agent.uses
-    )
+    """Whether the agent uses tools lost to refused declarations (reported): a clause naming a
+    tag only they carry, or hiding every tool that is left, would otherwise be reported as a
+    mistake of its own. A ``Use`` that selects tools by name lost one only when it names a
+    refused one: the others it selects are all there, and its policy is checked as usual."""
+    for use in agent.uses:
+        target = use.target
+        if not isinstance(target, ToolsetExpr):
+            continue
+        if target.body_rejected:
+            return True
+        if target.rejected_tools and (
+            not use.subset or any(ref.name in target.rejected_names for ref in use.subset)
+        ):
+            return True
+    return False
 
 
 def _tools(agent: AgentExpr) -> list[tuple[str, tuple[str, ...]]]:

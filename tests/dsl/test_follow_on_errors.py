@@ -213,3 +213,33 @@ with Toolset("records") as Records:
         "Description text cannot be empty",
         'description of toolset "records" is already set',
     )
+
+
+def test_a_policy_over_tools_selected_by_name_is_checked_beside_a_refused_tool(
+    designs: DesignRunner,
+) -> None:
+    # A refused tool of the toolset silenced every policy check of every agent using it, also
+    # of one that selects only tools that are there: its policy hid them all, unreported.
+    designs.check(
+        """
+with Toolset("records") as Records:
+    Tool("search", "Search.", lambda: Tags("read"))
+    Tool("Lost", "Lost.", lambda: Tags("write"))  # <-
+with Service("svc"):
+    with Agent("a", "A."):
+        Use(Records, lambda: Tool("search"))
+        RunPolicy(lambda: DenyTags("read"))  # <-
+    with Agent("b", "B."):
+        Use(Records, lambda: Tool("search"))
+        RunPolicy(lambda: AllowTags("wrte"))  # <-
+    with Agent("c", "C."):
+        Use(Records)
+        RunPolicy(lambda: AllowTags("write"))
+    with Agent("d", "D."):
+        Use(Records, lambda: (Tool("search"), Tool("Lost")))
+        RunPolicy(lambda: AllowTags("write"))
+""",
+        'tool name "Lost" must be a lower snake_case identifier',
+        'the RunPolicy of agent "svc.a" hides every tool the agent uses',
+        'AllowTags names tag "wrte", which no tool of agent "svc.b" carries (their tags: read)',
+    )
