@@ -637,7 +637,8 @@ def _written_items(value: Any, depth: int) -> Any:
         return value
     if kind is list:
         return [_written_items(item, depth - 1) for item in value]
-    if kind is tuple:
+    if isinstance(value, tuple):
+        # ``groupby``'s groups are tuples of their own type, written as plain tuples.
         return tuple(_written_items(item, depth - 1) for item in value)
     if kind is dict:
         return {

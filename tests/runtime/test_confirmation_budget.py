@@ -387,6 +387,8 @@ def test_in_over_an_iterator_compares_exact_numbers_with_floats_as_written(
         ("{{ 'lines: ' ~ lines[1] }}", "lines: {'sku': 'b', 'price': 0.10}"),
         # As written, trailing zeros and all; exponents beyond twenty digits stay exponents.
         ("{{ lines[1].price }} {{ tiny }} {{ huge }}", "0.10 0.0000001 1E+40"),
+        # groupby's groups are tuples of their own type: they wrote Decimal('9.5').
+        ("{{ lines | groupby('price') | first }}", "(0.10, [{'sku': 'b', 'price': 0.10}])"),
         # Floats and other values as before.
         ("{{ [0.5, 1e40, none, true, 'x'] }}", "[0.5, 1e+40, None, True, 'x']"),
     ],
