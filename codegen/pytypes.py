@@ -104,14 +104,19 @@ def _docstring(doc: str | None) -> str | None:
     return cleaned or doc
 
 
+def int_literal(value: int) -> str:
+    """A Python literal of an integer: ``repr``, or hexadecimal for one too long for ``repr``
+    (over ``sys.get_int_max_str_digits()`` digits, which raises ValueError)."""
+    try:
+        return repr(value)
+    except ValueError:
+        return hex(value)
+
+
 def _scalar(value: str | int | bool | None) -> str:
-    """``repr`` of a string, an integer, a boolean or None; an integer too long for ``repr``
-    (over ``sys.get_int_max_str_digits()`` digits, which raises ValueError) in hexadecimal."""
+    """``repr`` of a string, an integer (:func:`int_literal`), a boolean or None."""
     if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return repr(value)
-        except ValueError:
-            return hex(value)
+        return int_literal(value)
     return repr(value)
 
 

@@ -23,6 +23,7 @@ from agentgen.codegen.generation_model import (
     ToolsetModel,
     TypeRef,
 )
+from agentgen.codegen.pytypes import int_literal
 from agentgen.codegen.stamp import PLACEHOLDER, ROOT_DOC
 from agentgen.runtime.visible import escape
 
@@ -54,7 +55,9 @@ def py(value: Any) -> str:
     """A Python literal for a JSON-like value, strings in double quotes (black's style)."""
     if isinstance(value, float) and not math.isfinite(value):
         return f'float("{value}")'  # repr() gives `inf`/`nan`, names Python does not have
-    if value is None or isinstance(value, bool | int | float):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int_literal(value)  # a design's count may be past repr's digit limit
+    if value is None or isinstance(value, bool | float):
         return repr(value)
     if isinstance(value, str):
         # json.dumps escapes quotes, backslashes and C0 controls as Python reads them too.

@@ -34,6 +34,16 @@ def q(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def shown_int(value: int) -> str:
+    """An integer a design passed, as an error shows it: its digits, or its size when Python
+    will not write them (over ``sys.get_int_max_str_digits()`` digits, ``str`` raises
+    ValueError: ``Retry(10**5000)`` failed as a bug in agentgen instead of being refused)."""
+    try:
+        return str(value)
+    except ValueError:
+        return f"an integer of {value.bit_length()} bits"
+
+
 def lone_surrogate(text: str) -> str | None:
     """Describes the first lone surrogate of ``text`` (half of a UTF-16 pair, as a wrongly
     decoded file or an escape like ``"\\ud800"`` leaves), or None. No UTF-8 file, JSON

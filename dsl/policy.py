@@ -6,7 +6,7 @@ from __future__ import annotations
 from agentgen.dsl.call import Call, begin, open_scope
 from agentgen.dsl.durations import Duration, parse_duration
 from agentgen.dsl.expr import AgentExpr, RunPolicyExpr, TagClauseExpr
-from agentgen.dsl.names import q
+from agentgen.dsl.names import q, shown_int
 
 
 def RunPolicy(*args: object) -> RunPolicyExpr:
@@ -27,7 +27,9 @@ def _count(call: Call, value: object, least: int, zero: str) -> int | None:
         return None
     if value < least:
         qualifier = "non-negative" if least == 0 else f"at least {least}"
-        call.error(f"{call.func} must be {qualifier}, got {value}{zero if value == 0 else ''}")
+        call.error(
+            f"{call.func} must be {qualifier}, got {shown_int(value)}{zero if value == 0 else ''}"
+        )
         return None
     return value
 

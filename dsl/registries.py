@@ -13,7 +13,7 @@ from agentgen.dsl.expr import (
     UseExpr,
     VersionExpr,
 )
-from agentgen.dsl.names import q, variable_name
+from agentgen.dsl.names import q, shown_int, variable_name
 
 #: The most retries ``Retry`` takes for one registry request. Each retry is another request
 #: the registry serves and another wait of up to ``backoff_max``: 100 retries at the default
@@ -122,14 +122,14 @@ def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration 
         call.error(f"Retry max_retries must be an integer, got {type(max_retries).__name__}")
         ok = False
     elif max_retries < 0:
-        call.error(f"Retry max_retries must be non-negative, got {max_retries}")
+        call.error(f"Retry max_retries must be non-negative, got {shown_int(max_retries)}")
         ok = False
     elif max_retries > MAX_RETRIES:
         call.error(
-            f"Retry max_retries must be at most {MAX_RETRIES}, got {max_retries}: each retry "
-            "is another request and another wait of up to backoff_max, so an outage would "
-            f"hold the request instead of failing it; give {MAX_RETRIES} or fewer (a longer "
-            "backoff_max rides out a longer outage)"
+            f"Retry max_retries must be at most {MAX_RETRIES}, got {shown_int(max_retries)}: "
+            "each retry is another request and another wait of up to backoff_max, so an "
+            "outage would hold the request instead of failing it; give "
+            f"{MAX_RETRIES} or fewer (a longer backoff_max rides out a longer outage)"
         )
         ok = False
     bounds: list[float] = []

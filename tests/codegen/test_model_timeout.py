@@ -50,3 +50,28 @@ with Service("svc"):
         with pytest.raises(ModelTimeoutError, match="model_timeout of 0.05 seconds"):
             await slow.new_client(rt).run("hi", run_id="run-1")
         assert (model.started, model.cancelled) == (1, 1)
+
+
+def test_a_policy_count_past_reprs_digit_limit_is_generated(
+    designs: DesignRunner, tmp_path: Path
+) -> None:
+    # The agent template wrote the counts with str(), which raises ValueError past 4,300
+    # digits: `agentgen gen` failed as a bug in agentgen on a design `validate` accepted.
+    design = designs.write(
+        """
+with Service("svc"):
+    with Agent("a", "Counts."):
+        with RunPolicy():
+            MaxToolCalls(10**5000)
+            MaxConsecutiveFailedToolCalls(10**4400)
+"""
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    result = generate(design, out / "counts_gen")
+    assert not result.errors
+    with importable(out):
+        agent = importlib.import_module("counts_gen.svc.agents.a")
+        policy = agent.definition().policy
+        assert policy.max_tool_calls == 10**5000
+        assert policy.max_consecutive_failed_tool_calls == 10**4400

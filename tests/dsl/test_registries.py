@@ -543,3 +543,23 @@ with Service("svc"):
         "(must not contain control or format character '\\n')",
         "(String should have at most 256 characters)",
     )
+
+
+def test_a_count_too_long_to_write_is_refused_not_a_crash(designs: DesignRunner) -> None:
+    # str() of an integer over 4,300 digits raises ValueError: writing the error about
+    # Retry(10**5000) failed as a bug in agentgen, and so did MaxToolCalls(-10**5000).
+    designs.check(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Retry(10**5000)  # <-
+with Registry("other"):
+    URL("https://other.example")
+    Retry(-(10**5000))  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: RunPolicy(lambda: MaxToolCalls(-(10**5000))))  # <-
+""",
+        "Retry max_retries must be at most 100, got an integer of 16610 bits",
+        "Retry max_retries must be non-negative, got an integer of 16610 bits",
+        "MaxToolCalls must be non-negative, got an integer of 16610 bits",
+    )
