@@ -27,7 +27,16 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, MappingView
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    MappingView,
+    ValuesView,
+)
 from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
@@ -131,7 +140,7 @@ def _compared(value: Any) -> Any:
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, dict) and any(type(key) is float for key in value):
         return {(_compared(k) if type(k) is float else k): v for k, v in value.items()}
-    if isinstance(value, MappingView):
+    if isinstance(value, KeysView | ValuesView | ItemsView):
         # ``keys()``, ``values()``, ``items()`` of a dict, read as the list or dict they view:
         # ``amount in prices.values()`` compared each float price by its binary value, and
         # ``0.1 in d.keys()`` was false for a key 0.1 (the left 0.1 read as written, the
