@@ -506,9 +506,11 @@ def _sum(
 
 def _divisibleby(value: Any, num: Any) -> bool:
     """``is divisibleby``, the remainder taken as ``%`` takes it: ``amount is divisibleby 0.05``
-    raised ``TypeError`` for an exact number argument."""
+    raised ``TypeError`` for an exact number argument. Through the operator's own checks
+    (:func:`_modulo`): on a string ``%`` formats, and ``"%999999999d" is divisibleby 1`` built
+    its gigabyte before the size check refused it."""
     left, right = _exact_operands(value, num)
-    return bool(_check_size(left % right) == 0)
+    return bool(_check_size(_modulo(left, right)) == 0)
 
 
 _EXACT_FILTERS: dict[str, Callable[..., Any]] = {
