@@ -101,12 +101,12 @@ def _declaration_errors(
             continue
         model, declarations = declared_toolset(toolset, owner, types.of(toolset))
         built[id(toolset)] = model
-        for tool, declaration in zip(model.tools, declarations, strict=True):
-            expr = toolset.tool(tool.name)
+        # The model's tools are the toolset's, in order (looking each up by name was
+        # quadratic in the size of a toolset).
+        for expr, tool, declaration in zip(toolset.tools, model.tools, declarations, strict=True):
             try:
                 ToolSchema.model_validate(declaration)
             except ValidationError as exc:
-                assert expr is not None
                 yield DesignError(expr.loc, expr.where(), _refused(q(tool.id), exc))
         try:
             ToolsetDeclaration.model_validate(
