@@ -111,6 +111,21 @@ class Call:
             owner.given_at[self.func] = self.loc
         return first
 
+    def repeated(self, owner: Expr | None, what: str) -> bool:
+        """Whether this call repeats a single-value setting of ``owner`` (:meth:`repeat_of`);
+        a repeat is reported naming ``what`` it is set for, the first's line, and what to do:
+        one message for every such setting (tools', confirmations', paging's, policies')."""
+        if owner is None:
+            return False
+        first = self.repeat_of(owner)
+        if first is None:
+            return False
+        self.error(
+            f"{self.func} is already set for {what} (line {first.line}); keep one",
+            related=(first,),
+        )
+        return True
+
     def attach_once(self, owner: Expr | None, attr: str, expr: Expr) -> None:
         """Set ``owner.<attr>`` to ``expr`` unless it is set already (then say where)."""
         if owner is None:

@@ -39,13 +39,7 @@ def _first_clause(call: Call, policy: RunPolicyExpr | None) -> bool:
     naming the first's line. Checked before the value, so that a repeat of a refused clause
     (``MaxToolCalls(-1)`` then ``MaxToolCalls(5)``) is reported in the same run beside it,
     not only once the first is fixed."""
-    if policy is None:
-        return False
-    first = call.repeat_of(policy)
-    if first is not None:
-        call.error(f"{call.func} is already set for this RunPolicy (line {first.line}); keep one")
-        return False
-    return True
+    return policy is not None and not call.repeated(policy, "this RunPolicy")
 
 
 def _set_cap(func: str, attr: str, value: int, *, least: int = 0, zero: str = "") -> None:

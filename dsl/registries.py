@@ -211,15 +211,13 @@ def Version(version: str) -> None:
         return
     assert isinstance(use, UseExpr)
     # A repeat is one whatever its value: a refused first pin left the second unquestioned.
-    first = call.repeat_of(use)
-    if first is not None:
-        call.error(f"Version is already set for {use.eval_name()} (line {first.line})")
+    first = not call.repeated(use, use.eval_name())
     if not isinstance(version, str) or not version.strip() or version != version.strip():
         call.error(
             f"Version must be a non-empty string without surrounding spaces, got {version!r}"
         )
         return
-    if first is None:
+    if first:
         use.version = VersionExpr(call.loc, version)
 
 

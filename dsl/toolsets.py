@@ -201,9 +201,7 @@ def _set_type(func: str, value: Any) -> None:
     if tool is None:
         return
     field = "args" if func == "Args" else "result"
-    first = call.repeat_of(tool)
-    if first is not None:
-        call.error(f"{func} is already declared for {tool.eval_name()} (line {first.line})")
+    if call.repeated(tool, tool.eval_name()):
         return
     parent = tool.parent
     mcp = isinstance(parent, ToolsetExpr) and isinstance(parent.source, ExternalMCPSource)
@@ -262,12 +260,7 @@ def MCPName(name: str) -> None:
             "is not one): it names the tool on the MCP server"
         )
         return
-    first = call.repeat_of(tool)
-    if first is not None:
-        call.error(
-            f"MCPName is already set for {tool.eval_name()} (line {first.line})",
-            related=(first,),
-        )
+    if call.repeated(tool, tool.eval_name()):
         return
     problem = mcp_server_name_problem(name)
     if problem is not None:
@@ -281,8 +274,7 @@ def Title(text: str) -> None:
     """A display title for a tool or a confirmation (tools default to the humanised name)."""
     call = begin("Title")
     scope = call.expect((ToolExpr, ConfirmationExpr), "inside a Tool or Confirmation body")
-    if scope is not None and call.repeat_of(scope) is not None:
-        call.error(f"Title is already set for {scope.eval_name()}")
+    if scope is not None and call.repeated(scope, scope.eval_name()):
         return
     value = call.text("text", text)
     if scope is None or value is None:
@@ -320,10 +312,13 @@ def Description(text: str) -> None:
     target = _describable(call)
     assert target is None or isinstance(target, ServiceExpr | ToolsetExpr | ToolExpr | RegistryExpr)
     # A description given before, by Description (refused or not) or by the Tool(...) call.
-    if target is not None and (
-        call.repeat_of(target) is not None or target.description is not None
-    ):
-        call.error(f"description of {target.eval_name()} is already set")
+    first = call.repeat_of(target) if target is not None else None
+    if target is not None and (first is not None or target.description is not None):
+        given = first or target.loc
+        call.error(
+            f"description of {target.eval_name()} is already set (line {given.line}); keep one",
+            related=(given,),
+        )
         return
     value = call.text("text", text)
     if target is None or value is None:
@@ -403,8 +398,7 @@ def Confirmation(*args: object) -> ConfirmationExpr:
 def _confirmation_template(func: str, attr: str, template: str) -> None:
     call = begin(func)
     confirmation = call.expect((ConfirmationExpr,), "inside a Confirmation body")
-    if confirmation is not None and call.repeat_of(confirmation) is not None:
-        call.error(f"{func} is already set for this Confirmation")
+    if call.repeated(confirmation, "this Confirmation"):
         return
     value = call.text("template", template)
     if confirmation is not None and value is None:
@@ -444,8 +438,7 @@ def BoundedResult(*args: object) -> BoundsExpr:
 def _bounds_field(func: str, attr: str, field: str) -> None:
     call = begin(func)
     bounds = call.expect((BoundsExpr,), "inside a BoundedResult body")
-    if bounds is not None and call.repeat_of(bounds) is not None:
-        call.error(f"{func} is already set for this BoundedResult")
+    if call.repeated(bounds, "this BoundedResult"):
         return
     value = call.text("field name", field)
     if bounds is not None and value is None:
@@ -470,8 +463,7 @@ def ContinueWith(tool: str) -> None:
     """The tool (same toolset) that fetches further pages; it is never deferred."""
     call = begin("ContinueWith")
     bounds = call.expect((BoundsExpr,), "inside a BoundedResult body")
-    if bounds is not None and call.repeat_of(bounds) is not None:
-        call.error("ContinueWith is already set for this BoundedResult")
+    if call.repeated(bounds, "this BoundedResult"):
         return
     value = call.text("tool name", tool)
     if bounds is not None and value is None:

@@ -193,25 +193,25 @@ with Toolset("records") as Records:
     Description("Records.")  # <-
 """,
         'MCPName "" is not an MCP tool name',
-        'MCPName is already set for tool "find" (line 13)',
+        'MCPName is already set for tool "find" (line 13); keep one',
         "Title text cannot be empty",
-        'Title is already set for tool "search"',
+        'Title is already set for tool "search" (line 17); keep one',
         "Args takes a pydantic model class (a BaseModel subclass), got int",
-        'Args is already declared for tool "search" (line 19)',
+        'Args is already set for tool "search" (line 19); keep one',
         "Return takes a pydantic model class (a BaseModel subclass), got int",
-        'Return is already declared for tool "search" (line 21)',
+        'Return is already set for tool "search" (line 21); keep one',
         "PromptTemplate template cannot be empty",
-        "PromptTemplate is already set for this Confirmation",
+        "PromptTemplate is already set for this Confirmation (line 24); keep one",
         "DeniedResultTemplate template cannot be empty",
-        "DeniedResultTemplate is already set for this Confirmation",
+        "DeniedResultTemplate is already set for this Confirmation (line 26); keep one",
         "Cursor field name cannot be empty",
-        "Cursor is already set for this BoundedResult",
+        "Cursor is already set for this BoundedResult (line 29); keep one",
         "NextCursor field name cannot be empty",
-        "NextCursor is already set for this BoundedResult",
+        "NextCursor is already set for this BoundedResult (line 31); keep one",
         "ContinueWith tool name cannot be empty",
-        "ContinueWith is already set for this BoundedResult",
+        "ContinueWith is already set for this BoundedResult (line 33); keep one",
         "Description text cannot be empty",
-        'description of toolset "records" is already set',
+        'description of toolset "records" is already set (line 35); keep one',
     )
 
 
@@ -242,4 +242,18 @@ with Service("svc"):
         'tool name "Lost" must be a lower snake_case identifier',
         'the RunPolicy of agent "svc.a" hides every tool the agent uses',
         'AllowTags names tag "wrte", which no tool of agent "svc.b" carries (their tags: read)',
+    )
+
+
+def test_a_description_given_in_the_tool_call_and_again_names_that_line(
+    designs: DesignRunner,
+) -> None:
+    # It said only "is already set", without the line of the first nor what to do.
+    designs.check(
+        """
+with Toolset("records"):
+    with Tool("search", "Search."):
+        Description("Search records.")  # <-
+""",
+        'description of tool "search" is already set (line 4); keep one',
     )

@@ -260,7 +260,7 @@ with Service("svc"):
         "Tool description must be a string, got int",
         "Args takes a pydantic model class (a BaseModel subclass), got int",
         "JSON Schema dicts are only accepted for tools of FromExternalMCP toolsets",
-        'Args is already declared for tool "b" (line 11)',
+        'Args is already set for tool "b" (line 11); keep one',
         "Use requires a toolset or a registry, got None",
         "Use takes a Toolset(...) or Registry(...) expression",
     )
