@@ -58,11 +58,7 @@ def URL(url: str) -> None:
 def _first_setting(call: Call, registry: RegistryExpr) -> bool:
     """Whether this is the registry's first ``call.func``; a repeat is refused, naming the
     line of the first (the last one used to win silently)."""
-    first = call.repeat_of(registry)
-    if first is not None:
-        call.error(f"{call.func} is already set on line {first.line}; give each setting once")
-        return False
-    return True
+    return not call.repeated(registry, registry.eval_name())
 
 
 def APIVersion(version: str) -> None:

@@ -100,7 +100,7 @@ with Registry("other"):
         "Timeout must be a positive, finite duration, got -1",
         'SyncInterval invalid duration "soon"',
         "Retry max_retries must be non-negative, got -2",
-        "Retry is already set on line 7; give each setting once",
+        'Retry is already set for registry "company" (line 7); keep one',
         "Retry backoff_base (5s) must not exceed backoff_max (1s)",
         # An int beyond any float is a design error, not an OverflowError out of the design.
         "CacheTTL is too long: the number exceeds any float",
@@ -126,11 +126,11 @@ with Registry("company"):
     CacheTTL("10m")  # <-
     Retry(5)  # <-
 """,
-        "APIVersion is already set on line 5; give each setting once",
-        "Timeout is already set on line 6; give each setting once",
-        "SyncInterval is already set on line 7; give each setting once",
-        "CacheTTL is already set on line 8; give each setting once",
-        "Retry is already set on line 9; give each setting once",
+        'APIVersion is already set for registry "company" (line 5); keep one',
+        'Timeout is already set for registry "company" (line 6); keep one',
+        'SyncInterval is already set for registry "company" (line 7); keep one',
+        'CacheTTL is already set for registry "company" (line 8); keep one',
+        'Retry is already set for registry "company" (line 9); keep one',
     )
 
 
@@ -149,11 +149,11 @@ Retry(1, "5s", "1s")  # <- <-
 """,
         "Retry max_retries must be non-negative, got -1",
         "Retry backoff_base (5s) must not exceed backoff_max (1s)",
-        "Retry is already set on line 5; give each setting once",
+        'Retry is already set for registry "company" (line 5); keep one',
         "Retry max_retries must be an integer, got str",
         'Retry backoff_base invalid duration "bad"',
         "Timeout must be a positive, finite duration, got 0",
-        "Timeout is already set on line 7; give each setting once",
+        'Timeout is already set for registry "company" (line 7); keep one',
         "Retry is not valid at the top level of the design; it belongs inside a Registry body",
         "Retry backoff_base (5s) must not exceed backoff_max (1s)",
     )
@@ -341,8 +341,8 @@ with Service("assistant"):
     Agent("b", "Reads.", lambda: Use(Records, lambda: (Version("1.0"), Version(""))))  # <- <-
 """,
         "URL url cannot be empty",
-        "URL is already set on line 4; give each setting once",
-        "URL is already set on line 7; give each setting once",
+        'URL is already set for registry "company" (line 4); keep one',
+        'URL is already set for registry "other" (line 7); keep one',
         "Version must be a non-empty string without surrounding spaces, got ' 1.0'",
         "Version is already set for Use(records) (line 11)",
         "Version is already set for Use(records) (line 12)",
