@@ -132,7 +132,7 @@ def _refused(what: str, exc: ValidationError) -> str:
         f"publishes): {problems}; in every toolset, "
         "titles, tags, required labels and server-data kinds are single lines of at most "
         "256 characters, and no text may hold a control or format character but line breaks "
-        "in descriptions"
+        "in descriptions and the zero-width (non-)joiners writing needs"
     )
 
 

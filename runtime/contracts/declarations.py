@@ -58,25 +58,35 @@ MAX_NAME_LENGTH = 256
 
 _LINE_BREAKS = frozenset("\t\n\r")
 _WITHOUT_LINE_BREAKS = str.maketrans("", "", "\t\n\r")
+#: The zero-width non-joiner and joiner are format characters that writing needs: Persian and
+#: the Indic scripts spell words with them (``می‌خواهم``), and emoji sequences join with them
+#: (``🧑‍💻``). Every other format character (bidi overrides, zero-width spaces) stays refused.
+_JOINERS = frozenset("\u200c\u200d")
 
 
 def _one_line(value: str) -> str:
     """Titles, tags, labels and kinds are single lines of visible text: control and format
-    characters (newlines, escapes, zero-width and bidi marks) could disguise them."""
+    characters (newlines, escapes, zero-width spaces and bidi marks) could disguise them; the
+    joiners writing needs (:data:`_JOINERS`) are kept."""
     if value.isprintable():  # no character of category C* or Z* (but space): none to look for
         return value
     for char in value:
-        if unicodedata.category(char) in ("Cc", "Cf"):
+        if char not in _JOINERS and unicodedata.category(char) in ("Cc", "Cf"):
             raise ValueError(f"must not contain control or format character {char!r}")
     return value
 
 
 def _prose(value: str) -> str:
-    """Descriptions may span lines, but carry no other control or format characters."""
+    """Descriptions may span lines, but carry no other control or format characters than the
+    joiners writing needs (:data:`_JOINERS`)."""
     if value.isprintable() or value.translate(_WITHOUT_LINE_BREAKS).isprintable():
         return value  # the usual case, checked in C: see _one_line
     for char in value:
-        if char not in _LINE_BREAKS and unicodedata.category(char) in ("Cc", "Cf"):
+        if (
+            char not in _LINE_BREAKS
+            and char not in _JOINERS
+            and unicodedata.category(char) in ("Cc", "Cf")
+        ):
             raise ValueError(f"must not contain control or format character {char!r}")
     return value
 

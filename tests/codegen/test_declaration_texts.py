@@ -90,7 +90,8 @@ def test_every_generated_toolset_builds_its_declarations(
     designs: DesignRunner, tmp_path: Path
 ) -> None:
     # Local, external MCP and agent-exported toolsets, none published, with every text the
-    # declarations keep: line breaks and tabs in descriptions, 256-character titles, any script.
+    # declarations keep: line breaks and tabs in descriptions, 256-character titles, any script
+    # (the zero-width non-joiner Persian spells with, an emoji joined with the joiner).
     design = designs.write(
         """
 from pydantic import BaseModel, Field
@@ -99,9 +100,10 @@ class Note(BaseModel):
     text: str = Field(description="Several\\nlines,\\ttabbed.")
 
 with Toolset("notes") as Notes:
-    Description("Notes: första\\nrad.")
-    Tags("ünïcode")
+    Description("Notes: första\\nrad. \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645")
+    Tags("ünïcode", "\U0001f9d1\u200d\U0001f4bb")
     Tool("add", "Add a note.\\n\\tIndented.", lambda: (Args(Note), Title("x" * 256)))
+    Tool("pin", "Pin a note.", lambda: (Args(Note), Title("\U0001f9d1\u200d\U0001f4bb Pin")))
 with Toolset("files", FromExternalMCP("fs", "files")) as Files:
     Tool("read", "Read\\na file.", lambda: Args({"type": "object"}))
 with Service("svc"):

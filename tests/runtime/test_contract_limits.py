@@ -465,6 +465,18 @@ def test_descriptions_may_span_lines_but_hide_nothing(hidden: str) -> None:
     assert "description" in refused(model)
 
 
+def test_the_joiners_writing_needs_are_text() -> None:
+    # Persian and the Indic scripts spell words with the zero-width non-joiner, emoji sequences
+    # join with the zero-width joiner: both are format characters, and were refused.
+    model = declaration()
+    model.description = (
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 (\U0001f9d1\u200d\U0001f4bb)"
+    )
+    model.tags = ["\U0001f9d1\u200d\U0001f4bb refunds"]
+    assert compile(model, toolset=TOOLSET).description == model.description
+    assert type(model).model_validate(model.model_dump()).tags == model.tags
+
+
 def test_bounds_count_any_mapping_sequence_or_text_subclass_as_its_json_form() -> None:
     """Plain JSON values are counted on a fast path; anything else a model may hold is counted
     as the JSON it stands for, with the same verdicts at the limits."""
