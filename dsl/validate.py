@@ -476,7 +476,13 @@ class _Validator:
                 )
                 continue
             if partner is tool:
-                self.error(bounds, "ContinueWith cannot name the tool itself", loc=loc)
+                self.error(
+                    bounds,
+                    f"ContinueWith cannot name the tool itself ({q(name)}): a tool whose own "
+                    "Cursor fetches its next pages needs no ContinueWith, so leave it out; "
+                    "ContinueWith names another tool of the toolset that fetches them",
+                    loc=loc,
+                )
                 continue
             if name in referenced:
                 self.error(

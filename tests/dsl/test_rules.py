@@ -336,6 +336,13 @@ with Toolset("records"):
             NextCursor("next_cursor")
             ContinueWith("plain")  # <-
     Tool("plain", "Plain tool.")
+    with Tool("pages_itself", "Pages itself."):
+        Args(Query)
+        Return(Page)
+        with BoundedResult():
+            Cursor("cursor")
+            NextCursor("next_cursor")
+            ContinueWith("pages_itself")  # <-
 """,
         "Cursor() requires NextCursor() to configure paging",
         'Cursor("cursor"): field "cursor" of Strict must be an optional string',
@@ -346,6 +353,9 @@ with Toolset("records"):
         'continuation tool "search" is referenced by more than one bounded tool ("twice_a" and '
         '"twice_b")',
         'continuation tool "plain" must declare Cursor(...) inside its own BoundedResult',
+        'ContinueWith cannot name the tool itself ("pages_itself"): a tool whose own Cursor '
+        "fetches its next pages needs no ContinueWith, so leave it out; ContinueWith names "
+        "another tool of the toolset that fetches them",
     )
 
 
