@@ -868,7 +868,8 @@ class _Validator:
                     self.error(
                         use,
                         f"{prefix} {q(name)}, which continues the pagination of "
-                        f"{q(partners[name])}: continuation tools are never deferred",
+                        f"{q(partners[name])}: continuation tools are never deferred (the model "
+                        "must see it to fetch the next page); remove it from Deferred(...)",
                         loc=loc,
                     )
                 continue

@@ -402,5 +402,6 @@ with Service("assistant"):
     Agent("named", "Names it.", lambda: Use(Records, lambda: Deferred("more")))  # <-
 """,
         'Deferred selects "more", which continues the pagination of "search": continuation '
-        "tools are never deferred",
+        "tools are never deferred (the model must see it to fetch the next page); remove it "
+        "from Deferred(...)",
     )
