@@ -448,6 +448,15 @@ def search(design: Path, query: str, agent_id: str | None, limit: int, ranking: 
     )
     if view.registry_reads:
         click.echo("  (registry sources are resolved at run time and are not searched here)")
+    # A query that names an immediate tool (checking that tool's findability) would otherwise
+    # get a ranking without it and no word why.
+    immediate = [t for t in view.immediate if not view.hidden(t.tool)]
+    for hit in index(immediate).explain(query, 1) if immediate else []:
+        if hit.exact_name:
+            click.echo(
+                f"  ({hit.tool_id}, which the query names, is immediate: the model sees it in "
+                "every request, so search never returns it)"
+            )
     if not deferred:
         click.echo(
             "  nothing to search: every compiled tool of the agent is loaded up front; search "

@@ -58,6 +58,20 @@ def test_exact_provider_name_comes_first() -> None:
     assert "1. records.analyze" in out and "exact name" in out.splitlines()[1]
 
 
+def test_a_query_naming_an_immediate_tool_says_search_never_returns_it() -> None:
+    # records.lookup is immediate for the assistant: a user checking that it is findable got a
+    # ranking without it and no word why.
+    for named in ("records.lookup", "records_lookup"):
+        code, out, _ = run(RECORDS, "--agent", "assistant", named)
+        assert code == 0
+        assert out.splitlines()[1] == (
+            "  (records.lookup, which the query names, is immediate: the model sees it in every "
+            "request, so search never returns it)"
+        )
+    code, out, _ = run(RECORDS, "--agent", "assistant", "look up a record")
+    assert code == 0 and "is immediate" not in out
+
+
 COMPANY = str(Path(__file__).resolve().parents[2] / "examples/company/design.py")
 
 
