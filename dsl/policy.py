@@ -8,6 +8,14 @@ from agentgen.dsl.durations import Duration, parse_duration
 from agentgen.dsl.expr import AgentExpr, RunPolicyExpr, TagClauseExpr
 from agentgen.dsl.names import q, shown_int
 
+#: The largest count ``MaxToolCalls`` and ``MaxConsecutiveFailedToolCalls`` take: the
+#: runtime's ``MAX_TOOL_CALLS`` (``agentgen.runtime.contracts.limits``), which its
+#: ``RunPolicy`` holds the generated policy to (the DSL does not import the runtime; a test
+#: keeps the two equal). A run sends its whole transcript, every call and result, to the model
+#: at each planning activity: 10,000 calls fill a model's context, so a larger count bounds
+#: nothing and reads as a limit where there is none.
+MAX_TOOL_CALLS = 10_000
+
 
 def RunPolicy(*args: object) -> RunPolicyExpr:
     """The agent's default run policy (``MaxToolCalls``, ``ModelTimeout``, ``AllowTags``...)."""
@@ -29,6 +37,14 @@ def _count(call: Call, value: object, least: int, zero: str) -> int | None:
         qualifier = "non-negative" if least == 0 else f"at least {least}"
         call.error(
             f"{call.func} must be {qualifier}, got {shown_int(value)}{zero if value == 0 else ''}"
+        )
+        return None
+    if value > MAX_TOOL_CALLS:
+        call.error(
+            f"{call.func} must be at most {MAX_TOOL_CALLS}, got {shown_int(value)}: a run sends "
+            "every call and its result to the model again at each step, so more calls than "
+            f"that no longer fit a model's context and bound nothing; give {MAX_TOOL_CALLS} or "
+            "fewer, or leave the setting out for no limit"
         )
         return None
     return value
@@ -136,6 +152,7 @@ def DenyTags(*tags: str) -> None:
 
 
 __all__ = [
+    "MAX_TOOL_CALLS",
     "AllowTags",
     "DenyTags",
     "MaxConsecutiveFailedToolCalls",

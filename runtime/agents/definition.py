@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from agentgen.runtime.agents.executors import refuse_wrong_arguments
+from agentgen.runtime.contracts.limits import MAX_TOOL_CALLS
 from agentgen.runtime.contracts.specs import ToolSpec
 from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_seconds
 from agentgen.runtime.wire_fields import ADDED
@@ -83,7 +84,7 @@ class RunPolicy:
                 (
                     "max_tool_calls",
                     self.max_tool_calls,
-                    "None or an int >= 0",
+                    f"None (no limit) or an int from 0 to {MAX_TOOL_CALLS} (MAX_TOOL_CALLS)",
                     _count(self.max_tool_calls, 0),
                 ),
                 (
@@ -91,7 +92,7 @@ class RunPolicy:
                     # every activity after the first was final-answer-only.
                     "max_consecutive_failed_tool_calls",
                     self.max_consecutive_failed_tool_calls,
-                    "None (no limit) or an int >= 1",
+                    f"None (no limit) or an int from 1 to {MAX_TOOL_CALLS} (MAX_TOOL_CALLS)",
                     _count(self.max_consecutive_failed_tool_calls, 1),
                 ),
                 (
@@ -120,7 +121,10 @@ class RunPolicy:
 
 
 def _count(value: object, least: int) -> bool:
-    return value is None or (type(value) is int and value >= least)
+    """Whether ``value`` is no limit or a count from ``least`` to :data:`MAX_TOOL_CALLS`: a
+    larger count bounds nothing a model's context can hold, and read as a limit where there
+    was none."""
+    return value is None or (type(value) is int and least <= value <= MAX_TOOL_CALLS)
 
 
 class RegistryCatalog(Protocol):

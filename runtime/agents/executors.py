@@ -128,8 +128,15 @@ def implementation_problem(value: object, protocol: str, methods: Sequence[str])
 
 
 def described(value: object) -> str:
-    """A value as an error names it: its repr (cut short) and its type."""
-    text = repr(value)
+    """A value as an error names it: its repr (cut short) and its type. An integer past
+    Python's digit limit for ``repr`` (``10**5000``) is given by its size: its repr raised
+    ValueError in place of the error naming the argument."""
+    try:
+        text = repr(value)
+    except ValueError:
+        if not isinstance(value, int):
+            raise
+        text = f"an integer of {value.bit_length()} bits"
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({type(value).__name__})"

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_TEMPLATE_OPERATIONS",
     "MAX_TEMPLATE_OUTPUT_CHARS",
     "MAX_TEXT_CHARS",
+    "MAX_TOOL_CALLS",
     "MAX_TRANSCRIPT_DEPTH",
     "MAX_VALIDATION_STEPS",
     "MAX_VALUE_DEPTH",
@@ -136,6 +137,15 @@ MAX_VALUE_DEPTH = 128
 #: 600 deep crashed ``loads`` with a ``RecursionError`` naming nothing (copying the records),
 #: and 100,000 deep crashed the JSON parser.
 MAX_TRANSCRIPT_DEPTH = 128
+
+#: The largest ``max_tool_calls`` and ``max_consecutive_failed_tool_calls`` a run policy takes
+#: (the DSL's ``MaxToolCalls`` and ``MaxConsecutiveFailedToolCalls`` too). A run keeps every
+#: call and its result in its transcript and sends the whole transcript to the model at each
+#: planning activity, and a budget of N plans up to N + 1 times: 10,000 calls of even 100
+#: tokens each fill a million-token context, so a larger count bounds nothing a model can
+#: run. It read as a limit where there was none (``MaxToolCalls(1_000_000)``, a slip for
+#: 1,000); no limit is said by leaving the setting out (None).
+MAX_TOOL_CALLS = 10_000
 
 #: Seconds one registry request (list, resolve, call admission, retry) may take when the
 #: design declares no ``Timeout(...)`` for the registry: a registry that never answers fails

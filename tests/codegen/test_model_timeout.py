@@ -52,18 +52,19 @@ with Service("svc"):
         assert (model.started, model.cancelled) == (1, 1)
 
 
-def test_a_policy_count_past_reprs_digit_limit_is_generated(
+def test_the_largest_policy_counts_are_generated_and_accepted_by_the_runtime(
     designs: DesignRunner, tmp_path: Path
 ) -> None:
-    # The agent template wrote the counts with str(), which raises ValueError past 4,300
-    # digits: `agentgen gen` failed as a bug in agentgen on a design `validate` accepted.
+    # Counts past MAX_TOOL_CALLS are refused at their line (MaxToolCalls(10**5000) was
+    # generated, a bound on nothing); the largest one the DSL takes, the runtime's RunPolicy
+    # takes too, so the generated package imports.
     design = designs.write(
         """
 with Service("svc"):
     with Agent("a", "Counts."):
         with RunPolicy():
-            MaxToolCalls(10**5000)
-            MaxConsecutiveFailedToolCalls(10**4400)
+            MaxToolCalls(10_000)
+            MaxConsecutiveFailedToolCalls(10_000)
 """
     )
     out = tmp_path / "out"
@@ -73,5 +74,5 @@ with Service("svc"):
     with importable(out):
         agent = importlib.import_module("counts_gen.svc.agents.a")
         policy = agent.definition().policy
-        assert policy.max_tool_calls == 10**5000
-        assert policy.max_consecutive_failed_tool_calls == 10**4400
+        assert policy.max_tool_calls == 10_000
+        assert policy.max_consecutive_failed_tool_calls == 10_000

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from agentgen.dsl.names import name_problem
+from agentgen.dsl.policy import MAX_TOOL_CALLS
+from agentgen.runtime.contracts import limits
 from tests.conftest import DesignRunner
 
 MODELS = """
@@ -509,6 +511,34 @@ with Service("svc"):
         "failures in a row, so every activity after the first would be final-answer-only; give 1 "
         "or more, or leave the setting out for no limit",
         "MaxConsecutiveFailedToolCalls must be at least 1, got -2",
+    )
+
+
+def test_policy_counts_are_bounded_as_the_runtime_bounds_them(designs: DesignRunner) -> None:
+    # MaxToolCalls(10**6) was accepted and generated: a count no model's context can hold
+    # bounds nothing. The runtime's RunPolicy refuses what the DSL refuses.
+    assert MAX_TOOL_CALLS == limits.MAX_TOOL_CALLS == 10_000
+    root = designs.load(
+        """
+with Service("svc"):
+    Agent("a", "A.", lambda: RunPolicy(lambda: (
+        MaxToolCalls(10_000), MaxConsecutiveFailedToolCalls(10_000)
+    )))
+"""
+    )
+    policy = root.agents()[0].policy
+    assert policy is not None
+    assert (policy.max_tool_calls, policy.max_consecutive_failed_tool_calls) == (10_000, 10_000)
+    designs.check(
+        """
+with Service("svc"):
+    Agent("a", "A.", lambda: RunPolicy(lambda: MaxToolCalls(10_001)))  # <-
+    Agent("b", "B.", lambda: RunPolicy(lambda: MaxConsecutiveFailedToolCalls(10**5000)))  # <-
+""",
+        "MaxToolCalls must be at most 10000, got 10001: a run sends every call and its result to "
+        "the model again at each step, so more calls than that no longer fit a model's context "
+        "and bound nothing; give 10000 or fewer, or leave the setting out for no limit",
+        "MaxConsecutiveFailedToolCalls must be at most 10000, got an integer of 16610 bits",
     )
 
 

@@ -261,12 +261,23 @@ async def test_the_first_run_checks_consumed_registries_before_planning() -> Non
             lambda: ModelPlanner("m", accept_stop_reasons="max_tokens"),
             r"accept_stop_reasons must be a collection of strings, not 'max_tokens'",
         ),
-        (lambda: RunPolicy(max_tool_calls="3"), r"max_tool_calls must be None or an int >= 0"),  # type: ignore[arg-type]
+        (lambda: RunPolicy(max_tool_calls="3"), r"max_tool_calls must be None \(no limit\) or"),  # type: ignore[arg-type]
+        # A count no model's context holds bounds nothing (MAX_TOOL_CALLS, as the DSL's).
+        (
+            lambda: RunPolicy(max_tool_calls=10_001),
+            r"max_tool_calls must be None \(no limit\) or an int from 0 to 10000 "
+            r"\(MAX_TOOL_CALLS\), not 10001",
+        ),
+        (
+            lambda: RunPolicy(max_consecutive_failed_tool_calls=10**5000),
+            r"from 1 to 10000 \(MAX_TOOL_CALLS\), not an integer of 16610 bits \(int\)",
+        ),
         (lambda: RunPolicy(max_consecutive_failed_tool_calls=-1), r"failed_tool_calls must be"),
         # 0 made every activity after the first final-answer-only (no failure needed).
         (
             lambda: RunPolicy(max_consecutive_failed_tool_calls=0),
-            r"max_consecutive_failed_tool_calls must be None \(no limit\) or an int >= 1, not 0",
+            r"max_consecutive_failed_tool_calls must be None \(no limit\) or an int from 1 to "
+            r"10000 \(MAX_TOOL_CALLS\), not 0",
         ),
         (lambda: RunPolicy(tag_clauses=["web"]), r"tag_clauses must be a tuple of TagClause"),  # type: ignore[arg-type]
         (lambda: RunPolicy(restrict_to_tool=""), r"restrict_to_tool must be None or a tool ID"),
