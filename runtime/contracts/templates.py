@@ -38,7 +38,7 @@ from collections.abc import (
     ValuesView,
 )
 from contextvars import ContextVar
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 from jinja2 import Environment, StrictUndefined, Template, nodes, pass_environment
@@ -241,6 +241,8 @@ def _add(left: Any, right: Any) -> Any:
 def _modulo(left: Any, right: Any) -> Any:
     if isinstance(left, str):
         _check_format(left, right if isinstance(right, tuple) else (right,))
+        # ``"%s" % amount`` writes the decimal as ``{{ }}`` does (see :func:`_shown`).
+        right = _shown(right)
     return left % right
 
 
@@ -524,6 +526,16 @@ _EXACT_FILTERS: dict[str, Callable[..., Any]] = {
 }
 
 
+#: Filters that make text of their arguments with ``str`` (Jinja's ``soft_str``): they get
+#: exact decimals as :class:`_Number`, written as ``{{ }}`` writes them (:func:`_shown`).
+#: ``join`` gets its items so (a mapping joins its keys, as before).
+_TEXT_FILTERS = frozenset(
+    {"capitalize", "center", "e", "escape", "forceescape", "format", "indent", "lower"}
+    | {"replace", "safe", "string", "striptags", "title", "trim", "truncate", "upper"}
+    | {"urlencode", "wordcount", "wordwrap", "xmlattr"}
+)
+
+
 #: Filters whose first argument is a context, environment or evaluation context.
 _PASSES = ("context", "environment", "eval_context")
 
@@ -542,11 +554,20 @@ def _budgeted(name: str, function: Any, *, test: bool = False) -> Callable[..., 
     skip = 1 if passes is not None and passes.name in _PASSES else 0
     compares = test and name in _COMPARING_TESTS
 
+    writes = not test and name in _TEXT_FILTERS
+
     @functools.wraps(function)
     def filter_(*args: Any, **kwargs: Any) -> Any:
         _spend(1 + (_cost(args[skip]) if len(args) > skip else 0))
         if compares:
             args = tuple(_compared(arg) for arg in args)
+        if writes:
+            args = (*args[:skip], *(_shown(arg) for arg in args[skip:]))
+            kwargs = {key: _shown(arg) for key, arg in kwargs.items()}
+        elif name == "join" and not test and len(args) > skip:
+            items = args[skip]
+            if not isinstance(items, str | Mapping):
+                args = (*args[:skip], map(_shown, items), *args[skip + 1 :])
         if precheck is not None:
             precheck(*args[skip:], **kwargs)
         result = _check_size(function(*args, **kwargs))
@@ -612,22 +633,40 @@ def _visible(value: Any) -> Any:
 _PLAIN_EXPONENTS = 20
 
 
-class _Number:
-    """An exact decimal inside a list or dict a template writes: its ``repr`` is the number."""
+class _Number(Decimal):
+    """An exact decimal a template writes as text: in a list or dict it writes, or passed to
+    what makes text of it (``%``, ``.format``, ``string``, ``join``...). Its ``str``,
+    ``repr`` and format without a spec are the number (:func:`_plain`); it stays a
+    ``Decimal`` for ``%d``, ``%.2f`` and ``{:.1f}``."""
 
-    __slots__ = ("text",)
+    __slots__ = ()
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __str__(self) -> str:
+        return _plain(self)
 
-    def __repr__(self) -> str:
-        return self.text
+    __repr__ = __str__
+
+    def __format__(self, spec: str, context: Context | None = None, /) -> str:
+        # A spec without a precision or a type (``""``, ``">10"``, ``"+"``) writes the number
+        # as ``str`` would, in exponent form for a quotient: fixed-point is the number as
+        # ``{{ }}`` writes it, within the same exponents.
+        if _NO_PRESENTATION.fullmatch(spec) and _plain_exponent(self):
+            spec += "f"
+        return super().__format__(spec) if context is None else super().__format__(spec, context)
+
+
+#: A format spec of fill, alignment, sign, ``#``, ``0``, width and grouping only.
+_NO_PRESENTATION = re.compile(r"(.?[<>=^])?[-+ ]?z?#?0?[0-9]*[,_]?", re.DOTALL)
+
+
+def _plain_exponent(number: Decimal) -> bool:
+    return number.is_finite() and abs(number.adjusted()) <= _PLAIN_EXPONENTS
 
 
 def _plain(number: Decimal) -> str:
-    if number.is_finite() and abs(number.adjusted()) <= _PLAIN_EXPONENTS:
-        return format(number, "f")
-    return str(number)
+    if _plain_exponent(number):
+        return Decimal.__format__(number, "f")
+    return Decimal.__str__(number)
 
 
 def _written(value: Any) -> Any:
@@ -637,13 +676,23 @@ def _written(value: Any) -> Any:
     ``Decimal('9.5')``, where the same values as floats wrote ``200.0`` and ``9.5``. Other
     values are unchanged (and so is what lies deeper than :data:`~.limits.MAX_VALUE_DEPTH`,
     far past any argument's nesting)."""
-    return _plain(value) if type(value) is Decimal else _written_items(value, MAX_VALUE_DEPTH)
+    return _plain(value) if type(value) is Decimal else _shown(value)
+
+
+def _shown(value: Any) -> Any:
+    """``value`` for what makes text of it: its exact decimals, in a list or dict too, as
+    :class:`_Number` (written as numbers). ``| string``, ``| join``, ``"%s" % x`` and
+    ``.format`` wrote ``str(Decimal)`` (``2.0E+2`` for ``100 / price``) where ``{{ }}`` and
+    ``~`` write ``200``: a person confirms what is written. Each ``_Number`` writes no more
+    than the decimal's own ``str`` and :data:`_PLAIN_EXPONENTS` digits, so the output limits
+    hold as they do for any value."""
+    return _written_items(value, MAX_VALUE_DEPTH)
 
 
 def _written_items(value: Any, depth: int) -> Any:
     kind = type(value)
     if kind is Decimal:
-        return _Number(_plain(value))
+        return _Number(value)
     if depth <= 0:
         return value
     if kind is list:
@@ -754,7 +803,9 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         def checked(*args: Any, **kwargs: Any) -> str:
             arguments = args[0].values() if args and isinstance(args[0], Mapping) else args
             _check_format(spec, [*arguments, *kwargs.values()])
-            return wrapped(*args, **kwargs)
+            # ``"{}".format(amount)`` writes the decimal as ``{{ }}`` does (see _shown).
+            shown = tuple(_shown(arg) for arg in args)
+            return wrapped(*shown, **{key: _shown(arg) for key, arg in kwargs.items()})
 
         return checked
 

@@ -421,6 +421,53 @@ def test_exact_numbers_are_written_as_numbers(template: str, shown: str) -> None
 @pytest.mark.parametrize(
     ("template", "shown"),
     [
+        # Each wrote str() of the Decimal quotient, 2.0E+2, where {{ }} and ~ write 200.
+        ("{{ (100 / price) | string }} units", "200 units"),
+        ("{{ [100 / price, price, 2] | join(', ') }}", "200, 0.5, 2"),
+        ("{{ lines | map(attribute='price') | join('/') }}", "9.5/0.10"),
+        ("{{ '%s units' % (100 / price) }}", "200 units"),
+        ("{{ '%s and %s' % (amount, 100 / price) }}", "0.1 and 200"),
+        ("{{ '%(n)s' % {'n': 100 / price} }} {{ '%s' | format(100 / price) }}", "200 200"),
+        ("{{ '{} units'.format(100 / price) }} {{ '{n}'.format(n=100 / price) }}", "200 units 200"),
+        ("{{ '{:>5}|{:+}'.format(100 / price, 100 / price) }}", "  200|+200"),
+        # They wrote Python's repr of a list's decimals: [Decimal('9.5'), ...].
+        ("{{ lines | map(attribute='price') | list | string }}", "[9.5, 0.10]"),
+        ("{{ '%s' % ([price],) }} {{ '{}'.format({'p': price}) }}", "[0.5] {'p': 0.5}"),
+        ("{{ (100 / price) | center(7) }}|{{ (100 / price) | upper }}", "  200  |200"),
+        # What a spec asks for, as before; exponents beyond twenty digits stay exponents.
+        ("{{ '%d %.2f' % (100 / price, price) }} {{ '{:.2f}'.format(price) }}", "200 0.50 0.50"),
+        ("{{ huge | string }} {{ '{}'.format(huge) }} {{ '%s' % tiny }}", "1E+40 1E+40 0.0000001"),
+        # Floats as before.
+        ("{{ 200.0 | string }} {{ '%s' % 0.5 }} {{ [0.5, 2] | join(',') }}", "200.0 0.5 0.5,2"),
+    ],
+)
+def test_exact_numbers_made_text_are_written_as_numbers(template: str, shown: str) -> None:
+    """``| string``, ``| join``, ``%`` and ``.format`` wrote an exact decimal argument's
+    quotient in exponent form (``2.0E+2``) and a list's decimals as ``Decimal('9.5')``, where
+    ``{{ }}`` and ``~`` wrote ``200`` and ``9.5``: a person confirms what is written."""
+    codec = SchemaCodec(
+        {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "price": {"type": "number"},
+                "tiny": {"type": "number"},
+                "huge": {"type": "number"},
+                "lines": {"type": "array"},
+            },
+        },
+        TOOL,
+    )
+    arguments = codec.decode_arguments(
+        '{"amount": 0.1, "price": 0.5, "tiny": 1e-7, "huge": 1e40, '
+        '"lines": [{"sku": "a", "price": 9.5}, {"sku": "b", "price": 0.10}]}'
+    )
+    assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
+
+
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
         # A tuple with a float item was read as a list: it no longer ordered against other
         # tuples nor hashed, and the ordering filters raised TypeError on tuples Jinja orders.
         ("{{ [(1, 0.5), (1, 2)] | sort }}", "[(1, 0.5), (1, 2)]"),
