@@ -51,22 +51,29 @@ def _reads_registries(agent: AgentExpr) -> bool:
     )
 
 
-def _lost_tools(agent: AgentExpr) -> bool:
-    """Whether the agent uses tools lost to refused declarations (reported): a clause naming a
-    tag only they carry, or hiding every tool that is left, would otherwise be reported as a
-    mistake of its own. A ``Use`` that selects tools by name lost one only when it names a
-    refused one: the others it selects are all there, and its policy is checked as usual."""
+def _lost_tools(agent: AgentExpr) -> list[tuple[str, tuple[str, ...]]] | None:
+    """(tool ID, tags) of each tool the agent's Uses select whose declaration was refused
+    (reported), or None when what the agent lost is unknown (a toolset's or such a tool's body
+    was refused). A refused tool's body ran, so its tags are what the design says: a clause
+    naming a tag only it carries is no mistake of its own, and a policy it passes does not hide
+    every tool once it is fixed. The checks then run on the tools that are left, read beside
+    these, rather than being skipped; a ``Use`` selecting tools by name lost only those it
+    names."""
+    lost: list[tuple[str, tuple[str, ...]]] = []
     for use in agent.uses:
         target = use.target
         if not isinstance(target, ToolsetExpr):
             continue
         if target.body_rejected:
-            return True
-        if target.rejected_tools and (
-            not use.subset or any(ref.name in target.rejected_names for ref in use.subset)
-        ):
-            return True
-    return False
+            return None
+        names = {ref.name for ref in use.subset}
+        for tool in target.rejected_decls:
+            if use.subset and tool.name not in names:
+                continue
+            if tool.body_rejected:
+                return None
+            lost.append((tool_id(target.name, tool.name), target.tool_tags(tool)))
+    return lost
 
 
 def _tools(agent: AgentExpr) -> list[tuple[str, tuple[str, ...]]]:
@@ -86,11 +93,12 @@ def _agent_policy(agent: AgentExpr) -> Iterable[DesignError]:
     policy = agent.policy
     if policy is None or not policy.tag_clauses or _reads_registries(agent):
         return
-    if _lost_tools(agent):
-        return  # the refused tools' own errors come first; their tags are unknown
+    lost = _lost_tools(agent)
+    if lost is None:
+        return  # the refused declarations' own errors come first; their tags are unknown
     identifier = agent_id(agent.service.name, agent.name)
     tools = _tools(agent)
-    carried = sorted({tag for _, tags in tools for tag in tags})
+    carried = sorted({tag for _, tags in (*tools, *lost) for tag in tags})
     unknown = False
     for clause in policy.tag_clauses:
         func = "AllowTags" if clause.allowed_any else "DenyTags"
@@ -108,8 +116,8 @@ def _agent_policy(agent: AgentExpr) -> Iterable[DesignError]:
     if unknown or not tools:
         return  # a misspelt tag explains the rest
     predicate = tool_policy(policy.tag_clauses)
-    if any(predicate.allows(tid, tags) for tid, tags in tools):
-        return
+    if any(predicate.allows(tid, tags) for tid, tags in (*tools, *lost)):
+        return  # a refused tool the policy lets through is reported as refused, not hidden
     shown = [f"{tid} (tags: {', '.join(tags) or 'none'})" for tid, tags in tools[:SHOWN_TOOLS]]
     if len(tools) > SHOWN_TOOLS:
         shown.append(f"and {len(tools) - SHOWN_TOOLS} more")

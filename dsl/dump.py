@@ -15,6 +15,7 @@ from agentgen.dsl.location import SourceLoc
 
 _SKIPPED = frozenset(
     {"loc", "parent", "body_loc", "body_rejected", "refused", "rejected_names", "evaluation"}
+    | {"rejected_decls"}
 )
 # Fields holding references to expressions declared (and dumped) elsewhere.
 _REFERENCES = frozenset({"target", "registry", "toolset"})

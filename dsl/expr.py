@@ -235,6 +235,10 @@ class ToolsetExpr(Expr):
     #: The names of those tools (when a string): a reference to one (``Tool("Lookup")`` in a
     #: Use, ``Deferred``, ``ContinueWith``) is no unknown tool, the name's own error says why.
     rejected_names: set[str] = field(default_factory=set, repr=False)
+    #: Those tools' declarations: their bodies ran, so their tags are what the design says.
+    #: Policy checks read them beside the tools that are there, so that a tag only a refused
+    #: tool carries is not reported as carried by none, nor its policy as hiding every tool.
+    rejected_decls: list[ToolExpr] = field(default_factory=list, repr=False)
 
     def eval_name(self) -> str:
         return f"toolset {q(self.name)}"

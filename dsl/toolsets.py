@@ -174,12 +174,17 @@ def Tool(name: str, *args: object) -> ToolExpr:
                 )
             else:
                 container.subset.append(ToolRefExpr(call.loc, name))
+                return expr
+        # A selection left out (reported): what the Use includes is not known, so its
+        # Deferred names are not held to the rest of the selection.
+        container.refused.add("Tool")
         return expr
     if toolset is not None:
         if call.name("tool", name, mcp_tool=mcp) is not None:
             toolset.tools.append(expr)
         else:
             toolset.rejected_tools += 1
+            toolset.rejected_decls.append(expr)
             if isinstance(name, str):
                 toolset.rejected_names.add(name)
     return open_scope(call, expr, body)

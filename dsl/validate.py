@@ -882,6 +882,20 @@ class _Validator:
                 )
                 continue
             if _refused_tool(toolset, name):
+                if (
+                    use.subset
+                    and "Tool" not in use.refused
+                    and not toolset.body_rejected
+                    and name not in {ref.name for ref in use.subset}
+                ):
+                    # Refused (reported) or not, the tool is not one this Use selects: the
+                    # Deferred is a mistake of its own, still one once the tool is fixed.
+                    self.error(
+                        use,
+                        f"{prefix} tool {q(name)}, which this Use does not include (it "
+                        f"includes: {', '.join(included)})",
+                        loc=loc,
+                    )
                 continue
             local = name.rsplit(".", 1)[-1]
             if local != name and local in included:

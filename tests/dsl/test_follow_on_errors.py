@@ -245,6 +245,66 @@ with Service("svc"):
     )
 
 
+def test_a_policy_over_a_whole_toolset_is_checked_on_what_is_left_of_it(
+    designs: DesignRunner,
+) -> None:
+    # A Use of the whole toolset skipped every policy check once one of its tools was refused:
+    # a policy hiding every tool that is left, or naming a tag nothing carries, passed
+    # unreported. The refused tool's own tags count (its body ran): a tag only it carries, or
+    # a policy it passes, is no mistake of the policy's.
+    designs.check(
+        """
+with Toolset("records") as Records:
+    Tool("search", "Search.", lambda: Tags("read"))
+    Tool("Lost", "Lost.", lambda: Tags("write"))  # <-
+with Service("svc"):
+    with Agent("a", "A."):
+        Use(Records)
+        RunPolicy(lambda: DenyTags("read", "write"))  # <-
+    with Agent("b", "B."):
+        Use(Records)
+        RunPolicy(lambda: AllowTags("wrte"))  # <-
+    with Agent("c", "C."):
+        Use(Records)
+        RunPolicy(lambda: (AllowTags("write"), DenyTags("read")))
+    with Agent("d", "D."):
+        Use(Records, lambda: Tool("Lost"))
+        RunPolicy(lambda: AllowTags("write"))
+""",
+        'tool name "Lost" must be a lower snake_case identifier',
+        'the RunPolicy of agent "svc.a" hides every tool the agent uses, so its model would see '
+        "none: records.search (tags: read); loosen AllowTags/DenyTags",
+        'AllowTags names tag "wrte", which no tool of agent "svc.b" carries (their tags: read, '
+        'write); did you mean "write"?',
+    )
+
+
+def test_deferred_of_a_refused_tool_the_use_does_not_select_is_reported(
+    designs: DesignRunner,
+) -> None:
+    # Deferred("Lost") was skipped because "Lost" was refused, though the Use selects only
+    # "search": the Deferred stays a mistake once the tool is fixed. A Use of the whole
+    # toolset, or naming the refused tool, still says nothing more about it.
+    designs.check(
+        """
+with Toolset("records") as Records:
+    Tool("search", "Search.")
+    Tool("fetch", "Fetch.")
+    Tool("Lost", "Lost.")  # <-
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Records, lambda: (Tool("search"), Deferred("Lost"))))  # <-
+    Agent("b", "B.", lambda: Use(Records, lambda: Deferred("Lost")))
+    Agent("c", "C.", lambda: Use(Records, lambda: (Tool("fetch"), Tool("Lost"), Deferred("Lost"))))
+    with Agent("d", "D."):
+        Use(Records, lambda: (Tool("search"), Tool("a b"), Deferred("Lost")))  # <-
+""",
+        'tool name "Lost" must be a lower snake_case identifier',
+        'agent "svc.a" toolset "records": Deferred selects tool "Lost", which this Use does not '
+        "include (it includes: search)",
+        'tool name "a b"',
+    )
+
+
 def test_a_description_given_in_the_tool_call_and_again_names_that_line(
     designs: DesignRunner,
 ) -> None:
