@@ -44,8 +44,13 @@ from typing import Any
 from jinja2 import Environment, StrictUndefined, Template, nodes, pass_environment
 from jinja2.exceptions import FilterArgumentError, SecurityError
 from jinja2.filters import _GroupTuple, ignore_case, make_attrgetter, make_multi_attrgetter
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import (
+    ImmutableSandboxedEnvironment,
+    SandboxedEscapeFormatter,
+    SandboxedFormatter,
+)
 from jinja2.visitor import NodeTransformer
+from markupsafe import Markup
 
 from agentgen.runtime.contracts.codecs import encode_exact
 from agentgen.runtime.contracts.limits import (
@@ -241,8 +246,9 @@ def _add(left: Any, right: Any) -> Any:
 def _modulo(left: Any, right: Any) -> Any:
     if isinstance(left, str):
         _check_format(left, right if isinstance(right, tuple) else (right,))
-        # ``"%s" % amount`` writes the decimal as ``{{ }}`` does (see :func:`_shown`).
-        right = _shown(right)
+        # ``"%s" % amount`` writes the decimal as ``{{ }}`` does (see :func:`_shown`); a
+        # mapping's values are read so only when named (``"%(total)s"``), not copied whole.
+        right = _ShownMapping(right) if isinstance(right, Mapping) else _shown(right)
     return left % right
 
 
@@ -515,7 +521,31 @@ def _divisibleby(value: Any, num: Any) -> bool:
     return bool(_check_size(_modulo(left, right)) == 0)
 
 
+def _format(value: Any, *args: Any, **kwargs: Any) -> str:
+    """``| format``: Jinja's, formatting through ``%`` (:func:`_modulo`), so that exact
+    decimals are written as numbers and a mapping's values are read only when named."""
+    if args and kwargs:
+        raise FilterArgumentError("can't handle positional and keyword arguments at the same time")
+    text: str = _modulo(str(_shown(value)), kwargs or args)
+    return text
+
+
+@pass_environment
+def _join(
+    environment: Environment, value: Iterable[Any], d: str = "", attribute: str | int | None = None
+) -> str:
+    """``| join``: Jinja's, each item written as ``{{ }}`` writes it (:func:`_shown`), after
+    the attribute is read (only what is joined is converted)."""
+    if isinstance(value, str | Mapping):
+        items: Iterable[Any] = value  # a string's characters, a mapping's keys: as before
+    else:
+        items = value if attribute is None else map(make_attrgetter(environment, attribute), value)
+    return str(d).join(str(_shown(item)) for item in items)
+
+
 _EXACT_FILTERS: dict[str, Callable[..., Any]] = {
+    "format": _format,
+    "join": _join,
     "sort": _sort,
     "min": _min,
     "max": _max,
@@ -527,10 +557,11 @@ _EXACT_FILTERS: dict[str, Callable[..., Any]] = {
 
 
 #: Filters that make text of their arguments with ``str`` (Jinja's ``soft_str``): they get
-#: exact decimals as :class:`_Number`, written as ``{{ }}`` writes them (:func:`_shown`).
-#: ``join`` gets its items so (a mapping joins its keys, as before).
+#: exact decimals as :class:`_Number`, written as ``{{ }}`` writes them (:func:`_shown`). What
+#: they convert they write whole, so converting costs no more than writing. ``format`` and
+#: ``join`` are :func:`_format` and :func:`_join`.
 _TEXT_FILTERS = frozenset(
-    {"capitalize", "center", "e", "escape", "forceescape", "format", "indent", "lower"}
+    {"capitalize", "center", "e", "escape", "forceescape", "indent", "lower"}
     | {"replace", "safe", "string", "striptags", "title", "trim", "truncate", "upper"}
     | {"urlencode", "wordcount", "wordwrap", "xmlattr"}
 )
@@ -564,10 +595,6 @@ def _budgeted(name: str, function: Any, *, test: bool = False) -> Callable[..., 
         if writes:
             args = (*args[:skip], *(_shown(arg) for arg in args[skip:]))
             kwargs = {key: _shown(arg) for key, arg in kwargs.items()}
-        elif name == "join" and not test and len(args) > skip:
-            items = args[skip]
-            if not isinstance(items, str | Mapping):
-                args = (*args[:skip], map(_shown, items), *args[skip + 1 :])
         if precheck is not None:
             precheck(*args[skip:], **kwargs)
         result = _check_size(function(*args, **kwargs))
@@ -707,6 +734,48 @@ def _written_items(value: Any, depth: int) -> Any:
     return value
 
 
+class _ShownMapping(Mapping[Any, Any]):
+    """A mapping ``%`` formats with (``"%(total)s" % args``): each value read as
+    :func:`_shown` reads it, when read. Copying the whole mapping for each ``%`` made a loop
+    over ``"%(id)s" % args`` copy a megabyte of arguments per operation."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[Any, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: Any) -> Any:
+        return _shown(self._data[key])
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        # ``"%s" % mapping`` writes the mapping itself, whole.
+        return repr(_shown(self._data))
+
+    __str__ = __repr__
+
+
+class _Formatter(SandboxedFormatter):
+    """``str.format``'s fields, each read as :func:`_shown` reads it once its lookups
+    (``{0[total]}``, ``{line.price}``) are done: only what is written is converted."""
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        return super().convert_field(_shown(value), conversion)
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        return super().format_field(_shown(value), format_spec)
+
+
+class _EscapeFormatter(_Formatter, SandboxedEscapeFormatter):
+    """:class:`_Formatter` for a Markup string's ``format`` (``("{}" | safe).format(x)``),
+    escaping what it writes as Jinja's does."""
+
+
 def _call(name: str, args: list[Any], lineno: int) -> nodes.Call:
     return nodes.Call(nodes.Name(name, "load", lineno=lineno), args, [], None, None, lineno=lineno)
 
@@ -799,13 +868,23 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         if wrapped is None:
             return None
         spec = value.__self__
+        # ``"{}".format(amount)`` writes the decimal as ``{{ }}`` does (see _Formatter); a
+        # Markup string's (``"{}" | safe``) escapes what it writes, as Jinja's does.
+        formatter = (
+            _EscapeFormatter(self, escape=spec.escape)
+            if isinstance(spec, Markup)
+            else _Formatter(self)
+        )
+        mapped = value.__name__ == "format_map"
 
         def checked(*args: Any, **kwargs: Any) -> str:
             arguments = args[0].values() if args and isinstance(args[0], Mapping) else args
             _check_format(spec, [*arguments, *kwargs.values()])
-            # ``"{}".format(amount)`` writes the decimal as ``{{ }}`` does (see _shown).
-            shown = tuple(_shown(arg) for arg in args)
-            return wrapped(*shown, **{key: _shown(arg) for key, arg in kwargs.items()})
+            if mapped and (kwargs or len(args) != 1):
+                return wrapped(*args, **kwargs)  # Jinja's own TypeError for the misuse
+            fields: Mapping[str, Any] = args[0] if mapped else kwargs
+            text: str = type(spec)(formatter.vformat(spec, () if mapped else args, fields))
+            return text
 
         return checked
 

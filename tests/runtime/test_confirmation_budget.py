@@ -430,6 +430,8 @@ def test_exact_numbers_are_written_as_numbers(template: str, shown: str) -> None
         ("{{ '%(n)s' % {'n': 100 / price} }} {{ '%s' | format(100 / price) }}", "200 200"),
         ("{{ '{} units'.format(100 / price) }} {{ '{n}'.format(n=100 / price) }}", "200 units 200"),
         ("{{ '{:>5}|{:+}'.format(100 / price, 100 / price) }}", "  200|+200"),
+        ("{{ '{p}'.format_map({'p': 100 / price}) }}", "200"),
+        ("{{ ('<{}>' | safe).format(100 / price) }}", "<200>"),
         # They wrote Python's repr of a list's decimals: [Decimal('9.5'), ...].
         ("{{ lines | map(attribute='price') | list | string }}", "[9.5, 0.10]"),
         ("{{ '%s' % ([price],) }} {{ '{}'.format({'p': price}) }}", "[0.5] {'p': 0.5}"),
@@ -463,6 +465,33 @@ def test_exact_numbers_made_text_are_written_as_numbers(template: str, shown: st
         '"lines": [{"sku": "a", "price": 9.5}, {"sku": "b", "price": 0.10}]}'
     )
     assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
+
+
+def test_exact_numbers_are_converted_only_where_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writing decimals as numbers converts what is written, not every value of a mapping a
+    ``%`` or ``.format`` reads one field of, nor every item ``join`` reads an attribute of:
+    a loop over ``"%(id)s" % args`` would copy all the arguments at each of its operations,
+    work the operation budget does not count."""
+    visits = 0
+    written_items = templates._written_items
+
+    def counted(value: Any, depth: int) -> Any:
+        nonlocal visits
+        visits += 1
+        return written_items(value, depth)
+
+    monkeypatch.setattr(templates, "_written_items", counted)
+    lines = [{"sku": f"s{i}", "detail": list(range(50))} for i in range(100)]
+    arguments = {"id": "r1", "lines": lines, "price": Decimal("0.5")}
+    template = (
+        "{% for i in range(10) %}{{ '%(id)s' % args }}{{ '{0[id]}'.format(args) }}"
+        "{{ '{id}'.format_map(args) }}{{ '%(id)s' | format(**args) }}{% endfor %}"
+        "{{ lines | join(',', attribute='sku') | length }} {{ '%(price)s' % args }}"
+    )
+    rendered = render(template, arguments, tool_id=TOOL, which="confirmation prompt")
+    assert rendered == "r1" * 40 + "389 0.5"
+    # One visit per value written (40 ids, 100 skus, a price), not 5,000 per copy of lines.
+    assert visits < 1000, visits
 
 
 @pytest.mark.parametrize(
