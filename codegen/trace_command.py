@@ -54,6 +54,13 @@ def trace(transcript: TextIO, color: bool | None) -> None:
             f"{name}: not a stored transcript ({exc}); write one with "
             "agentgen.runtime.transcript.dumps(outcome.transcript)"
         ) from None
+    if not messages:
+        # An empty trace exits 0 and prints nothing, which reads as "the command did nothing"
+        # rather than "this file holds no run": say so, with the exit code of an empty file.
+        raise click.ClickException(
+            f"{name}: holds no messages (an empty JSON list); store a run's transcript with "
+            "agentgen.runtime.transcript.dumps(outcome.transcript) after the run"
+        )
     try:
         print_trace(messages, file=sys.stdout, color=color)
     except TraceError as exc:
