@@ -7,8 +7,9 @@ here is what an agent's OpenAI tool search would do with those tools.
 
 A catalog is a JSON list of ``{"name", "description", "parameters"}`` (OpenAI/MCP tool
 definitions; ``inputSchema`` is read as ``parameters``) or an MCP ``tools/list`` result
-(``{"tools": [...]}``). A name without a dot is used as its own tool ID. Queries are a JSON list
-of ``{"query", "expected": [names]}``, each with an optional ``"kind"`` (a label such as
+(``{"tools": [...]}``), alone or in its whole JSON-RPC response (``{"jsonrpc", "id",
+"result"}``). A name without a dot is used as its own tool ID. Queries are a JSON list of
+``{"query", "expected": [names]}``, each with an optional ``"kind"`` (a label such as
 ``paraphrase``) by which recall@k is also reported.
 """
 
@@ -197,8 +198,33 @@ def _json_kind(value: Any) -> str:
     return kinds.get(type(value), "a number")
 
 
+def _jsonrpc_result(path: str | Path, response: dict[str, Any]) -> Any:
+    """The ``result`` of a whole JSON-RPC response, as saved from an MCP server's ``tools/list``
+    (``curl`` or an inspector saves the envelope, not just the result); an error response is
+    refused with the server's own error, since it holds no tools to measure."""
+    if "error" in response:
+        error = response["error"]
+        if isinstance(error, dict):
+            code, message = error.get("code"), error.get("message")
+            said = f"code {code}: {message}" if code is not None else f"{message}"
+        else:
+            said = _json_kind(error)
+        raise CatalogError(
+            f"{path}: a JSON-RPC error response ({said}), not a tools/list result; the server "
+            "refused the request: save the response of a tools/list call that succeeded"
+        )
+    if "result" not in response:
+        raise CatalogError(
+            f'{path}: a JSON-RPC message with neither "result" nor "error"; save the response '
+            "of the server's tools/list call"
+        )
+    return response["result"]
+
+
 def load_catalog(path: str | Path) -> list[EvalTool]:
     data = _read_json(path)
+    if isinstance(data, dict) and "jsonrpc" in data:
+        data = _jsonrpc_result(path, data)
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         data = data["tools"]  # an MCP tools/list result
     if not isinstance(data, list):

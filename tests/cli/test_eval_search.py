@@ -111,6 +111,16 @@ def test_recall_is_also_reported_by_kind_when_queries_have_one(tmp_path: Path) -
     assert code == 2 and 'query 0: "kind", when given, must be a non-empty string' in err
 
 
+def test_a_whole_json_rpc_tools_list_response_is_a_catalog(tmp_path: Path) -> None:
+    """``curl`` and MCP inspectors save the whole response, envelope included."""
+    response = {"jsonrpc": "2.0", "id": 1, "result": {"tools": TOOLS}}
+    path = write(tmp_path, "tools.json", response)
+    assert load_catalog(path) == load_catalog(write(tmp_path, "bare.json", {"tools": TOOLS}))
+    code, out, err = run(str(path), str(write(tmp_path, "queries.json", QUERIES)))
+    assert code == 0, err
+    assert out.startswith("4 queries over 3 tools")
+
+
 def test_an_mcp_tools_list_result_is_a_catalog(tmp_path: Path) -> None:
     path = write(tmp_path, "tools.json", {"tools": TOOLS})
     assert [t.name for t in load_catalog(path)][2] == "files.read_file"
@@ -124,11 +134,20 @@ def test_an_mcp_tools_list_result_is_a_catalog(tmp_path: Path) -> None:
         ([{"description": "no name"}], 'each tool needs a non-empty string "name"'),
         ([{"name": "a"}, {"name": "a"}], "the name 'a' is repeated"),
         ([{"name": "a", "parameters": []}], '"parameters" .or "inputSchema". must be a JSON'),
-        # A whole JSON-RPC response is not its result: the keys found say what was read.
+        # A JSON-RPC error response holds no tools: the server's error is named.
         (
-            {"jsonrpc": "2.0", "id": 1, "result": {"tools": TOOLS}},
-            r"or an MCP tools/list result \{\"tools\": \[...\]\}; found a JSON object "
-            "\\(keys: 'jsonrpc', 'id', 'result'\\)",
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}},
+            r"a JSON-RPC error response \(code -32601: Method not found\), not a tools/list "
+            "result; the server refused the request",
+        ),
+        (
+            {"jsonrpc": "2.0", "id": 1},
+            'a JSON-RPC message with neither "result" nor "error"',
+        ),
+        # The result of a whole response is read as the result alone would be.
+        (
+            {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}},
+            "the catalog has no tools",
         ),
         ([], "the catalog has no tools; list the tools to search"),
         ({"tools": [], "nextCursor": None}, "the catalog has no tools"),
