@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 
-from agentgen.runtime.model_client import ModelClient
+from agentgen.runtime.model_client import ModelClient, ModelError, ModelRequest, ModelResponse
 from agentgen.runtime.testing.summaries import Provider, summarize
 
 if TYPE_CHECKING:
@@ -228,7 +228,11 @@ class RecordedProvider:
             reply = exchanges[index].response
             invalid = _reply_problem(self.recording.provider, request, reply)
             if invalid is not None:
-                problems.append(f"reply {number}{self._where()} {invalid}")
+                problems.append(
+                    f"reply {number}{self._where()} (exchange {number}) {invalid}"
+                    if self.recording.path
+                    else f"reply {number} {invalid}"
+                )
         if problems or reply is None:
             self.problems.extend(problems)
             message = "; ".join(problems)
@@ -290,12 +294,50 @@ class RecordedProvider:
 
     def model(self, **options: Any) -> ModelClient:
         """The real adapter for the recording's provider over :meth:`client`; ``options`` go
-        to the adapter (``tool_change_models=...`` for Anthropic, ``search_limit=...``)."""
+        to the adapter (``tool_change_models=...`` for Anthropic, ``search_limit=...``).
+
+        The player answers what the recording cannot (a request it does not match, a reply the
+        SDK cannot read) with an HTTP 400, which the adapter reports as the provider refusing
+        the request. The adapter is wrapped so that such a failure says what the player found
+        instead: the recording, not the provider, is at fault."""
         from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel
 
+        adapter: ModelClient
         if self.recording.provider.startswith("openai"):
-            return OpenAIResponsesModel(self.client(), **options)
-        return AnthropicMessagesModel(self.client(), **options)
+            adapter = OpenAIResponsesModel(self.client(), **options)
+        else:
+            adapter = AnthropicMessagesModel(self.client(), **options)
+        return _PlayedModel(adapter, self)
+
+
+class _PlayedModel:
+    """An adapter over a :class:`RecordedProvider` whose failures caused by the player name
+    the player's problems, not a provider's refusal; everything else is the adapter's."""
+
+    def __init__(self, adapter: ModelClient, player: RecordedProvider) -> None:
+        self._adapter = adapter
+        self._player = player
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._adapter, name)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        before = len(self._player.problems)
+        try:
+            return await self._adapter.complete(request)
+        except ModelError as exc:
+            found = self._player.problems[before:]
+            if not found:
+                raise
+            recording, said = self._player.recording, "; ".join(found)
+            named = not recording.path or str(recording.path) in said
+            where = "" if named else f" {recording.path}"
+            error = ModelError(
+                f"the {recording.provider} recording{where} cannot answer this request: {said}",
+                status=exc.status,
+            )
+            error.usage = exc.usage
+            raise error from exc
 
 
 def _none(index: int, request: httpx2.Request) -> list[str]:
@@ -334,5 +376,10 @@ def _reply_problem(
     try:
         shape.model_validate(dict(reply))
     except ValidationError as exc:
-        return f"is not a valid {name}: {exc}"
+        sdk = "openai" if provider.startswith("openai") else "anthropic"
+        return (
+            f"is not a valid {name}: the recording holds a reply the {sdk} SDK cannot read, "
+            "and no provider was asked; correct that exchange's \"response\" to the API's "
+            f"wire shape, or record the exchange again. {exc}"
+        )
     return None

@@ -319,10 +319,41 @@ async def test_a_reply_not_in_the_wire_shape_is_refused_with_the_sdk_types() -> 
     with pytest.raises(ModelError):
         await clerk.new_client(rt).run("hi")
     (problem,) = replay.problems
-    assert problem.startswith("reply 1 is not a valid Responses API reply: 1 validation error")
+    assert problem.startswith(
+        "reply 1 is not a valid Responses API reply: the recording holds a reply the openai SDK "
+        "cannot read, and no provider was asked; correct that exchange's \"response\" to the "
+        "API's wire shape, or record the exchange again. 1 validation error for Response"
+    )
     assert "id\n  Field required" in problem
     with pytest.raises(RecordingError, match="reply 1 is not a valid Responses API reply"):
         replay.assert_finished()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_recorded_reply_the_sdk_cannot_read_blames_the_recording_not_the_provider(
+    tmp_path: Path, provider: Any
+) -> None:
+    # The player's HTTP 400 reached the run as "the provider refused this request: fix what
+    # it names", though no provider was asked and the recording file was at fault.
+    broken = dict(openai_text("Hello.") if provider == "openai" else CLAUDE_TEXT)
+    del broken["id"]
+    path = tmp_path / f"{provider}.json"
+    path.write_text(json.dumps({"provider": provider, "exchanges": [{"response": broken}]}))
+    replay = Recording.load(path).player()
+    rt, _ = wire(replay.model(), clerk)
+    with pytest.raises(ModelError) as raised:
+        await clerk.new_client(rt).run("hi")
+    message = str(raised.value)
+    sdk = "Responses API reply" if provider == "openai" else "Messages API reply"
+    assert message.startswith(
+        f"the {provider} recording cannot answer this request: reply 1 in {path} (exchange 1) "
+        f"is not a valid {sdk}: the recording holds a reply the {provider} SDK cannot read, "
+        "and no provider was asked; correct that exchange's \"response\" to the API's wire "
+        "shape, or record the exchange again."
+    )
+    assert "the provider refused this request" not in message
+    assert raised.value.transient is False
+    assert replay.served == 0
 
 
 async def test_a_request_that_differs_from_the_recording_is_answered_400() -> None:
