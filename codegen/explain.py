@@ -7,11 +7,14 @@ descriptions, payload schemas, search documents, deferred flags, filtered by the
 policy). The first request of each provider is built by the real adapter and captured in
 memory (:mod:`agentgen.runtime.adapters.preview`), then measured in bytes and o200k tokens
 (:mod:`agentgen.runtime.adapters.tokens`), once as designed and once with every tool eager.
-Registry tools are resolved at run time, so they are listed as sources and never counted.
+Registry tools are resolved at run time, so they are listed as sources and never counted; the
+search tool a deferred registry read makes the adapter add is counted, and each size says what
+it leaves out (:attr:`RequestSize.left_out`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +32,7 @@ from agentgen.runtime.adapters.preview import (
     without_deferred,
 )
 from agentgen.runtime.model_client import ModelError, ToolDefinition
+from agentgen.runtime.search.document import SearchDocument
 
 __all__ = [
     "AgentExplanation",
@@ -41,6 +45,18 @@ __all__ = [
 ]
 
 REGISTRY_NOTE = "registry tools are resolved at run time: they cannot be listed or counted here"
+
+#: A deferred stand-in for the tools a deferred registry read resolves at run time: with it in
+#: the request, the adapter adds its search tool as it does at run time; its own definition is
+#: then taken out of the captured body (OpenAI's request never holds one).
+_REGISTRY_STAND_IN = ToolDefinition(
+    id="agentgen_explain.registry_stand_in",
+    title="",
+    description="",
+    parameters_json='{"type":"object","properties":{}}',
+    search=SearchDocument({}),
+    deferred=True,
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,9 @@ class RequestSize:
     eager: Measure | None
     #: Why the request was not measured (what to install, or the adapter's refusal).
     problem: str | None = None
+    #: What the measured requests leave out of the real one (the tools an agent's registry
+    #: reads resolve at run time); None when they are the whole request.
+    left_out: str | None = None
 
     @property
     def label(self) -> str:
@@ -111,16 +130,66 @@ def _measure(body: bytes, count: bool) -> Measure:
     )
 
 
+def _without_stand_in(body: bytes) -> bytes:
+    """``body`` without the registry stand-in's definition, serialised as the SDKs' transport
+    does (compact, UTF-8: a captured body reads back to the same bytes)."""
+    data = json.loads(body)
+    names = {_REGISTRY_STAND_IN.id, _REGISTRY_STAND_IN.id.replace(".", "_")}
+    tools = [tool for tool in data.get("tools", ()) if tool.get("name") not in names]
+    if len(tools) == len(data.get("tools", ())):
+        return body
+    data["tools"] = tools
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _left_out(provider: Provider, view: AgentView) -> str | None:
+    """What the measured requests of ``view`` leave out of the real ones, said precisely."""
+    if not view.registry_reads:
+        return None
+    parts = []
+    if any(read.deferred for read in view.registry_reads):
+        if provider == "openai":
+            parts.append(
+                "designed holds the tool_search tool that the deferred registry tools add "
+                "once any resolves (their definitions are not sent before a search)"
+            )
+        else:
+            parts.append(
+                "designed holds the tool_search_tool_regex tool that the deferred registry tools "
+                "add once any resolves, not their definitions (sent with defer_loading: in "
+                "context is unaffected)"
+            )
+    if any(not read.deferred for read in view.registry_reads):
+        parts.append("no column holds the tools of its eager registry reads")
+    parts.append("eager leaves out every registry tool, so saved is not shown")
+    return "; ".join(parts)
+
+
 def _size(provider: Provider, view: AgentView, count: bool) -> RequestSize:
     problem = unavailable(provider)
     if problem is not None:
         return RequestSize(provider, None, None, problem)
+    designed_tools = tool_definitions(view)
+    # Tools a deferred registry read resolves are deferred at run time, so the request carries
+    # the adapter's search tool even when no compiled tool is deferred.
+    stand_in = any(read.deferred for read in view.registry_reads) and not any(
+        tool.deferred for tool in designed_tools
+    )
     try:
-        designed = first_request(provider, tool_definitions(view))
+        designed = first_request(
+            provider, (*designed_tools, _REGISTRY_STAND_IN) if stand_in else designed_tools
+        )
         eager = first_request(provider, tool_definitions(view, eager=True))
     except ModelError as exc:
         return RequestSize(provider, None, None, f"the adapter refuses the request: {exc}")
-    return RequestSize(provider, _measure(designed, count), _measure(eager, count))
+    if stand_in:
+        designed = _without_stand_in(designed)
+    return RequestSize(
+        provider,
+        _measure(designed, count),
+        _measure(eager, count),
+        left_out=_left_out(provider, view),
+    )
 
 
 def explain(views: Sequence[AgentView], *, sizes: bool = True) -> list[AgentExplanation]:
@@ -256,6 +325,7 @@ def render_json(design: str, explanations: Sequence[AgentExplanation]) -> dict[s
                         "designed": _measure_json(size.designed),
                         "eager": _measure_json(size.eager),
                         "problem": size.problem,
+                        "left_out": size.left_out,
                     }
                     for size in e.sizes
                 },
@@ -360,8 +430,10 @@ def _sizes_text(sizes: Sequence[RequestSize]) -> list[str]:
             rows.append([size.label, size.model, "-", "-", "-", "-", "-", "-"])
             problems.append(f"  {size.label}: not measured ({size.problem})")
             continue
+        if size.left_out is not None:
+            problems.append(f"  {size.label}: {size.left_out}")
         saved = "-"
-        if designed.tokens_in_context is not None and eager.tokens:
+        if size.left_out is None and designed.tokens_in_context is not None and eager.tokens:
             saved = f"{1 - designed.tokens_in_context / eager.tokens:.0%}"
         rows.append(
             [

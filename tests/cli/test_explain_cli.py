@@ -236,6 +236,45 @@ def test_company_registry_sources() -> None:
 # --- first request sizes ------------------------------------------------------------------
 
 
+def test_a_deferred_registry_read_counts_the_search_tool_its_request_carries() -> None:
+    # The registry's tools are deferred at run time, so the adapter adds its search tool; the
+    # sizes were of a request without it.
+    from agentgen.runtime.adapters.preview import first_request, without_deferred
+    from agentgen.runtime.model_client import ToolDefinition
+    from agentgen.runtime.search.document import SearchDocument
+
+    registry_tool = ToolDefinition(
+        id="records.lookup",
+        title="Lookup",
+        description="Look a record up.",
+        parameters_json='{"type":"object","properties":{"id":{"type":"string"}}}',
+        search=SearchDocument({}),
+        deferred=True,
+    )
+    real = {p: first_request(p, [registry_tool]) for p in ("openai", "anthropic")}
+    assert b'"type":"tool_search"' in real["openai"] and b"records_lookup" not in real["openai"]
+    reader = agent(explained(COMPANY), "assistant.reader")["first_request"]
+    # OpenAI's first request sends no deferred definition: the shown size is the whole request.
+    assert reader["openai"]["designed"]["bytes"] == len(real["openai"])
+    # Claude's carries the registry tools with defer_loading, left out; the rest is counted.
+    up_front = without_deferred(real["anthropic"]).encode()
+    assert b"tool_search_tool_regex" in up_front
+    assert reader["anthropic"]["designed"]["bytes"] == len(up_front)
+    assert reader["openai"]["left_out"].startswith("designed holds the tool_search tool")
+    code, out, _ = run(COMPANY, "--agent", "assistant.reader")
+    assert code == 0
+    shown = f"{len(real['openai']):,}"
+    assert re.search(rf"^  OpenAI Responses\s+gpt-5\.4\s+{shown}\s.*\s-$", out, re.MULTILINE), out
+    assert (
+        "  Anthropic Messages: designed holds the tool_search_tool_regex tool that the deferred "
+        "registry tools add once any resolves, not their definitions (sent with defer_loading: "
+        "in context is unaffected); eager leaves out every registry tool, so saved is not shown"
+    ) in out
+    # A design without registry reads leaves nothing out.
+    assistant = agent(explained(RECORDS), "assistant.assistant")["first_request"]
+    assert assistant["openai"]["left_out"] is None
+
+
 def test_deferred_openai_request_is_smaller_than_eager_for_the_assistant() -> None:
     sizes = agent(explained(RECORDS), "assistant.assistant")["first_request"]
     openai = sizes["openai"]
