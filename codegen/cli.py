@@ -545,8 +545,9 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
     a JSON list of {"query", "expected": [tool names]}, each with an optional "kind" label.
     Search documents are built exactly as the generator builds them and ranked by the runtime's
     search. Prints recall@1, recall@k, MRR and nDCG@k, recall@k by kind when queries have one,
-    then the 10 worst misses with what ranked above the expected tool. When stderr is a terminal, progress bars show there
-    (tens of thousands of tools take a while); never on stdout, nor on a redirected stderr.
+    then the 10 worst misses with what ranked above the expected tool. When stderr is a
+    terminal, progress bars show there (tens of thousands of tools take a while); never on
+    stdout, nor on a redirected stderr.
 
     \b
     Examples:

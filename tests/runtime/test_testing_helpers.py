@@ -321,7 +321,7 @@ async def test_a_reply_not_in_the_wire_shape_is_refused_with_the_sdk_types() -> 
     (problem,) = replay.problems
     assert problem.startswith(
         "reply 1 is not a valid Responses API reply: the recording holds a reply the openai SDK "
-        "cannot read, and no provider was asked; correct that exchange's \"response\" to the "
+        'cannot read, and no provider was asked; correct that exchange\'s "response" to the '
         "API's wire shape, or record the exchange again. 1 validation error for Response"
     )
     assert "id\n  Field required" in problem
