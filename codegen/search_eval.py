@@ -226,6 +226,15 @@ def load_catalog(path: str | Path) -> list[EvalTool]:
     if isinstance(data, dict) and "jsonrpc" in data:
         data = _jsonrpc_result(path, data)
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        cursor = data.get("nextCursor")
+        if cursor is not None:
+            # One page of a paginated listing: measured as the whole catalog, search would
+            # look better than it is among all the server's tools.
+            raise CatalogError(
+                f"{path}: this tools/list result is one page (nextCursor {cursor!r}): save "
+                "every page's tools into one list, or the result of a listing that has no "
+                "nextCursor"
+            )
         data = data["tools"]  # an MCP tools/list result
     if not isinstance(data, list):
         raise CatalogError(

@@ -151,6 +151,15 @@ def test_an_mcp_tools_list_result_is_a_catalog(tmp_path: Path) -> None:
         ),
         ([], "the catalog has no tools; list the tools to search"),
         ({"tools": [], "nextCursor": None}, "the catalog has no tools"),
+        # One page of a paginated listing would be measured as if it were every tool.
+        (
+            {"tools": [{"name": "a"}], "nextCursor": "page-2"},
+            r"this tools/list result is one page \(nextCursor 'page-2'\): save every page's",
+        ),
+        (
+            {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "a"}], "nextCursor": "2"}},
+            r"one page \(nextCursor '2'\)",
+        ),
         # A description of the wrong type is refused, not read as an empty one.
         ([{"name": "a", "description": {}}], 'tool 0 .a.: "description" must be a string, not a'),
         ([{"name": "a", "description": 0}], '"description" must be a string, not a number'),
