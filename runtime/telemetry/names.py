@@ -24,6 +24,7 @@ __all__ = [
     "ERROR_TYPE",
     "FINISH_REASONS",
     "INPUT_TOKENS",
+    "METRICS",
     "OPERATION",
     "OPERATION_DURATION",
     "OUTCOME",
@@ -156,3 +157,17 @@ TOOL_CALLS = "agentgen.tool.calls"
 UNREPORTED_USAGE = "agentgen.client.usage.unreported"
 REGISTRY_REQUEST_DURATION = "agentgen.registry.request.duration"
 CATALOG_BUILD_DURATION = "agentgen.catalog.build.duration"
+
+#: Every metric agentgen records (``instruments`` creates one instrument each): the names
+#: ``TelemetryRecorder.metric`` reads, so that a misspelt one is refused rather than read as a
+#: metric with no points.
+METRICS = (
+    TOKEN_USAGE,
+    OPERATION_DURATION,
+    TOOLS_LOADED,
+    SEARCH_ROUNDS,
+    UNREPORTED_USAGE,
+    TOOL_CALLS,
+    REGISTRY_REQUEST_DURATION,
+    CATALOG_BUILD_DURATION,
+)

@@ -11,12 +11,14 @@ It needs the OpenTelemetry SDK (``pip install opentelemetry-sdk``), imported whe
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentgen.runtime.telemetry import names
+from agentgen.runtime.telemetry.instruments import SCOPE
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -55,14 +57,31 @@ class TelemetryRecorder:
         """Forget the spans recorded so far (metrics are cumulative: compare points)."""
         self.exporter.clear()
 
-    def metric(self, name: str) -> list[MetricPoint]:
+    def metric(self, name: str, scope: str = SCOPE) -> list[MetricPoint]:
+        """The points of metric ``name`` of instrumentation ``scope`` since the process started.
+
+        In agentgen's scope (the default) ``name`` must be one of agentgen's metrics
+        (:data:`~agentgen.runtime.telemetry.names.METRICS`): a misspelt name has no points, and
+        a test comparing them before and after a run passed without measuring anything. The
+        application's own metrics are read with its meter's name as ``scope``; agentgen cannot
+        know their names, so they are not checked."""
         from opentelemetry.sdk.metrics.export import HistogramDataPoint, NumberDataPoint
 
+        if scope == SCOPE and name not in names.METRICS:
+            close = difflib.get_close_matches(name, names.METRICS, n=3, cutoff=0.6)
+            hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+            raise ValueError(
+                f"TelemetryRecorder.metric: agentgen records no metric {name!r}; {hint}"
+                f"its metrics are {', '.join(names.METRICS)} (an application's own metric is "
+                "read with its meter's name as scope=)"
+            )
         points: list[MetricPoint] = []
         data = self.reader.get_metrics_data()
         for resource in data.resource_metrics if data is not None else ():
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
+            for scope_metrics in resource.scope_metrics:
+                if scope_metrics.scope.name != scope:
+                    continue
+                for metric in scope_metrics.metrics:
                     if metric.name != name:
                         continue
                     for point in metric.data.data_points:

@@ -510,3 +510,38 @@ def test_record_telemetry_without_the_sdk_says_what_to_install(
         record_telemetry.__wrapped__()  # past the cache: another test may have installed it
     assert "pip install 'agentgen[otel]'" in str(missing.value)
     assert missing.value.name == "opentelemetry.sdk.metrics"
+
+
+def test_a_misspelt_agentgen_metric_is_refused_with_the_close_names() -> None:
+    from agentgen.runtime.testing import record_telemetry
+
+    recorder = record_telemetry()
+    # It read as a metric with no points: a before/after comparison passed measuring nothing.
+    with pytest.raises(ValueError, match=r"no metric 'agentgen.tool.call'; did you mean") as info:
+        recorder.metric("agentgen.tool.call")
+    assert "'agentgen.tool.calls'" in str(info.value)
+    assert isinstance(recorder.metric("agentgen.tool.calls"), list)
+
+
+def test_an_applications_own_metric_is_read_with_its_scope() -> None:
+    from opentelemetry import metrics
+
+    from agentgen.runtime.testing import record_telemetry
+
+    recorder = record_telemetry()
+    counter = metrics.get_meter("shop").create_counter("shop.orders")
+    before = sum(p.value for p in recorder.metric("shop.orders", scope="shop"))
+    counter.add(2, {"kind": "test"})
+    after = sum(p.value for p in recorder.metric("shop.orders", scope="shop"))
+    assert after - before == 2
+    with pytest.raises(ValueError, match="agentgen records no metric 'shop.orders'"):
+        recorder.metric("shop.orders")
+
+
+def test_every_metric_agentgen_records_is_in_the_names_list() -> None:
+    from agentgen.runtime.telemetry import names
+
+    source = (ROOT / "runtime" / "telemetry" / "instruments.py").read_text(encoding="utf-8")
+    created = re.findall(r"METER\.create_\w+\(\s*names\.(\w+)", source)
+    assert len(created) == len(names.METRICS)
+    assert sorted(getattr(names, n) for n in created) == sorted(names.METRICS)
