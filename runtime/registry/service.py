@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exception_handlers import http_exception_handler
@@ -186,6 +186,22 @@ def _error_body(error: RegistryError | None) -> api.ErrorBody | None:
     return None if error is None else api.ErrorBody(code=error.code, message=error.message)
 
 
+def _checked_store(store: object) -> Store:
+    """``store`` if it has a :class:`Store`'s methods: anything else failed only when the
+    application started, with the AttributeError the first missing method raised
+    (``LocalRegistry(5)``: "'int' object has no attribute 'open'")."""
+    methods = [name for name, value in vars(Store).items() if callable(value) and name[0] != "_"]
+    missing = [name for name in methods if not callable(getattr(store, name, None))]
+    if missing:
+        lacks = "" if missing == methods else f", which has no {', '.join(missing)}"
+        raise TypeError(
+            f"the registry store must be a Store (an object with {', '.join(methods)}) or a "
+            "description ('memory', 'sqlite:PATH' or 'redis://HOST:PORT/DB'); got "
+            f"{type(store).__name__} {store!r}{lacks}"
+        )
+    return cast(Store, store)
+
+
 def create_app(
     store: Store | str,
     *,
@@ -195,7 +211,7 @@ def create_app(
 ) -> FastAPI:
     """The registry as an ASGI application. The store is opened, and its persisted catalog
     verified, when the application starts (a corrupt entry stops the start, naming its key)."""
-    the_store = open_store(store) if isinstance(store, str) else store
+    the_store = open_store(store) if isinstance(store, str) else _checked_store(store)
     operations = RegistryOperations(the_store, limits)
     table = tokens or TokenTable()
     settings = config or ServiceConfig()

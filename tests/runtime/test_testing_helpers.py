@@ -512,6 +512,15 @@ def test_record_telemetry_without_the_sdk_says_what_to_install(
     assert missing.value.name == "opentelemetry.sdk.metrics"
 
 
+def test_a_local_registry_refuses_a_store_of_the_wrong_type_when_made() -> None:
+    from agentgen.runtime.testing import LocalRegistry
+
+    # It started a server whose start failed on "'int' object has no attribute 'open'".
+    with pytest.raises(TypeError, match=r"must be a Store \(an object with open, close") as info:
+        LocalRegistry(5)  # type: ignore[arg-type]
+    assert "('memory', 'sqlite:PATH' or 'redis://HOST:PORT/DB'); got int 5" in str(info.value)
+
+
 def test_a_misspelt_agentgen_metric_is_refused_with_the_close_names() -> None:
     from agentgen.runtime.testing import record_telemetry
 
