@@ -567,6 +567,11 @@ _TEXT_FILTERS = frozenset(
 )
 
 
+#: Values a text filter gets as the text ``{{ }}`` writes for them (``bool`` included, an
+#: ``int``: ``{{ true }}`` writes ``True``).
+_NUMBERS = (int, float, Decimal)
+
+
 #: Filters whose first argument is a context, environment or evaluation context.
 _PASSES = ("context", "environment", "eval_context")
 
@@ -592,6 +597,11 @@ def _budgeted(name: str, function: Any, *, test: bool = False) -> Callable[..., 
         _spend(1 + (_cost(args[skip]) if len(args) > skip else 0))
         if compares:
             args = tuple(_compared(arg) for arg in args)
+        if writes and len(args) > skip and isinstance(args[skip], _NUMBERS):
+            # Jinja's truncate, indent and wordwrap take their value for a string (len, +=,
+            # splitlines): on a number they failed with a bare TypeError or AttributeError.
+            # They get the number as {{ }} writes it, which is what a person confirms.
+            args = (*args[:skip], str(_visible(args[skip])), *args[skip + 1 :])
         if writes:
             args = (*args[:skip], *(_shown(arg) for arg in args[skip:]))
             kwargs = {key: _shown(arg) for key, arg in kwargs.items()}

@@ -467,6 +467,39 @@ def test_exact_numbers_made_text_are_written_as_numbers(template: str, shown: st
     assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
 
 
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
+        # Each raised a bare TypeError or AttributeError (len, += or splitlines of a number).
+        ("{{ (100 / price) | truncate(2, true, '', 0) }}", "20"),
+        ("{{ huge | truncate(5, true, '', 0) }}", "1E+40"),
+        ("{{ 123456 | truncate(3, true, '', 0) }}", "123"),
+        ("{{ 12345.5 | truncate(5, true, '~', 0) }}", "1234~"),
+        ("{{ amount | indent(2, true) }}|{{ 7 | indent(2, first=true) }}", "  0.1|  7"),
+        ("{{ 2.5 | indent('> ', true) }}", "> 2.5"),
+        ("{{ 123456 | wordwrap(3) }}|{{ (100 / price) | wordwrap(2) }}", "123\n456|20\n0"),
+        ("{{ true | truncate(2, true, '', 0) }}", "Tr"),
+    ],
+)
+def test_text_filters_write_a_number_as_the_template_writes_it(template: str, shown: str) -> None:
+    """``| truncate``, ``| indent`` and ``| wordwrap`` took their value for a string: on a
+    number (an exact decimal argument, an int, a float) they failed with a bare ``TypeError``
+    or ``AttributeError``. They now get the number as ``{{ }}`` writes it."""
+    codec = SchemaCodec(
+        {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "price": {"type": "number"},
+                "huge": {"type": "number"},
+            },
+        },
+        TOOL,
+    )
+    arguments = codec.decode_arguments('{"amount": 0.1, "price": 0.5, "huge": 1e40}')
+    assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
+
+
 def test_exact_numbers_are_converted_only_where_written(monkeypatch: pytest.MonkeyPatch) -> None:
     """Writing decimals as numbers converts what is written, not every value of a mapping a
     ``%`` or ``.format`` reads one field of, nor every item ``join`` reads an attribute of:
