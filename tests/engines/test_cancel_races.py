@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from typing import Any
 
@@ -213,4 +214,89 @@ async def test_a_caller_cancelled_while_the_server_does_not_answer_its_start_is_
     assert held.started is not None
     await held.started
     await asyncio.gather(*engine._withdrawing)  # the cancellation follows the start
+    assert await _cancel_requested(durable, request.run_id)
+
+
+class _HeldCancels(_HeldStarts):
+    """Lets the start go out at once, and holds each request to cancel the run until the test
+    lets the server ``answer`` it (a server that takes the request and does not answer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release.set()
+        self.answer = asyncio.Event()
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _HoldingCancels(next, self)
+
+
+class _HoldingCancels(_Holding):
+    held: _HeldCancels
+
+    async def cancel_workflow(self, input: CancelWorkflowInput) -> None:
+        self.held.cancel_sent.set()
+        await self.held.answer.wait()
+        await self.next.cancel_workflow(input)
+
+
+async def test_a_caller_cancelled_while_the_server_does_not_answer_the_cancellation_is_not_held(
+    durable: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once the start was answered, the withdrawal waited for the answer to its cancellation
+    without bound: a server that did not answer held the cancelled caller as long. The caller
+    now waits at most ``CANCEL_WAIT``, a warning names the run and the server, and the request
+    goes on (the run is cancelled once the server answers)."""
+    monkeypatch.setattr(client_module, "CANCEL_WAIT", 0.1)
+    held = _HeldCancels()
+    rt, engine = _runtime(durable, held)
+    run_id = f"unheard-{uuid.uuid4().hex}"
+    running = asyncio.create_task(rt.client("test.agent").run("go", run_id=run_id))
+    await held.in_flight.wait()
+    assert held.started is not None
+    await held.started  # the run exists (no worker runs it: it waits)
+    with caplog.at_level(logging.WARNING, logger="agentgen.run"):
+        running.cancel()
+        await asyncio.wait({running}, timeout=_GUARD)
+        assert running.done()  # it was held for as long as the server did not answer
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert held.cancel_sent.is_set()
+    assert durable.env is not None
+    target = durable.env.client.service_client.config.target_host
+    assert (
+        f"run {run_id!r}: its caller was cancelled, and the Temporal server at {target!r} did "
+        "not answer the request to cancel the run within 0.1 s; the caller's cancellation goes "
+        f"on, and the request with it; if the run goes on, cancel it with engine.cancel({run_id!r})"
+    ) in caplog.text
+    held.answer.set()  # the server answers at last
+    await asyncio.gather(*engine._withdrawing)
+    assert await _cancel_requested(durable, run_id)
+
+
+async def test_cancel_the_server_does_not_answer_is_a_timeout_naming_the_run(
+    durable: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """engine.cancel waited for the server's answer to the cancellation without bound. It now
+    waits at most ``CANCEL_WAIT`` and raises a ``TimeoutError`` naming the run and the server;
+    called again once the server answers, it cancels the run."""
+    monkeypatch.setattr(client_module, "CANCEL_WAIT", 0.1)
+    held = _HeldCancels()
+    rt, engine = _runtime(durable, held)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id=f"mute-{uuid.uuid4().hex}")
+    assert await engine.start(rt, request) == request.run_id
+    cancelling = asyncio.ensure_future(engine.cancel(request.run_id))
+    await asyncio.wait({cancelling}, timeout=_GUARD)
+    assert cancelling.done()  # it was held for as long as the server did not answer
+    assert held.cancel_sent.is_set()
+    assert durable.env is not None
+    target = durable.env.client.service_client.config.target_host
+    with pytest.raises(TimeoutError) as raised:
+        await cancelling
+    assert str(raised.value) == (
+        f"run {request.run_id!r}: engine.cancel waited 0.1 s for the Temporal server at "
+        f"{target!r} to answer the request to cancel the run, and it did not: the run may not "
+        "be cancelled; check the server, then call engine.cancel again"
+    )
+    held.answer.set()  # the server answers again
+    await engine.cancel(request.run_id)
     assert await _cancel_requested(durable, request.run_id)

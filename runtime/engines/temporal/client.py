@@ -81,6 +81,7 @@ from agentgen.runtime.telemetry.config import activated
 from agentgen.runtime.telemetry.spans import Confirmation, Run
 
 __all__ = [
+    "CANCEL_WAIT",
     "DEFAULT_ADDRESS",
     "DEFAULT_MAX_POLL_INTERVAL",
     "START_WAIT",
@@ -102,6 +103,10 @@ USAGE_WAIT = 2.0
 #: ``cancel``) waits for that run's start request, when this engine has one in flight, to be
 #: answered (milliseconds while the server answers; its own retries give up within 10 s).
 START_WAIT = 30.0
+#: How long a request to cancel a run (``cancel``, or a cancelled caller withdrawing its run)
+#: waits for the server's answer (milliseconds while it answers; its own retries give up
+#: within 10 s): a server that does not answer must not hold the caller as long.
+CANCEL_WAIT = 30.0
 #: The longest the confirmation watcher waits between two looks while none waits.
 DEFAULT_MAX_POLL_INTERVAL = 1.0
 #: A run's start request, in flight or answered.
@@ -264,8 +269,9 @@ class TemporalEngine:
         nothing to cancel. False when the request failed (logged): the run goes on.
 
         The caller waits for the start at most :data:`START_WAIT`, as every other call about
-        a starting run does: a server that does not answer held a cancelled caller as long as
-        it did not. The cancellation then goes out without it, once the start is answered;
+        a starting run does, and for the answer to the cancellation at most
+        :data:`CANCEL_WAIT`: a server that does not answer held a cancelled caller as long as
+        it did not. The cancellation then goes on without it (once the start is answered);
         False (logged), since the caller cannot learn what the run cost."""
         request = asyncio.ensure_future(self._cancel_quietly(run_id, start))
         self._withdrawing.add(request)
@@ -284,7 +290,19 @@ class TemporalEngine:
                 run_id,
             )
             return False
-        return await asyncio.shield(request)
+        await asyncio.wait({request}, timeout=CANCEL_WAIT)
+        if not request.done():
+            _LOG.warning(
+                "run %r: its caller was cancelled, and the Temporal server at %r did not answer "
+                "the request to cancel the run within %g s; the caller's cancellation goes on, "
+                "and the request with it; if the run goes on, cancel it with engine.cancel(%r)",
+                run_id,
+                self._target(),
+                CANCEL_WAIT,
+                run_id,
+            )
+            return False
+        return request.result()
 
     async def _cancel_quietly(self, run_id: str, start: _Start) -> bool:
         try:
@@ -521,11 +539,19 @@ class TemporalEngine:
 
         A run this engine is still starting (``start`` or ``run`` has not heard back from the
         server yet) is cancelled once its start was answered: sent first, the cancellation
-        would find no run, and the run would start after it and go on."""
+        would find no run, and the run would start after it and go on. The server's answer to
+        the cancellation is awaited at most :data:`CANCEL_WAIT`: one it does not give is a
+        ``TimeoutError`` naming the run and the server, not a call that never returns."""
         failure = await self._start_answered(run_id, "cancel")
         client = await self.client()
         try:
-            await client.get_workflow_handle(run_id).cancel()
+            await asyncio.wait_for(client.get_workflow_handle(run_id).cancel(), CANCEL_WAIT)
+        except TimeoutError:
+            raise TimeoutError(
+                f"run {run_id!r}: engine.cancel waited {CANCEL_WAIT:g} s for the Temporal server "
+                f"at {self._target()!r} to answer the request to cancel the run, and it did not: "
+                "the run may not be cancelled; check the server, then call engine.cancel again"
+            ) from None
         except RPCError as exc:
             if failure is not None and exc.status == RPCStatusCode.NOT_FOUND:
                 raise LookupError(
