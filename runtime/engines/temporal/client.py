@@ -471,8 +471,7 @@ class TemporalEngine:
         does not know is a ``LookupError``, and a run whose status no worker gives (none polls
         its task queue) a ``RuntimeError``: either used to read as nothing pending."""
         status = await self._status_once_started(run_id, "pending_confirmations")
-        below = await self._pending_below(status.children, strict=True)
-        return [*status.pending, *(request for _, request in below)]
+        return [request for _, request in await self._pending(run_id, status, strict=True)]
 
     async def confirm(
         self, run_id: str, tool_call_id: str, approved: bool, *, by: str | None = None
@@ -643,14 +642,13 @@ class TemporalEngine:
         return description.status != WorkflowExecutionStatus.RUNNING
 
     async def _pending(
-        self, run_id: str, *, strict: bool = False
+        self, run_id: str, status: RunStatus, *, strict: bool = False
     ) -> list[tuple[str, ConfirmationRequest]]:
-        """What the run tree waits for, by workflow; ``strict``: every status of a run still
-        running must be read (an operator asking must not read a status that could not be
-        read as nothing pending); child runs may end while the tree is walked."""
-        status = await self._status(run_id, strict=strict)
-        if status is None:
-            return []
+        """What the run tree waits for, by workflow, given its root's ``status`` (read as the
+        caller needs: the watcher's, or an operator's once the run's start was answered);
+        ``strict``: every status of a run still running must be read (an operator asking must
+        not read a status that could not be read as nothing pending); child runs may end while
+        the tree is walked."""
         own = [(run_id, request) for request in status.pending]
         return own + await self._pending_below(status.children, strict=strict)
 
@@ -710,7 +708,9 @@ class TemporalEngine:
         try:
             while True:
                 found = False
-                for workflow_id, request in await self._pending(run_id):
+                status = await self._status(run_id)
+                pending = [] if status is None else await self._pending(run_id, status)
+                for workflow_id, request in pending:
                     key = (workflow_id, request.tool_call_id)
                     if key not in seen:
                         seen.add(key)
