@@ -23,6 +23,15 @@ from agentgen.dsl.names import q, shown_int, variable_name
 #: it should fail and say so.
 MAX_RETRIES = 100
 
+#: The longest ``backoff_max`` (and so ``backoff_base``) ``Retry`` takes, in seconds: a
+#: minute, the longest wait the registry's API carries and Temporal's default
+#: ``retry_maximum_interval`` between a planning activity's attempts, so ``MAX_RETRIES`` waits
+#: hold a request under two hours. ``Retry(100, "1h", "24h")`` held a provider or a command
+#: for days. The runtime's ``RetryPolicy`` holds hand-built policies to the same bound
+#: (``agentgen.runtime.registry.client_options.MAX_BACKOFF_S``; the DSL does not import the
+#: runtime, a test keeps the two equal).
+MAX_BACKOFF_S = 60.0
+
 
 def Registry(name: str, *args: object) -> RegistryExpr:
     """Declare a registry (``URL`` required; ``Description``, ``Timeout``, ``Retry``...)."""
@@ -131,10 +140,20 @@ def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration 
     bounds: list[float] = []
     for label, value in (("backoff_base", backoff_base), ("backoff_max", backoff_max)):
         try:
-            bounds.append(parse_duration(value))
+            seconds = parse_duration(value)
         except ValueError as exc:
             call.error(f"Retry {label} {exc}")
             ok = False
+            continue
+        if seconds > MAX_BACKOFF_S:
+            call.error(
+                f"Retry {label} must be at most {MAX_BACKOFF_S:g}s, got {seconds:g}s: a longer "
+                "wait between retries holds a provider or a command through an outage instead "
+                f"of failing it; give {MAX_BACKOFF_S:g}s or less (more retries ride out a "
+                "longer outage)"
+            )
+            ok = False
+        bounds.append(seconds)
     if len(bounds) == 2 and bounds[0] > bounds[1]:
         call.error(
             f"Retry backoff_base ({bounds[0]:g}s) must not exceed backoff_max ({bounds[1]:g}s)"
@@ -261,6 +280,7 @@ def PublishTo(registry: RegistryExpr) -> None:
 
 
 __all__ = [
+    "MAX_BACKOFF_S",
     "MAX_RETRIES",
     "URL",
     "APIVersion",

@@ -10,9 +10,32 @@ what it may be, never a token's value.
 
 from __future__ import annotations
 
+import math
+
 from agentgen.runtime.registry import api
 
-__all__ = ["bearer_token_problem", "checked_wait_ms"]
+__all__ = [
+    "MAX_BACKOFF_S",
+    "MAX_RETRIES",
+    "bearer_token_problem",
+    "checked_wait_ms",
+    "retry_problem",
+]
+
+#: The most retries a client's ``RetryPolicy`` takes for one request: the design's
+#: ``Retry(max_retries)`` bound (``agentgen.dsl.registries.MAX_RETRIES``; the DSL does not
+#: import the runtime, a test keeps the two equal). A larger count kept a provider or a
+#: command retrying an outage for hours where it should fail and say so.
+MAX_RETRIES = 100
+
+#: The longest wait (seconds) between a client's retries, ``backoff_max`` (and so
+#: ``backoff_base``), as the design's ``Retry`` bounds it (``agentgen.dsl.registries.
+#: MAX_BACKOFF_S``, kept equal by a test). A minute is the longest wait the registry's API
+#: carries (``api.MAX_WAIT_MS``) and Temporal's default ``retry_maximum_interval`` between a
+#: planning activity's attempts: a registry back within a minute is found at the next retry,
+#: and ``MAX_RETRIES`` such waits hold a request under two hours. ``Retry(100, "1h", "24h")``
+#: held a provider or a command for days.
+MAX_BACKOFF_S = 60.0
 
 
 def bearer_token_problem(token: str) -> str | None:
@@ -47,3 +70,36 @@ def checked_wait_ms(value: object, option: str, owner: str) -> int:
         f"{owner}: {option}={value!r} is out of bounds: a whole number of milliseconds from 0 "
         f"to {api.MAX_WAIT_MS:,} (the longest wait the registry's API carries)"
     )
+
+
+def retry_problem(max_retries: object, backoff_base: object, backoff_max: object) -> str | None:
+    """What the design's ``Retry`` would refuse of these settings (a count that is not a whole
+    number from 0 to :data:`MAX_RETRIES`, a backoff that is not a finite number of seconds from
+    0 to :data:`MAX_BACKOFF_S`, a base above the ceiling), naming the option; or None."""
+    if not isinstance(max_retries, int) or isinstance(max_retries, bool):
+        return f"max_retries must be an int, not {type(max_retries).__name__}"
+    if not 0 <= max_retries <= MAX_RETRIES:
+        shown = max_retries if abs(max_retries) < 10**12 else "a larger number"
+        return (
+            f"max_retries must be from 0 to {MAX_RETRIES} (MAX_RETRIES), not {shown}: each "
+            "retry is another request and another wait, so an outage would hold the request "
+            "instead of failing it"
+        )
+    for option, value in (("backoff_base", backoff_base), ("backoff_max", backoff_max)):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return f"{option} must be seconds (a float), not {type(value).__name__}"
+        if not (math.isfinite(value) and 0 <= value <= MAX_BACKOFF_S):
+            why = (
+                ": a longer wait between retries holds the request through an outage instead "
+                "of failing it"
+                if value > MAX_BACKOFF_S
+                else ""
+            )
+            return (
+                f"{option} must be from 0 to {MAX_BACKOFF_S:g} seconds (MAX_BACKOFF_S), not "
+                f"{value!r}{why}"
+            )
+    assert isinstance(backoff_base, int | float) and isinstance(backoff_max, int | float)
+    if backoff_base > backoff_max:
+        return f"backoff_base ({backoff_base!r}) must not exceed backoff_max ({backoff_max!r})"
+    return None

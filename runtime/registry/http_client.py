@@ -43,7 +43,11 @@ from agentgen.runtime.registry.client import (
     ResolvedToolset,
     ToolCallMeta,
 )
-from agentgen.runtime.registry.client_options import bearer_token_problem, checked_wait_ms
+from agentgen.runtime.registry.client_options import (
+    bearer_token_problem,
+    checked_wait_ms,
+    retry_problem,
+)
 from agentgen.runtime.telemetry.spans import registry_retry
 from agentgen.runtime.visible import visible
 
@@ -121,11 +125,20 @@ class _Settings(Protocol):
 @dataclass(frozen=True)
 class RetryPolicy:
     """Retry a failed request ``max_retries`` times, waiting ``backoff_base * 2**attempt``
-    (at most ``backoff_max``) seconds, with jitter, between attempts."""
+    (at most ``backoff_max``) seconds, with jitter, between attempts.
+
+    Held to the design's ``Retry`` bounds when built (``ValueError`` naming the option): a
+    policy built by hand, or from settings written by hand, took a billion retries or a day's
+    backoff and held a provider or a command through an outage for days."""
 
     max_retries: int = 3
     backoff_base: float = 0.1
     backoff_max: float = 2.0
+
+    def __post_init__(self) -> None:
+        problem = retry_problem(self.max_retries, self.backoff_base, self.backoff_max)
+        if problem is not None:
+            raise ValueError(f"RetryPolicy {problem}")
 
     def delay(self, attempt: int) -> float:
         # The exponent is capped: a wait that outlasts a thousand attempts (a result stream
@@ -195,6 +208,12 @@ class HttpRegistryClient(_Closing):
         self.shown_url = urlunsplit(parts._replace(netloc=host)).rstrip("/")
         self.name = name or host
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            # Only a RetryPolicy is held to the design's Retry bounds when built.
+            raise ValueError(
+                f"registry {self.name!r}: retry must be a RetryPolicy(max_retries, "
+                f"backoff_base, backoff_max), not {type(retry).__name__}"
+            )
         self.retry = retry or RetryPolicy()
         #: How long a call waits for its outcome before returning only its reference: a
         #: second, well within the request timeout (the runtime bounds each call request by
@@ -260,13 +279,23 @@ class HttpRegistryClient(_Closing):
                 f"APIVersion({spoken!r}), or connect a client of your own"
             )
         retry = settings.retry
+        try:
+            policy = (
+                RetryPolicy(retry.max_retries, retry.backoff_base, retry.backoff_max)
+                if retry is not None
+                else None
+            )
+        except ValueError as exc:
+            # Settings written or edited by hand: name the registry whose Retry is at fault.
+            raise ValueError(
+                f"registry {settings.name!r}: its Retry settings cannot be used: {exc}; "
+                "regenerate them from the design or give values within these bounds"
+            ) from None
         return cls(
             url or settings.url,
             token=token,
             timeout=settings.timeout,
-            retry=RetryPolicy(retry.max_retries, retry.backoff_base, retry.backoff_max)
-            if retry is not None
-            else None,
+            retry=policy,
             name=settings.name,
         )
 

@@ -6,7 +6,8 @@ import pytest
 
 from agentgen.dsl.durations import parse_duration
 from agentgen.dsl.expr import RegistryExpr, RegistrySource, ToolsetExpr
-from agentgen.dsl.registries import MAX_RETRIES
+from agentgen.dsl.registries import MAX_BACKOFF_S, MAX_RETRIES
+from agentgen.runtime.registry import client_options
 from tests.conftest import DesignRunner, format_errors
 
 COMPANY = """
@@ -184,6 +185,37 @@ with Registry("other"):
         "and another wait of up to backoff_max, so an outage would hold the request instead of "
         "failing it; give 100 or fewer (a longer backoff_max rides out a longer outage)",
         "Retry max_retries must be at most 100, got 101",
+    )
+
+
+def test_retry_backoff_is_bounded_as_the_runtime_bounds_it(designs: DesignRunner) -> None:
+    # Retry(100, "1h", "24h") was accepted and generated: a provider or a command waited up to
+    # a day between retries, for days in all. The runtime's RetryPolicy refuses the same.
+    assert MAX_BACKOFF_S == client_options.MAX_BACKOFF_S == 60.0
+    assert MAX_RETRIES == client_options.MAX_RETRIES == 100
+    root = designs.load(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Retry(100, "1m", "1m")
+"""
+    )
+    retry = root.registries[0].retry
+    assert retry is not None and retry.backoff_base == retry.backoff_max == 60.0
+    designs.check(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Retry(100, "1h", "24h")  # <- <-
+with Registry("other"):
+    URL("https://other.example")
+    Retry(3, 1, "1m0.001s")  # <-
+""",
+        "Retry backoff_base must be at most 60s, got 3600s: a longer wait between retries holds "
+        "a provider or a command through an outage instead of failing it; give 60s or less "
+        "(more retries ride out a longer outage)",
+        "Retry backoff_max must be at most 60s, got 86400s",
+        "Retry backoff_max must be at most 60s, got 60.001s",
     )
 
 

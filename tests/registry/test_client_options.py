@@ -180,6 +180,82 @@ def test_a_call_wait_the_api_cannot_carry_is_refused_by_the_constructor(value: A
     )
 
 
+# --- retries ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (
+            {"max_retries": 10**9},
+            "RetryPolicy max_retries must be from 0 to 100 (MAX_RETRIES), not 1000000000: each "
+            "retry is another request and another wait, so an outage would hold the request "
+            "instead of failing it",
+        ),
+        (
+            {"max_retries": -1},
+            "RetryPolicy max_retries must be from 0 to 100 (MAX_RETRIES), not -1",
+        ),
+        ({"max_retries": 3.0}, "RetryPolicy max_retries must be an int, not float"),
+        (
+            {"backoff_base": 3600.0, "backoff_max": 86400.0},
+            "RetryPolicy backoff_base must be from 0 to 60 seconds (MAX_BACKOFF_S), not 3600.0: "
+            "a longer wait between retries holds the request through an outage instead of "
+            "failing it",
+        ),
+        (
+            {"backoff_max": 60.001},
+            "RetryPolicy backoff_max must be from 0 to 60 seconds (MAX_BACKOFF_S), not 60.001:",
+        ),
+        (
+            {"backoff_max": float("nan")},
+            "RetryPolicy backoff_max must be from 0 to 60 seconds (MAX_BACKOFF_S), not nan",
+        ),
+        ({"backoff_base": -0.5}, "RetryPolicy backoff_base must be from 0 to 60 seconds"),
+        ({"backoff_max": "5s"}, "RetryPolicy backoff_max must be seconds (a float), not str"),
+        (
+            {"backoff_base": 5.0, "backoff_max": 1.0},
+            "RetryPolicy backoff_base (5.0) must not exceed backoff_max (1.0)",
+        ),
+    ],
+)
+def test_a_retry_policy_the_design_would_refuse_is_refused_when_built(
+    given: dict[str, Any], expected: str
+) -> None:
+    """A hand-built RetryPolicy took a billion retries or a day's backoff (the design's Retry
+    refuses both): a provider or a command held through an outage for days."""
+    with pytest.raises(ValueError) as refused:
+        RetryPolicy(**given)
+    assert str(refused.value).startswith(expected)
+
+
+def test_retry_policies_at_the_bounds_are_taken() -> None:
+    at_bounds = RetryPolicy(max_retries=100, backoff_base=60, backoff_max=60.0)
+    client = HttpRegistryClient("http://127.0.0.1:1", name="company", retry=at_bounds)
+    assert client.retry is at_bounds
+    assert 30.0 <= at_bounds.delay(10**6) <= 60.0
+    asyncio.run(client.aclose())
+
+
+def test_a_client_refuses_retry_settings_the_design_would_refuse() -> None:
+    """Settings edited by hand (or a retry that is no RetryPolicy) were taken unchecked."""
+    from examples.company.gen.registries import REGISTRIES, RetrySettings
+
+    with pytest.raises(ValueError) as refused:
+        HttpRegistryClient("http://127.0.0.1:1", name="company", retry={"max_retries": 5})  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "registry 'company': retry must be a RetryPolicy(max_retries, backoff_base, "
+        "backoff_max), not dict"
+    )
+    slow = RetrySettings(max_retries=3, backoff_base=0.1, backoff_max=86_400.0)
+    with pytest.raises(ValueError) as refused:
+        HttpRegistryClient.from_settings(dataclasses.replace(REGISTRIES["company"], retry=slow))
+    assert str(refused.value).startswith(
+        "registry 'company': its Retry settings cannot be used: RetryPolicy backoff_max must be "
+        "from 0 to 60 seconds (MAX_BACKOFF_S), not 86400.0"
+    )
+
+
 async def test_waits_at_the_bounds_are_taken(registry: Running) -> None:
     impl = Echo()
     async with serving(registry.url, impl):
