@@ -740,6 +740,31 @@ async def test_generated_serve_refuses_a_version_or_revision_the_registry_would_
         assert await client.list_toolsets() == []  # nothing was published
 
 
+async def test_generated_serve_refuses_a_registry_the_toolset_is_not_published_to(
+    registry: Running,
+) -> None:
+    """It raised a plain ValueError, which a provider process catching ProviderSetupError
+    (its set-up mistakes) let through as a crash."""
+    from agentgen.runtime import ProviderSetupError
+    from examples.company.gen.hr.toolsets.directory import provider
+
+    class Directory:
+        async def find_person(self, args: Any, context: ToolContext) -> Any:
+            raise AssertionError("never called")
+
+    with pytest.raises(ProviderSetupError) as refused:
+        await asyncio.wait_for(
+            provider.serve(Directory(), revision="r1", registry="archive", url=registry.url), 10
+        )
+    assert str(refused.value) == (
+        "provider of toolset 'hr.directory': registry 'archive' is not one it is published to "
+        "('company'); pass one of them as registry=..., or add PublishTo for that registry in "
+        "the design and regenerate"
+    )
+    async with HttpRegistryClient(registry.url) as client:
+        assert await client.list_toolsets() == []  # nothing was published
+
+
 async def test_cancelling_serve_leaves_no_claim_or_call_running(registry: Running) -> None:
     """A cancelled ``serve_toolset`` (a task group, a ``wait_for``, Ctrl-C without signal
     handling) used to leave its pending claim and the calls in hand running on a client its
