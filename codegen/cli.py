@@ -63,7 +63,12 @@ def handled(design: Path) -> Iterator[None]:
     from agentgen.codegen.output import OutputFolderError
 
     try:
-        yield
+        # What the design prints while it loads goes to standard error: standard output is the
+        # command's own (``explain --json`` is read by tools, and a design's progress print
+        # made it unparsable). Done here, in the command, not in the loader: a library call
+        # must not swap the process's sys.stdout under other threads.
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
     except (DesignFileError, OutputFolderError) as exc:
         unusable(str(exc))
     except UserCodeError as exc:

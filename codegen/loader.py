@@ -13,7 +13,6 @@ Three ways a load fails, each shown differently by the CLI:
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import glob
 import importlib.machinery
@@ -271,11 +270,11 @@ def _run(design: Path, code: types.CodeType) -> Evaluation:
         with design_context(str(design)) as ctx:
             callers = ctx.callers
             try:
-                # What the design prints goes to standard error: standard output is the
-                # command's own (``explain --json``, ``eval-search --json`` are read by tools,
-                # and a design's progress print made them unparsable).
-                with contextlib.redirect_stdout(sys.stderr):
-                    exec(code, module.__dict__)
+                # What the design prints stays where it prints it: this is a library call, and
+                # swapping the process's sys.stdout here sent every other thread's prints to
+                # stderr meanwhile. The CLI sends a design's prints to stderr itself
+                # (``cli.handled``): its standard output is read by tools.
+                exec(code, module.__dict__)
             except (KeyboardInterrupt, GeneratorExit):
                 raise
             except BaseException as exc:

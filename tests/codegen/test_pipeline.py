@@ -198,3 +198,41 @@ def test_a_design_with_errors_never_reaches_the_builders(
     monkeypatch.setattr(model_builder, "build", unreachable)
     code, _, err = cli("gen", "design.py", cwd=tmp_path)
     assert code == 1 and "1 design error" in err and "bug" not in err
+
+
+def test_check_file_leaves_other_threads_standard_output_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # check_file and generate are library calls: the loader swapped the process's sys.stdout for
+    # stderr while a design ran, so another thread's print went to stderr meanwhile (and a
+    # library caller's design print was not where it printed it). Only the CLI sends a
+    # design's prints to stderr (its own stdout is read by tools).
+    import sys
+    import threading
+    import types
+
+    loading, printed = threading.Event(), threading.Event()
+    sync = types.ModuleType("_agentgen_test_stdout_sync")
+    sync.loading, sync.printed = loading, printed  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, sync.__name__, sync)
+
+    def other() -> None:
+        loading.wait(60)
+        print("from another thread")
+        printed.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    design = write(
+        tmp_path,
+        "import _agentgen_test_stdout_sync as sync\n"
+        "sync.loading.set()\n"
+        "sync.printed.wait(60)\n"
+        'print("from the design")\n' + DESIGN,
+    )
+    checked = check_file(design)
+    thread.join()
+    assert not checked.errors
+    out, err = capsys.readouterr()
+    assert "from another thread" in out and "from another thread" not in err
+    assert "from the design" in out
