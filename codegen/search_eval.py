@@ -202,8 +202,8 @@ def _jsonrpc_result(path: str | Path, response: dict[str, Any]) -> Any:
     """The ``result`` of a whole JSON-RPC response, as saved from an MCP server's ``tools/list``
     (``curl`` or an inspector saves the envelope, not just the result); an error response is
     refused with the server's own error, since it holds no tools to measure."""
-    if "error" in response:
-        error = response["error"]
+    error = response.get("error")
+    if error is not None:  # some servers send "error": null beside a result
         if isinstance(error, dict):
             code, message = error.get("code"), error.get("message")
             said = f"code {code}: {message}" if code is not None else f"{message}"

@@ -481,3 +481,11 @@ def test_control_characters_in_names_and_kinds_print_as_escapes(tmp_path: Path) 
     assert result.stderr == (
         f'error: {bad}: tool 0 (evil\\x1b[2J): "description" must be a string, not a number\n'
     )
+
+
+def test_a_json_rpc_response_with_a_null_error_is_read_from_its_result(tmp_path: Path) -> None:
+    # Servers written against JSON-RPC 1.0 habits send "error": null beside a result; the
+    # response was refused as "a JSON-RPC error response (None)" though it holds the tools.
+    response = {"jsonrpc": "2.0", "id": 1, "result": {"tools": TOOLS}, "error": None}
+    path = write(tmp_path, "tools.json", response)
+    assert load_catalog(path) == load_catalog(write(tmp_path, "bare.json", {"tools": TOOLS}))
