@@ -50,7 +50,7 @@ from jinja2.sandbox import (
     SandboxedFormatter,
 )
 from jinja2.visitor import NodeTransformer
-from markupsafe import Markup
+from markupsafe import Markup, soft_str
 
 from agentgen.runtime.contracts.codecs import encode_exact
 from agentgen.runtime.contracts.limits import (
@@ -526,7 +526,8 @@ def _format(value: Any, *args: Any, **kwargs: Any) -> str:
     decimals are written as numbers and a mapping's values are read only when named."""
     if args and kwargs:
         raise FilterArgumentError("can't handle positional and keyword arguments at the same time")
-    text: str = _modulo(str(_shown(value)), kwargs or args)
+    # soft_str, as Jinja's: a Markup string stays one, and its % escapes what it writes.
+    text: str = _modulo(soft_str(_shown(value)), kwargs or args)
     return text
 
 
@@ -540,7 +541,9 @@ def _join(
         items: Iterable[Any] = value  # a string's characters, a mapping's keys: as before
     else:
         items = value if attribute is None else map(make_attrgetter(environment, attribute), value)
-    return str(d).join(str(_shown(item)) for item in items)
+    # soft_str, as Jinja's: a Markup separator escapes the items it joins (a Markup item is
+    # kept), as it did before decimals were written here.
+    return soft_str(d).join(soft_str(_shown(item)) for item in items)
 
 
 _EXACT_FILTERS: dict[str, Callable[..., Any]] = {

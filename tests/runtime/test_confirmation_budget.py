@@ -550,3 +550,22 @@ def test_tuples_and_dict_views_compare_exact_numbers_with_floats_as_written(
     codec = SchemaCodec({"type": "object", "properties": {"amount": {"type": "number"}}}, TOOL)
     arguments = codec.decode_arguments('{"amount": 0.1}')
     assert render(template, arguments, tool_id=TOOL, which="confirmation prompt") == shown
+
+
+@pytest.mark.parametrize(
+    ("template", "shown"),
+    [
+        # Jinja's | format and | join keep a Markup string (soft_str), whose % and join escape
+        # what they write, as % and .format on it do here; the exact-decimal versions made it a
+        # plain str, so the same template wrote the argument's markup raw.
+        ("{{ ('<b>%s</b>' | safe) | format(name) }}", "<b>&lt;i&gt;</b>"),
+        ("{{ ('<b>%s</b>' | safe) % name }}", "<b>&lt;i&gt;</b>"),
+        ("{{ ('<b>{}</b>' | safe).format(name) }}", "<b>&lt;i&gt;</b>"),
+        ("{{ [name, 'b'] | join('<br>' | safe) }}", "&lt;i&gt;<br>b"),
+        ("{{ [name | safe, 0.5] | join(', ' | safe) }}", "<i>, 0.5"),
+        # A plain string escapes nothing, as before.
+        ("{{ '<b>%s</b>' | format(name) }} {{ [name] | join('<br>') }}", "<b><i></b> <i>"),
+    ],
+)
+def test_a_markup_format_or_join_escapes_what_it_writes(template: str, shown: str) -> None:
+    assert templates.render_template(template, {"name": "<i>"}) == shown
