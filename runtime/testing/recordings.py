@@ -319,7 +319,12 @@ class _PlayedModel:
         self._player = player
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._adapter, name)
+        # Read from __dict__: an instance made without __init__ (copy.copy, pickle) has no
+        # _adapter, and looking it up here again recursed until RecursionError.
+        adapter = self.__dict__.get("_adapter")
+        if adapter is None:
+            raise AttributeError(name)
+        return getattr(adapter, name)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         before = len(self._player.problems)

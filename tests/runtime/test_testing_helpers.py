@@ -554,3 +554,17 @@ def test_every_metric_agentgen_records_is_in_the_names_list() -> None:
     created = re.findall(r"METER\.create_\w+\(\s*names\.(\w+)", source)
     assert len(created) == len(names.METRICS)
     assert sorted(getattr(names, n) for n in created) == sorted(names.METRICS)
+
+
+async def test_a_copy_of_a_recorded_providers_model_runs_like_it() -> None:
+    # The wrapper that words the player's failures forwarded every attribute it lacks to its
+    # adapter, its own "_adapter" included: a copy (made without __init__) looked that up
+    # forever, and copy.copy or pickle raised RecursionError.
+    import copy
+
+    replay = Recording.of("openai", openai_text("Hello.")).player()
+    model = copy.copy(replay.model())
+    rt, _ = wire(model, clerk)
+    answer = await clerk.new_client(rt).run("hi")
+    assert answer.final_text == "Hello."
+    replay.assert_finished()
