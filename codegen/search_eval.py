@@ -198,6 +198,10 @@ def _json_kind(value: Any) -> str:
     return kinds.get(type(value), "a number")
 
 
+#: How much of a JSON-RPC error's code and message a refusal shows.
+_SAID_CHARS = 300
+
+
 def _jsonrpc_result(path: str | Path, response: dict[str, Any]) -> Any:
     """The ``result`` of a whole JSON-RPC response, as saved from an MCP server's ``tools/list``
     (``curl`` or an inspector saves the envelope, not just the result); an error response is
@@ -206,7 +210,10 @@ def _jsonrpc_result(path: str | Path, response: dict[str, Any]) -> Any:
     if error is not None:  # some servers send "error": null beside a result
         if isinstance(error, dict):
             code, message = error.get("code"), error.get("message")
-            said = f"code {code}: {message}" if code is not None else f"{message}"
+            # The server's words, escaped and cut: they reach a terminal.
+            said = visible(str(message)[:_SAID_CHARS])
+            if code is not None:
+                said = f"code {visible(str(code)[:_SAID_CHARS])}: {said}"
         else:
             said = _json_kind(error)
         raise CatalogError(

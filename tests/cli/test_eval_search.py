@@ -140,6 +140,11 @@ def test_an_mcp_tools_list_result_is_a_catalog(tmp_path: Path) -> None:
             r"a JSON-RPC error response \(code -32601: Method not found\), not a tools/list "
             "result; the server refused the request",
         ),
+        # The server's message reaches a terminal: escaped, and cut.
+        (
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "\x1b[2J" + "x" * 999}},
+            r"\(code 1: \\x1b\[2Jx{296}\), not a tools/list",
+        ),
         (
             {"jsonrpc": "2.0", "id": 1},
             'a JSON-RPC message with neither "result" nor "error"',
