@@ -377,6 +377,7 @@ async def admit(context: ExecutionContext, accepted: AcceptedCall) -> Admission:
             toolset=binding.toolset,
             tool=spec.id,
             token=token,
+            call_depth=depth,
         )
     except RegistryError as exc:
         return Admission(result=_registry_failure(call, spec.id, exc, admitted=False))

@@ -140,6 +140,7 @@ async def run_agent(
                 engine="memory",
                 parent_run_id=request.parent_run_id,
                 parent_tool_call_id=request.parent_tool_call_id,
+                call_depth=request.call_depth,
             ) as span,
         ):
             result = await drive(state, steps)

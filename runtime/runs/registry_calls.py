@@ -83,11 +83,18 @@ async def bounded(
     toolset: str | None = None,
     tool: str | None = None,
     token: str | None = None,
+    call_depth: int = 0,
 ) -> T:
     """Await one registry request within the registry's timeout, as a ``agentgen.registry.
-    {operation}`` span (a resolve records the version and token the registry answered)."""
+    {operation}`` span (a resolve records the version and token the registry answered; a call,
+    the depth it is sent with)."""
     with RegistryRequest(
-        registration.name, operation, toolset=toolset, tool=tool, token=token
+        registration.name,
+        operation,
+        toolset=toolset,
+        tool=tool,
+        token=token,
+        call_depth=call_depth,
     ) as span:
         result = await _bounded(registration, request)
         if isinstance(result, ResolvedToolset) and isinstance(result.registration_token, str):

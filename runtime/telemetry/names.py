@@ -41,6 +41,7 @@ __all__ = [
     "PROVIDER",
     "REGISTRY",
     "REGISTRY_ATTEMPTS",
+    "REGISTRY_CALL_DEPTH",
     "REGISTRY_OPERATION",
     "REGISTRY_REQUEST_DURATION",
     "REGISTRY_TOKEN",
@@ -51,6 +52,7 @@ __all__ = [
     "REQUEST_MODEL",
     "RESPONSE_ID",
     "RESPONSE_MODEL",
+    "RUN_CALL_DEPTH",
     "RUN_CHILD_RUNS",
     "RUN_ID",
     "RUN_TOOL_CALLS",
@@ -114,6 +116,9 @@ ENGINE = "agentgen.engine"
 OUTCOME = "agentgen.outcome"
 RUN_TOOL_CALLS = "agentgen.run.tool_calls"
 RUN_CHILD_RUNS = "agentgen.run.child_runs"
+#: How many registry calls a run is nested in (``RunRequest.call_depth``), when not 0: a run
+#: an agent published as a registry tool started while serving a call.
+RUN_CALL_DEPTH = "agentgen.run.call_depth"
 #: On a model call's span: how many of its provider responses reported no usage (its token
 #: attributes are then left out: the call's count is not known).
 USAGE_UNREPORTED = "agentgen.usage.unreported_responses"
@@ -149,6 +154,8 @@ REGISTRY_TOOL = "agentgen.registry.tool"
 REGISTRY_VERSION = "agentgen.registry.version"
 REGISTRY_TOKEN = "agentgen.registry.token"
 REGISTRY_ATTEMPTS = "agentgen.registry.attempts"
+#: On a registry call's span: the ``meta.call_depth`` it was sent with, when not 0.
+REGISTRY_CALL_DEPTH = "agentgen.registry.call_depth"
 
 #: agentgen's metrics.
 TOOLS_LOADED = "agentgen.run.tools_loaded"

@@ -253,6 +253,10 @@ class Run(_Operation):
     engine: str
     parent_run_id: str | None = None
     parent_tool_call_id: str | None = None
+    #: How many registry calls the run is nested in (``RunRequest.call_depth``): recorded
+    #: when not 0, so that an operator chasing agents that call each other through registries
+    #: sees how deep each run of the chain is.
+    call_depth: int = 0
 
     def span_name(self) -> str:
         return f"invoke_agent {self.agent_id}"
@@ -270,6 +274,8 @@ class Run(_Operation):
             found[names.PARENT_RUN_ID] = self.parent_run_id
         if self.parent_tool_call_id:
             found[names.PARENT_TOOL_CALL_ID] = self.parent_tool_call_id
+        if self.call_depth:
+            found[names.RUN_CALL_DEPTH] = self.call_depth
         return found
 
     def __enter__(self) -> Run:
@@ -766,6 +772,8 @@ class RegistryRequest(_Operation):
     tool: str | None = None
     #: The registration token a call is admitted under (resolve: the one answered).
     token: str | None = None
+    #: The ``meta.call_depth`` a call is sent with: recorded when not 0.
+    call_depth: int = 0
     attempts: int = field(default=1, init=False)
 
     def span_name(self) -> str:
@@ -782,6 +790,8 @@ class RegistryRequest(_Operation):
             found[names.REGISTRY_TOOL] = self.tool
         if self.token:
             found[names.REGISTRY_TOKEN] = self.token
+        if self.call_depth:
+            found[names.REGISTRY_CALL_DEPTH] = self.call_depth
         return found
 
     def __enter__(self) -> RegistryRequest:

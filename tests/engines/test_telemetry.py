@@ -24,13 +24,14 @@ from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
 from agentgen.runtime.agents.definition import RunPolicy
-from agentgen.runtime.agents.executors import ToolContext
+from agentgen.runtime.agents.executors import ToolContext, serving_registry_call
 from agentgen.runtime.agents.model_planner import ModelPlanner
 from agentgen.runtime.app import Runtime
 from agentgen.runtime.contracts.specs import ConfirmationSpec
 from agentgen.runtime.engines.temporal.client import agentgen_client
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart
 from agentgen.runtime.model_client import ModelRequest, ModelResponse, Usage
+from agentgen.runtime.registry.client import MAX_CALL_DEPTH
 from agentgen.runtime.runs.confirmation import ConfirmationRequest, Verdict
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
 from agentgen.runtime.telemetry import Telemetry
@@ -42,6 +43,16 @@ from examples.records.gen.assistant.toolsets.records import types
 from tests.engines.conftest import Harness
 from tests.otel import Recorder, ancestors, delta, named, recorder, tree
 from tests.runtime import sink_agents
+from tests.runtime.agents import (
+    ScriptedPlanner,
+    Sources,
+    answer,
+    calls,
+    echo_handler,
+    provider_toolset,
+    records_definition,
+)
+from tests.runtime.fake_registry import FakeRegistry
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -447,3 +458,60 @@ async def test_the_tool_call_metric_names_only_the_agents_tools(harness: Harness
         if e.name == "agentgen.tool.result"
     ]
     assert sorted(events) == sorted(["records.search", *invented, "records.search"])
+
+
+@pytest.mark.parametrize("served_depth", [4, MAX_CALL_DEPTH], ids=["within", "too-deep"])
+async def test_a_run_nested_in_registry_calls_shows_its_depth(
+    harness: Harness, served_depth: int
+) -> None:
+    """An operator chasing agents that call each other through registries reads each run's
+    depth on its ``invoke_agent`` span and the depth a registry call was sent with on its
+    ``agentgen.registry.call`` span; a call refused as too deep (never sent, so no registry
+    span) is the outcome of the next activity's ``agentgen.tool.result`` event."""
+    registry = FakeRegistry()
+    registry.publish(provider_toolset(), echo_handler)
+    rt = harness.runtime()
+    rt.register_registry("company", registry, registry)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
+    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
+    sources = Sources(toolsets=[("company", "records", "", False)])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    otel = recorder()
+    otel.exporter.clear()
+    run_id = f"depth-{harness.kind}-{served_depth}"
+    async with harness.serving(rt):
+        with serving_registry_call(served_depth):
+            await rt.client("test.nested").run("search", run_id=run_id)
+    ours = otel.agentgen_spans()
+    run_span = attributes(only(ours, "invoke_agent test.nested"))
+    assert run_span["agentgen.run.call_depth"] == served_depth + 1
+    plans = sorted(named(ours, "plan test.nested"), key=lambda s: s.start_time or 0)
+    (result,) = plans[1].events
+    if served_depth < MAX_CALL_DEPTH:
+        call = attributes(only(ours, "agentgen.registry.call company"))
+        assert call["agentgen.registry.call_depth"] == served_depth + 1
+        assert (result.attributes or {})["agentgen.tool.outcome"] == "ok"
+        return
+    assert named(ours, "agentgen.registry.call company") == []  # never sent
+    assert (result.attributes or {})["agentgen.tool.outcome"] == "call_depth_exceeded"
+
+
+async def test_a_run_at_depth_0_carries_no_depth(harness: Harness) -> None:
+    """Depth 0 (no registry call started the run) is the absence of the attributes."""
+    registry = FakeRegistry()
+    registry.publish(provider_toolset(), echo_handler)
+    rt = harness.runtime()
+    rt.register_registry("company", registry, registry)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
+    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
+    sources = Sources(toolsets=[("company", "records", "", False)])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    otel = recorder()
+    otel.exporter.clear()
+    async with harness.serving(rt):
+        await rt.client("test.nested").run("search", run_id=f"depth-0-{harness.kind}")
+    ours = otel.agentgen_spans()
+    assert "agentgen.run.call_depth" not in attributes(only(ours, "invoke_agent test.nested"))
+    call = attributes(only(ours, "agentgen.registry.call company"))
+    assert call["agentgen.registry.tool"] == "records.search"
+    assert "agentgen.registry.call_depth" not in call

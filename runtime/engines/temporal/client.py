@@ -238,6 +238,7 @@ class TemporalEngine:
                 engine="temporal",
                 parent_run_id=request.parent_run_id,
                 parent_tool_call_id=request.parent_tool_call_id,
+                call_depth=request.call_depth,
             ) as span,
         ):
             handle: WorkflowHandle[object, WorkflowResult] | None = None
@@ -331,7 +332,7 @@ class TemporalEngine:
         request = at_call_depth(replace(request, run_id=request.run_id or uuid.uuid4().hex))
         with (
             activated(host.telemetry),
-            Run(request.agent_id, request.run_id, engine="temporal"),
+            Run(request.agent_id, request.run_id, engine="temporal", call_depth=request.call_depth),
         ):
             start = self._begin_start(host, request)
             try:
