@@ -147,6 +147,11 @@ class ModelPlanner:
                 response.stop_reason,
                 unreported=usage.unreported,
             )
+            if not response.message.tool_calls():
+                # Refused inside the model call's span, as an adapter's refusal is: the call
+                # (and its duration metric) ends in error with the refusal's type, not as a
+                # success whose answer the run then fails on.
+                self._refuse_unfinished(run.agent_id, run.run_id, response.stop_reason, usage)
         recorded: dict[str, object] = {
             "model": self.model,
             "input_tokens": usage.input_tokens,
@@ -159,8 +164,6 @@ class ModelPlanner:
         stop_reason = response.stop_reason
         if stop_reason is not None:
             message = message.with_metadata(STOP_REASON_METADATA_KEY, stop_reason)
-        if not message.tool_calls():
-            self._refuse_unfinished(run.agent_id, run.run_id, stop_reason, usage)
         if message.tool_calls() or _structured_schema(input.run.result_schema_json) is None:
             return PlanResult(message)
         try:

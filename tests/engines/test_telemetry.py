@@ -23,6 +23,8 @@ from opentelemetry.trace import StatusCode
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
+from agentgen.runtime import ModelRefusalError
+from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel
 from agentgen.runtime.agents.definition import RunPolicy
 from agentgen.runtime.agents.executors import ToolContext, serving_registry_call
 from agentgen.runtime.agents.model_planner import ModelPlanner
@@ -40,6 +42,15 @@ from examples.records.gen.assistant.agents import assistant
 from examples.records.gen.assistant.toolsets.records import executor as records_executor
 from examples.records.gen.assistant.toolsets.records import specs as records_specs
 from examples.records.gen.assistant.toolsets.records import types
+from tests.adapters.fakes import (
+    anthropic_client,
+    anthropic_server,
+    message,
+    openai_client,
+    openai_server,
+    response,
+    tool_use,
+)
 from tests.engines.conftest import Harness
 from tests.otel import Recorder, ancestors, delta, named, recorder, tree
 from tests.runtime import sink_agents
@@ -515,3 +526,41 @@ async def test_a_run_at_depth_0_carries_no_depth(harness: Harness) -> None:
     call = attributes(only(ours, "agentgen.registry.call company"))
     assert call["agentgen.registry.tool"] == "records.search"
     assert "agentgen.registry.call_depth" not in call
+
+
+@pytest.mark.parametrize("refused", ["answer", "calls"])
+async def test_a_refusal_is_its_model_call_s_error(harness: Harness, refused: str) -> None:
+    """A refusal ends the ``chat`` span (and its duration metric) in error with the refusal's
+    type, whether the adapter refused the reply (it held calls) or the planner refused a
+    reply of text alone: the second was a successful model call, only its ``plan`` span and
+    the run in error, so that an operator looking for refusals among model calls missed it."""
+    if refused == "answer":
+        content = [{"type": "refusal", "refusal": "I can't help with that."}]
+        reply = {"type": "message", "id": "m1", "role": "assistant", "status": "completed"}
+        server = openai_server(response({**reply, "content": content}))
+        model: Any = OpenAIResponsesModel(openai_client(server))
+        kind, expected = "gpt-5.4", "RefusedAnswerError"
+    else:
+        use = tool_use("t1", "records_search", {"name": "A"})
+        model = AnthropicMessagesModel(
+            anthropic_client(anthropic_server(message(use, stop_reason="refusal")))
+        )
+        kind, expected = "claude-opus-4-7", "ModelRefusalError"
+    rt = harness.runtime()
+    rt.register_model("m", model)
+    rt.register_agent(
+        records_definition(specs=()), planner=ModelPlanner("m", model=kind), executors={}
+    )
+    otel = recorder()
+    otel.exporter.clear()
+    before = otel.points()
+    async with harness.serving(rt):
+        with pytest.raises(ModelRefusalError):
+            await rt.client("test.agent").run("Explain", run_id=f"refused-{refused}-{harness.kind}")
+    chats = named(otel.agentgen_spans(), f"chat {kind}")
+    assert chats  # a durable engine may have retried the planning step: each attempt the same
+    for chat in chats:
+        assert attributes(chat)["error.type"] == expected
+        assert chat.status.status_code is StatusCode.ERROR
+    durations = delta(before, otel.points(), "gen_ai.client.operation.duration")
+    assert {dict(key[1]).get("error.type") for key in durations} == {expected}
