@@ -300,3 +300,54 @@ async def test_cancel_the_server_does_not_answer_is_a_timeout_naming_the_run(
     held.answer.set()  # the server answers again
     await engine.cancel(request.run_id)
     assert await _cancel_requested(durable, request.run_id)
+
+
+class _FailingCancels(_HeldStarts):
+    """Lets the start go out at once, and fails each request to cancel the run with an error
+    whose message quotes a value (as a server's or a client's may)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release.set()
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _FailingCancel(next, self)
+
+
+class _FailingCancel(_Holding):
+    async def cancel_workflow(self, input: CancelWorkflowInput) -> None:
+        self.held.cancel_sent.set()
+        raise RuntimeError(f"refused for {SECRET}")
+
+
+#: Found only in the message of the error the request to cancel failed with.
+SECRET = "customer-4411"
+
+
+async def test_a_failed_withdrawal_is_warned_without_the_error_s_words(
+    durable: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The ``agentgen.run`` warning that a cancelled caller's run could not be cancelled
+    quoted the error's message whatever the application's telemetry said; like the other
+    ``agentgen.*`` log records it names the error's type, its words only with
+    ``capture_payloads``."""
+    held = _FailingCancels()
+    rt, _ = _runtime(durable, held)
+    run_id = f"unwithdrawn-{uuid.uuid4().hex}"
+    running = asyncio.create_task(rt.client("test.agent").run("go", run_id=run_id))
+    await held.in_flight.wait()
+    assert held.started is not None
+    await held.started  # the run exists (no worker runs it: it waits)
+    with caplog.at_level(logging.WARNING, logger="agentgen.run"):
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    assert held.cancel_sent.is_set()
+    assert (
+        f"run {run_id!r}: its caller was cancelled, but cancelling the run on Temporal failed "
+        f"(RuntimeError); it goes on until it ends: cancel it with engine.cancel({run_id!r})"
+    ) in caplog.text
+    assert SECRET not in caplog.text
+    assert durable.env is not None
+    with contextlib.suppress(Exception):
+        await durable.env.client.get_workflow_handle(run_id).terminate("test over")

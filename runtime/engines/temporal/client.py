@@ -77,7 +77,8 @@ from agentgen.runtime.runs.requests import (
 )
 from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
 from agentgen.runtime.tasks import stop_task
-from agentgen.runtime.telemetry.config import activated
+from agentgen.runtime.telemetry.config import activated, active
+from agentgen.runtime.telemetry.exceptions import described
 from agentgen.runtime.telemetry.spans import Confirmation, Run
 
 __all__ = [
@@ -753,12 +754,13 @@ def _not_started(
 
 
 def _warn_not_withdrawn(run_id: str, exc: Exception) -> None:
+    """The error's words (a server's or a client's message, which may quote values) only with
+    ``capture_payloads``, as every ``agentgen.*`` log record says a failure."""
     _LOG.warning(
-        "run %r: its caller was cancelled, but cancelling the run on Temporal failed (%s: %s); "
+        "run %r: its caller was cancelled, but cancelling the run on Temporal failed (%s); "
         "it goes on until it ends: cancel it with engine.cancel(%r)",
         run_id,
-        type(exc).__name__,
-        exc,
+        described(exc, active().capture_payloads),
         run_id,
     )
 
