@@ -755,12 +755,17 @@ def _not_started(
 
 def _warn_not_withdrawn(run_id: str, exc: Exception) -> None:
     """The error's words (a server's or a client's message, which may quote values) only with
-    ``capture_payloads``, as every ``agentgen.*`` log record says a failure."""
+    ``capture_payloads``, as every ``agentgen.*`` log record says a failure; a server's error
+    is named by its gRPC status either way (``RPCError (UNAVAILABLE)``), which holds none."""
+    capture = active().capture_payloads
+    what = described(exc, capture)
+    if not capture and isinstance(exc, RPCError):
+        what = f"{what} ({exc.status.name})"
     _LOG.warning(
         "run %r: its caller was cancelled, but cancelling the run on Temporal failed (%s); "
         "it goes on until it ends: cancel it with engine.cancel(%r)",
         run_id,
-        described(exc, active().capture_payloads),
+        what,
         run_id,
     )
 
