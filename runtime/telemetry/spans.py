@@ -282,10 +282,11 @@ class Run(_Operation):
         super().__enter__()
         if self.on:
             RUN_LOG.info(
-                "run %s: agent %s started%s",
+                "run %s: agent %s started%s%s",
                 self.run_id,
                 self.agent_id,
                 f" (child of run {self.parent_run_id})" if self.parent_run_id else "",
+                f" nested in {self.call_depth} registry call(s)" if self.call_depth else "",
             )
         return self
 

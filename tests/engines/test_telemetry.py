@@ -473,7 +473,7 @@ async def test_the_tool_call_metric_names_only_the_agents_tools(harness: Harness
 
 @pytest.mark.parametrize("served_depth", [4, MAX_CALL_DEPTH], ids=["within", "too-deep"])
 async def test_a_run_nested_in_registry_calls_shows_its_depth(
-    harness: Harness, served_depth: int
+    harness: Harness, served_depth: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     """An operator chasing agents that call each other through registries reads each run's
     depth on its ``invoke_agent`` span and the depth a registry call was sent with on its
@@ -491,11 +491,15 @@ async def test_a_run_nested_in_registry_calls_shows_its_depth(
     otel.exporter.clear()
     run_id = f"depth-{harness.kind}-{served_depth}"
     async with harness.serving(rt):
-        with serving_registry_call(served_depth):
+        with serving_registry_call(served_depth), caplog.at_level(logging.INFO, "agentgen.run"):
             await rt.client("test.nested").run("search", run_id=run_id)
+    depth = served_depth + 1
+    assert f"run {run_id}: agent test.nested started nested in {depth} registry call(s)" in (
+        caplog.text
+    )
     ours = otel.agentgen_spans()
     run_span = attributes(only(ours, "invoke_agent test.nested"))
-    assert run_span["agentgen.run.call_depth"] == served_depth + 1
+    assert run_span["agentgen.run.call_depth"] == depth
     plans = sorted(named(ours, "plan test.nested"), key=lambda s: s.start_time or 0)
     (result,) = plans[1].events
     if served_depth < MAX_CALL_DEPTH:
