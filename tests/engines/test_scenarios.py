@@ -43,6 +43,7 @@ from tests.runtime.agents import (
     provider_toolset,
     records_definition,
     register,
+    register_registry_reader,
 )
 from tests.runtime.fake_registry import FakeRegistry
 from tests.runtime.test_run_loop import ExpertPlanner
@@ -428,20 +429,14 @@ async def test_a_run_started_by_a_registry_call_makes_its_calls_one_deeper(
     a run whose registry calls carry the served call's depth plus one, through a durable
     workflow's input and its admission activity too; past ``MAX_CALL_DEPTH`` the call is
     refused unsent, naming the agent, the toolset, the tool and the depth."""
-    registry = FakeRegistry()
     seen: list[ToolCallMeta] = []
 
     async def handler(tool: str, payload: Any, meta: ToolCallMeta) -> Any:
         seen.append(meta)
         return await echo_handler(tool, payload, meta)
 
-    registry.publish(provider_toolset(), handler)
     rt = harness.runtime()
-    rt.register_registry("company", registry, registry)
-    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
-    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
-    sources = Sources(toolsets=[("company", "records", "", False)])
-    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    registry = register_registry_reader(rt, handler)
     async with harness.serving(rt):
         with serving_registry_call(served_depth):
             outcome = await rt.client("test.nested").run("search", run_id=f"n-{served_depth}")
@@ -467,20 +462,14 @@ async def test_a_run_given_the_served_call_s_own_depth_is_still_one_deeper(
     served call's own) as ``RunRequest.call_depth`` kept the run at that depth: given
     explicitly, it won over the provider's, and agents calling each other through registries
     so never got deeper, and never ended. The deeper of the two is the run's."""
-    registry = FakeRegistry()
     seen: list[ToolCallMeta] = []
 
     async def handler(tool: str, payload: Any, meta: ToolCallMeta) -> Any:
         seen.append(meta)
         return await echo_handler(tool, payload, meta)
 
-    registry.publish(provider_toolset(), handler)
     rt = harness.runtime()
-    rt.register_registry("company", registry, registry)
-    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
-    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
-    sources = Sources(toolsets=[("company", "records", "", False)])
-    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    register_registry_reader(rt, handler)
     request = RunRequest(
         "test.nested", (Message.user("search"),), run_id=f"fwd-{harness.kind}", call_depth=3
     )
@@ -494,20 +483,14 @@ async def test_a_run_a_tool_starts_is_as_deep_as_the_run_of_the_tool(harness: Ha
     """An executor that starts a run (a hand-written agent tool) hands it its own run's depth,
     on a durable engine's worker too, where the activity does not run inside the provider's
     call that started the run: the depth could otherwise be reset to 0 by such a step."""
-    registry = FakeRegistry()
     seen: list[ToolCallMeta] = []
 
     async def handler(tool: str, payload: Any, meta: ToolCallMeta) -> Any:
         seen.append(meta)
         return await echo_handler(tool, payload, meta)
 
-    registry.publish(provider_toolset(), handler)
     rt = harness.runtime()
-    rt.register_registry("company", registry, registry)
-    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
-    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
-    sources = Sources(toolsets=[("company", "records", "", False)])
-    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    register_registry_reader(rt, handler)
 
     class Handing(Records):
         async def search(self, args: Any, context: Any) -> Any:

@@ -55,15 +55,9 @@ from tests.engines.conftest import Harness
 from tests.otel import Recorder, ancestors, delta, named, recorder, tree
 from tests.runtime import sink_agents
 from tests.runtime.agents import (
-    ScriptedPlanner,
-    Sources,
-    answer,
-    calls,
-    echo_handler,
-    provider_toolset,
     records_definition,
+    register_registry_reader,
 )
-from tests.runtime.fake_registry import FakeRegistry
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -479,14 +473,8 @@ async def test_a_run_nested_in_registry_calls_shows_its_depth(
     depth on its ``invoke_agent`` span and the depth a registry call was sent with on its
     ``agentgen.registry.call`` span; a call refused as too deep (never sent, so no registry
     span) is the outcome of the next activity's ``agentgen.tool.result`` event."""
-    registry = FakeRegistry()
-    registry.publish(provider_toolset(), echo_handler)
     rt = harness.runtime()
-    rt.register_registry("company", registry, registry)
-    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
-    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
-    sources = Sources(toolsets=[("company", "records", "", False)])
-    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    register_registry_reader(rt)
     otel = recorder()
     otel.exporter.clear()
     run_id = f"depth-{harness.kind}-{served_depth}"
@@ -513,14 +501,8 @@ async def test_a_run_nested_in_registry_calls_shows_its_depth(
 
 async def test_a_run_at_depth_0_carries_no_depth(harness: Harness) -> None:
     """Depth 0 (no registry call started the run) is the absence of the attributes."""
-    registry = FakeRegistry()
-    registry.publish(provider_toolset(), echo_handler)
     rt = harness.runtime()
-    rt.register_registry("company", registry, registry)
-    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
-    definition = records_definition(id="test.nested", specs=(), deferred_tool_ids=())
-    sources = Sources(toolsets=[("company", "records", "", False)])
-    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    register_registry_reader(rt)
     otel = recorder()
     otel.exporter.clear()
     async with harness.serving(rt):

@@ -158,3 +158,19 @@ def registry_runtime(
 
 
 NO_POLICY = RunPolicy()
+
+
+def register_registry_reader(
+    rt: Runtime, handler: Any = echo_handler, agent_id: str = "test.nested"
+) -> FakeRegistry:
+    """Register on ``rt`` an agent that calls ``records.search`` once through the ``company``
+    registry (a fake serving the records toolset with ``handler``), then answers: the run the
+    call-depth tests start inside ``serving_registry_call``."""
+    registry = FakeRegistry()
+    registry.publish(provider_toolset(), handler)
+    rt.register_registry("company", registry, registry)
+    planner = ScriptedPlanner([calls(("records.search", {"query": "q"})), answer()])
+    definition = records_definition(id=agent_id, specs=(), deferred_tool_ids=())
+    sources = Sources(toolsets=[("company", "records", "", False)])
+    rt.register_agent(definition.with_registry_tools(sources), planner=planner, executors={})
+    return registry
