@@ -554,13 +554,9 @@ class TemporalEngine:
                 "the run may not be cancelled; check the server, then call engine.cancel again"
             ) from None
         except RPCError as exc:
-            if failure is not None and exc.status == RPCStatusCode.NOT_FOUND:
-                raise LookupError(
-                    f"run {run_id!r} was not cancelled: its start, in flight when cancel was "
-                    f"called, failed ({type(failure).__name__}: {message_of(failure)}), so no "
-                    "such run runs; engine.start (or run) raised that error"
-                ) from None
-            raise await _unknown(exc, run_id, client) from None
+            raise _not_started(
+                await _unknown(exc, run_id, client), run_id, failure, "cancel"
+            ) from None
 
     async def _start_answered(self, run_id: str, call: str) -> BaseException | None:
         """Once the start request this engine has in flight for ``run_id`` (if any) was
