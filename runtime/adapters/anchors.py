@@ -10,15 +10,17 @@ rebuilt in native order from its parts and its metadata alone; the parts stay or
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from agentgen.runtime.adapters.errors import HistoryReplayError
-from agentgen.runtime.messages import Message, Part
+from agentgen.runtime.messages import Message
 
 __all__ = ["Anchored", "describe", "interleave", "read_anchored", "require_mapping"]
 
 #: ``(at, record)``: the record comes after the message's first ``at`` parts.
 Anchored = tuple[int, dict[str, Any]]
+
+_Element = TypeVar("_Element")
 
 
 def describe(index: int, message: Message) -> str:
@@ -57,9 +59,12 @@ def read_anchored(value: object, field: str, parts: int, what: str) -> list[Anch
 
 
 def interleave(
-    parts: Sequence[Part], records: Sequence[Anchored]
-) -> Iterator[Part | dict[str, Any]]:
-    """Yield parts and records in native order; records sharing an anchor keep their order."""
+    parts: Sequence[_Element], records: Sequence[Anchored]
+) -> Iterator[_Element | dict[str, Any]]:
+    """Yield parts and records in native order; records sharing an anchor keep their order.
+
+    ``parts`` may itself be an interleaved sequence (parts and records of another kind), for
+    records anchored between its elements rather than between the message's parts alone."""
     position = 0
     for index, part in enumerate(parts):
         while position < len(records) and records[position][0] <= index:

@@ -8,6 +8,10 @@ changed since it was loaded, is left out of the *encoded* output (the stored tra
 touched; an output with no tools left is valid). Calls replay with the namespace they were
 made with; a call to a dynamically loaded tool that lacks a namespace the provider requires is
 refused with the remedy, never patched.
+
+Reasoning items a message kept go back where they were, with the output-item IDs of the
+message's items, to the model that produced them; to another model, and for messages that
+kept none, items go without their IDs (see :mod:`.openai_reasoning`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from agentgen.runtime.adapters.anchors import describe, interleave
 from agentgen.runtime.adapters.errors import HistoryReplayError, MissingNamespaceHistoryError
 from agentgen.runtime.adapters.history import REMEDY, check_history, require_records
 from agentgen.runtime.adapters.names import NameMap, provider_name
+from agentgen.runtime.adapters.openai_reasoning import read_reasoning
 from agentgen.runtime.adapters.openai_search import (
     METADATA_KEY,
     LoadedTool,
@@ -29,7 +34,7 @@ from agentgen.runtime.adapters.openai_search import (
 )
 from agentgen.runtime.messages import Message, TextPart, ToolCallPart, ToolResultPart
 
-__all__ = ["Platform", "Replay", "assistant_message", "encode_history"]
+__all__ = ["Platform", "Replay", "assistant_message", "encode_history", "output_message"]
 
 Platform = Literal["openai", "bedrock"]
 
@@ -60,6 +65,21 @@ def assistant_message(part: TextPart) -> dict[str, Any]:
     return item
 
 
+def output_message(part: TextPart, item_id: str) -> dict[str, Any]:
+    """An assistant text as the output message it was, with its item ID: the form a message
+    takes when the reasoning item before it goes back too (the API pairs them by that ID)."""
+    item: dict[str, Any] = {
+        "type": "message",
+        "id": item_id,
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": part.text, "annotations": []}],
+    }
+    if part.phase is not None:
+        item["phase"] = part.phase
+    return item
+
+
 def _retained(loaded: LoadedTool, current: Mapping[str, dict[str, Any]]) -> bool:
     """Whether a historical definition is still permitted and unchanged."""
     now = current.get(loaded.name)
@@ -79,8 +99,10 @@ class _Encoder:
         current: Mapping[str, dict[str, Any]],
         platform: Platform,
         eager: Collection[str],
+        model: str,
     ) -> None:
         self.provider = provider
+        self.model = model
         self.names = names
         self.current = current
         self.platform = platform
@@ -119,14 +141,29 @@ class _Encoder:
             raise HistoryReplayError(
                 f"{what} records namespaces for calls it does not hold: {sorted(stray)}"
             )
-        for element in interleave(message.parts, meta.records):
-            if isinstance(element, dict):
-                self._record(what, element)
+        native = list(interleave(message.parts, meta.records))
+        reasoning = read_reasoning(message, len(native), what, self.model)
+        # The output-item IDs go back only with the reasoning items they pair with.
+        ids = reasoning.ids if reasoning is not None else (None,) * len(message.parts)
+        thoughts = reasoning.items if reasoning is not None else ()
+        # Told apart from search records by identity: a search record that claims to be a
+        # reasoning item is still refused as one.
+        mine = {id(item) for _, item in thoughts}
+        index = 0
+        for element in interleave(native, thoughts):
+            if isinstance(element, dict) and id(element) in mine:
+                self.replay.input.append(element)
+            elif isinstance(element, dict):
+                self._record(what, element, with_id=reasoning is not None)
             elif isinstance(element, TextPart):
-                if element.text:
+                item_id, index = ids[index], index + 1
+                if item_id is not None:
+                    self.replay.input.append(output_message(element, item_id))
+                elif element.text:
                     self.replay.input.append(assistant_message(element))
             elif isinstance(element, ToolCallPart):
-                self._call(what, element, namespaces.get(element.call_id))
+                item_id, index = ids[index], index + 1
+                self._call(what, element, namespaces.get(element.call_id), item_id)
             else:
                 raise HistoryReplayError(
                     f"{what} holds a tool result; results belong in a 'tool' message"
@@ -146,7 +183,7 @@ class _Encoder:
             raise HistoryReplayError(f"{what} may only hold text")
         self.replay.input.append({"type": "message", "role": message.role, "content": message.text})
 
-    def _record(self, what: str, item: dict[str, Any]) -> None:
+    def _record(self, what: str, item: dict[str, Any], *, with_id: bool) -> None:
         kind = item.get("type")
         if kind == "tool_search_call":
             call = parse_search_call(item, what, stored=True)
@@ -156,9 +193,10 @@ class _Encoder:
                 )
             self.replay.search_call_ids.add(call.call_id)
             self.unresolved[call.call_id] = what
-            # Without its output-item ID: the reasoning item that produced it is not stored,
-            # and the API refuses an item ID replayed without its reasoning item.
-            self.replay.input.append({k: v for k, v in call.record.items() if k != "id"})
+            # Without its output-item ID unless the reasoning items of its message go back
+            # too: the API refuses an item ID replayed without its reasoning item.
+            sent = {k: v for k, v in call.record.items() if with_id or k != "id"}
+            self.replay.input.append(sent)
         elif kind == "tool_search_output":
             output = parse_search_output(item, what)
             if self.unresolved.pop(output.call_id, None) is None:
@@ -177,7 +215,9 @@ class _Encoder:
         else:
             raise HistoryReplayError(f"{what}: unsupported tool search record type {kind!r}")
 
-    def _call(self, what: str, part: ToolCallPart, namespace: str | None) -> None:
+    def _call(
+        self, what: str, part: ToolCallPart, namespace: str | None, item_id: str | None
+    ) -> None:
         name = self.names.add(part.tool_id)
         item: dict[str, Any] = {
             "type": "function_call",
@@ -185,6 +225,8 @@ class _Encoder:
             "name": name,
             "arguments": part.arguments,
         }
+        if item_id is not None:
+            item["id"] = item_id
         if namespace is not None:
             if namespace != name:
                 raise HistoryReplayError(
@@ -232,6 +274,8 @@ def encode_history(
     current: Mapping[str, dict[str, Any]],
     platform: Platform,
     eager: Collection[str] = (),
+    *,
+    model: str,
 ) -> Replay:
     """Encode ``messages`` as input items, after the checks every adapter makes
     (:mod:`.history`).
@@ -240,10 +284,12 @@ def encode_history(
     entry a search would load for it now; historical definitions equal to it are kept.
     ``eager`` are the IDs of the tools the request sends up front (callable without a search).
     Historical tool IDs are added to ``names``, so that a removed tool still named in the
-    history cannot share a provider name with a current one.
+    history cannot share a provider name with a current one. ``model`` is the request's: the
+    reasoning items a message kept (and its output-item IDs) go back only to the model that
+    produced them (:mod:`.openai_reasoning`).
     """
     call_ids = check_history(provider, messages)
-    encoder = _Encoder(provider, names, current, platform, eager)
+    encoder = _Encoder(provider, names, current, platform, eager, model)
     for index, message in enumerate(messages):
         encoder.message(index, message)
     replay = encoder.finish()

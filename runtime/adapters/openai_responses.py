@@ -6,7 +6,8 @@ When the model searches, the adapter ranks the request's deferred tools with the
 BM25 index and answers with the best few, each in a namespace named after it; the model then
 calls them with that namespace. All of it happens inside one :meth:`complete` call: planners
 see an ordinary assistant message whose tool calls name canonical tool IDs, and the search
-records ride along in its metadata (see :mod:`.openai_search`) for replay.
+records ride along in its metadata (see :mod:`.openai_search`) for replay, as do the reply's
+reasoning items, replayed to the same model only (see :mod:`.openai_reasoning`).
 
 Search rounds share the invocation's output budget: each round may produce at most what the
 previous rounds left of ``max_tokens``. Without a positive ``max_tokens`` a request that may
@@ -35,6 +36,12 @@ from agentgen.runtime.adapters.errors import (
 )
 from agentgen.runtime.adapters.history import check_system, claim_call_id, require_unicode
 from agentgen.runtime.adapters.names import BEDROCK_RESERVED_NAMESPACES, NameMap, shared_table
+from agentgen.runtime.adapters.openai_reasoning import (
+    REASONING_KEY,
+    REASONING_MODEL_KEY,
+    Reasoning,
+    keepable,
+)
 from agentgen.runtime.adapters.openai_replay import (
     Platform,
     Replay,
@@ -190,11 +197,16 @@ class _Invocation:
             self.current,
             adapter.platform,
             eager=self.eager_ids,
+            model=request.model,
         )
         #: Tool-call IDs of this invocation's replies so far (across search rounds).
         self.call_ids: set[str] = set()
         self.parts: list[Part] = []
         self.records: list[Anchored] = []
+        #: Reasoning items as received, anchored among the parts and records before them.
+        self.reasoning: list[Anchored] = []
+        #: The output-item ID of each part (the API pairs reasoning items with them).
+        self.ids: list[str | None] = []
         self.namespaces: dict[str, str] = {}
         self.usage = Usage()
         #: Responses received so far (their usage is in ``usage``, even when one fails).
@@ -347,6 +359,7 @@ class _Invocation:
                 part, namespace = self._call(item, what)
                 calls.append(part)
                 self.parts.append(part)
+                self.ids.append(_item_id(item))
                 encoded = {
                     "type": "function_call",
                     "call_id": part.call_id,
@@ -361,9 +374,11 @@ class _Invocation:
                 text = "".join(_message_text(item, what))
                 said = TextPart(text, phase=_phase(item, what))
                 self.parts.append(said)
+                self.ids.append(_item_id(item))
                 self.refused |= _holds_refusal(item)
                 continuation.append(dict(item))
             elif kind == "reasoning":
+                self.reasoning.append((len(self.parts) + len(self.records), dict(item)))
                 continuation.append(item)
             else:
                 raise ModelError(
@@ -447,6 +462,12 @@ class _Invocation:
             what = f"{self.provider}: response {raw.get('id')!r} of model {self.request.model!r}"
             records = SearchMetadata(tuple(self.records), self.namespaces)
             metadata[METADATA_KEY] = records.to_json(self.parts, what)
+        thoughts = [item for _, item in self.reasoning]
+        if keepable(thoughts):
+            what = f"{self.provider}: response {raw.get('id')!r} of model {self.request.model!r}"
+            kept = Reasoning(tuple(self.reasoning), tuple(self.ids))
+            metadata[REASONING_KEY] = kept.to_json(self.parts, what)
+            metadata[REASONING_MODEL_KEY] = self.request.model
         message = Message("assistant", tuple(self.parts), metadata)
         stop_reason = _stop_reason(raw, called)
         if self.refused and stop_reason == "end_turn":
@@ -616,6 +637,12 @@ def _message_text(item: Mapping[str, Any], what: str) -> Iterator[str]:
                 f"{what} holds message {item.get('id')!r} with content of type {kind!r}, which "
                 "this adapter does not handle (only output_text and refusal)"
             )
+
+
+def _item_id(item: Mapping[str, Any]) -> str | None:
+    """An output item's ID, which a reasoning item before it is paired with."""
+    item_id = item.get("id")
+    return item_id if isinstance(item_id, str) and item_id else None
 
 
 def _incomplete_reason(raw: Mapping[str, Any]) -> str | None:

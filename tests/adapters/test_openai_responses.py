@@ -139,7 +139,8 @@ async def test_search_rounds_work_without_a_stored_response() -> None:
     # Stateless requests (store false, an organization under Zero Data Retention) cannot look a
     # reasoning item up by its ID: the next round gets it with the encrypted content the API
     # returned with it. Nothing relies on a store: no store or include is sent, and a later
-    # request replays no reasoning item and no output-item ID.
+    # request to the same model replays the reasoning item with that content too (stored with
+    # the message), beside the output-item IDs it pairs with.
     encrypted = {**reasoning(), "encrypted_content": "gAAAAB-opaque"}
     server = openai_server(
         response(encrypted, search_call("s1", "weather"), output_tokens=30),
@@ -155,8 +156,8 @@ async def test_search_rounds_work_without_a_stored_response() -> None:
     await model.complete(request(asked, stored, result))
     assert all("store" not in body and "include" not in body for body in server.bodies)
     later = server.bodies[2]["input"]
-    assert [item["type"] for item in later if item["type"] == "reasoning"] == []
-    assert [item["id"] for item in later if "id" in item] == []
+    assert [item for item in later if item["type"] == "reasoning"] == [encrypted]
+    assert [item["id"] for item in later if "id" in item] == ["rs_1", "tsc_s1", "fc_c1"]
 
 
 async def test_each_round_gets_what_the_earlier_rounds_left_of_the_budget() -> None:
