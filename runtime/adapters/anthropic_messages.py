@@ -8,6 +8,10 @@ deferred still sends one immediate tool. The prompt-cache marker goes on the sea
 without one, on the last tool), never on a deferred tool, whose definition is not part of the
 cached prefix.
 
+Thinking blocks (``thinking``, ``redacted_thinking``) are kept in the reply's metadata and
+sent back unchanged, where they were, to later requests of the same model (see
+:mod:`.anthropic_thinking`): the API refuses a tool loop's next request without them.
+
 On Bedrock (``AsyncAnthropicBedrock``, i.e. InvokeModel) the search tool's type has no date, the
 tool-search beta goes into the body's ``anthropic_beta`` and ``anthropic_version`` is pinned to
 the version AWS documents.
@@ -40,6 +44,13 @@ from agentgen.runtime.adapters.anthropic_search import (
     SearchMetadata,
     change_message,
 )
+from agentgen.runtime.adapters.anthropic_thinking import (
+    THINKING_KEY,
+    THINKING_KINDS,
+    THINKING_MODEL_KEY,
+    stored_block,
+)
+from agentgen.runtime.adapters.anthropic_thinking import to_json as thinking_json
 from agentgen.runtime.adapters.errors import (
     CUT_STOPS,
     REFUSED_STOPS,
@@ -92,7 +103,11 @@ class AnthropicMessagesModel:
     ``tool_change_models`` extends :data:`TOOL_CHANGE_MODELS`: models allowed to receive
     ``tool_addition``/``tool_removal`` changes, which replaying a conversation needs once a tool
     an earlier search found has left the catalog. ``cache_tools`` places the prompt-cache
-    marker on the tools.
+    marker on the tools. ``thinking`` is sent as the request's ``thinking`` configuration
+    (``{"type": "adaptive"}``, ``{"type": "enabled", "budget_tokens": 2048}``...: which ones a
+    model takes is the API's to say); left out, the model's default applies. Thinking blocks
+    of a reply, asked for or not, are kept and go back to the same model
+    (:mod:`.anthropic_thinking`).
     """
 
     def __init__(
@@ -103,6 +118,7 @@ class AnthropicMessagesModel:
         default_max_tokens: int = 4096,
         tool_change_models: Iterable[str] = (),
         cache_tools: bool = True,
+        thinking: Mapping[str, Any] | None = None,
     ) -> None:
         if default_max_tokens < 1:
             raise ValueError(
@@ -115,6 +131,7 @@ class AnthropicMessagesModel:
         self.default_max_tokens = default_max_tokens
         self.tool_change_models = (*TOOL_CHANGE_MODELS, *tool_change_models)
         self.cache_tools = cache_tools
+        self.thinking = dict(thinking) if thinking is not None else None
         self._provider = "anthropic on bedrock" if self.platform == "bedrock" else "anthropic"
         #: The GenAI conventions' name of the provider (``gen_ai.provider.name``).
         self.provider_name = "aws.bedrock" if self.platform == "bedrock" else "anthropic"
@@ -143,6 +160,7 @@ class AnthropicMessagesModel:
             current,
             frozen=selection.choice.mode == "none",
             eager={tool.id for tool in selection.eager},
+            model=request.model,
         )
         body, betas = self._body(request, selection, names, current, replay)
         raw = await self._create(body, betas, request.model)
@@ -218,6 +236,8 @@ class AnthropicMessagesModel:
             elif selection.forced is not None:
                 name = names.name(selection.forced.id)
                 body["tool_choice"] = {"type": "tool", "name": name}
+        if self.thinking is not None:
+            body["thinking"] = dict(self.thinking)
         if self.platform == "bedrock":
             body["extra_body"] = {"anthropic_version": BEDROCK_ANTHROPIC_VERSION}
         return body, betas
@@ -259,6 +279,8 @@ class AnthropicMessagesModel:
         seen = set(replay.call_ids)
         parts: list[Part] = []
         records: list[Anchored] = []
+        #: Thinking blocks, anchored among the parts and search blocks before them.
+        thoughts: list[Anchored] = []
         choice = selection.choice.mode
         for position, block in enumerate(raw.get("content") or []):
             # Text that is not valid Unicode could be neither stored nor sent back.
@@ -270,6 +292,9 @@ class AnthropicMessagesModel:
                 parts.append(self._call(block, what, names, permitted, seen, choice))
             elif kind in ("server_tool_use", "tool_search_tool_result"):
                 records.append((len(parts), block))
+            elif kind in THINKING_KINDS:
+                kept = stored_block(block, f"{what}: content[{position}]")
+                thoughts.append((len(parts) + len(records), kept))
             else:
                 raise ModelError(
                     f"{what} holds a content block of type {kind!r}, which this adapter does "
@@ -302,6 +327,9 @@ class AnthropicMessagesModel:
             metadata[METADATA_KEY] = SearchMetadata(
                 tuple(records), tuple(definitions), replay.changes
             ).to_json(parts)
+        if thoughts:
+            metadata[THINKING_KEY] = thinking_json(thoughts, parts, what)
+            metadata[THINKING_MODEL_KEY] = request.model
         return ModelResponse(
             Message("assistant", tuple(parts), metadata),
             usage,

@@ -12,7 +12,8 @@ definition. The references are expanded by the API from the current request's ``
   definition, and withdrawn by a ``tool_removal`` change; one that comes back is announced by a
   ``tool_addition``. Changes already in the transcript are replayed where they were made.
 
-The transcript is never reset or trimmed to avoid any of this.
+The transcript is never reset or trimmed to avoid any of this. Thinking blocks a message kept
+go back where they were, unchanged, to the model that produced them only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from agentgen.runtime.adapters.anthropic_search import (
     parse_search_result,
     parse_server_tool_use,
 )
+from agentgen.runtime.adapters.anthropic_thinking import THINKING_KINDS, read_thinking
 from agentgen.runtime.adapters.errors import HistoryReplayError, blank, call_arguments
 from agentgen.runtime.adapters.history import check_history, require_records
 from agentgen.runtime.adapters.names import NameMap, provider_name
@@ -93,8 +95,9 @@ def validate_blocks(
 
 
 class _Encoder:
-    def __init__(self, provider: str, names: NameMap, eager: Collection[str]) -> None:
+    def __init__(self, provider: str, names: NameMap, eager: Collection[str], model: str) -> None:
         self.provider = provider
+        self.model = model
         self.names = names
         self.eager = frozenset(eager)
         self.replay = Replay()
@@ -192,7 +195,9 @@ class _Encoder:
             self._remember(found)
         self.replay.searched = self.replay.searched or bool(meta.records)
         content: list[dict[str, Any]] = []
-        for element in interleave(message.parts, meta.records):
+        native = list(interleave(message.parts, meta.records))
+        thoughts = read_thinking(message, len(native), what, self.model)
+        for element in interleave(native, thoughts):
             if isinstance(element, dict):
                 content.append(element)
             elif isinstance(element, TextPart):
@@ -208,7 +213,7 @@ class _Encoder:
                 )
         if isinstance(stored, Mapping):
             SearchMetadata.verify(stored, message.parts, what)
-        if not content:
+        if all(block["type"] in THINKING_KINDS for block in content):
             raise HistoryReplayError(
                 f"{what} holds no call and no text but whitespace (an empty reply, which the "
                 "adapters refuse since), and Claude rejects a message without content: remove "
@@ -279,6 +284,7 @@ def encode_history(
     *,
     frozen: bool = False,
     eager: Collection[str] = (),
+    model: str,
 ) -> Replay:
     """Encode ``messages`` and work out the tools and changes they need, after the checks
     every adapter makes (:mod:`.history`).
@@ -288,10 +294,12 @@ def encode_history(
     Historical tool IDs are added to ``names``, so that a removed tool still called in the
     history cannot share a provider name with a current one. ``frozen`` (tool choice
     ``none``: nothing can be called or found) keeps tools found earlier available, deferred,
-    without announcing any change: the conversation is only being answered.
+    without announcing any change: the conversation is only being answered. ``model`` is the
+    request's: the thinking blocks a message kept go back only to the model that produced them
+    (:mod:`.anthropic_thinking`).
     """
     call_ids = check_history(provider, messages)
-    encoder = _Encoder(provider, names, eager)
+    encoder = _Encoder(provider, names, eager, model)
     for index, message in enumerate(messages):
         encoder.message(index, message)
     replay = encoder.finish(current, frozen=frozen)

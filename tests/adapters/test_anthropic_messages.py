@@ -268,9 +268,9 @@ async def test_a_call_whose_input_is_not_an_object_is_refused() -> None:
 
 
 async def test_unhandled_content_blocks_are_refused() -> None:
-    thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
-    server = anthropic_server(message(thinking))
-    with pytest.raises(ModelError, match="'thinking'"):
+    upload = {"type": "container_upload", "file_id": "file_1"}
+    server = anthropic_server(message(upload))
+    with pytest.raises(ModelError, match="'container_upload'"):
         await adapter(server).complete(ask())
 
 

@@ -1,0 +1,183 @@
+"""Claude's thinking kept across the turns of a tool loop, for the model that made it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agentgen.runtime.adapters import (
+    AnthropicMessagesModel,
+    EmptyReplyError,
+    HistoryReplayError,
+    ModelError,
+)
+from agentgen.runtime.adapters.anthropic_search import METADATA_KEY
+from agentgen.runtime.adapters.anthropic_thinking import THINKING_KEY, THINKING_MODEL_KEY
+from agentgen.runtime.messages import Message, ToolResultPart
+from tests.adapters.fakes import (
+    Server,
+    anthropic_client,
+    anthropic_server,
+    claude_text,
+    message,
+    search_result,
+    server_search,
+    tool_use,
+)
+from tests.adapters.tools import ALERTS, RECORDS, WEATHER, request
+
+MODEL = "claude-opus-5"
+THOUGHT = {"type": "thinking", "thinking": "Ada may be a customer.", "signature": "sig-1"}
+REDACTED = {"type": "redacted_thinking", "data": "opaque-1"}
+
+
+def adapter(server: Server, *, bedrock: bool = False, **options: Any) -> AnthropicMessagesModel:
+    return AnthropicMessagesModel(anthropic_client(server, bedrock=bedrock), **options)
+
+
+def stored(message_: Message) -> Message:
+    return Message.from_json(json.loads(json.dumps(message_.to_json())))
+
+
+async def tool_loop(server: Server, model: str = MODEL, **options: Any) -> list[Message]:
+    """A reply thinking, calling a tool: the stored history the next request carries."""
+    asked = Message.user("Who is Ada?")
+    first = await adapter(server, **options).complete(request(asked, model=model))
+    result = Message("tool", (ToolResultPart("c1", "records.search", '{"found":1}'),))
+    return [asked, stored(first.message), result]
+
+
+async def test_a_tool_loop_sends_back_the_thinking_that_made_the_call_unchanged() -> None:
+    # Before: a reply holding thinking was refused ("does not handle"), so a model that thinks
+    # (by default, or asked to) could not be used; the API wants the thinking back, signature
+    # and all, with the call it made.
+    server = anthropic_server(
+        message(
+            THOUGHT, claude_text("Let me look."), REDACTED, tool_use("c1", "records_search", {})
+        ),
+        message(claude_text("Ada is a customer.")),
+    )
+    history = await tool_loop(server)
+    await adapter(server).complete(request(*history, model=MODEL))
+    assert server.bodies[1]["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            THOUGHT,
+            {"type": "text", "text": "Let me look."},
+            REDACTED,
+            {"type": "tool_use", "id": "c1", "name": "records_search", "input": {}},
+        ],
+    }
+
+
+async def test_the_thinking_configuration_is_sent_as_given() -> None:
+    server = anthropic_server(message(claude_text("Hi.")), message(claude_text("Hi.")))
+    await adapter(server, thinking={"type": "adaptive"}).complete(request(model=MODEL))
+    await adapter(server).complete(request(model=MODEL))
+    assert server.bodies[0]["thinking"] == {"type": "adaptive"}
+    assert "thinking" not in server.bodies[1]
+
+
+async def test_bedrock_sends_the_thinking_back_too() -> None:
+    server = anthropic_server(
+        message(THOUGHT, tool_use("c1", "records_search", {})), message(claude_text("Ada."))
+    )
+    config = {"type": "enabled", "budget_tokens": 1024}
+    history = await tool_loop(server, bedrock=True, thinking=config)
+    await adapter(server, bedrock=True, thinking=config).complete(request(*history, model=MODEL))
+    assert server.bodies[1]["thinking"] == config
+    assert server.bodies[1]["messages"][1]["content"][0] == THOUGHT
+
+
+async def test_another_model_gets_none_of_the_thinking() -> None:
+    server = anthropic_server(
+        message(THOUGHT, tool_use("c1", "records_search", {})), message(claude_text("Ada."))
+    )
+    history = await tool_loop(server)
+    assert history[1].metadata[THINKING_MODEL_KEY] == MODEL
+    await adapter(server).complete(request(*history, model="claude-sonnet-5"))
+    assert server.bodies[1]["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "c1", "name": "records_search", "input": {}}
+    ]
+
+
+async def test_thinking_goes_back_where_it_was_among_hosted_searches() -> None:
+    server = anthropic_server(
+        message(
+            THOUGHT,
+            server_search("s1", "weather"),
+            search_result("s1", "weather_lookup"),
+            REDACTED,
+            tool_use("c1", "weather_lookup", {"city": "Paris"}),
+        ),
+        message(claude_text("Sunny.")),
+    )
+    tools = (RECORDS, WEATHER, ALERTS)
+    asked = Message.user("Weather in Paris?")
+    first = await adapter(server).complete(request(asked, tools=tools, model=MODEL))
+    result = Message("tool", (ToolResultPart("c1", "weather.lookup", "{}"),))
+    history = [asked, stored(first.message), result]
+    await adapter(server).complete(request(*history, tools=tools, model=MODEL))
+    content = server.bodies[1]["messages"][1]["content"]
+    assert [block["type"] for block in content] == [
+        "thinking",
+        "server_tool_use",
+        "tool_search_tool_result",
+        "redacted_thinking",
+        "tool_use",
+    ]
+    # The search records keep their version and shape: an older agentgen still reads them.
+    records = history[1].metadata[METADATA_KEY]["records"]
+    assert [r["block"]["type"] for r in records] == ["server_tool_use", "tool_search_tool_result"]
+
+
+async def test_a_reply_of_thinking_only_is_refused_as_empty() -> None:
+    server = anthropic_server(message(THOUGHT))
+    with pytest.raises(EmptyReplyError):
+        await adapter(server).complete(request(model=MODEL))
+
+
+async def test_a_thinking_block_with_unknown_fields_is_refused_not_trimmed() -> None:
+    odd = {**THOUGHT, "extra": "x"}
+    server = anthropic_server(message(odd, claude_text("Hi."), validate=False))
+    client = anthropic_client(server, strict=False)
+    with pytest.raises(ModelError, match=r"'thinking' block with fields \['extra'"):
+        await AnthropicMessagesModel(client).complete(request(model=MODEL))
+
+
+def damaged(message_: Message, **changes: Any) -> Message:
+    metadata = json.loads(json.dumps(dict(message_.metadata)))
+    for key, value in changes.items():
+        if key == "model":
+            if value is None:
+                del metadata[THINKING_MODEL_KEY]
+            else:
+                metadata[THINKING_MODEL_KEY] = value
+        else:
+            metadata[THINKING_KEY][key] = value
+    return Message(message_.role, message_.parts, metadata)
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"model": None}, "go together"),
+        ({"model": 3}, "go together"),
+        ({"blocks": [{"at": 0, "block": {**THOUGHT, "signature": 1}}]}, "must be a thinking"),
+        ({"blocks": [{"at": 0, "block": {"type": "thinking"}}]}, "must be a thinking"),
+        ({"blocks": [{"at": 5, "block": THOUGHT}]}, "anchored at 5"),
+        ({"blocks": [{"at": 0, "block": {**THOUGHT, "thinking": "changed"}}]}, "fingerprint"),
+        ({"version": 2}, "must be version 1"),
+    ],
+)
+async def test_a_damaged_thinking_record_is_refused_before_sending(
+    changes: dict[str, Any], match: str
+) -> None:
+    server = anthropic_server(message(THOUGHT, tool_use("c1", "records_search", {})))
+    history = await tool_loop(server)
+    history[1] = damaged(history[1], **changes)
+    with pytest.raises(HistoryReplayError, match=match):
+        await adapter(server).complete(request(*history, model=MODEL))
+    assert len(server.bodies) == 1
