@@ -687,3 +687,90 @@ async def test_a_filtered_reply_without_calls_keeps_its_stop_reason(
         request(tools=(RECORDS,), model=MODEL)
     )
     assert reply.stop_reason == STOPS[stop] and reply.message.text == "partial"
+
+
+#: What Bedrock answers (HTTP 400, ValidationException) when a model that thinks gets a tool
+#: loop whose assistant turn does not begin with its thinking.
+THINKING_REQUIRED = (
+    "The model returned the following errors: messages.1.content.0.type: Expected `thinking` "
+    "or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final "
+    "`assistant` message must start with a thinking block (preceeding the lastmost set of "
+    "`tool_use` and `tool_result` blocks). We recommend you include thinking blocks from "
+    "previous turns. To avoid this requirement, disable `thinking`. Please consult our "
+    "documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+)
+THINKER = "us.anthropic.claude-opus-5"
+
+
+async def test_a_model_switch_in_the_middle_of_a_tool_loop_is_named_when_refused(
+    converse: Converse,
+) -> None:
+    # The reasoning of the turn that made the call cannot go to another model (its signature
+    # is bound to the model that wrote it), so that turn goes without it; a model that thinks
+    # refuses such a turn. Before: the provider's 400 passed as is, saying to "include thinking
+    # blocks from previous turns" and "fix what it names", neither of which the user can do.
+    converse.reply(
+        {"reasoningContent": SIGNED},
+        {"toolUse": {"toolUseId": "t1", "name": "records_search", "input": {"name": "Ada"}}},
+        stop="tool_use",
+    )
+    model = BedrockConverseModel(converse.client)
+    asked = Message.user("Find Ada")
+    first = await model.complete(request(asked, tools=(RECORDS,), model=MODEL))
+    result = Message("tool", (ToolResultPart("t1", "records.search", '{"found": 1}'),))
+    converse.stubber.add_client_error(
+        "converse",
+        service_error_code="ValidationException",
+        service_message=THINKING_REQUIRED,
+        http_status_code=400,
+    )
+    with pytest.raises(HistoryReplayError) as caught:
+        await model.complete(request(asked, first.message, result, tools=(RECORDS,), model=THINKER))
+    # What was sent: the call without the other model's reasoning.
+    assert converse.calls[1]["messages"][1]["content"] == [
+        {"toolUse": {"toolUseId": "t1", "name": "records_search", "input": {"name": "Ada"}}}
+    ]
+    message = str(caught.value)
+    assert f"model {THINKER!r}" in message and f"model {MODEL!r}" in message
+    assert "message 1 (assistant)" in message
+    assert f"Continue the tool loop with model {MODEL!r}" in message and caught.value.status == 400
+    assert not retryable(caught.value)
+
+
+async def test_a_tool_loop_made_without_reasoning_is_named_when_a_thinking_model_refuses_it(
+    converse: Converse,
+) -> None:
+    converse.stubber.add_client_error(
+        "converse",
+        service_error_code="ValidationException",
+        service_message=THINKING_REQUIRED,
+        http_status_code=400,
+    )
+    call = ToolCallPart("t1", "records.search", '{"name": "Ada"}')
+    made = Message("assistant", (call,), {"agentgen.usage": {"model": "amazon.nova-pro-v1:0"}})
+    result = Message("tool", (ToolResultPart("t1", "records.search", "{}"),))
+    with pytest.raises(HistoryReplayError, match=r"made by model 'amazon.nova-pro-v1:0' without"):
+        await BedrockConverseModel(converse.client).complete(
+            request(Message.user("Find Ada"), made, result, tools=(RECORDS,), model=THINKER)
+        )
+
+
+async def test_other_refusals_of_the_same_kind_pass_as_the_provider_gave_them(
+    converse: Converse,
+) -> None:
+    # The turn's own reasoning went back: the translation would say something false.
+    converse.reply(
+        {"reasoningContent": SIGNED},
+        {"toolUse": {"toolUseId": "t1", "name": "records_search", "input": {}}},
+        stop="tool_use",
+    )
+    model = BedrockConverseModel(converse.client)
+    asked = Message.user("Find Ada")
+    first = await model.complete(request(asked, tools=(RECORDS,), model=MODEL))
+    result = Message("tool", (ToolResultPart("t1", "records.search", "{}"),))
+    converse.stubber.add_client_error(
+        "converse", "ValidationException", THINKING_REQUIRED, http_status_code=400
+    )
+    with pytest.raises(ModelError, match="fix what it names") as caught:
+        await model.complete(request(asked, first.message, result, tools=(RECORDS,), model=MODEL))
+    assert not isinstance(caught.value, HistoryReplayError)
