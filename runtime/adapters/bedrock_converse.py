@@ -86,7 +86,10 @@ REASONING_KEY = "bedrock_converse.reasoning"
 #: only model the blocks are replayed to. Beside the record, not in it: every agentgen refuses
 #: a record of another shape, and a worker of the release before, planning the next turn of a
 #: durable run that a newer one planned, failed the run on it. A message stored without it
-#: (before it was recorded) has its reasoning replayed to whichever model, as it was.
+#: (before it was recorded) goes to the model ModelPlanner recorded it was requested from
+#: (:data:`~agentgen.runtime.model_client.USAGE_METADATA_KEY`, the same ID), and without that
+#: either, to whichever model, as it did: the model continuing a conversation is most likely
+#: the one that produced it, and Claude refuses a tool loop without its own thinking.
 REASONING_MODEL_KEY = "bedrock_converse.reasoning_model"
 _REASONING_VERSION = 1
 
@@ -314,7 +317,8 @@ def _encode_history(
                 f"{what} holds parts its role cannot have (calls belong to assistant messages, "
                 "results to tool messages)"
             )
-        producer, reasoning = _read_reasoning(what, message)
+        recorded, reasoning = _read_reasoning(what, message)
+        producer = recorded or (_producer(message) if reasoning else None)
         if producer is not None and producer != model:
             # Another model's reasoning: its signatures would be rejected, and it is not this
             # model's. The message's text and calls go as they are.

@@ -594,6 +594,29 @@ async def test_reasoning_stored_without_its_model_is_replayed_as_before(
     ]
 
 
+@pytest.mark.parametrize(
+    ("requested", "replayed"), [("amazon.nova-pro-v1:0", False), (MODEL, True)]
+)
+async def test_reasoning_stored_without_its_model_goes_back_to_the_model_planned_with(
+    converse: Converse, requested: str, replayed: bool
+) -> None:
+    # ModelPlanner records the model each reply was requested from (agentgen.usage), the same
+    # ID the reasoning's own model key holds since: a version 1 record with it is replayed to
+    # that model only. Before: to any model, which rejects another Claude's signature.
+    converse.reply({"text": "Done."})
+    record = {"version": 1, "blocks": [{"at": 0, "block": SIGNED}]}
+    usage = {"model": MODEL, "input_tokens": 5, "output_tokens": 2}
+    said = Message(
+        "assistant", (TextPart("Hello."),), {REASONING_KEY: record, "agentgen.usage": usage}
+    )
+    history = [Message.user("Hi"), said, Message.user("Bye")]
+    await BedrockConverseModel(converse.client).complete(
+        request(*history, tools=(RECORDS,), model=requested)
+    )
+    sent = converse.calls[0]["messages"][1]["content"]
+    assert sent == ([{"reasoningContent": SIGNED}] if replayed else []) + [{"text": "Hello."}]
+
+
 async def test_a_reply_of_reasoning_only_is_refused_as_empty(converse: Converse) -> None:
     converse.reply({"reasoningContent": SIGNED}, {"text": " "})
     with pytest.raises(EmptyReplyError):
