@@ -64,6 +64,7 @@ from agentgen.runtime.adapters.errors import (
     sdk_errors,
 )
 from agentgen.runtime.adapters.history import check_system, claim_call_id, require_unicode
+from agentgen.runtime.adapters.model_switch import thinking_refused
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import ToolSelection, select_tools
 from agentgen.runtime.adapters.usage import reported_usage
@@ -163,7 +164,7 @@ class AnthropicMessagesModel:
             model=request.model,
         )
         body, betas = self._body(request, selection, names, current, replay)
-        raw = await self._create(body, betas, request.model)
+        raw = await self._create(body, betas, request)
         usage = reported_usage(
             raw, cache_keys=("cache_creation_input_tokens", "cache_read_input_tokens")
         )
@@ -246,7 +247,7 @@ class AnthropicMessagesModel:
         return self.default_max_tokens if request.max_tokens is None else request.max_tokens
 
     async def _create(
-        self, body: Mapping[str, Any], betas: list[str], model: str
+        self, body: Mapping[str, Any], betas: list[str], request: ModelRequest
     ) -> dict[str, Any]:
         # Both client classes expose the same resources; their union confuses type checkers.
         client: Any = self._client
@@ -256,7 +257,18 @@ class AnthropicMessagesModel:
             else:
                 response = await client.messages.create(**body)
         except _SDK_ERRORS as exc:
-            raise request_failure(self._provider, model, exc) from exc
+            failure = request_failure(self._provider, request.model, exc)
+            refused = thinking_refused(
+                self._provider,
+                exc,
+                failure,
+                request,
+                THINKING_KEY,
+                _thinking_model,
+                also="; or, on a model that can, turn its thinking off "
+                "(AnthropicMessagesModel(thinking={'type': 'disabled'}))",
+            )
+            raise refused or failure from exc
         raw: dict[str, Any] = response.to_dict(mode="json", warnings=False)
         model_response(
             self.provider_name, response_id=raw.get("id"), response_model=raw.get("model")
@@ -366,6 +378,12 @@ class AnthropicMessagesModel:
         return ToolCallPart(
             call_id, tool_id, json.dumps(arguments if arguments is not None else {})
         )
+
+
+def _thinking_model(message: Message) -> str | None:
+    """The model that produced an assistant message's thinking, as recorded beside it."""
+    model = message.metadata.get(THINKING_MODEL_KEY)
+    return model if isinstance(model, str) and model else None
 
 
 def _refuse_refused(raw: Mapping[str, Any], what: str) -> None:

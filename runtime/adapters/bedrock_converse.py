@@ -24,7 +24,7 @@ import asyncio
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -52,12 +52,12 @@ from agentgen.runtime.adapters.history import (
     claim_call_id,
     require_unicode,
 )
+from agentgen.runtime.adapters.model_switch import planned_model, thinking_refused
 from agentgen.runtime.adapters.names import NameMap, shared_table
 from agentgen.runtime.adapters.selection import select_tools
 from agentgen.runtime.adapters.usage import reported_usage
 from agentgen.runtime.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
 from agentgen.runtime.model_client import (
-    USAGE_METADATA_KEY,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -197,7 +197,8 @@ class BedrockConverseModel:
             raw = await asyncio.to_thread(self._client.converse, **kwargs)
         except (BotoCoreError, ClientError) as exc:
             failure = request_failure(_PROVIDER, request.model, exc)
-            raise _thinking_refused(exc, failure, request) or failure from exc
+            refused = thinking_refused(_PROVIDER, exc, failure, request, REASONING_KEY, _producer)
+            raise refused or failure from exc
         metadata = raw.get("ResponseMetadata") if isinstance(raw, dict) else None
         request_id = metadata.get("RequestId") if isinstance(metadata, dict) else None
         model_response("aws.bedrock", response_id=request_id)
@@ -212,64 +213,6 @@ class BedrockConverseModel:
             if exc.usage is None:
                 exc.usage = usage
             raise
-
-
-#: What Bedrock's 400 says when a model that thinks gets a tool loop whose assistant turn does
-#: not begin with its thinking ("... a final `assistant` message must start with a thinking
-#: block ...").
-_THINKING_REQUIRED = "Expected `thinking` or `redacted_thinking`"
-
-
-def _thinking_refused(
-    exc: BaseException, failure: ModelError, request: ModelRequest
-) -> HistoryReplayError | None:
-    """The refusal of a tool loop continued by a model that thinks, when the turn that made the
-    calls reaches it without thinking of its own, said in the transcript's terms: which message,
-    which models, and what the user can do (the provider's text asks to send back thinking that
-    is another model's, or none, and to turn thinking off, which the adapter does not set).
-    None for any other failure. Known only once refused: whether a model thinks is its own
-    default, and a model that does not takes the same request."""
-    if not isinstance(exc, ClientError) or _THINKING_REQUIRED not in str(exc):
-        return None
-    found = [(i, m) for i, m in enumerate(request.messages) if m.role == "assistant"]
-    if not found:
-        return None
-    index, message = found[-1]
-    producer = _producer(message)
-    if message.metadata.get(REASONING_KEY) is not None and producer in (None, request.model):
-        return None  # its reasoning was sent: something else is wrong, as the provider says
-    what = f"{_PROVIDER}: {describe(index, message)}"
-    if message.metadata.get(REASONING_KEY) is not None:
-        held = (
-            f"holds the reasoning of model {producer!r}, which cannot go to another model "
-            "(Claude's signatures are bound to the model that wrote them), so it was sent "
-            "without it"
-        )
-    elif producer is not None:
-        held = f"was made by model {producer!r} without reasoning"
-    else:
-        held = "holds no reasoning"
-    made_by = f"model {producer!r}" if producer is not None else "the model that made the calls"
-    return HistoryReplayError(
-        f"{what} made the tool calls whose results the request for model {request.model!r} "
-        f"carries, and {held}; model {request.model!r} thinks, and refuses a tool loop whose "
-        "assistant turn does not begin with its own thinking (the provider answered: "
-        f"{_THINKING_REQUIRED}...). Continue the tool loop with {made_by}, and switch to "
-        f"{request.model!r} once it has answered; or {REMEDY}",
-        status=failure.status,
-    )
-
-
-def _producer(message: Message) -> str | None:
-    """The model that produced an assistant message: the one its reasoning records
-    (:data:`REASONING_MODEL_KEY`), else the one ModelPlanner requested it from
-    (:data:`~agentgen.runtime.model_client.USAGE_METADATA_KEY`); None when neither says."""
-    recorded = message.metadata.get(REASONING_MODEL_KEY)
-    if isinstance(recorded, str) and recorded:
-        return recorded
-    usage = message.metadata.get(USAGE_METADATA_KEY)
-    model = usage.get("model") if isinstance(usage, Mapping) else None
-    return model if isinstance(model, str) and model else None
 
 
 def _answering_tools(
@@ -343,6 +286,15 @@ def _encode_history(
         else:
             messages.append({"role": role, "content": content})
     return system, messages, used_tools
+
+
+def _producer(message: Message) -> str | None:
+    """The model that produced an assistant message's reasoning: the one recorded beside it
+    (:data:`REASONING_MODEL_KEY`), else the one ModelPlanner requested the reply from."""
+    recorded = message.metadata.get(REASONING_MODEL_KEY)
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    return planned_model(message)
 
 
 def _block(what: str, part: Part, names: NameMap, error_status: bool) -> dict[str, Any] | None:

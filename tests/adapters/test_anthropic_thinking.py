@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx2
 import pytest
+from anthropic import AsyncAnthropic
 
 from agentgen.runtime.adapters import (
     AnthropicMessagesModel,
@@ -181,3 +183,42 @@ async def test_a_damaged_thinking_record_is_refused_before_sending(
     with pytest.raises(HistoryReplayError, match=match):
         await adapter(server).complete(request(*history, model=MODEL))
     assert len(server.bodies) == 1
+
+
+THINKING_REQUIRED = (
+    "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+    "`tool_use`. When `thinking` is enabled, a final `assistant` message must start with a "
+    "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
+    "recommend you include thinking blocks from previous turns. To avoid this requirement, "
+    "disable `thinking`."
+)
+
+
+async def test_a_model_switch_in_the_middle_of_a_tool_loop_is_named_when_refused() -> None:
+    # The other model's thinking cannot go, and a model that thinks refuses the turn without
+    # it. Before: the provider's 400 passed on, advising to send back thinking blocks.
+    server = anthropic_server(message(THOUGHT, tool_use("c1", "records_search", {})))
+    history = await tool_loop(server)
+    refusal = {"type": "error", "error": {"type": "invalid_request_error", "message": ""}}
+    refusal["error"]["message"] = THINKING_REQUIRED
+    sent: list[dict[str, Any]] = []
+
+    def refuse(http_request: httpx2.Request) -> httpx2.Response:
+        sent.append(json.loads(http_request.content))
+        return httpx2.Response(400, json=refusal)
+
+    client = AsyncAnthropic(
+        api_key="sk-ant-test",
+        base_url="http://stub.local",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(refuse)),
+        max_retries=0,
+    )
+    with pytest.raises(HistoryReplayError) as caught:
+        await AnthropicMessagesModel(client).complete(request(*history, model="claude-sonnet-5"))
+    assert sent[0]["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "c1", "name": "records_search", "input": {}}
+    ]
+    text = str(caught.value)
+    assert "anthropic: message 1 (assistant)" in text and caught.value.status == 400
+    assert f"holds the reasoning of model {MODEL!r}" in text
+    assert f"Continue the tool loop with model {MODEL!r}" in text
