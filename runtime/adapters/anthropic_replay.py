@@ -120,6 +120,8 @@ class _Encoder:
             raise HistoryReplayError(
                 f"{what} carries {METADATA_KEY!r} metadata, which only assistant messages have"
             )
+        if message.role != "assistant":
+            read_thinking(message, 0, what, self.model)  # refuses any on this message
         if message.role == "system":
             if any(not isinstance(part, TextPart) for part in message.parts):
                 raise HistoryReplayError(f"{what} may only hold text")

@@ -120,6 +120,7 @@ class _Encoder:
                 raise HistoryReplayError(
                     f"{what} carries {METADATA_KEY!r} metadata, which only assistant messages have"
                 )
+            read_reasoning(message, 0, what, self.model)  # refuses any on this message
             self._plain(what, message)
             return
         if stored is None:

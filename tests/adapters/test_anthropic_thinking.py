@@ -222,3 +222,12 @@ async def test_a_model_switch_in_the_middle_of_a_tool_loop_is_named_when_refused
     assert "anthropic: message 1 (assistant)" in text and caught.value.status == 400
     assert f"holds the reasoning of model {MODEL!r}" in text
     assert f"Continue the tool loop with model {MODEL!r}" in text
+
+
+async def test_thinking_on_a_message_not_the_models_is_refused() -> None:
+    server = anthropic_server(message(THOUGHT, tool_use("c1", "records_search", {})))
+    history = await tool_loop(server)
+    metadata = {THINKING_KEY: history[1].metadata[THINKING_KEY], THINKING_MODEL_KEY: MODEL}
+    history[2] = Message(history[2].role, history[2].parts, metadata)
+    with pytest.raises(HistoryReplayError, match="only assistant messages carry thinking"):
+        await adapter(server).complete(request(*history, model=MODEL))

@@ -201,3 +201,11 @@ async def test_the_search_records_stay_as_older_releases_read_them() -> None:
         "tool_search_call",
         "tool_search_output",
     ]
+
+
+async def test_reasoning_on_a_message_not_the_models_is_refused() -> None:
+    server, history = await search_loop()
+    metadata = {REASONING_KEY: history[1].metadata[REASONING_KEY], REASONING_MODEL_KEY: "gpt-5.4"}
+    history[0] = Message(history[0].role, history[0].parts, metadata)
+    with pytest.raises(HistoryReplayError, match="only assistant messages carry reasoning"):
+        await OpenAIResponsesModel(openai_client(server)).complete(request(*history))
