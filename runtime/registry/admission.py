@@ -44,6 +44,7 @@ them (the principal of an open registry is one).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import struct
 from collections.abc import Callable, Mapping
@@ -72,6 +73,7 @@ __all__ = [
     "MAX_CALL_DEPTH",
     "MAX_SETTLE_MS",
     "MAX_TOOL_USE_ID_LENGTH",
+    "NOT_RUN",
     "TERMINAL",
     "USE_DOMAIN",
     "Admission",
@@ -94,6 +96,7 @@ __all__ = [
     "compile_toolset",
     "complete",
     "drain",
+    "give_back_unrun",
     "lease_key",
     "missing_call",
     "overload",
@@ -824,6 +827,49 @@ def overload(
         return settled
     return record.model_copy(
         update={"state": "overloaded", "overloads": record.overloads + 1, "owner": None}
+    )
+
+
+#: The code a call given back unrun ends ``failed`` with (:func:`give_back_unrun`).
+NOT_RUN = "not_run"
+
+
+def give_back_unrun(
+    record: CallRecord | None,
+    entry: Admission | None,
+    key: str,
+    operation_id: str,
+    now_ms: int,
+) -> CallRecord | None:
+    """A provider gives back a call of claim operation ``operation_id`` it never ran: the
+    registry's answer handing the call over could not be read (nor its replay), so the call
+    never reached the provider's executor. It ends ``failed`` with code :data:`NOT_RUN` (the
+    call did not run: calling again is safe), rather than ``outcome_unknown`` when the lease
+    ends. Only a call that claim operation of this lease still holds changes; one completed,
+    given back or claimed again meanwhile is left as it is, and one whose lease was lost
+    first ends ``outcome_unknown`` as any such call does."""
+    if (
+        record is None
+        or record.state != "claimed"
+        or record.owner != key
+        or record.claim_operation_id != operation_id
+    ):
+        return None
+    settled = settle(record, entry, now_ms)
+    if settled is not None:
+        return settled
+    message = (
+        f"{NOT_RUN}: call {record.tool_use_id} to {record.tool} of toolset {record.toolset!r}: "
+        "the provider that took it could not read the registry's answer handing it over, so "
+        "it never ran it, and stopped serving; the call did not run: it is safe to call again "
+        "once a provider serves the toolset"
+    )
+    return record.model_copy(
+        update={
+            "state": "failed",
+            "result_json": json.dumps({"code": NOT_RUN, "message": message}),
+            "message": message,
+        }
     )
 
 

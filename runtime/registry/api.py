@@ -41,6 +41,8 @@ __all__ = [
     "DrainRequest",
     "ErrorBody",
     "ErrorResponse",
+    "GiveBackRequest",
+    "GiveBackResponse",
     "HealthResponse",
     "LeaseRequest",
     "LeaseResponse",
@@ -293,6 +295,18 @@ class ClaimRequest(LeaseRequest):
     wait_ms: Annotated[int, Field(ge=0, le=MAX_WAIT_MS)] = 10_000
     #: Repeating a request with the same ID returns what it claimed (transport retries).
     claim_operation_id: Ident
+
+
+class GiveBackRequest(LeaseRequest):
+    """Give back, unrun, the calls a claim operation of this lease took: the provider could
+    not read the answer handing them over (nor its replay), so none of them ran."""
+
+    claim_operation_id: Ident
+
+
+class GiveBackResponse(_Body):
+    #: How many calls were given back (each ended ``failed`` with code ``not_run``).
+    calls: int
 
 
 class ClaimedCallBody(_Body):

@@ -723,6 +723,28 @@ class HttpRegistryClient(_Closing):
         )
         return answer.calls
 
+    async def give_back(
+        self,
+        toolset: str,
+        token: str,
+        provider_id: str,
+        incarnation_id: str,
+        *,
+        claim_operation_id: str,
+    ) -> int:
+        """End, as not run, the calls claim operation ``claim_operation_id`` took and this
+        lease still holds (their answer could not be read, so none ran); how many. A registry
+        older than the request answers ``unknown_route``."""
+        answer = await self._post(
+            "/providers/give_back",
+            api.GiveBackRequest(
+                **self._lease(toolset, token, provider_id, incarnation_id),
+                claim_operation_id=claim_operation_id,
+            ),
+            api.GiveBackResponse,
+        )
+        return answer.calls
+
     async def complete(
         self,
         toolset: str,

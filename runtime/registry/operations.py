@@ -698,23 +698,80 @@ class RegistryOperations:
             ),
         )
 
+    async def give_back_unrun(
+        self, name: str, token: str, provider_id: str, incarnation_id: str, operation_id: str
+    ) -> int:
+        """End ``failed`` (:data:`admission.NOT_RUN`) the calls claim operation
+        ``operation_id`` of this lease took and still holds, which the provider says it never
+        ran (it could not read the answer handing them over); returns how many. The operation
+        is closed first: a request of it still waiting takes no call (what it receives goes
+        back in line), and a later claim under its ID only replays what it took."""
+        lease = lease_key(provider_id, incarnation_id)
+        op_key = _op_key(lease, operation_id)
+        attempt_key = _attempt_key(op_key)
+        entry_key = catalog_key(name)
+        (raw_entry,), now = await self.store.snapshot([entry_key])
+        entry = _entry(raw_entry)
+        current = None if entry is None else entry.provider_leases.get(lease)
+        if (
+            entry is None
+            or entry.state != "active"
+            or entry.registration_token != token
+            or current is None
+            or current.expires_at_ms <= now
+        ):
+            raise RegistryError(
+                "provider_lease_lost",
+                f"toolset {name!r}: this provider's lease under token {token} is gone (expired, "
+                "released, replaced or unregistered): the calls it held ended outcome_unknown",
+            )
+        closed = uuid.uuid4().hex
+
+        def close(values: Mapping[str, str | None], now: int) -> Change[str]:
+            ids = values[op_key] or ""
+            until = now + _CLAIM_OP_RETENTION_MS
+            return Change(
+                ids, writes={op_key: Write(ids, until), attempt_key: Write(closed, until)}
+            )
+
+        ids = [i for i in (await self.store.transact([op_key, attempt_key], close)).split(",") if i]
+        if not ids:
+            return 0
+
+        def unrun(
+            record: CallRecord | None, entry: Admission | None, now: int
+        ) -> CallRecord | None:
+            return admission.give_back_unrun(record, entry, lease, operation_id, now)
+
+        outcomes = await self.store.transact_many(
+            [self._held_operation(name, use_id, unrun) for use_id in ids]
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, Exception) and not isinstance(outcome, RegistryError):
+                raise outcome  # the store failed
+        return sum(
+            1
+            for outcome in outcomes
+            if isinstance(outcome, CallRecord) and outcome.state == "failed"
+        )
+
     async def _held_call(self, name: str, use_id: str, rule: _HeldRule) -> None:
         await self.store.transact(*self._held_operation(name, use_id, rule))
 
     def _held_operation(self, name: str, use_id: str, rule: _HeldRule) -> Operation:
-        """Apply a rule of a provider about a call its lease holds; a call the registry finds
-        outside the lease meanwhile ends ``outcome_unknown`` and the provider hears the lease
-        is lost."""
+        """Apply a rule of a provider about a call its lease holds (the operation's result: the
+        record written, if any); a call the registry finds outside the lease meanwhile ends
+        ``outcome_unknown`` and the provider hears the lease is lost."""
         entry_key, call_key = catalog_key(name), record_key(use_id)
 
-        def decide(values: Mapping[str, str | None], now: int) -> Change[None]:
+        def decide(values: Mapping[str, str | None], now: int) -> Change[CallRecord | None]:
             record = _in_toolset(_record(values[call_key]), name, use_id)
             new = rule(record, _entry(values[entry_key]), now)
             error = None
             if new is not None and new.state == "outcome_unknown":
                 error = RegistryError("provider_lease_lost", new.message)
             return Change(
-                None,
+                new,
                 writes=_write_record(new) if new is not None else {},
                 notify=_notify(new),
                 error=error,

@@ -57,6 +57,7 @@ _LOG = logging.getLogger("agentgen.registry.provider")
 
 __all__ = [
     "BatchCompleter",
+    "ClaimGiver",
     "ProviderClient",
     "ProviderSetupError",
     "RegistryClock",
@@ -169,6 +170,24 @@ class BatchCompleter(Protocol):
         incarnation_id: str,
         completions: Sequence[api.CompletionBody],
     ) -> list[RegistryError | None]: ...
+
+
+@runtime_checkable
+class ClaimGiver(Protocol):
+    """An optional capability of a :class:`ProviderClient` (:class:`HttpRegistryClient` has
+    it): give back, unrun, the calls a claim operation took whose answer could not be read.
+    With it, those calls end ``failed`` (``not_run``: safe to call again) when serving stops,
+    not ``outcome_unknown`` (may have run) with the lease."""
+
+    async def give_back(
+        self,
+        toolset: str,
+        token: str,
+        provider_id: str,
+        incarnation_id: str,
+        *,
+        claim_operation_id: str,
+    ) -> int: ...
 
 
 @runtime_checkable
@@ -327,6 +346,9 @@ class ServeReport:
     overloaded: int = 0
     #: Results (and overloads) the registry refused, because the lease was lost first.
     lost: int = 0
+    #: Calls given back unrun: a claim took them, but its answer could not be read (nor its
+    #: replay), so they never ran; they end ``failed`` (``not_run``) for their consumers.
+    given_back: int = 0
 
 
 def _number(value: object, low: float, high: float, *, whole: bool = False) -> bool:
@@ -503,8 +525,12 @@ class _Provider:
         #: :meth:`_claim_refused` words it, once drained).
         self.refusal: RegistryError | None = None
         #: Why the last claim operation, unanswered when serving stopped, could not be
-        #: replayed (the calls it took end ``outcome_unknown``, unrun, with the lease).
+        #: replayed (the calls it took are then given back unrun).
         self.unreplayed: RegistryError | None = None
+        #: How many of those calls the registry took back (None: not given back, and they
+        #: end ``outcome_unknown``, unrun, with the lease), and why it refused, if it did.
+        self.given: int | None = None
+        self.ungiven: RegistryError | None = None
         #: Whether the registry took this lease's drain, and its release.
         self.drain_taken = False
         self.released = False
@@ -791,7 +817,33 @@ class _Provider:
                     self._start(await self._claim(operation, free, 0), operation)
                 except RegistryError as exc:
                     self.unreplayed = exc
+                    # No answer of this operation was ever read, so none of its calls reached
+                    # the executor: they are given back as not run, before the release would
+                    # end them outcome_unknown ("may have run").
+                    await self._give_back(operation)
         await self._shutdown(drained)
+
+    async def _give_back(self, operation: str) -> None:
+        """Give back, unrun, the calls claim operation ``operation`` took (its every answer
+        unread); a registry that does not take it leaves them to end ``outcome_unknown``."""
+        if not isinstance(self.client, ClaimGiver):
+            return
+        try:
+            self.given = await self.client.give_back(
+                self.name, self.token, *self.ident, claim_operation_id=operation
+            )
+            self.report.given_back = self.given
+        except RegistryError as exc:
+            self.ungiven = exc
+            _LOG.warning(
+                "provider %r of toolset %r: the registry did not take back, unrun, the calls of "
+                "a claim whose answer could not be read (%s: %s); they end outcome_unknown "
+                "when the lease ends, though they did not run",
+                self.options.provider_id,
+                self.name,
+                exc.code,
+                exc.message,
+            )
 
     def _start(self, calls: list[api.ClaimedCallBody], operation: str) -> None:
         """Run each of ``calls``, which the claim operation ``operation`` took."""
@@ -813,11 +865,7 @@ class _Provider:
         else:
             ended = "drained, its lease released" if self.drain_taken else "its lease released"
         if exc.code == "protocol_error":
-            if self.unreplayed is not None:
-                ended += (
-                    "; calls that claim may have taken could not be read again "
-                    f"({self.unreplayed.code}) and end outcome_unknown, unrun"
-                )
+            ended += self._unreplayed_calls()
             return RegistryError(
                 exc.code,
                 f"provider {self.options.provider_id!r} of toolset {self.name!r}: the answer to "
@@ -834,6 +882,22 @@ class _Provider:
             "names (the provider's token and its role, or a registry of another version than "
             "the provider's agentgen), then start the provider again",
         )
+
+    def _unreplayed_calls(self) -> str:
+        """What became of the calls an unreadable claim took, when its replay could not be
+        read either (empty when it could)."""
+        if self.unreplayed is None:
+            return ""
+        again = f"; the claim's answer could not be read again ({self.unreplayed.code})"
+        if self.given is None:
+            refused = "" if self.ungiven is None else f" nor given back ({self.ungiven.code})"
+            return f"{again}{refused}: calls it took end outcome_unknown, unrun"
+        if self.given:
+            return (
+                f"{again}: the {self.given} call(s) it took were given back unrun, and end "
+                "failed (not_run), safe to call again"
+            )
+        return f"{again}: it took no call"
 
     async def _drain(self) -> bool:
         """Ask the registry to drain this lease; whether it was asked (a refusal is said, and

@@ -422,6 +422,21 @@ def create_app(
             ]
         )
 
+    @post(
+        "/providers/give_back",
+        "end, as not run, the calls a claim took whose answer the provider could not read",
+    )
+    async def give_back(body: api.GiveBackRequest, who: Principal = Who) -> api.GiveBackResponse:
+        who.require_provider(body.toolset)
+        count = await operations.give_back_unrun(
+            body.toolset,
+            body.registration_token,
+            body.provider_id,
+            body.incarnation_id,
+            body.claim_operation_id,
+        )
+        return api.GiveBackResponse(calls=count)
+
     @post("/providers/complete", "record a call's result")
     async def complete(body: api.CompleteRequest, who: Principal = Who) -> api.OkResponse:
         who.require_provider(body.toolset)

@@ -396,20 +396,33 @@ async def test_claim_answers_that_cannot_be_read_stop_serving_with_an_error(
 ) -> None:
     """A claim answered protocol_error was asked again for ever (its backoff growing to 5 s)
     while the renewals kept the lease, and the calls the registry had handed to the claim,
-    alive and unrun: the consumer waited until the call's deadline."""
-    transport = GarbleClaimAnswers(garble=1_000)
-    error, outcome = await _serve_until_refused(registry.url, transport, Echo())
+    alive and unrun: the consumer waited until the call's deadline. Then the call ended
+    outcome_unknown ("may have run: never retry") with the lease, though no answer carrying
+    it was ever read, so it never reached the executor: it is given back as not run."""
+    transport, impl = GarbleClaimAnswers(garble=1_000), Echo()
+    error, outcome = await _serve_until_refused(registry.url, transport, impl)
     assert error.code == "protocol_error"
     registry_name = registry.url.removeprefix("http://")
     assert error.message == _UNREADABLE.format(
         registry=registry_name,
-        lost="; calls that claim may have taken could not be read again (protocol_error) and "
-        "end outcome_unknown, unrun",
+        lost="; the claim's answer could not be read again (protocol_error): the 1 call(s) it "
+        "took were given back unrun, and end failed (not_run), safe to call again",
     )
     # Asked once, and replayed once once drained.
     assert (transport.claims, transport.garbled) == (2, 2)
-    # The call the unread answer carried ended with the lease, not at its deadline.
-    assert outcome.status == "outcome_unknown"
+    # The call the unread answer carried ended as not run, not at its deadline.
+    assert impl.ran == []
+    assert outcome.status == "failed"
+    result = json.loads(outcome.payload_json)
+    assert result["code"] == "not_run"
+    assert outcome.message == result["message"]
+    assert outcome.message.startswith("not_run: call ")
+    assert "to echo.say of toolset 'echo': the provider that took it could not read" in (
+        outcome.message
+    )
+    assert outcome.message.endswith(
+        "the call did not run: it is safe to call again once a provider serves the toolset"
+    )
     await register_next_revision(registry.url)  # released: not admission_blocked
 
 
