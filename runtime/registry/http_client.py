@@ -178,6 +178,33 @@ def _says_later(status: int) -> bool:
     return status >= 500 or status in _PASSING_REFUSALS
 
 
+#: What a refusal whose body is no registry error means, by its HTTP status. The registry
+#: answers every refusal with its JSON error body (an unknown path too: ``unknown_route``), so
+#: such a page comes from a proxy or gateway in front of it (or another service at the URL):
+#:
+#: - 401 and 403: the gateway refused the request's credentials. Asking again cannot change
+#:   that: ``unauthenticated`` and ``forbidden``, as the registry's own refusals, which stop a
+#:   provider with an error naming the URL and saying to check the credentials;
+#: - 404: the gateway has no route to the registry: one being deployed or reconfigured (its
+#:   routes come back), or a URL that is not the registry's root. Retried as a 5xx is
+#:   (``service_unavailable`` once the retries are spent): a provider rides out the deploy
+#:   instead of stopping for good, and one whose URL is wrong stops when its lease, which no
+#:   renewal reaches, runs out. Where the client first asks (a registration, a consumer's
+#:   call) the retries are few and the error names the page;
+#: - 413: the gateway's body limit is below the registry's: ``body_too_large``, as the
+#:   registry's own (a provider then completes the call with ``result_too_large``).
+#:
+#: Any other such page (400, 405, 415...) is a ``protocol_error``.
+_PAGE_CODES = {401: "unauthenticated", 403: "forbidden", 413: "body_too_large"}
+
+
+def _page_code(status: int) -> str:
+    """The error code of a refusal with ``status`` whose body is no registry error."""
+    if _says_later(status) or status == 404:
+        return "service_unavailable"
+    return _PAGE_CODES.get(status, "protocol_error")
+
+
 class HttpRegistryClient(_Closing):
     """A connection to one registry service; close it with :meth:`aclose` (or ``async with``)."""
 
@@ -362,7 +389,13 @@ class HttpRegistryClient(_Closing):
                     kind = f"HTTP {response.status_code}"
                     problem = f"{kind}: {_failure_text(response)}"
                 elif response.status_code >= 400:
-                    raise self._refusal(response)
+                    refusal = self._refusal(response)
+                    if refusal.code != "service_unavailable":
+                        raise refusal
+                    # A gateway's page saying it has no route to the registry (a 404 that
+                    # is no registry error): asked again, as a 5xx.
+                    kind = f"HTTP {response.status_code}"
+                    problem = f"{kind}: {_page_text(response)}"
                 else:
                     try:
                         return read(response.content)
@@ -444,15 +477,31 @@ class HttpRegistryClient(_Closing):
         try:
             error = api.ErrorResponse.model_validate_json(response.content).error
         except ValidationError:
-            # Not the registry's words: a gateway's page. One that says "later" (/health is
-            # not retried) is the registry out of reach, not a protocol error.
-            return RegistryError(
-                "service_unavailable" if _says_later(response.status_code) else "protocol_error",
+            # Not the registry's words: a gateway's page, read by its status (_PAGE_CODES).
+            # One that says "later" (/health is not retried) is the registry out of reach.
+            status = response.status_code
+            answered = (
                 f"registry {self.name!r} at {self.shown_url} answered "
-                f"{_api_path(response.request.url.path)} with HTTP {response.status_code} and "
-                f"a body that is no registry error (a proxy's or another service's page; check "
-                f"the URL and what stands between): {visible(response.text[:200])}",
+                f"{_api_path(response.request.url.path)} with HTTP {status} and"
             )
+            code = _page_code(status)
+            if code in ("unauthenticated", "forbidden"):
+                return RegistryError(
+                    code,
+                    f"{answered} a page that is no registry error: a proxy or gateway in front "
+                    "of the registry refused the request's credentials. Check the credentials "
+                    f"this client sends (its bearer token: token= or ${ENV_TOKEN}) and what "
+                    f"the gateway at that URL requires: {visible(response.text[:200])}",
+                )
+            if code == "body_too_large":
+                return RegistryError(
+                    code,
+                    f"{answered} a page that is no registry error: a proxy or gateway in front "
+                    "of the registry refused the request's body as too large (its limit is "
+                    "below the registry's --max-body; raise it, nginx's client_max_body_size "
+                    f"for instance): {visible(response.text[:200])}",
+                )
+            return RegistryError(code, f"{answered} {_page_text(response)}")
         if error.code in ("unauthenticated", "forbidden"):
             # A token problem is the configuration of one registry's client: say which one.
             return RegistryError(
@@ -860,6 +909,20 @@ def _failure_text(response: httpx2.Response) -> str:
     except ValidationError:
         return response.text[:200]
     return f"{error.code}: {error.message[:_FAILURE_CHARS]}"
+
+
+def _page_text(response: httpx2.Response) -> str:
+    """What a page that is no registry error is, with its start."""
+    why = (
+        "a gateway without a route to the registry, as while it is deployed, or a URL that is "
+        "not the registry's root"
+        if response.status_code == 404
+        else "a proxy's or another service's page"
+    )
+    return (
+        f"a body that is no registry error ({why}; check the URL and what stands between): "
+        f"{visible(response.text[:200])}"
+    )
 
 
 def _keep_latest(kept: dict[str, V], key: str, value: V, limit: int) -> None:

@@ -436,9 +436,9 @@ async def test_a_gateways_ask_again_later_is_retried_not_a_protocol_error(status
 
 
 async def test_a_page_that_is_no_registry_error_names_the_url_and_the_request() -> None:
-    # "registry 'company' answered HTTP 404: <html>..." said neither where nor what was asked.
+    # "registry 'company' answered HTTP 400: <html>..." said neither where nor what was asked.
     def other_service(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(404, text="<html>\n<h1>Not Found</h1></html>")
+        return httpx2.Response(400, text="<html>\n<h1>Bad Request</h1></html>")
 
     async with HttpRegistryClient(
         "http://127.0.0.1:1", name="company", transport=httpx2.MockTransport(other_service)
@@ -447,7 +447,117 @@ async def test_a_page_that_is_no_registry_error_names_the_url_and_the_request() 
             await client.list_toolsets()
     assert refused.value.code == "protocol_error"
     assert refused.value.message == (
-        "registry 'company' at http://127.0.0.1:1 answered /toolsets/list with HTTP 404 and a "
+        "registry 'company' at http://127.0.0.1:1 answered /toolsets/list with HTTP 400 and a "
         "body that is no registry error (a proxy's or another service's page; check the URL and "
-        "what stands between): <html>\\x0a<h1>Not Found</h1></html>"
+        "what stands between): <html>\\x0a<h1>Bad Request</h1></html>"
+    )
+
+
+_QUICK = RetryPolicy(max_retries=3, backoff_base=1e-3, backoff_max=1e-3)
+
+
+@pytest.mark.parametrize(("status", "code"), [(401, "unauthenticated"), (403, "forbidden")])
+async def test_a_gateways_credential_refusal_says_to_check_the_credentials(
+    status: int, code: str
+) -> None:
+    """A gateway's non-JSON 401 or 403 was a protocol_error ("could not be read": check the
+    URL's registry version), which sent an operator looking in the wrong place. Asking again
+    cannot change it: refused at once, as the registry's own refusal would be."""
+    asked = 0
+
+    def gateway(request: httpx2.Request) -> httpx2.Response:
+        nonlocal asked
+        asked += 1
+        return httpx2.Response(status, text="<html>Sign in</html>")
+
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1", name="company", retry=_QUICK, transport=httpx2.MockTransport(gateway)
+    ) as client:
+        with pytest.raises(RegistryError) as refused:
+            await client.list_toolsets()
+    assert asked == 1
+    assert refused.value.code == code
+    assert refused.value.message == (
+        f"registry 'company' at http://127.0.0.1:1 answered /toolsets/list with HTTP {status} "
+        "and a page that is no registry error: a proxy or gateway in front of the registry "
+        "refused the request's credentials. Check the credentials this client sends (its "
+        "bearer token: token= or $AGENTGEN_REGISTRY_TOKEN) and what the gateway at that URL "
+        "requires: <html>Sign in</html>"
+    )
+
+
+async def test_a_gateways_not_found_page_is_asked_again_as_a_5xx() -> None:
+    """A gateway being deployed answers 404 pages for a while: taken for a protocol_error, it
+    stopped a provider for good. The registry's own 404 (JSON) is still a refusal."""
+    asked = 0
+
+    def deploying_gateway(request: httpx2.Request) -> httpx2.Response:
+        nonlocal asked
+        asked += 1
+        if asked < 3:
+            return httpx2.Response(404, text="<html>404 page not found</html>")
+        return httpx2.Response(200, json={"toolsets": ["echo"]})
+
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1",
+        name="company",
+        retry=_QUICK,
+        transport=httpx2.MockTransport(deploying_gateway),
+    ) as client:
+        assert await client.list_toolsets() == ["echo"]
+    assert asked == 3
+
+    def wrong_url(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(404, text="<html>404 page not found</html>")
+
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1",
+        name="company",
+        retry=_QUICK,
+        transport=httpx2.MockTransport(wrong_url),
+    ) as client:
+        with pytest.raises(RegistryError) as given_up:
+            await client.list_toolsets()
+    assert given_up.value.code == "service_unavailable"
+    assert given_up.value.message == (
+        "registry 'company' at http://127.0.0.1:1: /toolsets/list failed after 4 attempt(s): "
+        "HTTP 404: a body that is no registry error (a gateway without a route to the "
+        "registry, as while it is deployed, or a URL that is not the registry's root; check "
+        "the URL and what stands between): <html>404 page not found</html>"
+    )
+    asked = 0
+
+    def registry_not_found(request: httpx2.Request) -> httpx2.Response:
+        nonlocal asked
+        asked += 1
+        error = {"code": "not_found", "message": 'toolset "x" not found'}
+        return httpx2.Response(404, json={"error": error})
+
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1",
+        name="company",
+        retry=_QUICK,
+        transport=httpx2.MockTransport(registry_not_found),
+    ) as client:
+        with pytest.raises(RegistryError) as refused:
+            await client.resolve_toolset("x")
+    assert (refused.value.code, asked) == ("not_found", 1)
+
+
+async def test_a_gateways_body_limit_is_body_too_large() -> None:
+    """nginx's default body limit is the registry's (1 MiB): its 413 page was a
+    protocol_error, and a provider lost a large result instead of completing the call with
+    result_too_large."""
+
+    def gateway(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(413, text="<html>413 Request Entity Too Large</html>")
+
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1", name="company", retry=_QUICK, transport=httpx2.MockTransport(gateway)
+    ) as client:
+        with pytest.raises(RegistryError) as refused:
+            await client.list_toolsets()
+    assert refused.value.code == "body_too_large"
+    assert "refused the request's body as too large (its limit is below the registry's" in (
+        refused.value.message
     )

@@ -438,3 +438,62 @@ async def test_a_call_in_a_claim_answer_that_could_not_be_read_runs_before_servi
     )
     assert (outcome.status, json.loads(outcome.payload_json)) == ("completed", {"said": "hello"})
     assert impl.ran == ["hello"]
+
+
+# --- a gateway's pages in front of the registry ----------------------------------------------
+
+
+class GatewayPages(httpx2.AsyncBaseTransport):
+    """Forwards every request; the first ``pages`` claims are answered instead by a gateway's
+    page (not JSON) with ``status``."""
+
+    def __init__(self, status: int, pages: int) -> None:
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.status, self.pages = status, pages
+        self.paged = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/providers/claim") and self.paged < self.pages:
+            self.paged += 1
+            return httpx2.Response(self.status, text="<html>gateway</html>")
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_gateways_credential_refusal_of_a_claim_stops_serving_naming_the_credentials(
+    registry: Running,
+) -> None:
+    """It stopped too, as a protocol_error saying the answer could not be read (check the
+    registry's version), which pointed the operator away from the credentials."""
+    transport = GatewayPages(401, pages=1_000)
+    client = HttpRegistryClient(registry.url, transport=transport, retry=RetryPolicy(0))
+    with pytest.raises(RegistryError) as refused:
+        await asyncio.wait_for(serve_toolset(client, echo_toolset(), Echo(), revision="r1",
+                                             options=OPTIONS), 30)  # fmt: skip
+    await client.aclose()
+    assert transport.paged == 1
+    assert refused.value.code == "unauthenticated"
+    assert refused.value.message.startswith(
+        "provider 'p1' of toolset 'echo': the registry refused its claim for calls "
+        f"(unauthenticated: registry '{registry.url.removeprefix('http://')}' at {registry.url} "
+        "answered /providers/claim with HTTP 401 and a page that is no registry error: a proxy "
+        "or gateway in front of the registry refused the request's credentials. Check the "
+        "credentials this client sends"
+    )
+    await register_next_revision(registry.url)  # released: not admission_blocked
+
+
+async def test_a_gateway_answering_not_found_while_it_is_deployed_is_ridden_out(
+    registry: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its 404 pages were a protocol_error: the provider stopped for good."""
+    monkeypatch.setattr(provider_module, "_CLAIM_RETRY", RecordedRetry())
+    transport, impl = GatewayPages(404, pages=3), Echo()
+    client = HttpRegistryClient(registry.url, transport=transport, retry=RetryPolicy(0))
+    async with serving(registry.url, impl, client):
+        outcome = await asyncio.wait_for(call(registry.url, "hello"), 30)
+    assert transport.paged == 3
+    assert (outcome.status, json.loads(outcome.payload_json)) == ("completed", {"said": "hello"})
+    assert impl.ran == ["hello"]
