@@ -34,6 +34,7 @@ from agentgen.dsl.pipeline import Evaluation
 from agentgen.runtime.adapters.names import provider_name
 from agentgen.runtime.contracts.declarations import ToolSchema, ToolsetDeclaration, shown
 from agentgen.runtime.contracts.ids import agent_id, tool_id
+from agentgen.runtime.contracts.versions import VERSION_RULE, version_problem
 
 __all__ = ["CheckedDesign", "check_design"]
 
@@ -137,28 +138,22 @@ def _refused(what: str, exc: ValidationError) -> str:
 
 
 def _version_pins(root: RootExpr) -> Iterable[DesignError]:
-    """A ``Version`` pin no published toolset can have: the registry keeps a toolset's version
-    as it keeps every declaration's, a single line of at most 256 characters without control
-    or format characters. Such a pin (a zero-width space pasted with it, a newline) never
-    matches, and every run of the agent failed with ``VersionMismatchError``; it is refused at
-    its line instead, with the runtime's own declaration model."""
+    """A ``Version`` pin no published toolset can have: a published version follows the rule
+    providers and the registry hold it to (:func:`version_problem`). Such a pin (a zero-width
+    space pasted with it, a newline) never matches, and every run of the agent failed with
+    ``VersionMismatchError``; it is refused at its line instead, by that same rule."""
     for agent in root.agents():
         for use in agent.uses:
             pin = use.version
             if pin is None:
                 continue
-            try:
-                ToolsetDeclaration.model_validate(
-                    {"name": "service.toolset", "version": pin.version}
-                )
-            except ValidationError as exc:
-                problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+            problem = version_problem(pin.version)
+            if problem is not None:
                 yield DesignError(
                     pin.loc,
                     use.where(),
                     f"Version {shown(pin.version)} can never match: a published toolset's "
-                    f"version is a single line of at most 256 characters without control or "
-                    f"format characters ({problems}); write the version as its provider "
+                    f"version is {VERSION_RULE} ({problem}); write the version as its provider "
                     "publishes it",
                 )
 

@@ -55,7 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentgen.runtime.contracts import compiler
 from agentgen.runtime.contracts.canonical import canonical_bytes
-from agentgen.runtime.contracts.declarations import ContractError, ToolsetDeclaration
+from agentgen.runtime.contracts.declarations import ContractError, ToolsetDeclaration, shown
 from agentgen.runtime.contracts.fingerprint import (
     HEX64,
     REVISION_PATTERN,
@@ -64,6 +64,7 @@ from agentgen.runtime.contracts.fingerprint import (
     schema_fingerprint,
 )
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.contracts.versions import VERSION_RULE, version_problem
 from agentgen.runtime.registry.auth import Principal
 from agentgen.runtime.registry.client import MAX_CALL_DEPTH, RegistryError
 
@@ -351,6 +352,14 @@ def check_registration(
             "digits and ._:/@+-, at most 256 characters)"
         )
     _check_lease(request.lease_ms, limits)
+    version = request.toolset.version
+    problem = None if version is None else version_problem(version)
+    if problem is not None:
+        raise _invalid(
+            f"toolset {request.toolset.name!r}: version {shown(version)} cannot be published: "
+            f"a toolset's version is {VERSION_RULE}, as consumers pin it ({problem}); publish "
+            "the version as consumers pin it (without the surrounding spaces), or none"
+        )
     derived = schema_fingerprint(request.toolset)
     # Only a declaration that compiled is kept under its fingerprint, so one that does not
     # compile is still refused for that first.

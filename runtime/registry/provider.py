@@ -29,8 +29,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from pydantic import TypeAdapter, ValidationError
-
 from agentgen.runtime.agents.executors import (
     OutcomeUnknownError,
     ToolContext,
@@ -40,9 +38,9 @@ from agentgen.runtime.agents.executors import (
 )
 from agentgen.runtime.contracts import compiler
 from agentgen.runtime.contracts.codecs import PayloadError
-from agentgen.runtime.contracts.declarations import Line, ToolsetDeclaration, shown
-from agentgen.runtime.contracts.limits import MAX_TEXT_CHARS
+from agentgen.runtime.contracts.declarations import ToolsetDeclaration, shown
 from agentgen.runtime.contracts.specs import ToolSpec
+from agentgen.runtime.contracts.versions import VERSION_RULE, version_problem
 from agentgen.runtime.contracts.wire import fingerprint
 from agentgen.runtime.cuts import cut
 from agentgen.runtime.failures import message_of
@@ -414,31 +412,24 @@ def _check_options(options: ServeOptions, *, toolset: str) -> None:
             )
 
 
-#: A published toolset's version, as the registry checks it (``ToolsetDeclaration.version``).
-_VERSION: TypeAdapter[str] = TypeAdapter(Line)
-
-
 def _check_labels(declaration: ToolsetDeclaration, revision: object) -> None:
     """Refuse a version or revision the registry would refuse, before anything is published.
 
     Generated ``serve(version=...)`` sets the version on the declaration by assignment, which
     pydantic does not check: a version with a newline or a zero-width space, or over 256
     characters, reached the registry, whose ``validation_error`` named neither the provider
-    nor its toolset (and a run pinning such a version could never match it anyway)."""
+    nor its toolset. A version is held to the rule of consumers' pins (:func:`version_problem`):
+    one with surrounding spaces was published, and no consumer could pin it."""
     toolset = declaration.name
     version: object = declaration.version  # assigned unchecked: anything at all
-    if version is not None:
-        try:
-            _VERSION.validate_python(version)
-        except ValidationError as exc:
-            problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-            raise ProviderSetupError(
-                f"provider of toolset {toolset!r}: version "
-                f"{shown(version) if isinstance(version, str) else type(version).__name__} "
-                f"cannot be published: a toolset's version is a single line of at most "
-                f"{MAX_TEXT_CHARS} characters without control or format characters "
-                f"({problems}); pass the version as consumers pin it"
-            ) from None
+    problem = None if version is None else version_problem(version)
+    if problem is not None:
+        raise ProviderSetupError(
+            f"provider of toolset {toolset!r}: version "
+            f"{shown(version) if isinstance(version, str) else type(version).__name__} "
+            f"cannot be published: a toolset's version is {VERSION_RULE}, as consumers pin it "
+            f"({problem}); pass the version as consumers pin it"
+        )
     if not isinstance(revision, str) or not 1 <= len(revision) <= api.MAX_REVISION_CHARS:
         given = (
             f"{len(revision)} characters" if isinstance(revision, str) else type(revision).__name__

@@ -569,9 +569,10 @@ with Service("svc"):
         Use(Third, lambda: Version("v" * 257))  # <-
     Agent("b", "B.", lambda: Use(Records, lambda: Version("2026.11-rc.1+büild")))
 """,
-        "Version '1.2\\u200b' can never match: a published toolset's version is a single line of "
-        "at most 256 characters without control or format characters (must not contain control "
-        "or format character '\\u200b'); write the version as its provider publishes it",
+        "Version '1.2\\u200b' can never match: a published toolset's version is a non-empty "
+        "single line of at most 256 characters without surrounding spaces or control or format "
+        "characters (must not contain control or format character '\\u200b'); write the version "
+        "as its provider publishes it",
         "(must not contain control or format character '\\n')",
         "(String should have at most 256 characters)",
     )

@@ -700,10 +700,15 @@ async def test_generated_serve_refuses_an_executor_without_the_tools_methods_bef
     [
         (
             {"version": "1.2\n3"},
-            "version '1.2\\n3' cannot be published: a toolset's version is a single line of at "
-            "most 256 characters without control or format characters (must not contain "
-            "control or format character '\\n'); pass the version as consumers pin it",
+            "version '1.2\\n3' cannot be published: a toolset's version is a non-empty single "
+            "line of at most 256 characters without surrounding spaces or control or format "
+            "characters, as consumers pin it (must not contain control or format character "
+            "'\\n'); pass the version as consumers pin it",
         ),
+        # Published, and no consumer could pin it: Version(...) refuses surrounding spaces.
+        ({"version": " 1.2 "}, "version ' 1.2 ' cannot be published: a toolset's version is"),
+        ({"version": " 1.2 "}, "(it has surrounding spaces)"),
+        ({"version": ""}, "version '' cannot be published: a toolset's version is a non-empty"),
         ({"version": "1.2\u200b"}, "(must not contain control or format character '\\u200b')"),
         ({"version": "1" * 257}, "(String should have at most 256 characters)"),
         ({"version": 1.2}, "version float cannot be published"),
