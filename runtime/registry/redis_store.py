@@ -36,7 +36,7 @@ import contextlib
 import hashlib
 import time
 from collections import deque
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
@@ -115,6 +115,19 @@ return n
 """
 
 
+#: Removes from the index set KEYS[1] the names (ARGV[2], ...) whose key (ARGV[1] + name) does
+#: not exist, checked and removed in one step: a key written meanwhile stays indexed.
+_UNINDEX = """
+local n = 0
+for i = 2, #ARGV do
+  if redis.call('EXISTS', ARGV[1] .. ARGV[i]) == 0 then
+    n = n + redis.call('SREM', KEYS[1], ARGV[i])
+  end
+end
+return n
+"""
+
+
 def _check_url(url: str, description: str) -> None:
     """Refuse what the client would fail on later (a port that is not one) or read silently
     as something else (a database that is not a number becomes database 0)."""
@@ -165,6 +178,12 @@ class RedisStore:
         self._reclaimed: dict[str, float] = {}
         #: When each queue's consumers were last looked over (monotonic s).
         self._forgotten: dict[str, float] = {}
+        #: When each queue was last read by this process (monotonic s): a queue nobody here
+        #: has read for :data:`_QUEUE_IDLE_MS` is dropped from the three maps above (see
+        #: :meth:`_drop_idle_queues`).
+        self._read_at: dict[str, float] = {}
+        self._dropped_at = 0.0
+        self._clock: Callable[[], float] = time.monotonic
         #: (stream, consumer) pairs whose last blocking read ended without its answer (timed
         #: out, failed, cancelled): Redis may have delivered messages to it that nobody saw.
         self._interrupted: set[tuple[str, str]] = set()
@@ -294,6 +313,12 @@ class RedisStore:
         if not keys:
             return []
         values = await self._call(self._r.mget([self._k(k) for k in keys]))
+        gone = [k for k, v in zip(keys, values, strict=True) if v is None]
+        if gone:
+            # Catalog entries never expire and the registry never deletes one (a withdrawn
+            # toolset's is kept: its tokens are never admitted again), so an indexed key that
+            # is gone was deleted by hand: its name is dropped, or every scan read it again.
+            await self._call(self._r.eval(_UNINDEX, 1, self._k("index"), self._k(""), *gone))
         return [(k, v) for k, v in zip(keys, values, strict=True) if v is not None]
 
     async def get_many(self, keys: Sequence[str]) -> list[str | None]:
@@ -525,9 +550,29 @@ class RedisStore:
             left = int((deadline - time.monotonic()) * 1000)
             return await self._receive(stream, consumer, count, max(1, left))
 
+    def _drop_idle_queues(self, now: float) -> None:
+        """Forget what this process knows of the queues it has not read for
+        :data:`_QUEUE_IDLE_MS` (looked for every :data:`_FORGET_EVERY_S`): each toolset's queue
+        ever read kept an entry in each map for good, a withdrawn toolset's too, long after the
+        queue itself expired. What is forgotten is only worth something to a queue being read:
+        its consumer group is made again by the next read (an existing one is kept), and its
+        messages are looked over by that read as by a first."""
+        if now - self._dropped_at < _FORGET_EVERY_S:
+            return
+        self._dropped_at = now
+        idle = _QUEUE_IDLE_MS / 1000
+        for stream in [s for s, read in self._read_at.items() if now - read >= idle]:
+            del self._read_at[stream]
+            self._groups.discard(stream)
+            self._reclaimed.pop(stream, None)
+            self._forgotten.pop(stream, None)
+
     async def _receive(
         self, stream: str, consumer: str, count: int, block_ms: int
     ) -> list[Delivery]:
+        now = self._clock()
+        self._drop_idle_queues(now)
+        self._read_at[stream] = now
         await self._ensure_group(stream)
         # Messages delivered to this consumer by a read whose answer never arrived (Redis
         # delivered them just as the read was given up) come first, at once: otherwise they
@@ -544,7 +589,6 @@ class RedisStore:
         # The same round trip keeps the queue for _QUEUE_IDLE_MS more (never shortening the
         # life its calls gave it): a queue expires with the last of its calls, or once nobody
         # has read it for that long, whichever is later.
-        now = time.monotonic()
         if not messages and now - self._reclaimed.get(stream, 0.0) >= self.redelivery_ms / 4000:
             self._reclaimed[stream] = now
             async with self._r.pipeline(transaction=False) as pipe:

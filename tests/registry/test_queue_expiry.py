@@ -16,7 +16,7 @@ from agentgen.runtime.registry.admission import Limits, record_key
 from agentgen.runtime.registry.operations import RegistryOperations
 from agentgen.runtime.registry.redis_store import RedisStore
 from agentgen.runtime.registry.sqlite_store import SQLiteStore
-from agentgen.runtime.registry.store import Change, Store
+from agentgen.runtime.registry.store import Change, Store, Write
 from tests.registry.conftest import RedisServer
 from tests.registry.helpers import call, registration
 
@@ -193,5 +193,68 @@ async def test_a_redis_queue_forgets_the_consumers_of_providers_gone_but_not_the
         assert names == {"holding", "live"}
         pending = await store._r.xpending_range(stream, "providers", "-", "+", 10, "holding")
         assert [p["message_id"] for p in pending] == held
+    finally:
+        await store.close()
+
+
+def _known(store: RedisStore) -> set[str]:
+    """The queues the store's process holds anything about."""
+    return store._groups | store._reclaimed.keys() | store._forgotten.keys()
+
+
+async def test_a_redis_registry_process_forgets_the_queues_it_no_longer_reads(
+    redis_server: RedisServer,
+) -> None:
+    """Each toolset queue a registry process ever read kept an entry in three of its maps
+    for good (a withdrawn toolset's too, long after the queue expired in Redis): they only
+    grew. A queue not read for the idle time is forgotten, and one read again works as
+    before."""
+    store = RedisStore(redis_server.url, namespace=f"test:{uuid.uuid4().hex}", redelivery_ms=500)
+    await store.open()
+    now = [1_000.0]
+    store._clock = lambda: now[0]
+    try:
+        for i in range(5):
+            assert await store.receive(f"requests:t{i}", "p1", 1, 1) == []
+        streams = {store._k(f"queue:requests:t{i}") for i in range(5)}
+        assert _known(store) == streams
+        now[0] += redis_store._QUEUE_IDLE_MS / 1000 - 1  # not idle long enough yet
+        assert await store.receive("requests:live", "p1", 1, 1) == []
+        assert _known(store) == {*streams, store._k("queue:requests:live")}
+        now[0] += redis_store._FORGET_EVERY_S
+        assert await store.receive("requests:live", "p1", 1, 1) == []
+        assert _known(store) == {store._k("queue:requests:live")}
+        # Read again, a forgotten queue delivers its messages as before.
+        await store.transact(
+            ["x"],
+            lambda values, at: Change(
+                None, enqueue=[("requests:t0", "call-1")], enqueue_until_ms=2**42
+            ),
+        )
+        delivered = await store.receive("requests:t0", "p1", 1, 1_000)
+        assert [d.body for d in delivered] == ["call-1"]
+    finally:
+        await store.close()
+
+
+async def test_a_redis_index_drops_the_names_of_catalog_keys_deleted_by_hand(
+    redis_server: RedisServer,
+) -> None:
+    store = RedisStore(redis_server.url, namespace=f"test:{uuid.uuid4().hex}")
+    await store.open()
+    try:
+        for name in ("toolset:kept", "toolset:deleted"):
+            await store.transact(
+                [name], lambda values, at, name=name: Change(None, writes={name: Write("{}")})
+            )
+        await store._r.delete(store._k("toolset:deleted"))  # an operator purging an entry
+        assert await store.scan("toolset:") == [("toolset:kept", "{}")]
+        assert await store._r.smembers(store._k("index")) == {"toolset:kept"}
+        # Written again, it is indexed again.
+        await store.transact(
+            ["toolset:deleted"],
+            lambda values, at: Change(None, writes={"toolset:deleted": Write("{}")}),
+        )
+        assert [k for k, _ in await store.scan("toolset:")] == ["toolset:deleted", "toolset:kept"]
     finally:
         await store.close()
