@@ -299,6 +299,9 @@ _CLAIM_REFUSALS = frozenset(
         "body_too_large",
     }
 )
+#: Pause (seconds) before a result or an overload the registry could not take (out of reach)
+#: is sent again, while the call can still be completed.
+_RESEND_PAUSE = 0.2
 #: Backoff between failed claims, and between failed renewals (bounded by the lease too).
 _CLAIM_RETRY = RetryPolicy(backoff_base=0.25, backoff_max=5.0)
 _RENEW_RETRY = RetryPolicy(backoff_base=0.1, backoff_max=2.0)
@@ -1017,15 +1020,28 @@ class _Provider:
         await self._finish(call, "completed", result, "")
 
     async def _overload(self, call: api.ClaimedCallBody, operation: str) -> None:
-        """Give the call back; counted as overloaded once the registry took it back."""
-        try:
-            await self.client.report_overload(
-                self.name, call.tool_use_id, *self.ident, claim_operation_id=operation
-            )
-        except RegistryError as exc:
-            self._refused(call, "the overload", exc)
+        """Give the call back; counted as overloaded once the registry took it back. Sent
+        again while the registry is out of reach and the call can still be given back, as a
+        result is (a repeat of an overload applied already changes nothing): given up at the
+        first failure, the call, which did not run, stayed claimed and ended
+        ``outcome_unknown`` with the lease."""
+        while True:
+            try:
+                await self.client.report_overload(
+                    self.name, call.tool_use_id, *self.ident, claim_operation_id=operation
+                )
+            except RegistryError as exc:
+                if exc.code == "service_unavailable" and self._before_deadline(call):
+                    await asyncio.sleep(_RESEND_PAUSE)
+                    continue
+                self._refused(call, "the overload", exc)
+                return
+            self.report.overloaded += 1
             return
-        self.report.overloaded += 1
+
+    def _before_deadline(self, call: api.ClaimedCallBody) -> bool:
+        """Whether ``call`` can still be completed or given back (on the registry's clock)."""
+        return self.registry_now_ms() < call.execution_deadline_ms
 
     def _refused(self, call: api.ClaimedCallBody, what: str, exc: RegistryError) -> None:
         """The registry refused ``what`` (a result, an overload) of ``call``: counted as lost,
@@ -1067,10 +1083,8 @@ class _Provider:
             try:
                 await self._complete(call, status, result_json, message)
             except RegistryError as exc:
-                if exc.code == "service_unavailable" and self.registry_now_ms() < (
-                    call.execution_deadline_ms
-                ):
-                    await asyncio.sleep(0.2)
+                if exc.code == "service_unavailable" and self._before_deadline(call):
+                    await asyncio.sleep(_RESEND_PAUSE)
                     continue
                 if exc.code == "body_too_large" and not shrunk:
                     # Under the characters' limit, but larger than the registry's body limit

@@ -815,3 +815,55 @@ async def test_cancelling_serve_leaves_no_claim_or_call_running(registry: Runnin
         ]
         assert left == []
         await consumer_client.aclose()
+
+
+class OverloadsThroughAnOutage(HttpRegistryClient):
+    """Its first ``failures`` overloads fail as the registry out of reach (after the client's
+    own retries) would."""
+
+    def __init__(self, url: str, failures: int) -> None:
+        super().__init__(url)
+        self.failures = failures
+        self.attempts = 0
+
+    async def report_overload(self, *args: Any, claim_operation_id: str | None = None) -> None:
+        self.attempts += 1
+        if self.attempts <= self.failures:
+            raise RegistryError("service_unavailable", "registry 'x': HTTP 503 (test)")
+        await super().report_overload(*args, claim_operation_id=claim_operation_id)
+
+
+async def test_an_overload_is_sent_again_through_an_outage_as_a_result_is(
+    registry: Running,
+) -> None:
+    """A result is sent again while the registry is out of reach (until the call's deadline);
+    an overload was given up at the first failure: the call, which did not run, stayed claimed
+    and ended outcome_unknown ("may have run: never retry") with the lease."""
+
+    def overloaded(args: types.ForecastArgs) -> None:
+        raise ToolOverloadedError
+
+    client = OverloadsThroughAnOutage(registry.url, failures=2)
+    async with providing(registry.url, Weather(behaviour=overloaded), client=client) as (
+        task,
+        stop,
+        token,
+    ):
+        admin = HttpRegistryClient(registry.url)
+        try:
+            ref = await admin.call_resolved_tool(
+                toolset=WEATHER,
+                tool="weather.forecast",
+                payload_json='{"city": "Rome"}',
+                meta=ToolCallMeta(run_id="r", tool_call_id="c"),
+                expected_registration_token=token,
+            )
+            # Waits for the overload (the stream answers once the call is overloaded or ends).
+            outcome = await asyncio.wait_for(HttpResultStream(admin).await_result(ref), 30)
+        finally:
+            await admin.aclose()
+        stop.set()
+        report = await task
+    assert outcome.status == "overloaded"
+    assert client.attempts == 3
+    assert (report.overloaded, report.lost) == (1, 0)
