@@ -388,6 +388,8 @@ class HttpRegistryClient(_Closing):
                 if _says_later(response.status_code):
                     kind = f"HTTP {response.status_code}"
                     problem = f"{kind}: {_failure_text(response)}"
+                elif 300 <= response.status_code < 400:
+                    raise self._redirected(response)
                 elif response.status_code >= 400:
                     refusal = self._refusal(response)
                     if refusal.code != "service_unavailable":
@@ -471,6 +473,19 @@ class HttpRegistryClient(_Closing):
             f"cannot be decoded as its Content-Encoding says ({type(exc).__name__}: {exc}): "
             "check what stands between this client and the registry (a proxy rewriting "
             "answers)",
+        )
+
+    def _redirected(self, response: httpx2.Response) -> RegistryError:
+        """A redirect (an http URL a gateway sends to https, a moved host): not followed, since
+        a POST redirected may lose its body or be sent twice; its body was read as an answer,
+        and the error said only that it had an unexpected shape."""
+        location = visible(response.headers.get("location", "")[:200]) or "nowhere said"
+        return RegistryError(
+            "protocol_error",
+            f"registry {self.name!r} at {self.shown_url} answered "
+            f"{_api_path(response.request.url.path)} with HTTP {response.status_code}, a "
+            f"redirect to {location}, which the client does not follow: set the registry's URL "
+            "to where it redirects (https:// for a gateway that sends http there)",
         )
 
     def _refusal(self, response: httpx2.Response) -> RegistryError:
@@ -888,6 +903,8 @@ class HttpRegistryClient(_Closing):
             ) from None
         except httpx2.DecodingError as exc:
             raise self._undecodable("/health", exc) from None
+        if 300 <= response.status_code < 400:
+            raise self._redirected(response)
         if response.status_code >= 400:
             raise self._refusal(response)
         try:

@@ -561,3 +561,32 @@ async def test_a_gateways_body_limit_is_body_too_large() -> None:
     assert "refused the request's body as too large (its limit is below the registry's" in (
         refused.value.message
     )
+
+
+@pytest.mark.parametrize("status", [301, 308])
+async def test_a_redirect_is_named_with_where_it_goes(status: int) -> None:
+    """A gateway sending http to https: its redirect's body was read as the registry's answer,
+    and the error said only "an unexpected body" (or, for /health, "is the URL that of an
+    agentgen registry?")."""
+
+    def gateway(request: httpx2.Request) -> httpx2.Response:
+        target = str(request.url).replace("http://", "https://")
+        return httpx2.Response(status, headers={"location": target}, text="<html>Moved</html>")
+
+    async with HttpRegistryClient(
+        "http://127.0.0.1:1", name="company", transport=httpx2.MockTransport(gateway)
+    ) as client:
+        with pytest.raises(RegistryError) as refused:
+            await client.list_toolsets()
+        with pytest.raises(RegistryError) as unhealthy:
+            await client.health()
+    assert refused.value.code == "protocol_error"
+    assert refused.value.message == (
+        f"registry 'company' at http://127.0.0.1:1 answered /toolsets/list with HTTP {status}, "
+        "a redirect to https://127.0.0.1:1/v1/toolsets/list, which the client does not follow: "
+        "set the registry's URL to where it redirects (https:// for a gateway that sends http "
+        "there)"
+    )
+    assert unhealthy.value.code == "protocol_error"
+    assert "with HTTP" in unhealthy.value.message
+    assert "a redirect to https://127.0.0.1:1/health" in unhealthy.value.message
