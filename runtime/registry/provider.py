@@ -813,8 +813,10 @@ class _Provider:
                     self.unreplayed = exc
                     # No answer of this operation was ever read, so none of its calls reached
                     # the executor: they are given back as not run, before the release would
-                    # end them outcome_unknown ("may have run").
-                    await self._give_back(operation)
+                    # end them outcome_unknown ("may have run"). (A lease lost has ended them
+                    # already.)
+                    if exc.code != "provider_lease_lost":
+                        await self._give_back(operation)
         await self._shutdown(drained)
 
     async def _give_back(self, operation: str) -> None:

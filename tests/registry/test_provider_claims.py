@@ -426,6 +426,31 @@ async def test_claim_answers_that_cannot_be_read_stop_serving_with_an_error(
     await register_next_revision(registry.url)  # released: not admission_blocked
 
 
+class OlderRegistry(GarbleClaimAnswers):
+    """As :class:`GarbleClaimAnswers`, in front of a registry older than give_back."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/providers/give_back"):
+            error = {"code": "unknown_route", "message": "POST /v1/providers/give_back: no such"}
+            return httpx2.Response(404, json={"error": error})
+        return await super().handle_async_request(request)
+
+
+async def test_a_registry_that_does_not_take_the_calls_back_leaves_them_outcome_unknown(
+    registry: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    transport = OlderRegistry(garble=1_000)
+    with caplog.at_level(logging.WARNING, "agentgen.registry.provider"):
+        error, outcome = await _serve_until_refused(registry.url, transport, Echo())
+    assert error.message == _UNREADABLE.format(
+        registry=registry.url.removeprefix("http://"),
+        lost="; the claim's answer could not be read again (protocol_error) nor given back "
+        "(unknown_route): calls it took end outcome_unknown, unrun",
+    )
+    assert outcome.status == "outcome_unknown"
+    assert "the registry did not take back, unrun, the calls of a claim" in caplog.text
+
+
 async def test_a_call_in_a_claim_answer_that_could_not_be_read_runs_before_serving_stops(
     registry: Running,
 ) -> None:
