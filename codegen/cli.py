@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 the design is invalid or its own code raised; 2 the design file
 cannot be used at all (missing, not Python), the output folder cannot be used or written, or
-the command line is wrong; 3 a bug in agentgen (its traceback is printed; please report it).
+the command line is wrong; 3 a bug in agentgen (its traceback is printed; please report it);
+130 interrupted; 141 the reader of the output went away (``| head``). See ``exits``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
-from agentgen.codegen.exits import EXIT_BUG, EXIT_INTERRUPTED, EXIT_INVALID, unusable
+from agentgen.codegen.exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_BUG,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    quiet_closed_output,
+    unusable,
+)
 from agentgen.codegen.registry_command import registry
 from agentgen.codegen.trace_command import trace
 from agentgen.codegen.worker_cli import worker
@@ -180,6 +188,20 @@ class _Commands(click.Group):
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """Parse the group's own options, of which --help and --version print and exit: a
+        reader gone while they print exits 141 too, not click's 1 (an invalid design)."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError:
+            raise _reader_gone() from None
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
@@ -191,8 +213,7 @@ class _Commands(click.Group):
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:
             # The reader went away (`agentgen ... | head`): not a bug, nothing more to say.
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream
-            sys.exit(EXIT_INVALID)
+            raise _reader_gone() from None
         except Exception as exc:
             from agentgen.runtime.search.analysis import StemmerVersionError
             from agentgen.runtime.telemetry.config import TelemetrySetupError
@@ -202,6 +223,12 @@ class _Commands(click.Group):
             if isinstance(exc, StemmerVersionError):  # an installed library's: says what to do
                 unusable(str(exc))
             bug()
+
+
+def _reader_gone() -> click.exceptions.Exit:
+    """The exit of a command whose output's reader went away: quietly, with 141."""
+    quiet_closed_output()
+    return click.exceptions.Exit(EXIT_BROKEN_PIPE)
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -662,16 +689,22 @@ def run() -> None:
     """
     gc.disable()
     try:
-        main()
-    except SystemExit as exc:
-        code = exc.code
-        status = code if isinstance(code, int) else (0 if code is None else 1)
-        if not isinstance(code, int | None):
-            click.echo(code, err=True)
-    else:  # pragma: no cover - click always exits in standalone mode
-        status = 0
-    sys.stdout.flush()
-    sys.stderr.flush()
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code
+            status = code if isinstance(code, int) else (0 if code is None else 1)
+            if not isinstance(code, int | None):
+                click.echo(code, err=True)
+        else:  # pragma: no cover - click always exits in standalone mode
+            status = 0
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        # Past the commands: click's own report of a usage error on a closed stderr, or output
+        # written without click.echo (which flushes) that only this flush sends.
+        quiet_closed_output()
+        status = EXIT_BROKEN_PIPE
     os._exit(status)
 
 
