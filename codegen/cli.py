@@ -218,9 +218,9 @@ class _Commands(click.Group):
             from agentgen.runtime.search.analysis import StemmerVersionError
             from agentgen.runtime.telemetry.config import TelemetrySetupError
 
-            if isinstance(exc, TelemetrySetupError):  # the environment's, not a bug
-                raise click.ClickException(str(exc)) from None
-            if isinstance(exc, StemmerVersionError):  # an installed library's: says what to do
+            # The environment's (a variable, an installed library), not a bug: each says what
+            # to do, and the environment is one more thing the command cannot use (exit 2).
+            if isinstance(exc, TelemetrySetupError | StemmerVersionError):
                 unusable(str(exc))
             bug()
 

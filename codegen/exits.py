@@ -1,10 +1,13 @@
 """How ``agentgen`` commands end: exit codes, and the message of a command that cannot go on.
 
-Exit codes: 0 success; 1 the design is invalid or its own code raised; 2 a file or address the
-command was given cannot be used (missing, unreadable, in use), the installed search stemmer
-cannot be used, or the command line is wrong; 3 a bug in agentgen; 130 interrupted (Ctrl-C), as
-shells report a command SIGINT ended; 141 the reader of the output went away (``agentgen explain
-... | head -1``), as shells report a command SIGPIPE ended.
+Exit codes: 0 success; 1 the design is invalid or its own code (a design's, a worker's
+``--app`` factory) raised; 2 something the command was given cannot be used (a file, address or
+namespace: missing, unreadable, unreachable, in use, not what it should hold), the command line
+is wrong, or the environment cannot be used (an optional extra not installed, the installed
+search stemmer, an OpenTelemetry variable naming nothing): ``unusable`` prints it; 3 a bug in
+agentgen; 130 interrupted (Ctrl-C), as shells report a command SIGINT ended; 141 the reader of
+the output went away (``agentgen explain ... | head -1``), as shells report a command SIGPIPE
+ended.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import socket
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -133,12 +133,15 @@ def serve(
     gc.enable()
     import asyncio
 
-    import uvicorn
+    try:
+        import uvicorn
 
+        from agentgen.runtime.registry.service import ServiceConfig, create_app
+    except ImportError as exc:  # the optional extra is missing: not a bug in agentgen (exit 3)
+        _needs_extra(exc)
     from agentgen.runtime.registry.admission import Limits
     from agentgen.runtime.registry.auth import AuthConfigError, TokenTable, is_loopback
     from agentgen.runtime.registry.operations import CatalogCorruptError, RegistryOperations
-    from agentgen.runtime.registry.service import ServiceConfig, create_app
     from agentgen.runtime.registry.store import StoreError
     from agentgen.runtime.registry.stores import open_store
 
@@ -173,6 +176,8 @@ def serve(
         entries = asyncio.run(verify())
     except (CatalogCorruptError, StoreError) as exc:
         unusable(str(exc))
+    except ImportError as exc:  # the Redis client, imported when that store opens
+        _needs_extra(exc)
     try:
         sock = _listen(host, port)
     except OSError as exc:
@@ -207,6 +212,13 @@ def serve(
             signal.signal(number, handler)
     if not server.started and not stop.received:
         sys.exit(EXIT_UNUSABLE)  # the application did not start (uvicorn logged why)
+
+
+def _needs_extra(exc: ImportError) -> NoReturn:
+    unusable(
+        f"agentgen registry serve needs the registry extra ({exc}): "
+        "pip install 'agentgen[registry]'"
+    )
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -4,6 +4,10 @@ Reads a transcript stored with ``agentgen.runtime.transcript.dumps`` (a JSON lis
 search records and usage included) and prints the trace ``agentgen.runtime.trace`` renders:
 the searches and what they loaded, each call with its arguments and result, the answer and
 what each model response cost.
+
+A transcript it cannot use (unreadable, not UTF-8, not a stored transcript, holding no run,
+malformed records) exits 2 with ``error: ...``, as every command given a file it cannot use;
+a wrong command line (a missing file included) is click's usage error, exit 2 too.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import sys
 from typing import TextIO
 
 import click
+
+from agentgen.codegen.exits import unusable
 
 __all__ = ["trace"]
 
@@ -38,32 +44,32 @@ def trace(transcript: TextIO, color: bool | None) -> None:
     try:
         text = transcript.read()
     except UnicodeDecodeError as exc:
-        raise click.ClickException(
+        unusable(
             f"{name}: not UTF-8 text (byte {exc.start}: {exc.reason}); a stored transcript is "
             "the UTF-8 JSON agentgen.runtime.transcript.dumps writes"
-        ) from None
+        )
     if not text.strip():
-        raise click.ClickException(
+        unusable(
             f"{name}: is empty; write a stored transcript with "
             "agentgen.runtime.transcript.dumps(outcome.transcript)"
         )
     try:
         messages = loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise click.ClickException(
+        unusable(
             f"{name}: not a stored transcript ({exc}); write one with "
             "agentgen.runtime.transcript.dumps(outcome.transcript)"
-        ) from None
+        )
     if not messages:
         # An empty trace exits 0 and prints nothing, which reads as "the command did nothing"
         # rather than "this file holds no run": say so, with the exit code of an empty file.
-        raise click.ClickException(
+        unusable(
             f"{name}: holds no messages (an empty JSON list); store a run's transcript with "
             "agentgen.runtime.transcript.dumps(outcome.transcript) after the run"
         )
     try:
         print_trace(messages, file=sys.stdout, color=color)
     except TraceError as exc:
-        raise click.ClickException(f"{name}: {exc}") from None
-    except ImportError as exc:  # rich, the optional renderer
-        raise click.ClickException(str(exc)) from None
+        unusable(f"{name}: {exc}")
+    except ImportError as exc:  # rich, the optional renderer: the environment, as the stemmer's
+        unusable(str(exc))

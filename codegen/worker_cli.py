@@ -3,6 +3,11 @@
 The worker is built from the application's own wiring (``--app module:factory``, the function
 that returns its ``Runtime``), so its activities see exactly the models, registries, agents and
 executors the application registered. It runs until SIGINT or SIGTERM.
+
+Exits as every command does: 2 when something it was given cannot be used (``--app`` that
+cannot be loaded, a server it cannot reach, a namespace that does not exist, the Temporal SDK not
+installed), 1 when the application's factory raised (its own code, as a design's is for
+``agentgen gen``).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import traceback
 from datetime import timedelta
 
 import click
+
+from agentgen.codegen.exits import unusable
 
 __all__ = ["worker"]
 
@@ -116,9 +123,9 @@ def worker(
             serve,
         )
     except ImportError as exc:  # the optional SDK is missing
-        raise click.ClickException(
+        unusable(
             f"agentgen worker needs the Temporal SDK ({exc}): pip install 'agentgen[temporal]'"
-        ) from None
+        )
     gc.enable()  # a long-running process: the CLI's no-collection start-up does not apply
     sys.path.insert(0, "")  # --app modules are found from the current folder, like python -m
 
@@ -142,7 +149,7 @@ def worker(
     except (AppLoadError, AddressError) as exc:
         raise click.UsageError(str(exc)) from None
     except NamespaceNotFoundError as exc:
-        raise click.ClickException(str(exc)) from None
+        unusable(str(exc))
     except AppFactoryError as exc:  # the application's own code: its traceback, then why
         cause = exc.__cause__
         assert cause is not None
@@ -151,4 +158,4 @@ def worker(
     except RuntimeError as exc:  # the SDK's connection failure
         if "connect" not in str(exc).lower():
             raise
-        raise click.ClickException(f"cannot reach Temporal: {exc}") from None
+        unusable(f"cannot reach Temporal: {exc}")

@@ -16,9 +16,9 @@ def test_an_empty_transcript_is_reported_not_printed_as_nothing(tmp_path: Path) 
     runner = CliRunner()
     for args, stdin, name in (([str(path)], None, str(path)), (["-"], "[]", "<stdin>")):
         result = runner.invoke(main, ["trace", *args], input=stdin)
-        # Exit 1, as for an empty file: the transcript given is not a run to trace.
-        assert result.exit_code == 1, result.output
+        # Exit 2, as for an empty file: the transcript given is not a run to trace.
+        assert result.exit_code == 2, result.output
         assert result.exception is None or isinstance(result.exception, SystemExit)
         assert result.stdout == ""
-        assert f"Error: {name}: holds no messages (an empty JSON list); " in result.stderr
+        assert f"error: {name}: holds no messages (an empty JSON list); " in result.stderr
         assert "agentgen.runtime.transcript.dumps(outcome.transcript)" in result.stderr

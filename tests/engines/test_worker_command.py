@@ -34,11 +34,11 @@ async def test_an_unknown_namespace_is_named(temporal: WorkflowEnvironment) -> N
         text=True,
         timeout=60,
     )  # fmt: skip
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr
     assert done.stdout == ""  # it never said it polled
     assert "Traceback" not in done.stderr
     assert (
-        f"Error: Temporal namespace 'no-such-namespace' does not exist on {address}: create it"
+        f"error: Temporal namespace 'no-such-namespace' does not exist on {address}: create it"
     ) in done.stderr
 
 
@@ -78,7 +78,7 @@ async def test_an_address_alone_keeps_the_engines_namespace(
     # engine's namespace (which does not exist there) is the one asked for, not "default".
     address = temporal.client.service_client.config.target_host
     done = await run_worker(("127.0.0.1:1", "engine-namespace"), "--address", address)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert f"namespace 'engine-namespace' does not exist on {address}" in done.stderr
 
@@ -86,6 +86,6 @@ async def test_an_address_alone_keeps_the_engines_namespace(
 async def test_a_namespace_alone_keeps_the_engines_server(temporal: WorkflowEnvironment) -> None:
     address = temporal.client.service_client.config.target_host
     done = await run_worker((address, "default"), "--namespace", "other-namespace")
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert f"namespace 'other-namespace' does not exist on {address}" in done.stderr

@@ -114,9 +114,9 @@ def test_a_provider_the_environment_names_that_nobody_provides_is_named() -> Non
             [str(worker), "worker", "--task-queue", "q", "--app", "x:y"],
             check=False, capture_output=True, text=True, cwd=ROOT, env=env,
         )  # fmt: skip
-        assert done.returncode == 1
+        assert done.returncode == 2  # the environment cannot be used, as for every command
         assert "Traceback" not in done.stderr
-        assert done.stderr.startswith(f"Error: {variable}='no_such_provider' names no")
+        assert done.stderr.startswith(f"error: {variable}='no_such_provider' names no")
     env = {**os.environ, "OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"}
     code = "from agentgen.runtime.telemetry import instruments as i; print(type(i.TRACER))"
     done = subprocess.run(

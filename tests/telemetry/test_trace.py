@@ -242,14 +242,14 @@ def test_agentgen_trace_names_a_file_that_is_not_a_transcript(
     bad = tmp_path / "notes.json"
     bad.write_text('{"role": "user"}')
     result = runner.invoke(main, ["trace", str(bad)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"{bad}: not a stored transcript (a stored transcript is a JSON list" in result.output
     data = json.loads(stored["openai"].read_text())
     data[1]["metadata"][OPENAI_METADATA_KEY]["records"] = "gone"
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(data))
     result = runner.invoke(main, ["trace", str(broken)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"{broken}: message 1 (assistant) metadata 'openai.tool_search'" in result.output
 
 
@@ -259,7 +259,7 @@ def test_agentgen_trace_refuses_bad_part_kinds_and_usage_counts_without_a_traceb
     runner = CliRunner()
     odd_kind = [{"role": "user", "parts": [{"kind": {"a": 1}, "text": "hi"}], "metadata": {}}]
     result = runner.invoke(main, ["trace", "--no-color", "-"], input=json.dumps(odd_kind))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         "<stdin>: not a stored transcript (message 0: unknown message part kind {'a': 1} "
         "(one of text, tool_call, tool_result))"
@@ -274,7 +274,7 @@ def test_agentgen_trace_refuses_bad_part_kinds_and_usage_counts_without_a_traceb
         }
     ]
     result = runner.invoke(main, ["trace", "--no-color", "-"], input=json.dumps(negative))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"message 0 (assistant): {USAGE_METADATA_KEY!r} is malformed" in result.output
     assert "-5 input" not in result.output
 
@@ -285,12 +285,12 @@ def test_agentgen_trace_names_a_file_it_cannot_read_without_a_traceback(tmp_path
     latin = tmp_path / "latin.json"
     latin.write_bytes(b"\xff\xfe[]")
     result = runner.invoke(main, ["trace", str(latin)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"{latin}: not UTF-8 text (byte 0: invalid start byte)" in result.output
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     result = runner.invoke(main, ["trace", str(deep)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         f"{deep}: not a stored transcript (nested deeper than 128 levels, the limit for a "
         "stored transcript; what dumps writes"
@@ -332,9 +332,9 @@ def test_agentgen_trace_names_the_record_at_fault_without_a_traceback(
         path = tmp_path / name
         path.write_text(text, encoding="utf-8")
         result = runner.invoke(main, ["trace", str(path)])
-        assert result.exit_code == 1, result.output
+        assert result.exit_code == 2, result.output
         assert result.exception is None or isinstance(result.exception, SystemExit)
-        assert f"Error: {path}: " in result.output
+        assert f"error: {path}: " in result.output
         assert expected in result.output
 
 
