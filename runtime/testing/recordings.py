@@ -215,14 +215,21 @@ class RecordedProvider:
         reply: Mapping[str, Any] | None = None
         if index >= len(exchanges):
             problems.append(
-                f"request {number} was not recorded (the recording has {len(exchanges)}):\n"
-                f"{json.dumps(actual, indent=2, ensure_ascii=False)}"
+                f"request {number} was not recorded: the recording{self._where()} holds "
+                f"{len(exchanges)} exchange(s), and the run asked for another model reply. "
+                f"{NOT_A_PROVIDER} if the run now makes more model calls on purpose, record "
+                f"the conversation again; otherwise find why it did not end. The request:\n"
+                f"{_indent(actual)}"
             )
         else:
             expected = exchanges[index].request
             if expected is not None and actual != expected:
+                differences = "; ".join(_differences(actual, expected))
                 problems.append(
-                    f"request {number} differs from the recording.\n  the adapter sent:\n"
+                    f"request {number} does not match the recording{self._where()} (exchange "
+                    f"{number}): {differences}. {NOT_A_PROVIDER} if the run's requests changed "
+                    'on purpose, record the exchange again (or correct its "request"); '
+                    f"otherwise the run changed by mistake.\n  the run sent:\n"
                     f"{_indent(actual)}\n  the recording answers:\n{_indent(expected)}"
                 )
             reply = exchanges[index].response
@@ -343,6 +350,50 @@ class _PlayedModel:
             )
             error.usage = exc.usage
             raise error from exc
+
+
+#: What a player's refusal is: an SDK client reports any HTTP 400 as the provider refusing the
+#: request, and the words of the body are all the user sees of the player.
+NOT_A_PROVIDER = "No provider was asked: the recording answered, and it cannot answer this;"
+
+
+def _differences(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """What differs between the summary of the request the run sent and the recorded one,
+    field by field (a list by its first differing item): two whole summaries side by side left
+    the reader to find the one word that changed."""
+    found = []
+    for key in [*expected, *(k for k in actual if k not in expected)]:
+        sent, recorded = actual.get(key), expected.get(key)
+        if sent == recorded:
+            continue
+        if isinstance(sent, list) and isinstance(recorded, list):
+            at = next(
+                (i for i, (a, b) in enumerate(zip(sent, recorded, strict=False)) if a != b),
+                min(len(sent), len(recorded)),
+            )
+            counts = (
+                f" (the run sent {len(sent)} items, the recording has {len(recorded)})"
+                if len(sent) != len(recorded)
+                else ""
+            )
+            sent_item = _shown(sent[at]) if at < len(sent) else "nothing"
+            recorded_item = _shown(recorded[at]) if at < len(recorded) else "nothing"
+            found.append(
+                f"{key} item {at + 1}: the run sent {sent_item}, the recording has "
+                f"{recorded_item}{counts}"
+            )
+        elif key not in actual or key not in expected:
+            side = "the run sent none" if key not in actual else "the recording has none"
+            found.append(f"{key}: {side} ({_shown(recorded if key not in actual else sent)})")
+        else:
+            shown = f"the run sent {_shown(sent)}, the recording has {_shown(recorded)}"
+            found.append(f"{key}: {shown}")
+    return found
+
+
+def _shown(value: Any, width: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _none(index: int, request: httpx2.Request) -> list[str]:

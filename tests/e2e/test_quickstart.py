@@ -277,7 +277,10 @@ def test_a_request_that_no_longer_matches_the_recording_stops_the_run(
     assert status == 1
     assert errors.startswith("error: the recording ")
     assert "cannot answer this run" in errors
-    assert "request 1 differs from the recording" in errors
+    assert "request 1 does not match the recording in " in errors
+    assert (
+        'tools item 1: the run sent "calendar_list_events", the recording has "weather_forecast"'
+    ) in errors
     assert '"weather_forecast",' in errors.split("the recording answers:")[1]
     assert "answer" not in [label for label, _ in trace(output)]
 
@@ -288,7 +291,8 @@ def test_a_missing_exchange_is_reported(
     edit(recordings / "anthropic.json", lambda d: d["exchanges"].pop())
     assert tool_search.main(["--provider", "anthropic"]) == 1
     errors = capsys.readouterr().err
-    assert "request 2 was not recorded (the recording has 1)" in errors
+    assert "request 2 was not recorded: the recording in " in errors
+    assert "holds 1 exchange(s), and the run asked for another model reply" in errors
 
 
 def test_an_unused_exchange_is_reported(

@@ -363,8 +363,57 @@ async def test_a_request_that_differs_from_the_recording_is_answered_400() -> No
     with pytest.raises(ModelError):
         await clerk.new_client(rt).run("hi")
     assert replay.served == 0
-    assert replay.problems[0].startswith("request 1 differs from the recording.")
+    assert replay.problems[0].startswith("request 1 does not match the recording in ")
     assert '"calendar_list_events",' in replay.problems[0].split("the recording answers:")[1]
+
+
+@pytest.mark.parametrize("through", ["model", "client"])
+async def test_a_request_that_does_not_match_names_the_file_what_differs_and_what_to_do(
+    through: str,
+) -> None:
+    """The SDK reads the player's 400 as the provider refusing the request ("fix what it
+    names"), and two whole summaries side by side hid the one field that changed: the message
+    names the recording file, each difference, that no provider was asked, and the remedy."""
+    from agentgen.runtime.adapters import OpenAIResponsesModel
+
+    path = ROOT / "examples/quickstart/recordings/openai.json"
+    replay = Recording.load(path, "openai").player()
+    model = replay.model() if through == "model" else OpenAIResponsesModel(replay.client())
+    rt, _ = wire(model, clerk)
+    with pytest.raises(ModelError) as raised:
+        await clerk.new_client(rt).run("hi")
+    message = str(raised.value)
+    assert (
+        f"request 1 does not match the recording in {path} (exchange 1): "
+        'model: the run sent "m", the recording has "gpt-5.4"; '
+        'tools item 1: the run sent "records_lookup", the recording has "calendar_list_events" '
+        "(the run sent 3 items, the recording has 2); "
+        'input item 1: the run sent "user: hi", the recording has '
+        '"user: What\'s the weather in Tokyo today?". '
+        "No provider was asked: the recording answered, and it cannot answer this; if the "
+        "run's requests changed on purpose, record the exchange again (or correct its "
+        '"request"); otherwise the run changed by mistake.'
+    ) in message
+    assert message.count(str(path)) == 1
+    if through == "model":
+        assert message.startswith("the openai recording cannot answer this request: request 1")
+        assert "the provider refused this request" not in message
+
+
+async def test_a_request_past_the_recording_names_the_file_and_what_to_do() -> None:
+    path = ROOT / "examples/quickstart/recordings/openai.json"
+    recording = Recording.load(path, "openai")
+    cut = Recording(recording.provider, (), recording.model, recording.prompt, path)
+    replay = cut.player()
+    rt, _ = wire(replay.model(), clerk)
+    with pytest.raises(ModelError) as raised:
+        await clerk.new_client(rt).run("hi")
+    assert (
+        f"request 1 was not recorded: the recording in {path} holds 0 exchange(s), and the run "
+        "asked for another model reply. No provider was asked: the recording answered, and it "
+        "cannot answer this; if the run now makes more model calls on purpose, record the "
+        "conversation again; otherwise find why it did not end. The request:\n"
+    ) in str(raised.value)
 
 
 async def test_unused_and_missing_exchanges_are_reported() -> None:
@@ -377,7 +426,7 @@ async def test_unused_and_missing_exchanges_are_reported() -> None:
     rt, _ = wire(again.model(), clerk)
     with pytest.raises(ModelError):
         await clerk.new_client(rt).run("hi")
-    assert again.problems[0].startswith("request 1 was not recorded (the recording has 0)")
+    assert again.problems[0].startswith("request 1 was not recorded: the recording holds 0")
 
 
 def test_recording_files_are_checked_on_load(tmp_path: Path) -> None:
