@@ -577,7 +577,9 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
     a JSON list of {"query", "expected": [tool names]}, each with an optional "kind" label.
     Search documents are built exactly as the generator builds them and ranked by the runtime's
     search. Prints recall@1, recall@k, MRR and nDCG@k, recall@k by kind when queries have one,
-    then the 10 worst misses with what ranked above the expected tool. When stderr is a
+    then the 10 worst misses: where the expected tool landed (ranked N of the catalog's tools,
+    not found by the query at all, or below the 50 hits read) and what ranked above it. When
+    stderr is a
     terminal, progress bars show there (tens of thousands of tools take a while); never on
     stdout, nor on a redirected stderr.
 
@@ -629,7 +631,7 @@ def eval_search(catalog: Path, queries: Path, k: int, ranking: str, as_json: boo
     # Tool names and kinds come from the files (a catalog may be an MCP server's tools/list):
     # a control character in one is printed as its escape, never obeyed by the terminal.
     for miss in worst:
-        where = f"rank {miss.rank}" if miss.rank is not None else f"not in the top {result.depth}"
+        where = miss.placed(result.depth, result.tools)
         expected = ", ".join(map(visible, miss.expected))
         click.echo(f"  {_shown(miss.query)}: expected {expected} ({where})")
         click.echo(f"    above it: {', '.join(map(visible, miss.above)) or '(nothing matched)'}")

@@ -89,10 +89,29 @@ class Miss:
     query: str
     expected: tuple[str, ...]
     #: The expected tool's rank (1-based) within the evaluation's ``depth``, or None when it
-    #: ranked lower.
+    #: ranked lower or the query did not match it at all (see ``matched``).
     rank: int | None
     #: What ranked above it (the top k).
     above: tuple[str, ...]
+    #: How many tools the query matched, read up to the evaluation's ``depth``: fewer than the
+    #: depth is every tool it matched, so an expected tool without a rank scored nothing.
+    matched: int = 0
+
+    def placed(self, depth: int, tools: int) -> str:
+        """Where the expected tool landed, in words that are true of any catalog: "not in the
+        top 50" read as a ranking cut short in a catalog of 40 tools, when the query had not
+        matched the tool at all."""
+        of = f"{tools:,} tool{'s' if tools != 1 else ''}"
+        if self.rank is not None:
+            return f"ranked {self.rank} of {of}"
+        if not self.matched:
+            return f"not found by the query, which matched none of the {of}"
+        if self.matched < depth:
+            return (
+                f"not found by the query, which matched {self.matched:,} other "
+                f"tool{'s' if self.matched != 1 else ''} of the {of}"
+            )
+        return f"not in the top {depth:,} of {of}"
 
 
 @dataclass(frozen=True)
@@ -107,6 +126,8 @@ class SearchEvaluation:
     misses: tuple[Miss, ...] = field(default=(), repr=False)
     #: Recall@k per kind of query, by kind name; empty when no query has a kind.
     by_kind: tuple[KindRecall, ...] = ()
+    #: How many tools the catalog has.
+    tools: int = 0
 
     @property
     def depth(self) -> int:
@@ -130,9 +151,10 @@ class SearchEvaluation:
                 kind.kind: {"queries": kind.queries, f"recall@{self.k}": round(kind.recall_at_k, 4)}
                 for kind in self.by_kind
             },
+            "tools": self.tools,
             "worst_misses": [
                 {"query": m.query, "expected": list(m.expected), "rank": m.rank,
-                 "above": list(m.above)}
+                 "matched": m.matched, "above": list(m.above)}
                 for m in self.worst()
             ],
         }  # fmt: skip
@@ -380,7 +402,7 @@ def evaluate_search(
         if first is None or first >= k:
             misses.append(
                 Miss(query.query, query.expected, first + 1 if first is not None else None,
-                     tuple(ranked[:k]))
+                     tuple(ranked[:k]), len(ranked))
             )  # fmt: skip
     if progress is not None:
         progress("queries", len(queries), len(queries))
@@ -391,5 +413,5 @@ def evaluate_search(
     )
     return SearchEvaluation(
         ranking, k, len(queries), hits_1 / count, hits_k / count, reciprocal / count,
-        gain / count, tuple(misses), by_kind,
+        gain / count, tuple(misses), by_kind, len(tools),
     )  # fmt: skip

@@ -83,10 +83,18 @@ def test_cli_prints_the_metrics_and_the_worst_misses(tmp_path: Path) -> None:
     assert code == 0
     assert "4 queries over 3 tools, ranking fields" in out
     assert "recall@5 0.750" in out and "recall@1 0.750" in out
-    assert "'zzz qqq': expected files.read_file (not in the top 50)" in out
+    assert (
+        "'zzz qqq': expected files.read_file (not found by the query, which matched none of the "
+        "3 tools)"
+    ) in out
     code, out, _ = run(str(catalog), str(queries), "--json", "--k", "1", "--ranking", "classic")
     data = json.loads(out)
     assert data["ranking"] == "classic" and data["k"] == 1 and "recall@1" in data
+    assert data["tools"] == 3
+    assert data["worst_misses"][0] == {
+        "query": "zzz qqq", "expected": ["files.read_file"], "rank": None, "matched": 0,
+        "above": [],
+    }  # fmt: skip
 
 
 def test_recall_is_also_reported_by_kind_when_queries_have_one(tmp_path: Path) -> None:
@@ -288,12 +296,46 @@ def test_one_query_over_one_tool_reads_in_the_singular(tmp_path: Path) -> None:
     assert "worst misses (1 query missed the top 5):" in out
 
 
-def test_a_miss_deeper_than_50_says_how_deep_the_ranking_was_read(tmp_path: Path) -> None:
+def test_a_miss_says_what_is_true_of_a_catalog_smaller_than_the_depth(tmp_path: Path) -> None:
+    """ "not in the top 50" was printed for a catalog of 3 tools (and "not in the top 60" with
+    --k 60), for a tool the query did not match at all: a ranking that was never cut."""
     catalog = write(tmp_path, "catalog.json", TOOLS)
-    queries = write(tmp_path, "queries.json", QUERIES)
-    code, out, _ = run(str(catalog), str(queries), "--k", "60")
+    queries = write(
+        tmp_path,
+        "queries.json",
+        [
+            {"query": "zzz qqq", "expected": ["files.read_file"]},
+            {"query": "read a file", "expected": ["github.create_issue"]},
+            {"query": "list pull requests and issues", "expected": ["github.create_issue"]},
+        ],
+    )
+    code, out, _ = run(str(catalog), str(queries), "--k", "1")
     assert code == 0
-    assert "'zzz qqq': expected files.read_file (not in the top 60)" in out
+    assert "top 50" not in out
+    assert (
+        "'zzz qqq': expected files.read_file (not found by the query, which matched none of the "
+        "3 tools)"
+    ) in out
+    assert (
+        "'read a file': expected github.create_issue (not found by the query, which matched 1 "
+        "other tool of the 3 tools)"
+    ) in out
+    assert (
+        "'list pull requests and issues': expected github.create_issue (ranked 2 of 3 tools)"
+    ) in out
+
+
+def test_a_miss_below_the_depth_says_how_deep_the_ranking_was_read(tmp_path: Path) -> None:
+    many = [
+        {"name": f"crm.customer_{n}", "description": "Customer customer customer."}
+        for n in range(60)
+    ]
+    wordy = "customer " + " ".join(f"word{n}" for n in range(60))
+    catalog = write(tmp_path, "catalog.json", [*many, {"name": "x.y", "description": wordy}])
+    queries = write(tmp_path, "queries.json", [{"query": "customer", "expected": ["x.y"]}])
+    code, out, _ = run(str(catalog), str(queries))
+    assert code == 0
+    assert "'customer': expected x.y (not in the top 50 of 61 tools)" in out
 
 
 def test_long_queries_are_cut_in_the_misses_but_kept_in_json(tmp_path: Path) -> None:
@@ -303,7 +345,10 @@ def test_long_queries_are_cut_in_the_misses_but_kept_in_json(tmp_path: Path) -> 
     code, out, _ = run(str(catalog), str(queries))
     assert code == 0
     (line,) = [line for line in out.splitlines() if "expected files.read_file" in line]
-    assert line == f"  {'zzz ' * 24 + 'zzz…'!r}: expected files.read_file (not in the top 50)"
+    assert line == (
+        f"  {'zzz ' * 24 + 'zzz…'!r}: expected files.read_file (not found by the query, which "
+        "matched none of the 3 tools)"
+    )
     code, out, _ = run(str(catalog), str(queries), "--json")
     assert json.loads(out)["worst_misses"][0]["query"] == long
 
@@ -478,7 +523,10 @@ def test_control_characters_in_names_and_kinds_print_as_escapes(tmp_path: Path) 
     result = CliRunner().invoke(main, ["eval-search", str(catalog), str(queries)], color=True)
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.stdout
-    assert "'other': expected evil\\x1b[2J (not in the top 50)" in result.stdout
+    assert (
+        "'other': expected evil\\x1b[2J (not found by the query, which matched 1 other tool of "
+        "the 2 tools)"
+    ) in result.stdout
     assert "recall@5 by kind: k\\x1b[31m 0.000 (1)" in result.stdout
     bad = write(tmp_path, "bad.json", [{"name": evil, "description": 5}])
     result = CliRunner().invoke(main, ["eval-search", str(bad), str(queries)], color=True)
