@@ -38,11 +38,11 @@ from collections.abc import (
     ValuesView,
 )
 from contextvars import ContextVar
-from decimal import Context, Decimal
+from decimal import Context, Decimal, DecimalException
 from typing import Any
 
-from jinja2 import Environment, StrictUndefined, Template, nodes, pass_environment
-from jinja2.exceptions import FilterArgumentError, SecurityError
+from jinja2 import Environment, StrictUndefined, Template, Undefined, nodes, pass_environment
+from jinja2.exceptions import FilterArgumentError, SecurityError, TemplateRuntimeError
 from jinja2.filters import _GroupTuple, ignore_case, make_attrgetter, make_multi_attrgetter
 from jinja2.sandbox import (
     ImmutableSandboxedEnvironment,
@@ -64,6 +64,7 @@ from agentgen.runtime.visible import visible
 __all__ = [
     "MAX_INTEGER_BITS",
     "MAX_ROUND_DIGITS",
+    "TemplateFilterError",
     "TemplateLimitError",
     "check_template",
     "render_template",
@@ -587,6 +588,98 @@ _COMPARING_TESTS = frozenset(
 )
 
 
+class TemplateFilterError(TemplateRuntimeError):
+    """A filter or test given a value of a kind it cannot take (``{{ ids | indent }}`` for a
+    list): names the filter, what it takes and what it got. Jinja's own error said only
+    ``'list' object has no attribute 'splitlines'``, naming neither."""
+
+
+_TEXT = "text (a string or a number)"
+_MAPPING = "a mapping (a JSON object)"
+_SEQUENCE = "a list (or a string, or an object's keys)"
+_NUMBER_TAKEN = "a number"
+#: What the filters and tests whose misuse is common take, in a template author's words.
+_TAKES: dict[str, str] = {
+    **dict.fromkeys(
+        {"capitalize", "center", "format", "indent", "lower", "replace", "striptags", "title"}
+        | {"trim", "truncate", "upper", "wordcount", "wordwrap"},
+        _TEXT,
+    ),
+    **dict.fromkeys(("xmlattr", "dictsort", "items"), _MAPPING),
+    **dict.fromkeys(
+        {"batch", "first", "groupby", "join", "last", "length", "count", "list", "map", "max"}
+        | {"min", "reject", "rejectattr", "reverse", "select", "selectattr", "slice", "sort"}
+        | {"sum", "unique"},
+        _SEQUENCE,
+    ),
+    **dict.fromkeys(("abs", "filesizeformat", "round", "divisibleby"), _NUMBER_TAKEN),
+}
+
+
+def _kind_of(value: Any) -> str:
+    """What a template value is, in JSON's words and by size, never its content: the message
+    reaches logs and spans, and an argument's value may be private."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float | Decimal):
+        return "a number"
+    if isinstance(value, str):
+        return f"a string of {len(value)} character{'s' if len(value) != 1 else ''}"
+    if isinstance(value, Mapping):
+        return f"an object with {len(value)} key{'s' if len(value) != 1 else ''}"
+    if isinstance(value, list | tuple):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    return f"a {type(value).__name__}"
+
+
+def _misused(name: str, test: bool, value: Any, exc: Exception | None) -> TemplateFilterError:
+    what = "test" if test else "filter"
+    kind = _kind_of(value)
+    takes = _TAKES.get(name)
+    said = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+    if takes is None:
+        return TemplateFilterError(f"the {what} {name!r} cannot take {kind}{said}")
+    if _taken(takes, value):  # the value is of its kind: what the filter was given with it
+        return TemplateFilterError(
+            f"the {what} {name!r} failed on {kind}{said}; check the arguments given to it"
+        )
+    advice = ""
+    if takes is _TEXT and isinstance(value, list | tuple):
+        advice = f"; join the list's items into text first: | join(', ') | {name}"
+    elif takes is _MAPPING and isinstance(value, list | tuple):
+        advice = "; pass it an object, or loop over the list's items"
+    return TemplateFilterError(f"the {what} {name!r} takes {takes}, not {kind}{said}{advice}")
+
+
+def _taken(takes: str, value: Any) -> bool:
+    """Whether ``value`` is of the kind a filter that ``takes`` it expects."""
+    number = isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+    if takes is _TEXT:
+        return isinstance(value, str) or number
+    if takes is _MAPPING:
+        return isinstance(value, Mapping)
+    if takes is _SEQUENCE:
+        return isinstance(value, Iterable)
+    return number
+
+
+def _refused(name: str, value: Any) -> bool:
+    """Whether ``value`` is of a kind the filter ``name`` cannot take, known before it runs:
+    the filters that return an iterator (``items``, ``selectattr``, ``unique``...) failed only
+    where it was read, under another filter's name, and ``reverse`` said only "argument must
+    be iterable"."""
+    takes = _TAKES.get(name)
+    if isinstance(value, Undefined):
+        return False  # the strict undefined's own error names the variable
+    if takes is _MAPPING:
+        return not isinstance(value, Mapping)
+    if takes is _SEQUENCE:
+        return not isinstance(value, Iterable)
+    return False
+
+
 def _budgeted(name: str, function: Any, *, test: bool = False) -> Callable[..., Any]:
     precheck = _PRECHECKS.get(name)
     passes = getattr(function, "jinja_pass_arg", None)
@@ -597,6 +690,23 @@ def _budgeted(name: str, function: Any, *, test: bool = False) -> Callable[..., 
 
     @functools.wraps(function)
     def filter_(*args: Any, **kwargs: Any) -> Any:
+        given = args[skip] if len(args) > skip else None
+        if len(args) > skip and _refused(name, given):
+            raise _misused(name, test, given, None)
+        try:
+            return _filtered(args, kwargs)
+        except (TypeError, AttributeError, ValueError) as exc:
+            # Jinja's filters take their value for what they expect (a string's splitlines, a
+            # mapping's items): another kind failed with Python's words alone. A lazy value
+            # (map, select...) fails where it is read, for what made it: left as it is; so are
+            # decimal arithmetic's errors (explained by the caller) and this sandbox's own.
+            if isinstance(exc, TemplateFilterError | DecimalException) or isinstance(
+                given, Iterator
+            ):
+                raise
+            raise _misused(name, test, given, exc) from None
+
+    def _filtered(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         _spend(1 + (_cost(args[skip]) if len(args) > skip else 0))
         if compares:
             args = tuple(_compared(arg) for arg in args)

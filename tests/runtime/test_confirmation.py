@@ -182,3 +182,73 @@ def test_an_argument_named_args_is_still_readable() -> None:
 
 def test_values_are_not_escaped() -> None:
     assert show("{{ note }}", {"note": "<b>&'\"</b>"}) == "<b>&'\"</b>"
+
+
+@pytest.mark.parametrize(
+    ("template", "arguments", "expected"),
+    [
+        # Jinja said only "'list' object has no attribute 'items'" / "... 'splitlines'".
+        (
+            "{{ ids | xmlattr }}",
+            {"ids": ["a", "b"]},
+            "the filter 'xmlattr' takes a mapping (a JSON object), not a list of 2 items; pass "
+            "it an object, or loop over the list's items",
+        ),
+        (
+            "{{ ids | indent(2) }}",
+            {"ids": ["a", "b"]},
+            "the filter 'indent' takes text (a string or a number), not a list of 2 items "
+            "(AttributeError: 'list' object has no attribute 'splitlines'); join the list's "
+            "items into text first: | join(', ') | indent",
+        ),
+        (
+            "{{ meta | wordwrap(10) }}",
+            {"meta": {"a": 1}},
+            "the filter 'wordwrap' takes text (a string or a number), not an object with 1 key "
+            "(AttributeError: 'dict' object has no attribute 'splitlines')",
+        ),
+        # A number made into text for xmlattr said "'str' object has no attribute 'items'".
+        (
+            "{{ amount | xmlattr }}",
+            {"amount": 5},
+            "the filter 'xmlattr' takes a mapping (a JSON object), not a number",
+        ),
+        ("{{ amount | join(', ') }}", {"amount": 5}, "the filter 'join' takes a list"),
+        # Filters returning an iterator failed where it was read, under another filter's name.
+        (
+            "{{ amount | selectattr('x') | list }}",
+            {"amount": 5},
+            "the filter 'selectattr' takes a list (or a string, or an object's keys), not a number",
+        ),
+        ("{{ amount | items | list }}", {"amount": 5}, "the filter 'items' takes a mapping"),
+        ("{{ amount | reverse }}", {"amount": 5}, "the filter 'reverse' takes a list"),
+        (
+            "{{ note | round }}",
+            {"note": "x"},
+            "the filter 'round' takes a number, not a string of 1 character (TypeError: ",
+        ),
+        (
+            "{{ note is divisibleby 3 }}",
+            {"note": "x"},
+            "the test 'divisibleby' takes a number, not a string of 1 character",
+        ),
+        # A value of the right kind: the filter's own arguments are at fault.
+        (
+            "{{ note | truncate('a') }}",
+            {"note": "hello"},
+            "the filter 'truncate' failed on a string of 5 characters (TypeError: ",
+        ),
+    ],
+)
+def test_a_filter_given_a_value_it_cannot_take_names_itself_and_the_value_kind(
+    template: str, arguments: dict[str, Any], expected: str
+) -> None:
+    message = refused(template, arguments)
+    assert message.startswith(f"tool '{TOOL}' confirmation prompt: {expected}"), message
+    # The kind and size of the value, never the value: it may be private.
+    assert "'a', 'b'" not in message and "hello" not in message
+
+
+def test_a_filter_misuse_with_its_arguments_at_fault_says_to_check_them() -> None:
+    message = refused("{{ note | truncate('a') }}", {"note": "hello"})
+    assert message.endswith("; check the arguments given to it")
