@@ -15,7 +15,14 @@ import math
 from collections.abc import Awaitable
 from typing import TypeVar
 
-__all__ = ["MIN_TIMEOUT_S", "DeadlinePassed", "is_seconds", "stop_task", "within_deadline"]
+__all__ = [
+    "MIN_TIMEOUT_S",
+    "DeadlinePassed",
+    "is_number",
+    "is_seconds",
+    "stop_task",
+    "within_deadline",
+]
 
 T = TypeVar("T")
 
@@ -23,6 +30,12 @@ T = TypeVar("T")
 #: whole milliseconds and the registry counts them whole; a shorter one acts as zero. The
 #: DSL's durations have the same floor (``agentgen.dsl.durations.MIN_DURATION_S``).
 MIN_TIMEOUT_S = 0.001
+
+
+def is_number(value: object) -> bool:
+    """Whether ``value`` is of a number's type (an int or a float, not a bool): one that is not
+    :func:`is_seconds` is a wrong value (``ValueError``), anything else a wrong type."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def is_seconds(value: object) -> bool:

@@ -14,7 +14,7 @@ from typing import Protocol
 from agentgen.runtime.agents.executors import refuse_wrong_arguments
 from agentgen.runtime.contracts.limits import MAX_TOOL_CALLS
 from agentgen.runtime.contracts.specs import ToolSpec
-from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_seconds
+from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_number, is_seconds
 from agentgen.runtime.wire_fields import ADDED
 
 __all__ = [
@@ -47,12 +47,20 @@ class TagClause:
                     getattr(self, name),
                     "a tuple, list or set of non-empty tag strings",
                     found is not None,
+                    _tag_strings(getattr(self, name)),
                 )
                 for name, found in tags.items()
             ),
         )
         for name, found in tags.items():
             object.__setattr__(self, name, found)
+
+
+def _tag_strings(value: object) -> bool:
+    """Whether ``value`` is a collection of strings (an empty one is a wrong value, not type)."""
+    return isinstance(value, tuple | list | set | frozenset) and all(
+        isinstance(tag, str) for tag in value
+    )
 
 
 def _tags(value: object) -> tuple[str, ...] | None:
@@ -86,6 +94,7 @@ class RunPolicy:
                     self.max_tool_calls,
                     f"None (no limit) or an int from 0 to {MAX_TOOL_CALLS} (MAX_TOOL_CALLS)",
                     _count(self.max_tool_calls, 0),
+                    type(self.max_tool_calls) is int,
                 ),
                 (
                     # 0 is refused: no failure is needed to reach "0 failures in a row", so
@@ -94,6 +103,7 @@ class RunPolicy:
                     self.max_consecutive_failed_tool_calls,
                     f"None (no limit) or an int from 1 to {MAX_TOOL_CALLS} (MAX_TOOL_CALLS)",
                     _count(self.max_consecutive_failed_tool_calls, 1),
+                    type(self.max_consecutive_failed_tool_calls) is int,
                 ),
                 (
                     "tag_clauses",
@@ -108,6 +118,7 @@ class RunPolicy:
                     "None or a tool ID",
                     self.restrict_to_tool is None
                     or (isinstance(self.restrict_to_tool, str) and self.restrict_to_tool != ""),
+                    isinstance(self.restrict_to_tool, str),
                 ),
                 (
                     "model_timeout",
@@ -115,6 +126,7 @@ class RunPolicy:
                     "None or a positive, finite number of seconds, at least 0.001 (1 ms)",
                     self.model_timeout is None
                     or (is_seconds(self.model_timeout) and self.model_timeout >= MIN_TIMEOUT_S),
+                    is_number(self.model_timeout),
                 ),
             ),
         )

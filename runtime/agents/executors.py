@@ -142,15 +142,27 @@ def described(value: object) -> str:
     return f"{text} ({type(value).__name__})"
 
 
-def refuse_wrong_arguments(owner: str, checks: Iterable[tuple[str, object, str, object]]) -> None:
-    """Raise TypeError for every argument whose check failed, in one message: ``checks`` are
-    (name, value, what it must be, whether it is right). Public constructors check their
-    arguments where they are given, so a wrong one is named there, not as an AttributeError
-    of a later run."""
-    problems = [
-        f"{name} must be {kind}, not {described(value)}"
-        for name, value, kind, right in checks
-        if not right
-    ]
+Check = tuple[str, object, str, object] | tuple[str, object, str, object, object]
+
+
+def refuse_wrong_arguments(owner: str, checks: Iterable[Check]) -> None:
+    """Raise for every argument whose check failed, in one message: ``checks`` are (name,
+    value, what it must be, whether it is right[, whether it is of the right type]). Public
+    constructors check their arguments where they are given, so a wrong one is named there,
+    not as an AttributeError of a later run.
+
+    ``TypeError`` when an argument is of the wrong type, ``ValueError`` when every argument at
+    fault is of the right type with a wrong value (a negative count, an empty name), as Python
+    itself does: a check without the fifth element is about the type alone. Every constructor
+    raised ``TypeError`` for both, where others (``ModelPlanner``'s ``max_tokens``,
+    ``RetryPolicy``) raised ``ValueError`` for both."""
+    problems: list[str] = []
+    wrong_type = False
+    for name, value, kind, right, *typed in checks:
+        if right:
+            continue
+        problems.append(f"{name} must be {kind}, not {described(value)}")
+        wrong_type = wrong_type or not (typed and typed[0])
     if problems:
-        raise TypeError(f"{owner}: {'; '.join(problems)}")
+        error = TypeError if wrong_type else ValueError
+        raise error(f"{owner}: {'; '.join(problems)}")

@@ -68,6 +68,7 @@ class ModelPlanner:
                     model_id,
                     "a non-empty string",
                     isinstance(model_id, str) and model_id,
+                    isinstance(model_id, str),
                 ),
                 ("model", model, "a string", model is None or isinstance(model, str)),
                 ("system", system, "a string", system is None or isinstance(system, str)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentgen.runtime.runs.host import RunHost
 from agentgen.runtime.runs.local import run_agent
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest
-from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_seconds
+from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_number, is_seconds
 
 __all__ = ["InMemoryEngine"]
 
@@ -28,7 +28,8 @@ class InMemoryEngine:
         if tool_timeout is not None and not (
             is_seconds(tool_timeout) and tool_timeout >= MIN_TIMEOUT_S
         ):
-            raise ValueError(
+            # A number out of range is a wrong value; anything else ("5", True) a wrong type.
+            raise (ValueError if is_number(tool_timeout) else TypeError)(
                 f"InMemoryEngine(tool_timeout={tool_timeout!r}): a tool timeout is a positive, "
                 "finite number of seconds, at least 0.001 (1 ms), or None to bound nothing"
             )

@@ -20,6 +20,7 @@ __all__ = [
     "bearer_token_problem",
     "checked_wait_ms",
     "retry_problem",
+    "retry_type_problem",
 ]
 
 #: The most retries a client's ``RetryPolicy`` takes for one request: the design's
@@ -63,21 +64,42 @@ def bearer_token_problem(token: str) -> str | None:
 def checked_wait_ms(value: object, option: str, owner: str) -> int:
     """``value`` when it is a wait the registry's API carries (whole milliseconds from 0 to
     :data:`api.MAX_WAIT_MS`); otherwise ``ValueError`` naming ``owner``'s ``option``, the value
-    and the bounds."""
+    and the bounds (``TypeError`` when it is not an int at all)."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= api.MAX_WAIT_MS:
         return value
+    if type(value) is not int:  # "500", 0.5, True: a wrong type, not a wait out of bounds
+        raise TypeError(
+            f"{owner}: {option} must be a whole number of milliseconds (an int), not "
+            f"{value!r} ({type(value).__name__})"
+        )
     raise ValueError(
         f"{owner}: {option}={value!r} is out of bounds: a whole number of milliseconds from 0 "
         f"to {api.MAX_WAIT_MS:,} (the longest wait the registry's API carries)"
     )
 
 
+def retry_type_problem(
+    max_retries: object, backoff_base: object, backoff_max: object
+) -> str | None:
+    """Which of these settings is not of its type (a count not an int, a backoff not a number
+    of seconds), naming the option; or None. A wrong type is a ``TypeError``, a value out of
+    :func:`retry_problem`'s bounds a ``ValueError``."""
+    if not isinstance(max_retries, int) or isinstance(max_retries, bool):
+        return f"max_retries must be an int, not {type(max_retries).__name__}"
+    for option, value in (("backoff_base", backoff_base), ("backoff_max", backoff_max)):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return f"{option} must be seconds (a float), not {type(value).__name__}"
+    return None
+
+
 def retry_problem(max_retries: object, backoff_base: object, backoff_max: object) -> str | None:
     """What the design's ``Retry`` would refuse of these settings (a count that is not a whole
     number from 0 to :data:`MAX_RETRIES`, a backoff that is not a finite number of seconds from
     0 to :data:`MAX_BACKOFF_S`, a base above the ceiling), naming the option; or None."""
-    if not isinstance(max_retries, int) or isinstance(max_retries, bool):
-        return f"max_retries must be an int, not {type(max_retries).__name__}"
+    wrong_type = retry_type_problem(max_retries, backoff_base, backoff_max)
+    if wrong_type is not None:
+        return wrong_type
+    assert isinstance(max_retries, int)
     if not 0 <= max_retries <= MAX_RETRIES:
         shown = max_retries if abs(max_retries) < 10**12 else "a larger number"
         return (

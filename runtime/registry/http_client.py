@@ -47,6 +47,7 @@ from agentgen.runtime.registry.client_options import (
     bearer_token_problem,
     checked_wait_ms,
     retry_problem,
+    retry_type_problem,
 )
 from agentgen.runtime.telemetry.spans import registry_retry
 from agentgen.runtime.visible import visible
@@ -127,7 +128,8 @@ class RetryPolicy:
     """Retry a failed request ``max_retries`` times, waiting ``backoff_base * 2**attempt``
     (at most ``backoff_max``) seconds, with jitter, between attempts.
 
-    Held to the design's ``Retry`` bounds when built (``ValueError`` naming the option): a
+    Held to the design's ``Retry`` bounds when built (``ValueError`` naming the option, and
+    ``TypeError`` for an option of the wrong type, as every public constructor does): a
     policy built by hand, or from settings written by hand, took a billion retries or a day's
     backoff and held a provider or a command through an outage for days."""
 
@@ -136,6 +138,9 @@ class RetryPolicy:
     backoff_max: float = 2.0
 
     def __post_init__(self) -> None:
+        wrong_type = retry_type_problem(self.max_retries, self.backoff_base, self.backoff_max)
+        if wrong_type is not None:
+            raise TypeError(f"RetryPolicy {wrong_type}")
         problem = retry_problem(self.max_retries, self.backoff_base, self.backoff_max)
         if problem is not None:
             raise ValueError(f"RetryPolicy {problem}")
@@ -221,6 +226,13 @@ class HttpRegistryClient(_Closing):
     ) -> None:
         import httpx2
 
+        given: object = url  # the annotation is not checked at run time
+        if not isinstance(given, str):  # urlsplit failed on it with a bare AttributeError
+            owner = f"registry {name!r}" if name else "HttpRegistryClient"
+            raise TypeError(
+                f"{owner}: the URL must be a string such as 'http://127.0.0.1:9090', not "
+                f"{type(given).__name__}"
+            )
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(
@@ -237,7 +249,7 @@ class HttpRegistryClient(_Closing):
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         if retry is not None and not isinstance(retry, RetryPolicy):
             # Only a RetryPolicy is held to the design's Retry bounds when built.
-            raise ValueError(
+            raise TypeError(
                 f"registry {self.name!r}: retry must be a RetryPolicy(max_retries, "
                 f"backoff_base, backoff_max), not {type(retry).__name__}"
             )
@@ -263,6 +275,12 @@ class HttpRegistryClient(_Closing):
         if token is None:
             source, token = f"${ENV_TOKEN}", os.environ.get(ENV_TOKEN) or None
         headers = {"content-type": "application/json"}
+        secret: object = token  # the annotation is not checked at run time
+        if secret is not None and not isinstance(secret, str):  # iterated as characters below
+            raise TypeError(
+                f"registry {self.name!r}: the bearer token must be a string, not "
+                f"{type(secret).__name__} (the token is not shown here)"
+            )
         if token:
             problem = bearer_token_problem(token)
             if problem is not None:
@@ -312,9 +330,9 @@ class HttpRegistryClient(_Closing):
                 if retry is not None
                 else None
             )
-        except ValueError as exc:
+        except (TypeError, ValueError) as exc:
             # Settings written or edited by hand: name the registry whose Retry is at fault.
-            raise ValueError(
+            raise type(exc)(
                 f"registry {settings.name!r}: its Retry settings cannot be used: {exc}; "
                 "regenerate them from the design or give values within these bounds"
             ) from None

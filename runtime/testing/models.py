@@ -59,7 +59,8 @@ class Search:
         if not isinstance(self.query, str):
             raise TypeError(f"Search(query) takes the words to search with, got {self.query!r}")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
-            raise ValueError(
+            # A whole number below 1 is a wrong value; anything else ("5", 2.5) a wrong type.
+            raise (ValueError if type(self.limit) is int else TypeError)(
                 f"Search({self.query!r}, limit={self.limit!r}): the limit is how many tools the "
                 "search loads at most, a whole number of at least 1"
             )
@@ -77,7 +78,7 @@ class Call:
         # Checked when the script is written, naming the call: a bare TypeError from json
         # in the middle of a run named neither.
         if not isinstance(self.tool_id, str) or not self.tool_id:
-            raise TypeError(
+            raise (ValueError if isinstance(self.tool_id, str) else TypeError)(
                 f"Call(tool_id) takes a tool ID such as 'records.lookup', got {self.tool_id!r}"
             )
         if not isinstance(self.arguments, str | Mapping):
@@ -87,8 +88,8 @@ class Call:
             )
         try:
             self.json()
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"Call({self.tool_id!r}): arguments are not JSON: {exc}") from None
+        except (TypeError, ValueError) as exc:  # a value JSON has no type for; a cycle
+            raise type(exc)(f"Call({self.tool_id!r}): arguments are not JSON: {exc}") from None
 
     def json(self) -> str:
         if isinstance(self.arguments, str):

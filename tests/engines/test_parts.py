@@ -266,9 +266,6 @@ def test_a_step_failure_whose_message_cannot_be_read_fails_the_activity_as_itsel
         ("retry_backoff", math.nan),
         ("retry_backoff", math.inf),
         ("retry_maximum_interval", 0.5),  # below retry_initial_interval (1 s)
-        ("retry_maximum_attempts", 2.5),
-        ("continue_as_new_after_events", math.nan),  # was never reached: no continue-as-new
-        ("max_payload_bytes", True),
         # Under 1 ms: Temporal's timers count whole milliseconds, so it acted as zero, where
         # RunPolicy.model_timeout, InMemoryEngine(tool_timeout) and the DSL refuse it.
         ("tool_timeout", 0.0005),
@@ -280,6 +277,23 @@ def test_a_step_failure_whose_message_cannot_be_read_fails_the_activity_as_itsel
 )
 def test_settings_refuse_values_that_cannot_work(field: str, value: float) -> None:
     with pytest.raises(ValueError, match=f"TemporalSettings.{field}.*{re.escape(repr(value))}"):
+        TemporalSettings(**{field: value})
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("retry_maximum_attempts", 2.5),
+        ("continue_as_new_after_events", math.nan),  # was never reached: no continue-as-new
+        ("max_payload_bytes", True),
+        ("max_payload_bytes", "5"),
+        ("tool_timeout", "30"),
+        ("retry_backoff", None),
+    ],
+)
+def test_settings_refuse_values_of_the_wrong_type_as_type_errors(field: str, value: Any) -> None:
+    """A wrong type, as every public constructor says it: these were ValueErrors."""
+    with pytest.raises(TypeError, match=f"TemporalSettings.{field}.*{re.escape(repr(value))}"):
         TemporalSettings(**{field: value})
 
 

@@ -154,7 +154,7 @@ async def test_an_answer_that_does_not_decode_as_its_encoding_says_is_a_protocol
 # --- waits -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", [60_001, 120_000, -1, 1.5, True, None])
+@pytest.mark.parametrize("value", [60_001, 120_000, -1])
 def test_a_result_stream_wait_the_api_cannot_carry_is_refused_by_the_constructor(
     value: Any,
 ) -> None:
@@ -169,7 +169,23 @@ def test_a_result_stream_wait_the_api_cannot_carry_is_refused_by_the_constructor
     )
 
 
-@pytest.mark.parametrize("value", [60_001, -5, 0.5])
+@pytest.mark.parametrize("value", [1.5, True, None, "500"])
+def test_a_wait_that_is_not_an_int_is_a_type_error(value: Any) -> None:
+    """A wrong type, as every public constructor says it (it was a ValueError "out of
+    bounds")."""
+    client = HttpRegistryClient("http://127.0.0.1:1", name="company")
+    with pytest.raises(TypeError) as refused:
+        HttpResultStream(client, poll_ms=value)
+    assert str(refused.value) == (
+        "result stream of registry 'company': poll_ms must be a whole number of milliseconds "
+        f"(an int), not {value!r} ({type(value).__name__})"
+    )
+    if value is not None:  # call_wait_ms=None is the default wait
+        with pytest.raises(TypeError, match="registry 'company': call_wait_ms must be a whole"):
+            HttpRegistryClient("http://127.0.0.1:1", name="company", call_wait_ms=value)
+
+
+@pytest.mark.parametrize("value", [60_001, -5])
 def test_a_call_wait_the_api_cannot_carry_is_refused_by_the_constructor(value: Any) -> None:
     """call_wait_ms=90_000 was taken, then every admission failed with a ValidationError."""
     with pytest.raises(ValueError) as refused:
@@ -196,7 +212,6 @@ def test_a_call_wait_the_api_cannot_carry_is_refused_by_the_constructor(value: A
             {"max_retries": -1},
             "RetryPolicy max_retries must be from 0 to 100 (MAX_RETRIES), not -1",
         ),
-        ({"max_retries": 3.0}, "RetryPolicy max_retries must be an int, not float"),
         (
             {"backoff_base": 3600.0, "backoff_max": 86400.0},
             "RetryPolicy backoff_base must be from 0 to 60 seconds (MAX_BACKOFF_S), not 3600.0: "
@@ -212,7 +227,6 @@ def test_a_call_wait_the_api_cannot_carry_is_refused_by_the_constructor(value: A
             "RetryPolicy backoff_max must be from 0 to 60 seconds (MAX_BACKOFF_S), not nan",
         ),
         ({"backoff_base": -0.5}, "RetryPolicy backoff_base must be from 0 to 60 seconds"),
-        ({"backoff_max": "5s"}, "RetryPolicy backoff_max must be seconds (a float), not str"),
         (
             {"backoff_base": 5.0, "backoff_max": 1.0},
             "RetryPolicy backoff_base (5.0) must not exceed backoff_max (1.0)",
@@ -229,6 +243,25 @@ def test_a_retry_policy_the_design_would_refuse_is_refused_when_built(
     assert str(refused.value).startswith(expected)
 
 
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({"max_retries": 3.0}, "RetryPolicy max_retries must be an int, not float"),
+        ({"max_retries": "3"}, "RetryPolicy max_retries must be an int, not str"),
+        ({"backoff_max": "5s"}, "RetryPolicy backoff_max must be seconds (a float), not str"),
+        ({"backoff_base": True}, "RetryPolicy backoff_base must be seconds (a float), not bool"),
+    ],
+)
+def test_a_retry_policy_option_of_the_wrong_type_is_a_type_error(
+    given: dict[str, Any], expected: str
+) -> None:
+    """A wrong type, as LocalRegistry's store and every public constructor say it: RetryPolicy
+    raised ValueError for it, as for a value out of bounds."""
+    with pytest.raises(TypeError) as refused:
+        RetryPolicy(**given)
+    assert str(refused.value) == expected
+
+
 def test_retry_policies_at_the_bounds_are_taken() -> None:
     at_bounds = RetryPolicy(max_retries=100, backoff_base=60, backoff_max=60.0)
     client = HttpRegistryClient("http://127.0.0.1:1", name="company", retry=at_bounds)
@@ -241,7 +274,7 @@ def test_a_client_refuses_retry_settings_the_design_would_refuse() -> None:
     """Settings edited by hand (or a retry that is no RetryPolicy) were taken unchecked."""
     from examples.company.gen.registries import REGISTRIES, RetrySettings
 
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(TypeError) as refused:
         HttpRegistryClient("http://127.0.0.1:1", name="company", retry={"max_retries": 5})  # type: ignore[arg-type]
     assert str(refused.value) == (
         "registry 'company': retry must be a RetryPolicy(max_retries, backoff_base, "

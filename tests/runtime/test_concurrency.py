@@ -638,11 +638,21 @@ async def test_the_engine_tool_timeout_bounds_the_wait_for_a_registry_outcome() 
     assert registry.cancelled == ["result"]
 
 
-@pytest.mark.parametrize("timeout", [0, -1, float("inf"), float("nan"), True, "5", 0.0005, 1e-7])
-def test_a_tool_timeout_is_positive_seconds_of_at_least_1_ms(timeout: Any) -> None:
+@pytest.mark.parametrize(
+    ("timeout", "error"),
+    [
+        *((value, ValueError) for value in (0, -1, float("inf"), float("nan"), 0.0005, 1e-7)),
+        # Not a number at all: a wrong type, as every public constructor says it.
+        (True, TypeError),
+        ("5", TypeError),
+    ],
+)
+def test_a_tool_timeout_is_positive_seconds_of_at_least_1_ms(
+    timeout: Any, error: type[Exception]
+) -> None:
     # Under 1 ms is refused as RunPolicy.model_timeout and the DSL's durations refuse it.
     with pytest.raises(
-        ValueError,
+        error,
         match=r"tool timeout is a positive, finite number of seconds, at least 0\.001 \(1 ms\)",
     ):
         InMemoryEngine(tool_timeout=timeout)

@@ -170,9 +170,17 @@ async def test_a_child_run_that_times_out_is_its_parents_agent_failed_tool_error
     assert model.cancelled == 1
 
 
-@pytest.mark.parametrize("value", [0, -1, 0.0, math.nan, math.inf, True, "5", [5], 0.0009, 1e-10])
-def test_model_timeout_must_be_positive_finite_seconds(value: object) -> None:
-    with pytest.raises(TypeError, match="model_timeout must be None or a positive, finite"):
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        *((value, ValueError) for value in (0, -1, 0.0, math.nan, math.inf, 0.0009, 1e-10)),
+        *((value, TypeError) for value in (True, "5", [5])),
+    ],
+)
+def test_model_timeout_must_be_positive_finite_seconds(
+    value: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match="model_timeout must be None or a positive, finite"):
         RunPolicy(model_timeout=value)  # type: ignore[arg-type]
 
 

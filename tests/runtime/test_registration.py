@@ -251,7 +251,6 @@ async def test_the_first_run_checks_consumed_registries_before_planning() -> Non
         (lambda: Runtime(engine=object()), r"engine must be an Engine, not <object object"),  # type: ignore[arg-type]
         (lambda: Runtime(telemetry={}), r"telemetry must be a Telemetry, not \{\} \(dict\)"),  # type: ignore[arg-type]
         (lambda: ModelPlanner(3), r"ModelPlanner\(3\): model_id must be a non-empty string"),  # type: ignore[arg-type]
-        (lambda: ModelPlanner(""), r"ModelPlanner\(''\): model_id must be a non-empty string"),
         (
             lambda: ModelPlanner("m", max_tokens="4096"),  # type: ignore[arg-type]
             r"ModelPlanner\('m'\): max_tokens must be an int, not '4096' \(str\)",
@@ -262,6 +261,20 @@ async def test_the_first_run_checks_consumed_registries_before_planning() -> Non
             r"accept_stop_reasons must be a collection of strings, not 'max_tokens'",
         ),
         (lambda: RunPolicy(max_tool_calls="3"), r"max_tool_calls must be None \(no limit\) or"),  # type: ignore[arg-type]
+        (lambda: RunPolicy(tag_clauses=["web"]), r"tag_clauses must be a tuple of TagClause"),  # type: ignore[arg-type]
+    ],
+)
+def test_public_constructors_refuse_arguments_of_the_wrong_kind_naming_them(
+    build: Any, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        build()
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ModelPlanner(""), r"ModelPlanner\(''\): model_id must be a non-empty string"),
         # A count no model's context holds bounds nothing (MAX_TOOL_CALLS, as the DSL's).
         (
             lambda: RunPolicy(max_tool_calls=10_001),
@@ -279,14 +292,15 @@ async def test_the_first_run_checks_consumed_registries_before_planning() -> Non
             r"max_consecutive_failed_tool_calls must be None \(no limit\) or an int from 1 to "
             r"10000 \(MAX_TOOL_CALLS\), not 0",
         ),
-        (lambda: RunPolicy(tag_clauses=["web"]), r"tag_clauses must be a tuple of TagClause"),  # type: ignore[arg-type]
         (lambda: RunPolicy(restrict_to_tool=""), r"restrict_to_tool must be None or a tool ID"),
     ],
 )
-def test_public_constructors_refuse_arguments_of_the_wrong_kind_naming_them(
+def test_public_constructors_refuse_arguments_of_the_right_type_but_a_wrong_value_as_such(
     build: Any, message: str
 ) -> None:
-    with pytest.raises(TypeError, match=message):
+    """ValueError, as ModelPlanner's max_tokens and RetryPolicy say it: a count out of range,
+    an empty name. These were TypeErrors, though of the right type."""
+    with pytest.raises(ValueError, match=message):
         build()
 
 

@@ -76,7 +76,7 @@ from agentgen.runtime.runs.requests import (
     run_usage,
 )
 from agentgen.runtime.runs.steps import ConfirmationRequest, Confirmer
-from agentgen.runtime.tasks import stop_task
+from agentgen.runtime.tasks import is_number, stop_task
 from agentgen.runtime.telemetry.config import activated, active
 from agentgen.runtime.telemetry.exceptions import described
 from agentgen.runtime.telemetry.spans import Confirmation, Run
@@ -169,8 +169,16 @@ class TemporalEngine:
         poll_interval: float = 0.1,
         max_poll_interval: float | None = None,
     ) -> None:
+        if not isinstance(task_queue, str):
+            raise TypeError(f"TemporalEngine's task queue is a name (str), not {task_queue!r}")
         if not task_queue:
             raise ValueError("TemporalEngine needs a task queue")
+        for name, value in (
+            ("poll_interval", poll_interval),
+            ("max_poll_interval", max_poll_interval),
+        ):
+            if value is not None and not is_number(value):  # "1" failed comparing with 0
+                raise TypeError(f"TemporalEngine.{name} must be seconds (a number), not {value!r}")
         if not 0 < poll_interval < math.inf:  # NaN too
             raise ValueError(
                 f"TemporalEngine.poll_interval must be positive seconds, not {poll_interval!r}"

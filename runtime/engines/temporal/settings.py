@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_seconds
+from agentgen.runtime.tasks import MIN_TIMEOUT_S, is_number, is_seconds
 
 __all__ = ["LONGEST_DURATION", "TemporalSettings"]
 
@@ -66,13 +66,13 @@ class TemporalSettings:
         ):
             value = getattr(self, name)
             if not (is_seconds(value) and MIN_TIMEOUT_S <= value <= LONGEST_DURATION):
-                raise ValueError(
+                raise (ValueError if is_number(value) else TypeError)(
                     f"TemporalSettings.{name} must be positive seconds, at least 0.001 (1 ms: "
                     "Temporal's timers count whole milliseconds) and at most "
                     f"{LONGEST_DURATION:,} (Temporal's longest duration), not {value!r}"
                 )
         if not (_number(self.retry_backoff) and 1 <= self.retry_backoff < math.inf):
-            raise ValueError(
+            raise (ValueError if is_number(self.retry_backoff) else TypeError)(
                 f"TemporalSettings.retry_backoff must be at least 1, not {self.retry_backoff!r}"
             )
         if self.retry_maximum_interval < self.retry_initial_interval:
@@ -83,7 +83,7 @@ class TemporalSettings:
         for name in ("retry_maximum_attempts", "continue_as_new_after_events", "max_payload_bytes"):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-                raise ValueError(
+                raise (ValueError if type(value) is int else TypeError)(
                     f"TemporalSettings.{name} must be a whole number at least 1, not {value!r}"
                 )
 
