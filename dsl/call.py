@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar, overload
 
+from agentgen.dsl.arguments import argument_loc
 from agentgen.dsl.eval import EvalContext, context, run_body
 from agentgen.dsl.expr import Expr
 from agentgen.dsl.location import SourceLoc, caller_loc
@@ -37,6 +38,11 @@ def describe_scope(expr: Expr | None) -> str:
     return "at the top level of the design" if expr is None else f"inside {expr.eval_name()}"
 
 
+#: One argument of a DSL call: its 0-based position, and its name when it may be passed as a
+#: keyword (``(1, "backoff_base")``); see :meth:`Call.arg_loc`.
+Arg = tuple[int | None, str | None]
+
+
 @dataclass
 class Call:
     """One DSL call in progress."""
@@ -49,8 +55,18 @@ class Call:
     def scope(self) -> Expr | None:
         return self.ctx.current()
 
-    def error(self, message: str, *, related: tuple[SourceLoc, ...] = ()) -> None:
-        self.ctx.report(self.loc, message, related=related)
+    def error(
+        self, message: str, *, arg: Arg | None = None, related: tuple[SourceLoc, ...] = ()
+    ) -> None:
+        """Report ``message`` at the call, or at the argument ``arg`` it is about."""
+        self.ctx.report(self.arg_loc(arg), message, related=related)
+
+    def arg_loc(self, arg: Arg | None) -> SourceLoc:
+        """Where the argument ``arg`` (its 0-based position, and its name if it may be given
+        as a keyword) is written; the whole call for None, or when that cannot be told. An
+        error about one argument carets that argument, on its own line when the call spans
+        several. Found only when an error is reported: the file is parsed then."""
+        return self.loc if arg is None else argument_loc(self.loc, *arg)
 
     def scope_error(self, belongs: str) -> None:
         self.error(f"{self.func} is not valid {describe_scope(self.scope)}; it belongs {belongs}")
@@ -79,24 +95,28 @@ class Call:
         self.scope_error(belongs)
         return False
 
-    def name(self, kind: str, value: object, *, mcp_tool: bool = False) -> str | None:
+    def name(
+        self, kind: str, value: object, *, mcp_tool: bool = False, arg: Arg | None = None
+    ) -> str | None:
         problem = name_problem(kind, value, mcp_tool=mcp_tool)
         if problem is not None:
-            self.error(problem)
+            self.error(problem, arg=arg)
             return None
         assert isinstance(value, str)
         return value
 
-    def text(self, what: str, value: object, *, allow_empty: bool = False) -> str | None:
+    def text(
+        self, what: str, value: object, *, allow_empty: bool = False, arg: Arg | None = None
+    ) -> str | None:
         if not isinstance(value, str):
-            self.error(f"{self.func} {what} must be a string, got {type(value).__name__}")
+            self.error(f"{self.func} {what} must be a string, got {type(value).__name__}", arg=arg)
             return None
         if not allow_empty and not value.strip():
-            self.error(f"{self.func} {what} cannot be empty")
+            self.error(f"{self.func} {what} cannot be empty", arg=arg)
             return None
         surrogate = lone_surrogate(value)
         if surrogate is not None:
-            self.error(f"{self.func} {what} contains {surrogate}; remove it")
+            self.error(f"{self.func} {what} contains {surrogate}; remove it", arg=arg)
             return None
         return value
 

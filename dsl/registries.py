@@ -117,32 +117,42 @@ def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration 
     """Retry failed registry requests ``max_retries`` times with exponential backoff.
 
     Every problem of the call is reported in one run (a bad count, each bad duration, a base
-    above the ceiling, a repeat), each at this call's line, like the other constructs."""
+    above the ceiling, a repeat), each at the argument at fault (a repeat: at the call)."""
     call = begin("Retry")
     registry = _registry_scope(call)
     # A repeat is one whatever its arguments: checked first, so it is reported beside them.
     first = registry is not None and _first_setting(call, registry)
     ok = True
     if isinstance(max_retries, bool) or not isinstance(max_retries, int):
-        call.error(f"Retry max_retries must be an integer, got {type(max_retries).__name__}")
+        call.error(
+            f"Retry max_retries must be an integer, got {type(max_retries).__name__}",
+            arg=(0, "max_retries"),
+        )
         ok = False
     elif max_retries < 0:
-        call.error(f"Retry max_retries must be non-negative, got {shown_int(max_retries)}")
+        call.error(
+            f"Retry max_retries must be non-negative, got {shown_int(max_retries)}",
+            arg=(0, "max_retries"),
+        )
         ok = False
     elif max_retries > MAX_RETRIES:
         call.error(
             f"Retry max_retries must be at most {MAX_RETRIES}, got {shown_int(max_retries)}: "
             "each retry is another request and another wait of up to backoff_max, so an "
             "outage would hold the request instead of failing it; give "
-            f"{MAX_RETRIES} or fewer (a longer backoff_max rides out a longer outage)"
+            f"{MAX_RETRIES} or fewer (a longer backoff_max rides out a longer outage)",
+            arg=(0, "max_retries"),
         )
         ok = False
     bounds: list[float] = []
-    for label, value in (("backoff_base", backoff_base), ("backoff_max", backoff_max)):
+    for position, label, value in (
+        (1, "backoff_base", backoff_base),
+        (2, "backoff_max", backoff_max),
+    ):
         try:
             seconds = parse_duration(value)
         except ValueError as exc:
-            call.error(f"Retry {label} {exc}")
+            call.error(f"Retry {label} {exc}", arg=(position, label))
             ok = False
             continue
         if seconds > MAX_BACKOFF_S:
@@ -150,13 +160,18 @@ def Retry(max_retries: int, backoff_base: Duration = 0.1, backoff_max: Duration 
                 f"Retry {label} must be at most {MAX_BACKOFF_S:g}s, got {seconds:g}s: a longer "
                 "wait between retries holds a provider or a command through an outage instead "
                 f"of failing it; give {MAX_BACKOFF_S:g}s or less (more retries ride out a "
-                "longer outage)"
+                "longer outage)",
+                arg=(position, label),
             )
             ok = False
         bounds.append(seconds)
     if len(bounds) == 2 and bounds[0] > bounds[1]:
+        # Either may be the one to change: the caret is under the base, the message names both.
         call.error(
-            f"Retry backoff_base ({bounds[0]:g}s) must not exceed backoff_max ({bounds[1]:g}s)"
+            f"Retry backoff_base ({bounds[0]:g}s) must not exceed backoff_max ({bounds[1]:g}s); "
+            "lower backoff_base or raise backoff_max",
+            arg=(1, "backoff_base"),
+            related=(call.arg_loc((2, "backoff_max")),),
         )
         ok = False
     if registry is not None and ok and first:

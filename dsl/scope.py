@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from types import FunctionType
 from typing import Any, Generic, Protocol, TypeVar
 
+from agentgen.dsl.arguments import forget_calls
 from agentgen.dsl.errors import DesignError
 from agentgen.dsl.location import SourceLoc, caller_loc, forget_positions
 
@@ -127,6 +128,7 @@ def activate(ctx: EvalContext[Any, Any]) -> Iterator[None]:
     finally:
         _CURRENT.reset(token)
         forget_positions()
+        forget_calls()
 
 
 def run_body(ctx: EvalContext[Any, Any], node: ScopeNode, body: object, func: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentgen.codegen.diagnostics import excerpt
 from agentgen.dsl.durations import parse_duration
 from agentgen.dsl.expr import RegistryExpr, RegistrySource, ToolsetExpr
 from agentgen.dsl.registries import MAX_BACKOFF_S, MAX_RETRIES
@@ -596,3 +597,39 @@ with Service("svc"):
         "Retry max_retries must be non-negative, got an integer of 16610 bits",
         "MaxToolCalls must be non-negative, got an integer of 16610 bits",
     )
+
+
+def test_retry_errors_caret_the_argument_at_fault(designs: DesignRunner) -> None:
+    # Every Retry problem carets the whole call: with three arguments, which was at fault was
+    # left to the message, and in a call spanning lines the error named the call's first line.
+    errors = designs.errors(
+        """
+with Registry("company"):
+    URL("https://registry.example")
+    Retry(3, backoff_base="2m", backoff_max=-1)
+with Registry("other"):
+    URL("https://other.example")
+    Retry(
+        500,
+        backoff_max="1s",
+        backoff_base=2,
+    )
+with Registry("third"):
+    URL("https://third.example")
+    Retry("x", "soon")
+"""
+    )
+    shown = [(e.loc.line, excerpt(e)[1].strip(), str(e).split(": ", 2)[2][:32]) for e in errors]
+    assert shown == [
+        (5, "^" * len('backoff_base="2m"'), "Retry backoff_base must be at mo"),
+        (5, "^" * len("backoff_max=-1"), "Retry backoff_max must be non-ne"),
+        (9, "^^^", "Retry max_retries must be at mos"),
+        (11, "^" * len("backoff_base=2"), "Retry backoff_base (2s) must not"),
+        (15, "^^^", "Retry max_retries must be an int"),
+        (15, "^^^^^^", "Retry backoff_base invalid durat"),
+    ]
+    columns = [(e.loc.col, e.loc.end_col) for e in errors]
+    assert columns[0] == (13, 30) and columns[1] == (32, 46)
+    # The base above the ceiling names both: either may be the one to change.
+    assert errors[3].related[0].line == 10
+    assert "lower backoff_base or raise backoff_max" in str(errors[3])
