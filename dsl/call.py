@@ -160,12 +160,15 @@ class Call:
         """Append each non-empty string of ``values`` to ``items``, reporting repeats."""
         if not values:
             self.error(f"{self.func} needs at least one {what}")
-        for value in values:
-            text = self.text(what, value)
+        for position, value in enumerate(values):
+            text = self.text(what, value, arg=(position, None))
             if text is None:
                 continue
             if text in items:
-                self.error(f"{what} {q(text)} is repeated on {owner.eval_name()}")
+                self.error(
+                    f"{what} {q(text)} is repeated on {owner.eval_name()}; give each once",
+                    arg=(position, None),
+                )
                 continue
             items.append(text)
 

@@ -76,27 +76,31 @@ def Deferred(*names: str) -> None:
     accepted: list[str] = []
     ok = True
     given: tuple[object, ...] = names  # a design may pass anything; say what was wrong
-    for name in given:
+    for position, name in enumerate(given):
+        arg = (position, None)
         if not isinstance(name, str):
             hint = (
                 f"; pass each name as an argument of its own: Deferred({', '.join(map(q, name))})"
                 if isinstance(name, list | tuple) and name and all(isinstance(n, str) for n in name)
                 else ""
             )
-            call.error(f"Deferred tool names must be strings, got {type(name).__name__}{hint}")
+            call.error(
+                f"Deferred tool names must be strings, got {type(name).__name__}{hint}", arg=arg
+            )
             ok = False
         elif not name:
-            call.error("Deferred tool name cannot be empty")
+            call.error("Deferred tool name cannot be empty", arg=arg)
             ok = False
         elif name in seen:
             call.error(
                 f"Deferred tool name {q(name)} is repeated (first selected at line "
                 f"{seen[name].line})",
+                arg=arg,
                 related=(seen[name],),
             )
             ok = False
         elif name in accepted:
-            call.error(f"Deferred tool name {q(name)} is repeated in the same call")
+            call.error(f"Deferred tool name {q(name)} is repeated in the same call", arg=arg)
             ok = False
         else:
             accepted.append(name)

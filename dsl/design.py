@@ -23,12 +23,13 @@ def Service(name: str, *args: object) -> ServiceExpr:
         call.error(
             f"Service takes a name and an optional body; a service's description goes in its "
             f"body: Service({q(name) if isinstance(name, str) else 'name'}, lambda: "
-            f"Description({q(values[0])}))"
+            f"Description({q(values[0])}))",
+            arg=(1, None),
         )
     elif values:
         call.too_many(values, "a name and an optional body")
     expr = ServiceExpr(call.loc, call.scope, name=name if isinstance(name, str) else "")
-    call.name("service", name)
+    call.name("service", name, arg=(0, "name"))
     if call.at_top_level():
         call.ctx.root.services.append(expr)
     return open_scope(call, expr, body)
@@ -42,12 +43,12 @@ def Agent(name: str, description: str, *args: object) -> AgentExpr:
         call.too_many(values, "a name, a description and an optional body")
     service = call.expect((ServiceExpr,), "inside a Service body")
     expr = AgentExpr(call.loc, service, name=name if isinstance(name, str) else "")
-    call.name("agent", name)
+    call.name("agent", name, arg=(0, "name"))
     if callable(description) and body is None:
         call.error("Agent needs a description before its body: Agent(name, description, body)")
         body = description
     else:
-        expr.description = call.text("description", description) or ""
+        expr.description = call.text("description", description, arg=(1, "description")) or ""
     if service is not None:
         service.agents.append(expr)
     return open_scope(call, expr, body)
@@ -67,7 +68,7 @@ def Use(used: ToolsetExpr | RegistryExpr | ExportExpr | str | None, *args: objec
     expr = UseExpr(call.loc, agent)
     value: object = used  # a design may pass anything; say what was wrong
     if isinstance(value, str):
-        if call.name("toolset", value) is not None and agent is not None:
+        if call.name("toolset", value, arg=(0, "used")) is not None and agent is not None:
             toolset = ToolsetExpr(
                 call.loc, agent, name=value, source=LocalSource(), owner="agent-use"
             )
@@ -109,7 +110,7 @@ def Export(exported: ToolsetExpr | str | None, *args: object) -> ExportExpr:
     expr = ExportExpr(call.loc, owner)
     value: object = exported  # a design may pass anything; say what was wrong
     if isinstance(value, str):
-        if call.name("toolset", value) is not None and owner is not None:
+        if call.name("toolset", value, arg=(0, "exported")) is not None and owner is not None:
             toolset = ToolsetExpr(
                 call.loc,
                 owner,

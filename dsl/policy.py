@@ -123,7 +123,7 @@ def _tag_clause(func: str, tags: tuple[str, ...], *, allow: bool) -> None:
     if not tags:
         call.error(f"{func} needs at least one tag")
         return
-    values = [call.text("tag", tag) for tag in tags]
+    values = [call.text("tag", tag, arg=(i, None)) for i, tag in enumerate(tags)]
     if policy is None or any(v is None for v in values):
         return
     clean = tuple(v for v in values if v is not None)
@@ -131,7 +131,11 @@ def _tag_clause(func: str, tags: tuple[str, ...], *, allow: bool) -> None:
     if repeated:
         # The clause was generated with the tag twice (``denied_any=("x", "x")``), which
         # reads as two tags where one was meant (a typo for another tag, often).
-        call.error(f"{func} repeats tag(s) {', '.join(q(t) for t in repeated)}; give each tag once")
+        again = next(i for i, tag in enumerate(clean) if tag in clean[:i])
+        call.error(
+            f"{func} repeats tag(s) {', '.join(q(t) for t in repeated)}; give each tag once",
+            arg=(again, None),
+        )
         return
     clause = (
         TagClauseExpr(call.loc, allowed_any=clean)

@@ -40,7 +40,7 @@ def Registry(name: str, *args: object) -> RegistryExpr:
     if values:
         call.too_many(values, "a name and a body")
     expr = RegistryExpr(call.loc, None, name=name if isinstance(name, str) else "")
-    call.name("registry", name)
+    call.name("registry", name, arg=(0, "name"))
     if call.at_top_level("at the top level of the design (assign it: Company = Registry(...))"):
         call.ctx.root.registries.append(expr)
     return open_scope(call, expr, body)
@@ -196,16 +196,20 @@ def FromRegistry(registry: RegistryExpr | None, toolset: str) -> RegistrySource 
     given: object = registry  # a design may pass anything; say what was wrong
     ok = True
     if given is None:
-        call.error("FromRegistry requires a Registry(...) expression, got None")
+        call.error(
+            "FromRegistry requires a Registry(...) expression, got None",
+            arg=(0, "registry"),
+        )
         ok = False
     elif not isinstance(given, RegistryExpr):
         call.error(
             f"FromRegistry requires a Registry(...) expression, got {type(given).__name__}"
-            f"{_name_for_registry(given, 'FromRegistry({}, ...)')}"
+            f"{_name_for_registry(given, 'FromRegistry({}, ...)')}",
+            arg=(0, "registry"),
         )
         ok = False
     if not isinstance(toolset, str) or not toolset:
-        call.error("FromRegistry requires a non-empty toolset name")
+        call.error("FromRegistry requires a non-empty toolset name", arg=(1, "toolset"))
         ok = False
     if not ok:
         return Invalid()

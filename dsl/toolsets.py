@@ -52,7 +52,8 @@ def Toolset(*args: object) -> ToolsetExpr:
     for other in others:
         call.error(
             "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; "
-            f"got {type(other).__name__}{call.called_body_hint(other)}"
+            f"got {type(other).__name__}{call.called_body_hint(other)}",
+            arg=(_position(args, other), None),
         )
     if len(names) > 1:
         call.error(f"Toolset accepts one name, got {len(names)}")
@@ -86,7 +87,7 @@ def Toolset(*args: object) -> ToolsetExpr:
             f"it a local one: Toolset({q(local)}, {_source_call(source)})"
         )
         valid = False
-    elif call.name("toolset", name) is None:
+    elif call.name("toolset", name, arg=(_position(args, name), None)) is None:
         valid = False
     top = call.at_top_level("at the top level of the design (assign it: Records = Toolset(...))")
     if top and valid:
@@ -96,6 +97,11 @@ def Toolset(*args: object) -> ToolsetExpr:
         # already reported and would only repeat as follow-on errors.
         call.ctx.root.rejected_toolsets.append(expr)
     return open_scope(call, expr, body)
+
+
+def _position(args: tuple[object, ...], value: object) -> int | None:
+    """The position of ``value`` (itself, not an equal one) among a call's arguments."""
+    return next((i for i, arg in enumerate(args) if arg is value), None)
 
 
 def _source_call(source: RegistrySource | ExternalMCPSource) -> str:
@@ -108,8 +114,8 @@ def _source_call(source: RegistrySource | ExternalMCPSource) -> str:
 def FromExternalMCP(service: str, toolset: str) -> ExternalMCPSource | Invalid:
     """A toolset served by an external MCP server; declare its tools (with schemas) inline."""
     call = begin("FromExternalMCP")
-    ok_service = call.text("service", service)
-    ok_toolset = call.text("toolset", toolset)
+    ok_service = call.text("service", service, arg=(0, "service"))
+    ok_toolset = call.text("toolset", toolset, arg=(1, "toolset"))
     if ok_service is None or ok_toolset is None:
         return Invalid()
     return ExternalMCPSource(service=ok_service, toolset=ok_toolset)
@@ -150,7 +156,7 @@ def Tool(name: str, *args: object) -> ToolExpr:
     description: str | None = None
     if values:
         # A rejected description (reported) counts as given, so no "needs a description" follows.
-        description = call.text("description", values[0]) or ""
+        description = call.text("description", values[0], arg=(1, None)) or ""
         if len(values) > 1:
             call.too_many(values[1:], "a name, a description and an optional body")
     container = _tool_container(call)
@@ -166,7 +172,7 @@ def Tool(name: str, *args: object) -> ToolExpr:
     expr.description = description
     if isinstance(container, UseExpr | ExportExpr) and not container_defines(container):
         # A subset of an existing toolset: only the local name is meaningful.
-        if call.name("tool", name, mcp_tool=True) is not None:
+        if call.name("tool", name, mcp_tool=True, arg=(0, "name")) is not None:
             if description is not None or body is not None:
                 call.error(
                     "the Use or Export of an existing toolset selects its tools by name only: "
@@ -180,7 +186,7 @@ def Tool(name: str, *args: object) -> ToolExpr:
         container.refused.add("Tool")
         return expr
     if toolset is not None:
-        if call.name("tool", name, mcp_tool=mcp) is not None:
+        if call.name("tool", name, mcp_tool=mcp, arg=(0, "name")) is not None:
             toolset.tools.append(expr)
         else:
             toolset.rejected_tools += 1
@@ -493,27 +499,29 @@ def ServerData(
     tool = call.expect((ToolExpr,), "inside a Tool body")
     expr = ServerDataExpr(call.loc, tool, kind=kind if isinstance(kind, str) else "")
     if not isinstance(kind, str) or not kind:
-        call.error("ServerData kind must be a non-empty string")
+        call.error("ServerData kind must be a non-empty string", arg=(0, "kind"))
     elif (surrogate := lone_surrogate(kind)) is not None:
         # The kind is written into generated code and the registry declaration.
-        call.error(f"ServerData kind contains {surrogate}; remove it")
+        call.error(f"ServerData kind contains {surrogate}; remove it", arg=(0, "kind"))
     from pydantic import BaseModel
 
     if schema is None:
-        call.error(f"ServerData({q(expr.kind)}) requires a schema type")
+        call.error(f"ServerData({q(expr.kind)}) requires a schema type", arg=(1, "schema"))
     elif isinstance(schema, type) and issubclass(schema, BaseModel):
         expr.schema = TypeExpr(call.loc, schema)
     else:
         call.error(
             f"ServerData({q(expr.kind)}) schema must be a pydantic model class, got "
-            f"{type(schema).__name__}"
+            f"{type(schema).__name__}",
+            arg=(1, "schema"),
         )
     if description is not None:
-        expr.description = call.text("description", description)
+        expr.description = call.text("description", description, arg=(2, "description"))
     if audience not in _AUDIENCES:
         call.error(
             f"ServerData({q(expr.kind)}) audience must be one of "
-            f"{', '.join(_AUDIENCES)}; got {audience!r}"
+            f"{', '.join(_AUDIENCES)}; got {audience!r}",
+            arg=(None, "audience"),
         )
     else:
         expr.audience = audience

@@ -15,6 +15,7 @@ from jinja2 import TemplateAssertionError, TemplateSyntaxError, meta
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel
 
+from agentgen.dsl.arguments import argument_loc
 from agentgen.dsl.errors import DesignError
 from agentgen.dsl.expr import (
     AgentExpr,
@@ -861,7 +862,10 @@ class _Validator:
         included = list(dict.fromkeys(t.name for t in _selected(toolset, use.subset)))
         partners = continuation_tools(toolset)
         agent_id = _agent_id(agent)
-        for name, loc in use.deferred_names:
+        # Each error carets the name at fault: the file is parsed only when one is reported.
+        for name, position, call_loc in (
+            (name, position, d.loc) for d in use.deferred for position, name in enumerate(d.names)
+        ):
             prefix = f"agent {q(agent_id)} toolset {q(toolset.name)}: Deferred selects"
             if name in included:
                 if name in partners:
@@ -870,7 +874,7 @@ class _Validator:
                         f"{prefix} {q(name)}, which continues the pagination of "
                         f"{q(partners[name])}: continuation tools are never deferred (the model "
                         "must see it to fetch the next page); remove it from Deferred(...)",
-                        loc=loc,
+                        loc=argument_loc(call_loc, position),
                     )
                 continue
             if name in all_names:
@@ -878,7 +882,7 @@ class _Validator:
                     use,
                     f"{prefix} tool {q(name)}, which this Use does not include (it includes: "
                     f"{', '.join(included)})",
-                    loc=loc,
+                    loc=argument_loc(call_loc, position),
                 )
                 continue
             if _refused_tool(toolset, name):
@@ -894,7 +898,7 @@ class _Validator:
                         use,
                         f"{prefix} tool {q(name)}, which this Use does not include (it "
                         f"includes: {', '.join(included)})",
-                        loc=loc,
+                        loc=argument_loc(call_loc, position),
                     )
                 continue
             local = name.rsplit(".", 1)[-1]
@@ -906,7 +910,7 @@ class _Validator:
                 use,
                 f"{prefix} unknown tool {q(name)} (its tools: {', '.join(included) or 'none'})"
                 f"{hint}",
-                loc=loc,
+                loc=argument_loc(call_loc, position),
             )
 
 

@@ -108,9 +108,10 @@ with Service("svc"):
         Export("ask", "Tool('ask', 'Ask.')")  # <-
 """,
         "Toolset accepts one name, got 2",
-        "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; got int",
         # A with block ran after all: that body is empty.
         'toolset "notes": toolset declares no tools',
+        # Under the 5 (the argument at fault), so after the toolset's own error on its line.
+        "Toolset takes a name, a source (FromRegistry/FromExternalMCP) and a body; got int",
         "Export takes a toolset or name, and an optional body; got 1 extra argument(s)",
     )
 
