@@ -24,7 +24,7 @@ from agentgen.codegen.builders.owners import Ownership, assign_owners, toolset_k
 from agentgen.codegen.builders.toolsets import declared_toolset
 from agentgen.codegen.builders.types import TypeAnalysis, analyze_types
 from agentgen.codegen.generation_model import ToolsetModel
-from agentgen.codegen.policy_rules import policy_errors
+from agentgen.codegen.policy_rules import policy_findings
 from agentgen.codegen.template_rules import template_errors
 from agentgen.dsl.errors import DesignError, sort_errors
 from agentgen.dsl.expr import AgentExpr, RootExpr, ToolsetExpr, UseExpr
@@ -57,12 +57,13 @@ def check_design(evaluation: Evaluation) -> CheckedDesign:
     root = evaluation.root
     ownership = assign_owners(root)
     types = analyze_types(root, evaluation.sources)
+    policies = policy_findings(root)
     errors = [
         *evaluation.errors,
         *types.errors,
         *_agent_name_collisions(root),
         *_reserved_service_names(root),
-        *policy_errors(root),
+        *policies.errors,
         *template_errors(root),
         *_version_pins(root),
     ]
@@ -73,7 +74,7 @@ def check_design(evaluation: Evaluation) -> CheckedDesign:
     return CheckedDesign(
         root,
         tuple(sort_errors(dict.fromkeys(errors))),
-        ownership.warnings,
+        (*ownership.warnings, *policies.warnings),
         ownership,
         types,
         MappingProxyType(toolsets),

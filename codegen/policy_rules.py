@@ -5,21 +5,33 @@ Policies filter on the tags generated specs carry (a tool's tags with its toolse
 :meth:`~agentgen.dsl.expr.ToolsetExpr.tool_tags`), with the runtime's own predicate, so a
 design that passes here filters at run time exactly as checked. Agents that read registries
 are exempt: their registry tools arrive at run time with tags of their own.
+
+``AllowTags`` naming a tag no tool of the agent carries is an error: it can let nothing
+through, and a misspelt one hides the tools it was written for. ``DenyTags`` differs: denying
+a tag the agent's tools lack is a guard, not a mistake, when another tool of the design carries
+it (a policy shared by agents) or when no tool carries it yet (a policy written before tools
+get the tag: refusing it would have the guard added only after the tools it guards against).
+Only a misspelling is refused: a tag no tool carries that is close to one a tool does
+(``DenyTags("destructve")`` beside ``"destructive"``), which would deny nothing while reading
+as a guard. A tag no tool carries and close to none is accepted with a warning saying it
+denies nothing yet; once a tool gets a tag close to it, the misspelling check applies.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
+from agentgen.dsl.arguments import argument_loc
 from agentgen.dsl.errors import DesignError
 from agentgen.dsl.expr import AgentExpr, RegistryExpr, RootExpr, ToolsetExpr
-from agentgen.dsl.names import did_you_mean, q
+from agentgen.dsl.names import closest, did_you_mean, q
 from agentgen.runtime.agents.definition import TagClause
 from agentgen.runtime.contracts.ids import agent_id, tool_id
 from agentgen.runtime.runs.policy import ToolPolicy
 
-__all__ = ["policy_errors"]
+__all__ = ["PolicyFindings", "policy_findings"]
 
 #: How many hidden tools an error lists before it only counts the rest.
 SHOWN_TOOLS = 5
@@ -38,9 +50,37 @@ def tool_policy(clauses: Sequence[_Clause]) -> ToolPolicy:
     return ToolPolicy(tag_clauses=tuple(TagClause(c.allowed_any, c.denied_any) for c in clauses))
 
 
-def policy_errors(root: RootExpr) -> Iterable[DesignError]:
+@dataclass(frozen=True)
+class PolicyFindings:
+    """What the policy rules found: errors, and warnings (a ``DenyTags`` guard that denies
+    nothing yet), each warning as ``file:line: where: message``."""
+
+    errors: tuple[DesignError, ...]
+    warnings: tuple[str, ...]
+
+
+def policy_findings(root: RootExpr) -> PolicyFindings:
+    design_tags = _design_tags(root)
+    errors: list[DesignError] = []
+    warnings: list[str] = []
     for agent in root.agents():
-        yield from _agent_policy(agent)
+        for finding in _agent_policy(agent, design_tags):
+            if isinstance(finding, DesignError):
+                errors.append(finding)
+            else:
+                warnings.append(finding)
+    return PolicyFindings(tuple(errors), tuple(warnings))
+
+
+def _design_tags(root: RootExpr) -> list[str]:
+    """Every tag a tool of the design carries (refused tools' included: their bodies ran)."""
+    tags: dict[str, None] = {}
+    for toolset in root.toolsets:
+        if toolset.is_registry:
+            continue
+        for tool in (*toolset.tools, *toolset.rejected_decls):
+            tags.update(dict.fromkeys(toolset.tool_tags(tool)))
+    return sorted(tags)
 
 
 def _reads_registries(agent: AgentExpr) -> bool:
@@ -89,7 +129,7 @@ def _tools(agent: AgentExpr) -> list[tuple[str, tuple[str, ...]]]:
     return tools
 
 
-def _agent_policy(agent: AgentExpr) -> Iterable[DesignError]:
+def _agent_policy(agent: AgentExpr, design_tags: list[str]) -> Iterable[DesignError | str]:
     policy = agent.policy
     if policy is None or not policy.tag_clauses or _reads_registries(agent):
         return
@@ -102,16 +142,42 @@ def _agent_policy(agent: AgentExpr) -> Iterable[DesignError]:
     unknown = False
     for clause in policy.tag_clauses:
         func = "AllowTags" if clause.allowed_any else "DenyTags"
-        for tag in (*clause.allowed_any, *clause.denied_any):
+        for position, tag in enumerate((*clause.allowed_any, *clause.denied_any)):
             if tag in carried:
+                continue
+            loc = argument_loc(clause.loc, position)  # the tag at fault, not the clause
+            their = f"their tags: {', '.join(carried) or 'none'}"
+            agents_tags = (
+                f"the tags of agent {q(identifier)}'s tools: {', '.join(carried) or 'none'}"
+            )
+            if clause.denied_any:
+                if tag in design_tags:
+                    continue  # a guard against another agent's tools (a shared policy)
+                near = closest(tag, design_tags)
+                if near is None:
+                    # Not yet carried: it denies nothing until a tool gets the tag.
+                    yield (
+                        f"{loc.short()}: {policy.where()}: DenyTags names tag {q(tag)}, which "
+                        "no tool of the design carries yet: it denies nothing until one does "
+                        f"({agents_tags})"
+                    )
+                    continue
+                unknown = True
+                yield DesignError(
+                    loc,
+                    policy.where(),
+                    f"DenyTags names tag {q(tag)}, which no tool of the design carries, so it "
+                    f"would deny nothing; did you mean {q(near)}? Fix the spelling "
+                    f"({agents_tags})",
+                )
                 continue
             unknown = True
             hint = did_you_mean(tag, carried)
             yield DesignError(
-                clause.loc,
+                loc,
                 policy.where(),
                 f"{func} names tag {q(tag)}, which no tool of agent {q(identifier)} carries "
-                f"(their tags: {', '.join(carried) or 'none'}){hint}",
+                f"({their}){hint}",
             )
     if unknown or not tools:
         return  # a misspelt tag explains the rest

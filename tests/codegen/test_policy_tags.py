@@ -2,9 +2,11 @@
 
 A toolset's ``Tags`` reach each of its tools' specs (the union with the tool's own tags,
 computed at generation time), so ``AllowTags`` on a toolset tag lets those tools through at run
-time. A policy clause naming a tag that none of the agent's tools carries, and a policy that
-hides every tool the agent uses, are design errors (unless the agent also reads registries,
-whose tools arrive with their own tags at run time).
+time. An ``AllowTags`` naming a tag that none of the agent's tools carries, a ``DenyTags``
+naming a misspelling of a tag the design's tools carry, and a policy that hides every tool the
+agent uses, are design errors (unless the agent also reads registries, whose tools arrive with
+their own tags at run time); a ``DenyTags`` of a tag the agent's tools lack is otherwise a
+guard, accepted (with a warning when no tool of the design carries it yet).
 """
 
 from __future__ import annotations
@@ -104,13 +106,44 @@ with Service("svc"):
         Use(Tickets)
         with RunPolicy():
             AllowTags("suport", "read")  # <-
-            DenyTags("admin")  # <-
+            DenyTags("raed")  # <-
 """,
         'AllowTags names tag "suport", which no tool of agent "svc.a" carries (their tags: '
         'read, support); did you mean "support"?',
-        'DenyTags names tag "admin", which no tool of agent "svc.a" carries (their tags: '
-        "read, support)",
+        'DenyTags names tag "raed", which no tool of the design carries, so it would deny '
+        'nothing; did you mean "read"? Fix the spelling (the tags of agent "svc.a"'
+        "'s tools: read, support)",
     )
+
+
+def test_a_deny_guard_against_tags_the_agent_lacks_is_accepted(designs: DesignRunner) -> None:
+    # DenyTags("admin") was refused for an agent none of whose tools carried "admin": a policy
+    # shared by agents, or written before any tool got the tag, could not be declared, though
+    # it is the guard that keeps such tools away once they come.
+    design = designs.write(
+        TICKETS
+        + """
+with Toolset("ops") as Ops:
+    Tool("purge", "Purge everything.", lambda: Tags("admin"))
+with Service("svc"):
+    with Agent("a", "A."):
+        Use(Tickets)
+        with RunPolicy():
+            DenyTags("admin")
+            DenyTags("payments")
+    Agent("b", "B.", lambda: (Use(Ops), Use(Tickets)))
+"""
+    )
+    checked = check_file(design)
+    assert checked.errors == ()
+    # "admin" guards against another agent's tools; "payments" no tool carries yet: said, as
+    # it denies nothing until one does, without refusing the design.
+    (warning,) = checked.warnings
+    assert warning.startswith(f"{design}:15: ")  # the line of DenyTags("payments")
+    assert (
+        'DenyTags names tag "payments", which no tool of the design carries yet: it denies '
+        "nothing until one does (the tags of agent \"svc.a\"'s tools: read, support)"
+    ) in warning
 
 
 def test_a_policy_that_hides_every_tool_is_an_error(designs: DesignRunner) -> None:
