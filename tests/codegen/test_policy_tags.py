@@ -142,7 +142,7 @@ with Service("svc"):
     assert warning.startswith(f"{design}:15: ")  # the line of DenyTags("payments")
     assert (
         'DenyTags names tag "payments", which no tool of the design carries yet: it denies '
-        "nothing until one does (the tags of agent \"svc.a\"'s tools: read, support)"
+        'nothing until one does (the tags of agent "svc.a"\'s tools: read, support)'
     ) in warning
 
 
