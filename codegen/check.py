@@ -70,7 +70,12 @@ def check_design(evaluation: Evaluation) -> CheckedDesign:
     toolsets: dict[int, ToolsetModel] = {}
     if not errors:
         errors.extend(_nothing_declared(root))
-        errors.extend(_declaration_errors(root, ownership, types, toolsets))
+    # Checked beside the other errors, on every toolset none of them is about: a text only the
+    # declaration refuses (a title with a newline) no longer waited for every other error of
+    # the design to be fixed before it was reported.
+    errors.extend(
+        _declaration_errors(root, ownership, types, toolsets, skip=_toolsets_in_error(root, errors))
+    )
     return CheckedDesign(
         root,
         tuple(sort_errors(dict.fromkeys(errors))),
@@ -86,6 +91,7 @@ def _declaration_errors(
     ownership: Ownership,
     types: TypeAnalysis,
     built: dict[int, ToolsetModel],
+    skip: frozenset[int] = frozenset(),
 ) -> Iterable[DesignError]:
     """Texts of a generated toolset that its registry declaration would refuse:
     ``declarations.tool_schemas()`` and ``toolset()``, which the provider of a ``PublishTo``
@@ -95,11 +101,11 @@ def _declaration_errors(
     (an escape or a bidi mark could disguise what a person reads). Every toolset's package has
     those functions, published or not: a text they refuse is refused here, at its tool, rather
     than a generated function raising when called (the provider failing at start-up). Runs on
-    a design without other errors: it builds each toolset's model (kept in ``built``, which
-    the builders reuse)."""
+    each toolset but those in ``skip`` (:func:`_toolsets_in_error`): it builds each one's
+    model (kept in ``built``, which the builders reuse)."""
     for toolset in root.toolsets:
         owner = ownership.owner(toolset)
-        if toolset.is_registry or owner is None:
+        if toolset.is_registry or owner is None or id(toolset) in skip:
             continue
         model, declarations = declared_toolset(toolset, owner, types.of(toolset))
         built[id(toolset)] = model
@@ -120,6 +126,27 @@ def _declaration_errors(
             )
         except ValidationError as exc:
             yield DesignError(toolset.loc, toolset.where(), _refused(toolset.eval_name(), exc))
+
+
+def _toolsets_in_error(root: RootExpr, errors: Iterable[DesignError]) -> frozenset[int]:
+    """The ``id()`` of each toolset an error is about, or that lost a declaration (refused,
+    reported): its model is built from what the design got right, which then says nothing
+    sure of it. An error is about a toolset when it was reported inside it (its ``where``
+    path runs through the toolset, or through the ``Use``/``Export`` that defines it in
+    place). Errors elsewhere (another toolset, an agent's ``Deferred``) leave it checked."""
+    wheres = {error.where for error in errors}
+    skip: set[int] = set()
+    for toolset in root.toolsets:
+        if toolset.body_rejected or toolset.rejected_decls or toolset.refused:
+            skip.add(id(toolset))
+            continue
+        paths = [toolset.where()]
+        parent = toolset.parent
+        if parent is not None:  # defined in place: its body ran inside the Use or Export
+            paths.extend(f"{parent.where()} › {f}({toolset.name})" for f in ("Use", "Export"))
+        if any(w == p or w.startswith(p + " › ") for w in wheres for p in paths):
+            skip.add(id(toolset))
+    return frozenset(skip)
 
 
 def _refused(what: str, exc: ValidationError) -> str:

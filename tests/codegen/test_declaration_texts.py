@@ -159,3 +159,27 @@ with Service("svc"):
         "notes": 64,
         "ask": 64,
     }
+
+
+def test_declaration_texts_are_checked_beside_other_errors(designs: DesignRunner) -> None:
+    # They were checked only on a design without any other error: a user who fixed a refused
+    # toolset body and a misspelt Deferred then met a title with a newline in another toolset,
+    # which the first run could have reported.
+    designs.check(
+        """
+Broken = Toolset("broken", "Tool('x', 'X.')")  # <-
+with Toolset("notes") as Notes:
+    Tool("add", "Add a note.", lambda: Title("Add\\na note"))  # <-
+with Toolset("odd") as Odd:
+    Tool("Find", "Find\\x1b notes.")  # <-
+    Tool("keep", "Keep\\x1b it.")
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Notes, lambda: Deferred("ad")))  # <-
+""",
+        "Toolset accepts one name, got 2",
+        'the registry declaration generated for "notes.add" would be refused',
+        # A toolset with an error of its own is not declaration-checked: built from what the
+        # design got right, it says nothing sure (its other texts are checked once fixed).
+        'tool name "Find" must be a lower snake_case identifier',
+        'Deferred selects unknown tool "ad"',
+    )
