@@ -56,6 +56,12 @@ class CheckedDesign:
 def check_design(evaluation: Evaluation) -> CheckedDesign:
     root = evaluation.root
     ownership = assign_owners(root)
+    if not evaluation.complete:
+        # The design stopped part way (a DSL call Python refused): what it did not declare
+        # would only come out as follow-on errors.
+        return CheckedDesign(
+            root, tuple(evaluation.errors), ownership.warnings, ownership, TypeAnalysis()
+        )
     types = analyze_types(root, evaluation.sources)
     policies = policy_findings(root)
     errors = [

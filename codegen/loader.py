@@ -29,7 +29,9 @@ from types import FrameType
 import agentgen.codegen
 import agentgen.dsl
 from agentgen.codegen.cache import is_installation_path, is_library_path
+from agentgen.dsl.errors import sort_errors
 from agentgen.dsl.eval import design_context
+from agentgen.dsl.misuse import misused_call
 from agentgen.dsl.pipeline import Evaluation, finish
 
 _COUNTER = itertools.count(1)
@@ -278,8 +280,17 @@ def _run(design: Path, code: types.CodeType) -> Evaluation:
             except (KeyboardInterrupt, GeneratorExit):
                 raise
             except BaseException as exc:
-                raise UserCodeError(user_traceback(exc)) from None
-            evaluation = finish(ctx)
+                misused = misused_call(exc, ctx.where())
+                if misused is None:
+                    raise UserCodeError(user_traceback(exc)) from None
+                # A DSL function called with arguments it does not take: a design error at
+                # the call, reported with those of the calls before it.
+                ctx.stack.clear()
+                evaluation = Evaluation(
+                    ctx.root, tuple(sort_errors([*ctx.errors, misused])), complete=False
+                )
+            else:
+                evaluation = finish(ctx)
     finally:
         for path in paths:
             sys.path.remove(path)

@@ -59,21 +59,25 @@ def caller_loc() -> SourceLoc:
 
 
 def frame_loc(frame: FrameType) -> SourceLoc:
-    code = frame.f_code
+    return code_loc(frame.f_code, frame.f_lasti, frame.f_lineno)
+
+
+def code_loc(code: CodeType, lasti: int, lineno: int | None) -> SourceLoc:
+    """The span of the instruction at ``lasti`` of ``code`` (a frame's, or a traceback's)."""
     positions = _POSITIONS.get(code)
     if positions is None:
         positions = list(code.co_positions())
         _POSITIONS[code] = positions
-    index = frame.f_lasti // 2
+    index = lasti // 2
     line, end_line, col, end_col = (
         positions[index] if 0 <= index < len(positions) else (None, None, None, None)
     )
-    lineno = line if line is not None else frame.f_lineno
+    line = line if line is not None else (lineno or 0)
     return SourceLoc(
         file=code.co_filename,
-        line=lineno,
+        line=line,
         col=col or 0,
-        end_line=end_line if end_line is not None else lineno,
+        end_line=end_line if end_line is not None else line,
         end_col=end_col or 0,
     )
 

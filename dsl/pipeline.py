@@ -32,6 +32,10 @@ class Evaluation:
     #: The source file of each module the load ran and then unloaded, by module name: the
     #: generator's checks point at a model's own lines after the load (the loader fills it).
     sources: Mapping[str, str] = field(default_factory=dict)
+    #: False when the design stopped at a DSL call Python refused the arguments of
+    #: (:mod:`agentgen.dsl.misuse`): the tree holds what ran before it, so no whole-tree rule
+    #: (the DSL's or the generator's) runs on it; ``errors`` are its calls' and that call's.
+    complete: bool = True
 
 
 def finish(ctx: EvalContext) -> Evaluation:
