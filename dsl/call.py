@@ -188,9 +188,14 @@ class Call:
             values = [v for v in values if v not in extra_bodies]
         return values, body
 
-    def too_many(self, values: list[object], expected: str) -> None:
+    def too_many(self, values: list[object], expected: str, first: int) -> None:
+        """Report ``values``, the arguments beyond ``expected``, at the first of them
+        (``first``: its position among the call's arguments)."""
         hint = next((h for h in map(self.called_body_hint, values) if h), "")
-        self.error(f"{self.func} takes {expected}; got {len(values)} extra argument(s){hint}")
+        self.error(
+            f"{self.func} takes {expected}; got {len(values)} extra argument(s){hint}",
+            arg=(first, None),
+        )
 
     def called_body_hint(self, value: object) -> str:
         """What to do when ``value`` is what a body returned rather than the body: the DSL

@@ -27,7 +27,7 @@ def Service(name: str, *args: object) -> ServiceExpr:
             arg=(1, None),
         )
     elif values:
-        call.too_many(values, "a name and an optional body")
+        call.too_many(values, "a name and an optional body", 1)
     expr = ServiceExpr(call.loc, call.scope, name=name if isinstance(name, str) else "")
     call.name("service", name, arg=(0, "name"))
     if call.at_top_level():
@@ -40,7 +40,7 @@ def Agent(name: str, description: str, *args: object) -> AgentExpr:
     call = begin("Agent")
     values, body = call.split_body(args)
     if values:
-        call.too_many(values, "a name, a description and an optional body")
+        call.too_many(values, "a name, a description and an optional body", 2)
     service = call.expect((ServiceExpr,), "inside a Service body")
     expr = AgentExpr(call.loc, service, name=name if isinstance(name, str) else "")
     call.name("agent", name, arg=(0, "name"))
@@ -63,7 +63,7 @@ def Use(used: ToolsetExpr | RegistryExpr | ExportExpr | str | None, *args: objec
     call = begin("Use")
     values, body = call.split_body(args)
     if values:
-        call.too_many(values, "a toolset, registry or name, and an optional body")
+        call.too_many(values, "a toolset, registry or name, and an optional body", 1)
     agent = call.expect((AgentExpr,), "inside an Agent body")
     expr = UseExpr(call.loc, agent)
     value: object = used  # a design may pass anything; say what was wrong
@@ -103,7 +103,7 @@ def Export(exported: ToolsetExpr | str | None, *args: object) -> ExportExpr:
     call = begin("Export")
     values, body = call.split_body(args)
     if values:
-        call.too_many(values, "a toolset or name, and an optional body")
+        call.too_many(values, "a toolset or name, and an optional body", 1)
     # A refused argument without a body may be the body written wrongly (see Toolset).
     rejected_body = bool(values) and body is None
     owner = call.expect((AgentExpr, ServiceExpr), "inside an Agent or Service body")

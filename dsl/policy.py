@@ -22,7 +22,7 @@ def RunPolicy(*args: object) -> RunPolicyExpr:
     call = begin("RunPolicy")
     values, body = call.split_body(args)
     if values:
-        call.too_many(values, "only a body")
+        call.too_many(values, "only a body", 0)
     agent = call.expect((AgentExpr,), "inside an Agent body")
     expr = RunPolicyExpr(call.loc, agent)
     call.attach_once(agent, "policy", expr)

@@ -38,8 +38,11 @@ def Registry(name: str, *args: object) -> RegistryExpr:
     call = begin("Registry")
     values, body = call.split_body(args)
     if values:
-        call.too_many(values, "a name and a body")
+        call.too_many(values, "a name and a body", 1)
     expr = RegistryExpr(call.loc, None, name=name if isinstance(name, str) else "")
+    # A refused argument may be the body written wrongly (``Registry("r", URL(...))``, whose
+    # URL then ran outside it): "URL is required" would only repeat that mistake.
+    expr.body_rejected = bool(values) and body is None
     call.name("registry", name, arg=(0, "name"))
     if call.at_top_level("at the top level of the design (assign it: Company = Registry(...))"):
         call.ctx.root.registries.append(expr)
@@ -241,14 +244,26 @@ def Version(version: str) -> None:
         )
         return
     if not isinstance(target, ToolsetExpr) or not target.is_registry:
-        call.error("Version is only valid for FromRegistry toolsets")
+        call.error(
+            "Version is only valid for FromRegistry toolsets: a toolset of this design is "
+            "generated with it, so there is no other version to pin; remove the Version"
+        )
         return
     assert isinstance(use, UseExpr)
     # A repeat is one whatever its value: a refused first pin left the second unquestioned.
     first = not call.repeated(use, use.eval_name())
+    given: object = version  # a design may pass anything; say what was wrong
+    if isinstance(given, int | float) and not isinstance(given, bool):
+        call.error(
+            f"Version takes the version as a string, got {type(given).__name__} {given!r}; "
+            f"write it as its provider publishes it: Version({q(str(given))})",
+            arg=(0, "version"),
+        )
+        return
     if not isinstance(version, str) or not version.strip() or version != version.strip():
         call.error(
-            f"Version must be a non-empty string without surrounding spaces, got {version!r}"
+            f"Version must be a non-empty string without surrounding spaces, got {version!r}",
+            arg=(0, "version"),
         )
         return
     if first:

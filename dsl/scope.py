@@ -141,7 +141,12 @@ def run_body(ctx: EvalContext[Any, Any], node: ScopeNode, body: object, func: st
         node.body_rejected = True
         return
     if not _callable_without_arguments(body):
-        ctx.report(loc, f"{func} body must be callable with no arguments")
+        ctx.report(
+            loc,
+            f"{func} body must be callable with no arguments, got {_shown_callable(body)}: "
+            "nothing passes a body arguments; drop its parameters (lambda: ...), or call the "
+            "function with its arguments inside a body that takes none",
+        )
         node.body_rejected = True
         return
     node.body_loc = loc
@@ -151,6 +156,14 @@ def run_body(ctx: EvalContext[Any, Any], node: ScopeNode, body: object, func: st
     finally:
         popped = ctx.stack.pop()
         assert popped is node, "DSL scope stack out of balance"
+
+
+def _shown_callable(fn: Callable[..., object]) -> str:
+    """``a function taking (x)``, or what ``fn`` is when its signature cannot be read."""
+    try:
+        return f"a function taking {inspect.signature(fn)}"
+    except (TypeError, ValueError):
+        return type(fn).__name__
 
 
 def _callable_without_arguments(fn: Callable[..., object]) -> bool:

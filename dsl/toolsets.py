@@ -56,7 +56,13 @@ def Toolset(*args: object) -> ToolsetExpr:
             arg=(_position(args, other), None),
         )
     if len(names) > 1:
-        call.error(f"Toolset accepts one name, got {len(names)}")
+        call.error(
+            f"Toolset accepts one name, got {len(names)} "
+            f"({', '.join(q(n[:40] + '...' if len(n) > 40 else n) for n in names)}); a body "
+            "is a callable, not a string (lambda: Tool(...)), and a description goes in it "
+            "(Description(...))",
+            arg=(_position(args, names[1]), None),
+        )
     if len(sources) > 1:
         call.error(f"Toolset accepts one source, got {len(sources)}")
     source: ToolsetSource = sources[0] if sources else LocalSource()
@@ -158,7 +164,7 @@ def Tool(name: str, *args: object) -> ToolExpr:
         # A rejected description (reported) counts as given, so no "needs a description" follows.
         description = call.text("description", values[0], arg=(1, None)) or ""
         if len(values) > 1:
-            call.too_many(values[1:], "a name, a description and an optional body")
+            call.too_many(values[1:], "a name, a description and an optional body", 2)
     container = _tool_container(call)
     toolset: ToolsetExpr | None = None
     if isinstance(container, ToolsetExpr):
@@ -234,9 +240,20 @@ def _set_type(func: str, value: Any) -> None:
                 "for tools of FromExternalMCP toolsets"
             )
             tool.refused.add(func)
+    elif isinstance(value, BaseModel):
+        name = type(value).__name__
+        call.error(
+            f"{func} takes a pydantic model class, got an instance of {name}; pass the class "
+            f"itself: {func}({name})",
+            arg=(0, "value"),
+        )
+        tool.refused.add(func)
     else:
         shown = value.__name__ if isinstance(value, type) else type(value).__name__
-        call.error(f"{func} takes a pydantic model class (a BaseModel subclass), got {shown}")
+        call.error(
+            f"{func} takes a pydantic model class (a BaseModel subclass), got {shown}",
+            arg=(0, "value"),
+        )
         tool.refused.add(func)
 
 
@@ -399,7 +416,7 @@ def Confirmation(*args: object) -> ConfirmationExpr:
     call = begin("Confirmation")
     values, body = call.split_body(args)
     if values:
-        call.too_many(values, "only a body")
+        call.too_many(values, "only a body", 0)
     tool = call.expect((ToolExpr,), "inside a Tool body")
     expr = ConfirmationExpr(call.loc, tool)
     call.attach_once(tool, "confirmation", expr)
@@ -439,7 +456,7 @@ def BoundedResult(*args: object) -> BoundsExpr:
     call = begin("BoundedResult")
     values, body = call.split_body(args)
     if values:
-        call.too_many(values, "only an optional body")
+        call.too_many(values, "only an optional body", 0)
     tool = call.expect((ToolExpr,), "inside a Tool body")
     expr = BoundsExpr(call.loc, tool)
     call.attach_once(tool, "bounds", expr)

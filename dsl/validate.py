@@ -206,7 +206,8 @@ class _Validator:
 
     def meant(self, toolset: ToolsetExpr) -> str:
         """For ``Use("recrods")`` without tools where a toolset "records" exists: the design
-        meant ``Use(Records)``, misspelling the name it passed instead of the value."""
+        meant ``Use(Records)``, misspelling the name it passed instead of the value. The whole
+        message, or an empty string."""
         if toolset.owner != "agent-use":
             return ""
         others = [
@@ -218,9 +219,9 @@ class _Validator:
         if name is None:
             return ""
         return (
-            f"; did you mean {q(name)}? Use({q(toolset.name)}) defines a new toolset in place; "
-            f"to consume toolset {q(name)}, pass the value Toolset(...) returned: "
-            f"Use({variable_name(name)})"
+            f"Use({q(toolset.name)}) defines a new toolset {q(toolset.name)} in place, which "
+            f"declares no tools; did you mean toolset {q(name)}? To consume it, pass the "
+            f"value Toolset(...) returned: Use({variable_name(name)})"
         )
 
     def foreign(self, expr: Expr, target: ToolsetExpr | RegistryExpr, how: str) -> bool:
@@ -244,7 +245,9 @@ class _Validator:
 
     def registry(self, registry: RegistryExpr) -> None:
         if registry.url is None:
-            if "URL" not in registry.refused:  # a refused URL(...) is reported already
+            # A refused URL(...), or a body given wrongly (Registry("r", URL(...))), is
+            # reported already.
+            if "URL" not in registry.refused and not registry.body_rejected:
                 self.error(registry, 'registry URL is required; set it with URL("https://...")')
         else:
             loc = registry.url_loc or registry.loc
@@ -305,9 +308,11 @@ class _Validator:
                     "schemas); declare the tools in the Toolset body",
                 )
             else:
+                # A misspelt Use("name") of an existing toolset says so first: adding tools
+                # is not the fix.
                 self.error(
                     toolset,
-                    "toolset declares no tools; add Tool(...) to its body" + self.meant(toolset),
+                    self.meant(toolset) or "toolset declares no tools; add Tool(...) to its body",
                 )
         self.unique(toolset.tools, "tool", scope=f" in {toolset.eval_name()}")
         identifiers: dict[str, ToolExpr] = {}
@@ -606,7 +611,8 @@ class _Validator:
                 self.error(
                     expr,
                     f"selects unknown tool {q(ref.name)} of {toolset.eval_name()} (its tools: "
-                    f"{', '.join(t.name for t in toolset.tools) or 'none'})",
+                    f"{', '.join(t.name for t in toolset.tools) or 'none'})"
+                    f"{did_you_mean(ref.name, [t.name for t in toolset.tools])}",
                     loc=ref.loc,
                 )
             names.setdefault(ref.name, ref.loc)

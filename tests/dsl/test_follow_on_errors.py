@@ -135,9 +135,8 @@ with Service("svc"):
         'toolset name "Notes" must be a lower snake_case identifier',
         'Use("records") defines a new toolset named "records" in place, but toolset "records" '
         "is already defined at ",
-        'toolset declares no tools; add Tool(...) to its body; did you mean "Notes"? '
-        'Use("notes") defines a new toolset in place; to consume toolset "Notes", pass the '
-        "value Toolset(...) returned: Use(Notes)",
+        'Use("notes") defines a new toolset "notes" in place, which declares no tools; did you '
+        'mean toolset "Notes"? To consume it, pass the value Toolset(...) returned: Use(Notes)',
     )
 
 

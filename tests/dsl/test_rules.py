@@ -868,9 +868,10 @@ with Service("svc"):
     Agent("a", "A.", lambda: Use("tikcets"))  # <-
     Agent("b", "B.", lambda: Use("notes"))  # <-
 """,
-        'toolset declares no tools; add Tool(...) to its body; did you mean "tickets"? '
-        'Use("tikcets") defines a new toolset in place; to consume toolset "tickets", pass the '
-        "value Toolset(...) returned: Use(Tickets)",
+        # The misspelling first: adding tools is not the fix.
+        'Use("tikcets") defines a new toolset "tikcets" in place, which declares no tools; did '
+        'you mean toolset "tickets"? To consume it, pass the value Toolset(...) returned: '
+        "Use(Tickets)",
         # Nothing close: a toolset defined in place that lacks its tools.
         'toolset "notes": toolset declares no tools; add Tool(...) to its body',
     )

@@ -189,14 +189,15 @@ with Service("svc"):
         "None, what a call returned before Toolset ran; pass a body for Toolset to run: a "
         "lambda, or a function itself (body, not body())",
         # Not "toolset declares no tools" too: that only repeats the body's mistake.
+        # Both under the Use(...) that ran too soon, in the order they were found.
+        'Use is not valid inside service "svc"',
         "Agent takes a name, a description and an optional body; got 1 extra argument(s): the "
         "result of Use(...), which ran before Agent did; pass a body for Agent to run: "
         "lambda: Use(...)",
-        'Use is not valid inside service "svc"',
+        'Deferred is not valid inside agent "b"',
         "Use takes a toolset, registry or name, and an optional body; got 1 extra argument(s): "
         "None, what a call returned before Use ran; pass a body for Use to run: a lambda, or a "
         "function itself (body, not body())",
-        'Deferred is not valid inside agent "b"',
     )
 
 
