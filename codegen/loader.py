@@ -13,6 +13,8 @@ Three ways a load fails, each shown differently by the CLI:
 
 from __future__ import annotations
 
+import builtins
+import difflib
 import fnmatch
 import glob
 import importlib.machinery
@@ -105,7 +107,26 @@ def user_traceback(exc: BaseException) -> str:
     )
     lines = ["Traceback (most recent call last):\n", *kept.format()]
     lines.extend(traceback.format_exception_only(type(exc), exc))
+    lines.append(_name_suggestion(exc))
     return "".join(lines)
+
+
+def _name_suggestion(exc: BaseException) -> str:
+    """``Did you mean: 'Records'?`` for a misspelt name (``Use(Recrods)``), as Python's own
+    traceback says it from 3.12 on (3.11's ``traceback`` module does not): the closest of the
+    names the failing frame could see."""
+    name = getattr(exc, "name", None)
+    tb = exc.__traceback__
+    if type(exc) is not NameError or not isinstance(name, str) or tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    frame = tb.tb_frame
+    visible = [*frame.f_locals, *frame.f_globals, *vars(builtins)]
+    close = difflib.get_close_matches(name, [v for v in visible if v != name], n=1)
+    if not close or "Did you mean" in str(exc):
+        return ""
+    return f"Did you mean: {close[0]!r}?\n"
 
 
 @dataclass

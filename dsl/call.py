@@ -106,10 +106,29 @@ class Call:
         return value
 
     def text(
-        self, what: str, value: object, *, allow_empty: bool = False, arg: Arg | None = None
+        self,
+        what: str,
+        value: object,
+        *,
+        allow_empty: bool = False,
+        arg: Arg | None = None,
+        spread: bool = False,
     ) -> str | None:
+        """``value`` when it is a usable text, else None (reported). ``spread``: the call takes
+        its texts as separate arguments (``Tags("a", "b")``), so a list says so."""
         if not isinstance(value, str):
-            self.error(f"{self.func} {what} must be a string, got {type(value).__name__}", arg=arg)
+            hint = (
+                f"; pass each {what} as an argument of its own: "
+                f"{self.func}({', '.join(map(q, value))})"
+                if spread
+                and isinstance(value, list | tuple)
+                and value
+                and all(isinstance(v, str) for v in value)
+                else ""
+            )
+            self.error(
+                f"{self.func} {what} must be a string, got {type(value).__name__}{hint}", arg=arg
+            )
             return None
         if not allow_empty and not value.strip():
             self.error(f"{self.func} {what} cannot be empty", arg=arg)
@@ -161,7 +180,7 @@ class Call:
         if not values:
             self.error(f"{self.func} needs at least one {what}")
         for position, value in enumerate(values):
-            text = self.text(what, value, arg=(position, None))
+            text = self.text(what, value, arg=(position, None), spread=True)
             if text is None:
                 continue
             if text in items:

@@ -31,7 +31,12 @@ def RunPolicy(*args: object) -> RunPolicyExpr:
 
 def _count(call: Call, value: object, least: int, zero: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
-        call.error(f"{call.func} takes an integer, got {type(value).__name__}")
+        hint = (
+            f"; write it as a number: {call.func}({value.strip()})"
+            if isinstance(value, str) and value.strip().isdigit()
+            else ""
+        )
+        call.error(f"{call.func} takes an integer, got {type(value).__name__}{hint}", arg=(0, None))
         return None
     if value < least:
         qualifier = "non-negative" if least == 0 else f"at least {least}"
@@ -123,7 +128,7 @@ def _tag_clause(func: str, tags: tuple[str, ...], *, allow: bool) -> None:
     if not tags:
         call.error(f"{func} needs at least one tag")
         return
-    values = [call.text("tag", tag, arg=(i, None)) for i, tag in enumerate(tags)]
+    values = [call.text("tag", tag, arg=(i, None), spread=True) for i, tag in enumerate(tags)]
     if policy is None or any(v is None for v in values):
         return
     clean = tuple(v for v in values if v is not None)

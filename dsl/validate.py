@@ -477,7 +477,8 @@ class _Validator:
                 self.error(
                     bounds,
                     f"ContinueWith references unknown tool {q(name)} (tools of "
-                    f"{toolset.eval_name()}: {', '.join(t.name for t in toolset.tools)})",
+                    f"{toolset.eval_name()}: {', '.join(t.name for t in toolset.tools)})"
+                    f"{did_you_mean(name, [t.name for t in toolset.tools if t is not tool])}",
                     loc=loc,
                 )
                 continue

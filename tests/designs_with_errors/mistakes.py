@@ -5,14 +5,21 @@ from pydantic import BaseModel
 from agentgen.dsl import (
     URL,
     Agent,
+    AllowTags,
     Args,
+    BoundedResult,
+    ContinueWith,
+    Cursor,
     Deferred,
     FromRegistry,
     MaxToolCalls,
+    NextCursor,
     PublishTo,
     Registry,
+    Return,
     RunPolicy,
     Service,
+    Tags,
     Tool,
     Toolset,
     Use,
@@ -22,6 +29,7 @@ from agentgen.dsl import (
 
 class Query(BaseModel):
     text: str
+    cursor: str | None = None
 
 
 Company = Registry("company", URL("https://registry.example"))
@@ -32,6 +40,14 @@ Files = Toolset("files", lambda x: Tool("read", "Read a file."))
 Labels = Toolset("labels", lambda: (Tool("tag", 5), PublishTo("company")))
 Tool("orphan", "Declared outside any toolset.")
 
+with Toolset("pages") as Pages:
+    Tags(["support", "read"])
+    with Tool("search", "Search."):
+        Args(Query)
+        Return(Query)
+        BoundedResult(lambda: (Cursor("cursor"), NextCursor("cursor"), ContinueWith("mroe")))
+    Tool("more", "More.")
+
 with Service("svc"):
     Agent("a", "A.", lambda: Use("recrods"))
     Agent("b", "B.", lambda: Use(Records, lambda: Tool("lokup")))
@@ -40,3 +56,6 @@ with Service("svc"):
     with Agent("e", "E."):
         Use(Records, lambda: Deferred(["lookup"]))
         RunPolicy(MaxToolCalls(5))
+    with Agent("f", "F."):
+        Use(Pages)
+        RunPolicy(lambda: (AllowTags(["support"]), MaxToolCalls("5")))
