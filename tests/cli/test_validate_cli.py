@@ -49,7 +49,7 @@ def test_every_error_is_reported_with_file_line_and_where(tmp_path: Path) -> Non
         'design.py:5: service "svc" › agent "a" › Use(records): agent "svc.a" toolset '
         '"records": Deferred selects unknown tool "serach" (its tools: lookup)',
         """    Use(Records, lambda: Deferred("serach"))""",
-        "                         ^^^^^^^^^^^^^^^^^^",
+        "                                  ^^^^^^^^",  # the name at fault
         'design.py:6: service "svc" › agent "a": agent name "a" duplicates an agent declared at '
         'design.py:4 within service "svc"',
         '    Agent("a", "Again.")',
