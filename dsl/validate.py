@@ -161,6 +161,7 @@ class _Validator:
                     f"{kind} name {q(expr.name)} duplicates {'an' if kind[0] in 'aeiou' else 'a'} "
                     f"{kind} declared at "
                     f"{other.loc.short()}{scope}",
+                    loc=argument_loc(expr.loc, 0, "name"),  # the name at fault
                     related=(other.loc,),
                 )
             else:

@@ -53,7 +53,7 @@ def test_every_error_is_reported_with_file_line_and_where(tmp_path: Path) -> Non
         'design.py:6: service "svc" › agent "a": agent name "a" duplicates an agent declared at '
         'design.py:4 within service "svc"',
         '    Agent("a", "Again.")',
-        "    ^^^^^^^^^^^^^^^^^^^^",
+        "          ^^^",
         "design.py: 2 design errors",
     ]
     assert "\x1b[" not in err  # no colour when not writing to a terminal

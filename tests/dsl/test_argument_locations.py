@@ -72,3 +72,20 @@ with Registry("company"):
 """
     )
     assert carets(errors) == [(6, "Retry(*settings)")]
+
+
+def test_a_duplicate_name_carets_the_name(designs: DesignRunner) -> None:
+    errors = designs.errors(
+        """
+with Toolset("records") as Records:
+    Tool("lookup", "Look up.")
+    Tool("lookup", "Look up again.")
+with Service("svc"):
+    Agent("a", "A.", lambda: Use(Records))
+    Agent(
+        "a",
+        "Again.",
+    )
+"""
+    )
+    assert carets(errors) == [(5, '"lookup"'), (9, '"a"')]
