@@ -280,7 +280,8 @@ def PublishTo(registry: RegistryExpr) -> None:
             isinstance(target, ToolsetExpr) and target.is_registry
         ):
             call.error(
-                "PublishTo on a registry reference: a consumer cannot publish provider contracts"
+                "PublishTo on a registry reference: a consumer cannot publish provider contracts; "
+                "remove it (the toolset's provider publishes it)"
             )
             return
         if not scope.defines:

@@ -40,6 +40,8 @@ DEFAULT_API_VERSION = "v1"
 _URL_SCHEMES = ("http", "https", "grpc", "grpcs")
 #: Names a confirmation template may use besides the tool's argument names.
 TEMPLATE_GLOBALS = frozenset({"args"})
+#: What to do about a source an agent uses twice.
+_KEEP_ONE_USE = "; keep one Use, with the selections of both in its body"
 
 
 def prepare(root: RootExpr) -> None:
@@ -650,7 +652,8 @@ class _Validator:
                     self.error(
                         use,
                         f"{agent.eval_name()} consumes registry {q(target.name)} more than once "
-                        f"(first at line {first.loc.line})",
+                        f"(first at line {first.loc.line})"
+                        f"{_KEEP_ONE_USE}",
                         related=(first.loc,),
                     )
                 for (reg, name), other in sources.items():
@@ -671,7 +674,8 @@ class _Validator:
                 self.error(
                     use,
                     f"{agent.eval_name()} uses {target.eval_name()} more than once (first at "
-                    f"line {first.loc.line})",
+                    f"line {first.loc.line})"
+                    f"{_KEEP_ONE_USE}",
                     related=(first.loc,),
                 )
                 continue
@@ -858,7 +862,8 @@ class _Validator:
             self.error(
                 use,
                 f"{agent.eval_name()} uses registry toolset {q(source.toolset)} of registry "
-                f"{q(registry.name)} more than once (first at line {first.loc.line})",
+                f"{q(registry.name)} more than once (first at line {first.loc.line})"
+                f"{_KEEP_ONE_USE}",
                 related=(first.loc,),
             )
         sources.setdefault(key, use)
