@@ -23,9 +23,16 @@ def excerpt(error: DesignError) -> list[str]:
     if not source.strip():
         return []
     indent = len(source) - len(source.lstrip())
-    start = max(loc.col, indent)
-    end = loc.end_col if loc.end_line == loc.line and loc.end_col > start else len(source)
+    start = max(_chars(source, loc.col), indent)
+    end_col = _chars(source, loc.end_col)
+    end = end_col if loc.end_line == loc.line and end_col > start else len(source)
     return [f"    {source.strip()}", "    " + " " * (start - indent) + "^" * max(1, end - start)]
+
+
+def _chars(source: str, offset: int) -> int:
+    """A column Python reports (UTF-8 bytes into the line) as characters into ``source``: a
+    caret after ``"größe"`` or a CJK description sat under the wrong characters."""
+    return len(source.encode("utf-8")[:offset].decode("utf-8", errors="ignore"))
 
 
 def format_errors(errors: Iterable[DesignError], *, color: bool = False) -> str:

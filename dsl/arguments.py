@@ -30,8 +30,8 @@ def _calls(file: str) -> dict[tuple[int, int, int, int], ast.Call] | None:
     calls: dict[tuple[int, int, int, int], ast.Call] | None = None
     try:
         tree = ast.parse(source, file) if source else None
-    except (SyntaxError, ValueError):
-        tree = None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None  # the load itself reported the file, or ran it compiled some other way
     if tree is not None:
         calls = {
             (node.lineno, node.col_offset, node.end_lineno or 0, node.end_col_offset or 0): node

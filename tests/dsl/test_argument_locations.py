@@ -89,3 +89,14 @@ with Service("svc"):
 """
     )
     assert carets(errors) == [(5, '"lookup"'), (9, '"a"')]
+
+
+def test_a_caret_after_non_ascii_text_sits_under_its_argument(designs: DesignRunner) -> None:
+    # Python reports columns in UTF-8 bytes: after "größe" the caret sat two characters right.
+    errors = designs.errors(
+        """
+Records = Toolset("records", lambda: Tool("größe", "Größe.", lambda: Tags("a", "a")))
+"""
+    )
+    assert carets(errors) == [(3, '"größe"'), (3, '"a"')]
+    assert excerpt(errors[1])[1].index("^") == excerpt(errors[1])[0].rindex('"a"')
