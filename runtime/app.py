@@ -30,6 +30,7 @@ from agentgen.runtime.runs.confirmation import Confirmer
 from agentgen.runtime.runs.host import AgentRegistration, RegistryRegistration, RegistrySettings
 from agentgen.runtime.runs.requests import RunOutcome, RunRequest, at_call_depth
 from agentgen.runtime.search.analysis import SEARCH_VERSION, StemmerVersionError, check_stemmer
+from agentgen.runtime.search.index import reads_documents
 from agentgen.runtime.telemetry.config import Telemetry
 
 __all__ = [
@@ -181,7 +182,9 @@ class Runtime:
                 f"Planner (it has no {' or '.join(lacking)} method); pass "
                 "ModelPlanner(model_id, ...) or your own Planner"
             )
-        _check_search_version(definition)
+        stale = _stale_search_problem(definition, planner, self._models)
+        if stale is not None:
+            raise RegistrationError(f"runtime: {stale}")
         _check_stemmer(definition)
         targetless = sorted(s.id for s in definition.specs if s.kind == "agent" and not s.agent_id)
         if targetless:
@@ -228,13 +231,17 @@ class Runtime:
         It also refuses agents that call each other through agent tools (A's tool runs B,
         whose tool runs A, or A's tool runs A): each run would start child runs without end.
         Generated packages never have such a cycle (the design refuses it), but hand-written
-        definitions are only checked here, once every agent is registered."""
+        definitions are only checked here, once every agent is registered. And it refuses an
+        agent whose package another search version generated when the model client registered
+        after it ranks deferred tools by their search documents (see
+        :func:`_stale_search_problem`)."""
         if not self._sealed:
             problems = [
                 *self._missing_agent_executors(),
                 *self._agent_cycles(),
                 *self._missing_models(),
                 *self._missing_registries(),
+                *self._stale_search_documents(),
             ]
             if problems:
                 raise RegistrationError("runtime: " + "; ".join(problems))
@@ -346,6 +353,16 @@ class Runtime:
             f"rt.register_model({model_id!r}, client) before the first run"
             for model_id, agents in sorted(users.items())
         ]
+
+    def _stale_search_documents(self) -> list[str]:
+        """The agents whose stale deferred tools the model client registered after them would
+        rank by their counts (see :func:`_stale_search_problem`; refused at registration when
+        the client was registered first)."""
+        found = (
+            _stale_search_problem(registration.definition, registration.planner, self._models)
+            for registration in self._agents.values()
+        )
+        return [problem for problem in found if problem is not None]
 
     def _missing_registries(self) -> list[str]:
         users: dict[str, list[str]] = {}
@@ -467,36 +484,68 @@ def _check_run_arguments(
         raise TypeError(f"{where}: run_id must be a string, not {_described(run_id)}")
 
 
-def _check_search_version(definition: AgentDefinition) -> None:
-    """Refuse deferred tools whose search documents another search version counted: the
-    default ranking (``fields``) ranks deferred tools by those counts and cannot rank another
-    version's, and would say so only at the model's first tool search, mid-run. The generator
-    wrote the counts; only generating the package again recounts them (the runtime reads
-    generated facts, it does not recompute them).
+def _stale_deferred(definition: AgentDefinition) -> str:
+    """The agent's deferred tools whose search documents another search version counted, by
+    toolset and version ("" when none is).
 
-    Only deferred tools are checked: eager tools reach the model whole and are never ranked,
-    so an agent whose stale tools are all eager runs exactly as a fresh one (refusing it made
-    every such agent wait for a regeneration that changes nothing it does). The ``classic``
-    ranking counts each tool's text itself and could rank the stale ones too, but the ranking
-    is the model client's choice, made per worker, and not known when an agent registers."""
+    Only deferred tools count: eager tools reach the model whole and are never ranked, so an
+    agent whose stale tools are all eager runs exactly as a fresh one (refusing it made every
+    such agent wait for a regeneration that changes nothing it does)."""
     deferred = set(definition.deferred_tool_ids)
     stale = sorted((s.search.version, s.toolset, s.id) for s in definition.specs
                    if s.id in deferred and s.search.version != SEARCH_VERSION)  # fmt: skip
-    if stale:
-        by_toolset: dict[tuple[int, str], list[str]] = {}
-        for version, toolset, tool in stale:
-            by_toolset.setdefault((version, toolset), []).append(tool)
-        found = "; ".join(
-            f"{', '.join(tools)} (toolset {toolset!r}) counted with search version {version}"
-            for (version, toolset), tools in by_toolset.items()
+    by_toolset: dict[tuple[int, str], list[str]] = {}
+    for version, toolset, tool in stale:
+        by_toolset.setdefault((version, toolset), []).append(tool)
+    return "; ".join(
+        f"{', '.join(tools)} (toolset {toolset!r}) counted with search version {version}"
+        for (version, toolset), tools in by_toolset.items()
+    )
+
+
+def _stale_search_problem(
+    definition: AgentDefinition, planner: Planner, models: Mapping[str, ModelClient]
+) -> str | None:
+    """Why the agent's deferred tools cannot be searched, when their search documents another
+    search version counted and the model client that would search them ranks by those counts
+    (the default ranking, ``fields``, cannot rank another version's, and would say so only at
+    the model's first tool search, mid-run). The generator wrote the counts; only generating
+    the package again recounts them (the runtime reads generated facts, it does not recompute
+    them).
+
+    The ranking is the model client's (:func:`~agentgen.runtime.search.index.reads_documents`):
+    a client ranking with ``classic`` counts each tool's text itself, and one whose provider
+    searches (Claude's hosted search) never reads the documents, so their agents run with a
+    stale package. A ``ModelPlanner``'s client is known once it is registered: at
+    registration when it was registered first (as usual), else when the runtime is sealed
+    (before any run or worker; ``None`` until then). A planner of another kind may hand its
+    requests to any client, so its agent is refused as the default ranking would refuse it.
+    """
+    found = _stale_deferred(definition)
+    if not found:
+        return None
+    if isinstance(planner, ModelPlanner):
+        client = models.get(planner.model_id)
+        if client is None or not reads_documents(client):
+            return None
+        ranker = (
+            f"model client {planner.model_id!r} ranks deferred tools by these counts (search "
+            "ranking 'fields'"
+            + ("" if hasattr(client, "search_ranking") else ", the default: it declares none")
+            + ")"
         )
-        raise RegistrationError(
-            f"runtime: agent {definition.id!r}: the search documents of its deferred tools "
-            f"{found} were written by another agentgen, and this one ranks search version "
-            f"{SEARCH_VERSION}: tool search ranks deferred tools by these counts, and the "
-            "default ranking cannot read another version's. Regenerate the agent's package "
-            "with this agentgen (agentgen gen DESIGN) and commit it"
+    else:
+        ranker = (
+            f"its planner ({type(planner).__name__}, not a ModelPlanner) may hand them to any "
+            "model client, and the default search ranking ('fields') ranks deferred tools by "
+            "these counts"
         )
+    return (
+        f"agent {definition.id!r}: the search documents of its deferred tools {found} were "
+        f"written by another agentgen, and this one ranks search version {SEARCH_VERSION}: "
+        f"{ranker} and cannot read another version's. Regenerate the agent's package with "
+        "this agentgen (agentgen gen DESIGN) and commit it"
+    )
 
 
 def _check_stemmer(definition: AgentDefinition) -> None:

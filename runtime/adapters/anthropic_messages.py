@@ -111,6 +111,12 @@ class AnthropicMessagesModel:
     (:mod:`.anthropic_thinking`).
     """
 
+    #: No agentgen ranking: Claude searches deferred tools on Anthropic's side (the hosted
+    #: regex search), so their search documents are never read, and an agent whose package
+    #: another search version generated runs
+    #: (:func:`~agentgen.runtime.search.index.reads_documents`).
+    search_ranking: None = None
+
     def __init__(
         self,
         client: AsyncAnthropic | AsyncAnthropicBedrock,

@@ -120,6 +120,11 @@ class BedrockConverseModel:
     (``{"error": ...}``).
     """
 
+    #: No ranking: Converse cannot search (a request that needs a deferred tool is refused),
+    #: so the tools' search documents are never read
+    #: (:func:`~agentgen.runtime.search.index.reads_documents`).
+    search_ranking: None = None
+
     def __init__(self, client: Any, *, error_status_models: Iterable[str] = ()) -> None:
         self._client = client
         self.error_status_models = (*ERROR_STATUS_MODELS, *error_status_models)

@@ -60,6 +60,7 @@ __all__ = [
     "SearchHit",
     "SearchIndex",
     "TermContribution",
+    "reads_documents",
 ]
 
 #: The classic ranking's length normalisation.
@@ -90,6 +91,19 @@ DEFAULT_LIMIT = 5
 Ranking = Literal["fields", "classic"]
 RANKINGS: tuple[Ranking, ...] = ("fields", "classic")
 DEFAULT_RANKING: Ranking = "fields"
+
+
+def reads_documents(client: object) -> bool:
+    """Whether a model client ranks deferred tools by their generated search documents, which
+    must then be of this runtime's :data:`~agentgen.runtime.search.analysis.SEARCH_VERSION`.
+
+    A client says how it ranks by its ``search_ranking`` attribute: ``"fields"`` reads the
+    documents; ``"classic"`` counts each tool's text itself when its index is built, so it
+    ranks a package generated with another search version as well; ``None`` ranks nothing
+    here (the provider searches, as Claude's hosted search does, or the client cannot search).
+    A client that does not say is taken to rank as the default does, which reads them."""
+    return getattr(client, "search_ranking", DEFAULT_RANKING) == "fields"
+
 
 _K1_PLUS_1 = K1 + 1.0
 # Scanning every document for one word costs a tenth to a twentieth of inverting them all

@@ -340,7 +340,9 @@ def test_deferred_tools_of_a_package_of_another_search_version_are_refused(
     version: int,
 ) -> None:
     # Such a package registered, then the run failed at the model's first tool search; after
-    # a search version bump every committed package is one until it is generated again.
+    # a search version bump every committed package is one until it is generated again. A
+    # planner of its own may hand the tools to any client, so the default ranking decides (the
+    # clients' own rankings: tests/adapters/test_stale_search_documents.py).
     from dataclasses import replace
 
     from agentgen.runtime.search.analysis import SEARCH_VERSION
@@ -360,9 +362,10 @@ def test_deferred_tools_of_a_package_of_another_search_version_are_refused(
         "runtime: agent 'test.agent': the search documents of its deferred tools "
         f"records.search (toolset '{records_specs.TOOLSET}') counted with search version "
         f"{version} were written by another agentgen, and this one ranks search version "
-        f"{SEARCH_VERSION}: tool search ranks deferred tools by these counts, and the default "
-        "ranking cannot read another version's. Regenerate the agent's package with this "
-        "agentgen (agentgen gen DESIGN) and commit it"
+        f"{SEARCH_VERSION}: its planner (ScriptedPlanner, not a ModelPlanner) may hand them to "
+        "any model client, and the default search ranking ('fields') ranks deferred tools by "
+        "these counts and cannot read another version's. Regenerate the agent's package with "
+        "this agentgen (agentgen gen DESIGN) and commit it"
     )
     register(rt, ScriptedPlanner([]), records_definition(specs=fresh))  # the fresh one registers
 
