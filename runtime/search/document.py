@@ -10,7 +10,6 @@ document records the version of that analysis, so documents and queries always a
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -26,6 +25,7 @@ from agentgen.runtime.search.analysis import (
     identifier_words,
     normalized,
     text_words,
+    word_runs,
 )
 from agentgen.runtime.visible import quoted
 
@@ -43,11 +43,11 @@ __all__ = [
 #: The spec's plain BM25 document: word counts of "<tool ID> <title> <description>".
 CLASSIC_VERSION = 1
 
-# For str patterns, `\w` is exactly `str.isalnum()` plus "_", so this matches runs of
-# characters that are alphanumeric. That is a superset of the word rule: `isalnum` also accepts
-# numeric characters that are neither letters nor decimal digits (categories Nl and No, such as
-# "²" or "Ⅻ"). Those only exist outside ASCII, so only non-ASCII runs need a second look.
-_ALNUM_RUN = re.compile(r"[^\W_]+")
+# For str patterns, `\w` is exactly `str.isalnum()` plus "_", so the analysis' runs
+# (:func:`~agentgen.runtime.search.analysis.word_runs`) are a superset of the word rule:
+# `isalnum` also accepts numeric characters that are neither letters nor decimal digits
+# (categories Nl and No, such as "Ⅻ"). Those only exist outside ASCII, so only non-ASCII runs
+# need a second look.
 
 _INVALID_COUNT = "tool search document has an invalid word count"
 
@@ -66,14 +66,17 @@ def tokenize(text: str) -> list[str]:
     """Split text into the words that tool search matches on.
 
     The rule, shared by generated search documents and run-time queries so that they agree:
-    bring the text to Unicode NFKC (:func:`~agentgen.runtime.search.analysis.normalized`: a
-    decomposed "résumé" is one word), lower-case it with `str.lower`, then split it at every
-    character that is neither a Unicode letter (`str.isalpha`) nor a Unicode decimal digit
-    (`str.isdecimal`), and drop empty pieces. So "records.search" and "records_search" both
+    bring the text to the form every word is read in
+    (:func:`~agentgen.runtime.search.analysis.normalized`: Unicode NFKC, so a decomposed
+    "résumé" is one word, without invisible format characters, so a Persian word typed with
+    or without its zero-width non-joiner is the same word), lower-case it with `str.lower`,
+    then split it at every character that is neither a Unicode letter (`str.isalpha`), a
+    Unicode decimal digit (`str.isdecimal`) nor a combining mark following one (the vowel
+    signs of "हिन्दी"), and drop empty pieces. So "records.search" and "records_search" both
     give ["records", "search"], "v2" stays one word, and repeats are kept.
     """
     lowered = normalized(text).lower()
-    runs = _ALNUM_RUN.findall(lowered)
+    runs = word_runs(lowered)
     if lowered.isascii():
         return runs
     words: list[str] = []
@@ -86,15 +89,21 @@ def tokenize(text: str) -> list[str]:
 
 
 def _split_numeric(run: str) -> Iterator[str]:
-    """Split an alphanumeric run at characters that are numeric but not decimal digits."""
-    start = 0
-    for index, char in enumerate(run):
-        if not (char.isalpha() or char.isdecimal()):
-            if index > start:
-                yield run[start:index]
-            start = index + 1
-    if start < len(run):
-        yield run[start:]
+    """Split a run of letters, digits and marks at characters that are numeric but not
+    decimal digits, dropping the marks that follow such a character with it (a mark only
+    continues a word)."""
+    word: list[str] = []
+    for char in run:
+        if char.isalpha() or char.isdecimal():
+            word.append(char)
+        elif char.isnumeric():
+            if word:
+                yield "".join(word)
+                word = []
+        elif word:
+            word.append(char)
+    if word:
+        yield "".join(word)
 
 
 def search_text(tool_id: str, title: str, description: str) -> str:
@@ -107,10 +116,11 @@ def search_text(tool_id: str, title: str, description: str) -> str:
 
 
 #: The fields of a document of each version, in the order their counts are stored.
-#: Version 2 (the same fields, counted before text was normalised) is still read, so that a
-#: package generated with it imports and its registration can say to regenerate it.
+#: Versions 2 and 3 (the same fields, counted before text was normalised, and before format
+#: characters were removed and marks kept in words) are still read, so that a package
+#: generated with them imports and its registration can say to regenerate it.
 VERSION_FIELDS: Mapping[int, tuple[str, ...]] = MappingProxyType(
-    {CLASSIC_VERSION: ("text",), 2: FIELDS, SEARCH_VERSION: FIELDS}
+    {CLASSIC_VERSION: ("text",), 2: FIELDS, 3: FIELDS, SEARCH_VERSION: FIELDS}
 )
 
 # Count tuples repeat across tools ((1, 0, 0, 0, 0) is most of them): one shared object each

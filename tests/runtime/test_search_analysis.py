@@ -29,8 +29,9 @@ from agentgen.runtime.search.analysis import (
 def test_the_version_is_pinned() -> None:
     # Changing the analysis without bumping this would let stale packages rank differently
     # from fresh ones; bumping it makes `agentgen gen --check` flag them. 3: text read in NFKC,
-    # every local $ref of an argument schema followed.
-    assert SEARCH_VERSION == 3
+    # every local $ref of an argument schema followed. 4: invisible format characters (the
+    # zero-width non-joiner...) removed, combining marks kept in their words.
+    assert SEARCH_VERSION == 4
 
 
 @pytest.mark.parametrize(
@@ -67,6 +68,10 @@ def test_camel_case_splitting(run: str, parts: list[str]) -> None:
         ("²³", ["23"]),  # NFKC: superscript digits are digits
         ("re\u0301sume\u0301.parse", ["résumé", "pars"]),  # NFD: one word, as NFC
         ("ＰＤＦ.read", ["pdf", "read"]),  # fullwidth letters are the plain ones
+        # A zero-width non-joiner or joiner inside a word is removed, marks stay in it.
+        ("فایل.می\u200cخواهم", ["فایل", "میخواهم"]),
+        ("हिन्दी.अनुवाद", ["हिन्दी", "अनुवाद"]),
+        ("get\u200dUser\u00adName", ["get", "user", "name"]),
         ("...---___", []),
         ("", []),
     ],
@@ -84,6 +89,15 @@ def test_identifier_words(text: str, words: list[str]) -> None:
                                                       "2024", "07"]),
         ("Café résumé naïve", ["café", "résumé", "naïv"]),
         ("Поиск задач", ["поиск", "задач"]),
+        # Persian with and without the zero-width non-joiner, Hindi and Tamil with their vowel
+        # signs and viramas, a Sinhala conjunct drawn with a joiner: one word each.
+        ("فایل را می\u200cخواهم", ["فایل", "را", "میخواهم"]),
+        ("فایل را میخواهم", ["فایل", "را", "میخواهم"]),
+        ("हिन्दी में अनुवाद करें", ["हिन्दी", "में", "अनुवाद", "करें"]),
+        ("தமிழ் மொழிபெயர்ப்பு", ["தமிழ்", "மொழிபெயர்ப்பு"]),
+        ("ශ්\u200dරී ලංකා", ["ශ්රී", "ලංකා"]),
+        # Emoji are no words, ZWJ sequences included, and glue nothing to the words around.
+        ("Deploy 👩\u200d💻 now🚀\u200dok", ["deploy", "now", "ok"]),
         ("—…‽!?", []),
         ("the and of to", []),
     ],
@@ -157,6 +171,10 @@ def test_each_thread_stems_with_its_own_stemmer() -> None:
         ("getHTTPStatus", ["gethttpstatus", "get", "http", "status"]),
         ("users.getUser", ["user", "getus", "get"]),
         ("GitHub issues on my iPhone", ["github", "issu", "iphon"]),
+        # Typed with or without the zero-width non-joiner, a Persian word is the same word.
+        ("می\u200cخواهم", ["میخواهم"]),
+        ("میخواهم", ["میخواهم"]),
+        ("हिन्दी", ["हिन्दी"]),
         ("", []),
     ],
 )

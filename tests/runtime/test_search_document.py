@@ -32,13 +32,30 @@ from agentgen.runtime.search.index import Ranking, SearchEntry, SearchIndex
 INVALID_COUNT = "tool search document has an invalid word count"
 
 
+#: Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), as ranges, less the
+#: zero-width space (a word separator) and the Hangul fillers (letters).
+DEFAULT_IGNORABLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200C, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)  # fmt: skip
+
+
+def ignorable(char: str) -> bool:
+    return any(low <= ord(char) <= high for low, high in DEFAULT_IGNORABLE)
+
+
 def reference_tokenize(text: str) -> list[str]:
-    """The rule as written: NFKC, lower-case, split at non-(letter or decimal digit), drop
-    empties."""
+    """The rule as written: default-ignorable characters removed, NFKC, lower-case, split at
+    what is neither a letter, a decimal digit nor a combining mark (Mn, Mc) continuing a word,
+    drop empties."""
     words: list[str] = []
     current: list[str] = []
-    for char in unicodedata.normalize("NFKC", text).lower():
-        if char.isalpha() or char.isdecimal():
+    visible = "".join(char for char in text if not ignorable(char))
+    for char in unicodedata.normalize("NFKC", visible).lower():
+        continues = bool(current) and unicodedata.category(char) in ("Mn", "Mc")
+        if char.isalpha() or char.isdecimal() or continues:
             current.append(char)
         elif current:
             words.append("".join(current))
@@ -77,6 +94,26 @@ def test_matches_the_rule_on_any_text(text: str) -> None:
         ("e\u0301te\u0301 \u00e9t\u00e9", ["été", "été"]),
         # Fullwidth letters and ligatures are the plain ones.
         ("ＰＤＦ ﬁle", ["pdf", "file"]),
+        # A Persian word is one word with its zero-width non-joiner (as Persian keyboards type
+        # it) and without (as others do); it split at the non-joiner.
+        ("می\u200cخواهم میخواهم", ["میخواهم", "میخواهم"]),
+        # Combining marks stay in their word: Hindi's vowel signs and virama (the consonants
+        # alone were the words), a Latin letter with an accent NFKC cannot compose. The
+        # joiner and non-joiner that pick how a conjunct is drawn are removed.
+        ("हिन्दी नमस्ते", ["हिन्दी", "नमस्ते"]),
+        ("क्\u200dष क्\u200cष क्ष", ["क्ष", "क्ष", "क्ष"]),
+        ("தமிழ் ශ්\u200dරී", ["தமிழ்", "ශ්රී"]),
+        ("q\u0303x", ["q\u0303x"]),
+        # Other invisible characters are removed as well: a soft hyphen, a direction mark, a
+        # variation selector. The zero-width space separates words, as a space does.
+        (
+            "infor\u00admation \u200fabc\u200e x\ufe0fy a\u200bb",
+            ["information", "abc", "xy", "a", "b"],
+        ),
+        # Emoji are no words, joined (ZWJ sequences) or not; a keycap's enclosing mark is not
+        # part of its digit, and a mark after a split numeric character goes with it.
+        ("👩\u200d💻coder 1\ufe0f\u20e3 🏳\ufe0f\u200d🌈", ["coder", "1"]),
+        ("a\u0bf0\u0301b", ["a", "b"]),
         ("", []),
         ("  ...  __ -- ", []),
     ],
@@ -100,6 +137,31 @@ def test_decomposed_text_is_found_by_composed_queries(ranking: Ranking) -> None:
     index = SearchIndex(entries, ranking)
     for query in ("résumé", unicodedata.normalize("NFD", "résumé"), "ＲÉＳＵＭÉ"):
         assert [hit.tool_id for hit in index.search(query)] == ["cv.parse"], query
+
+
+@pytest.mark.parametrize("ranking", ["fields", "classic"])
+@pytest.mark.parametrize(
+    ("written", "typed"),
+    [
+        # Persian keyboards type the zero-width non-joiner, others leave it out.
+        ("فایل\u200cهای من را فهرست کن", "فایلهای"),
+        ("فایلهای من را فهرست کن", "فایل\u200cهای"),
+        # Hindi: a description and a query share the word, vowel signs and all; the
+        # consonants alone ("ह न द") matched "हाँ नदी" as well.
+        ("हिन्दी में अनुवाद करें", "हिन्दी"),
+    ],
+)
+def test_words_are_found_however_their_invisible_characters_were_typed(
+    ranking: Ranking, written: str, typed: str
+) -> None:
+    def entry(tool_id: str, title: str, description: str) -> SearchEntry:
+        document = search_document(tool_id, title, description)
+        return SearchEntry(tool_id, document, text=search_text(tool_id, title, description))
+
+    index = SearchIndex(
+        [entry("files.list", "List", written), entry("rivers.find", "Find", "हाँ नदी")], ranking
+    )
+    assert [hit.tool_id for hit in index.search(typed)] == ["files.list"]
 
 
 def test_search_text_puts_the_id_first() -> None:
@@ -269,7 +331,7 @@ def test_validate_rejects(terms: dict[str, tuple[object, ...]], message: str) ->
         ({"records": [1]}, CLASSIC_VERSION, INVALID_COUNT),
         ({"records": (1.0,)}, CLASSIC_VERSION, INVALID_COUNT),
         ({"records": (True,)}, CLASSIC_VERSION, INVALID_COUNT),
-        ({}, 4, "version 4 is not one this runtime ranks with"),
+        ({}, SEARCH_VERSION + 1, f"version {SEARCH_VERSION + 1} is not one this runtime ranks"),
         ({}, True, "version True is not one"),
     ],
 )
