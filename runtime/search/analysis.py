@@ -309,25 +309,54 @@ def word_runs(text: str) -> list[str]:
     than spell a word, and are not kept."""
     if text.isascii():
         return _RUN.findall(text)
-    return _marked_run().findall(text)
+    return _marked_run(text).findall(text.replace("_", " "))
+
+
+def _word_runs_lazily(text: str) -> Iterator[str]:
+    """:func:`word_runs`, found as they are taken (a query reads only its first words)."""
+    if text.isascii():
+        matches = _RUN.finditer(text)
+    else:
+        matches = _marked_run(text).finditer(text.replace("_", " "))
+    return (match.group() for match in matches)
+
+
+def _marked_run(text: str) -> re.Pattern[str]:
+    """The pattern of the runs of ``text`` once its ``_`` are spaces (:func:`_mark_patterns`):
+    with the marks beyond the Basic Multilingual Plane only when it holds characters there."""
+    plain, every, beyond = _mark_patterns()
+    return every if beyond.search(text) else plain
 
 
 @cache
-def _marked_run() -> re.Pattern[str]:
+def _mark_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """Runs of letters and digits continued by the combining marks (categories Mn and Mc)
-    that follow them, as UAX #29 keeps them in words: the marks of the Python running here,
-    as ``\\w`` is (compiled on first use: finding them reads 130,000 code points, 20 ms).
-    Beyond U+20000 there are only the variation selectors, which :func:`normalized` removed."""
+    that follow them, as UAX #29 keeps them in words, in text whose ``_`` were made spaces:
+    with the marks of the Basic Multilingual Plane, with every mark, and the characters
+    beyond that plane up to its last mark. The marks are those of the Python running here,
+    as ``\\w``'s letters are (found on first use, reading 130,000 code points: 20 ms); beyond
+    U+20000 there are only the variation selectors, which :func:`normalized` removed.
+
+    The plane's marks make one table that the regular expression engine reads in one step;
+    the hundred ranges of marks beyond it (historic scripts) are tried one by one, which
+    doubled the time words were found in, so only text holding a character among them (not
+    emoji, which come after) is read with them."""
     category = unicodedata.category
     marks = [code for code in range(0x0300, 0x20000) if category(chr(code)) in ("Mn", "Mc")]
-    ranges: list[str] = []
-    start = previous = marks[0]
-    for code in [*marks[1:], -1]:
-        if code != previous + 1:
-            ranges.append(chr(start) if start == previous else f"{chr(start)}-{chr(previous)}")
-            start = code
-        previous = code
-    return re.compile(f"[^\\W_](?:[^\\W_]+|[{''.join(ranges)}]+)*")
+    plain = [code for code in marks if code <= 0xFFFF]
+
+    def runs(codes: list[int]) -> re.Pattern[str]:
+        ranges: list[str] = []
+        start = previous = codes[0]
+        for code in [*codes[1:], -1]:
+            if code != previous + 1:
+                ranges.append(chr(start) if start == previous else f"{chr(start)}-{chr(previous)}")
+                start = code
+            previous = code
+        return re.compile(f"[^\\W_][\\w{''.join(ranges)}]*")
+
+    beyond = re.compile(f"[\U00010000-{chr(max(marks[-1], 0x10000))}]")
+    return runs(plain), runs(marks), beyond
 
 
 def identifier_words(text: str) -> list[str]:
@@ -355,8 +384,7 @@ def query_words(query: str) -> list[str]:
 def _first_words(text: str) -> list[str]:
     """The first :data:`MAX_QUERY_WORDS` distinct words of prose, stemming no more than it
     keeps (and the repeats among them): the words are made as they are taken."""
-    pattern = _RUN if text.isascii() else _marked_run()
-    runs = (word for match in pattern.finditer(text) for word in _query_run(match.group()))
+    runs = (word for run in _word_runs_lazily(text) for word in _query_run(run))
     return first_distinct(_stemmed(word) for word in runs if word not in STOP_WORDS)
 
 
