@@ -204,6 +204,27 @@ def test_limit() -> None:
         index.search("records", limit=-1)
 
 
+@pytest.mark.parametrize("ranking", ["fields", "classic"])
+def test_a_limit_past_every_tool_returns_every_match(ranking: Ranking) -> None:
+    # Limits come from applications and the CLI unbounded above (--limit 10**20): nothing may
+    # be sized by them, and every tool that matches comes back, in the order of smaller limits.
+    entries = [
+        SearchEntry(i, search_document(i, t, d), text=search_text(i, t, d))
+        for i, t, d in [
+            ("records.search", "Search records", "Search records by query."),
+            ("records.lookup", "Look up a record", "Look up a record by its ID."),
+            ("notes.write", "Write a note", "Write a note about a record."),
+            ("billing.charge", "Charge a card", "Charge a customer's card."),
+        ]
+    ]
+    index = SearchIndex(entries, ranking)
+    every = index.search("record records note", 10**20)
+    assert {hit.tool_id for hit in every} == {"records.search", "records.lookup", "notes.write"}
+    assert every[:2] == index.search("record records note", 2)
+    assert index.search("records.search note", 2**70)[0].tool_id == "records.search"
+    assert len(index.explain("record records", 10**20)) == 3
+
+
 def test_exact_id_comes_first_even_with_no_score() -> None:
     catalog = [*CATALOG, ("zz.x", doc(""))]
     hits = index_of(catalog).search("  ZZ.X ")
