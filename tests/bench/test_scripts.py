@@ -39,9 +39,9 @@ SCRIPTS = [
         ("--repeat", "1", "--no-peers"),
         (
             r"^\| input \| peer \(s\) \| agentgen \(s\) \| peer / agentgen \|$",
-            r"^\| ReDoS pattern, 23 characters \|  \| \d+\.\d+ \|  \|$",
-            r"^\| 1\.3 MB payload schema \|  \| \d+\.\d+ \|  \|$",
-            r"^\| template rounding to 3,000,000 digits \|  \| \d+\.\d+ \|  \|$",
+            r"^\| ReDoS pattern, 23 characters \|  \| [\d,]+\.\d+ \|  \|$",
+            r"^\| 1\.3 MB payload schema \|  \| [\d,]+\.\d+ \|  \|$",
+            r"^\| template rounding to 3,000,000 digits \|  \| [\d,]+\.\d+ \|  \|$",
         ),
     ),
     Script(
@@ -62,8 +62,8 @@ SCRIPTS = [
         ),
         (
             r"^\| engine \| per run p50 \(ms\) \| per run p90 \(ms\) \| runs/s, 1 worker \|$",
-            r"^\| in memory \| [\d.]+ \| [\d.]+ \| [\d,]+ \|$",
-            r"^\| Temporal dev server \| [\d.]+ \| [\d.]+ \| [\d,.]+ \|$",
+            r"^\| in memory \| [\d.,]+ \| [\d.,]+ \| [\d,]+ \|$",
+            r"^\| Temporal dev server \| [\d.,]+ \| [\d.,]+ \| [\d,.]+ \|$",
             r"^Of one run's time on Temporal, \d+ ms is its \d+ workflow tasks waiting",
         ),
     ),
@@ -71,8 +71,8 @@ SCRIPTS = [
         "bench/failed_spans.py",
         ("--spans", "10", "--rounds", "1"),
         (
-            r"^\| SDK record_exception \+ status \(peer\) \| [\d.]+ \| 1\.00 \|$",
-            r"^\| agentgen, capture on \| [\d.]+ \| [\d.]+ \|$",
+            r"^\| SDK record_exception \+ status \(peer\) \| [\d.,]+ \| 1\.00 \|$",
+            r"^\| agentgen, capture on \| [\d.,]+ \| [\d.,]+ \|$",
         ),
     ),
     Script(
@@ -89,7 +89,7 @@ SCRIPTS = [
     Script(
         "bench/gen_scaling.py",
         ("--sizes", "10", "--repeat", "1"),
-        (r"^\| 10 \| \d+ \| [\d.]+ \| \d+ \| [\d.]+ \| \d+ \|$",),
+        (r"^\| 10 \| [\d,]+ \| [\d.,]+ \| [\d,]+ \| [\d.,]+ \| [\d,]+ \|$",),
     ),
     Script(
         "bench/registry.py",
@@ -98,8 +98,8 @@ SCRIPTS = [
             *("--repeat", "1"),
         ),
         (
-            r"^\| sqlite \| 1 \| [\d.]+ \| [\d.]+ \| [\d,]+ \| ",
-            r"^\| 1 \| 5 \| [\d.]+ \| [\d.]+ \| ",
+            r"^\| sqlite \| 1 \| [\d.,]+ \| [\d.,]+ \| [\d,]+ \| ",
+            r"^\| 1 \| 5 \| [\d.,]+ \| [\d.,]+ \| ",
         ),
     ),
     Script(
@@ -114,9 +114,9 @@ SCRIPTS = [
         "bench/search.py",
         ("--sizes", "10", "--queries", "5", "--build-budget", "0", "--no-peers"),
         (
-            r"^\| 10 \| agentgen fields \(default\) \| [\d.]+ \| \d+ \| \d+ \| [\d.]+ \| ",
-            r"^\| 10 \| agentgen classic \| [\d.]+ \| \d+ \| \d+ \| 1\.00 \| 1\.00 \|  \|$",
-            r"^\| 10 \| \d+ \| \d+ \|$",
+            r"^\| 10 \| agentgen fields \(default\) \| [\d.,]+ \| [\d,]+ \| [\d,]+ \| [\d.,]+ \| ",
+            r"^\| 10 \| agentgen classic \| [\d.,]+ \| [\d,]+ \| [\d,]+ \| 1\.00 \| 1\.00 \|  \|$",
+            r"^\| 10 \| [\d,]+ \| [\d,]+ \|$",
         ),
     ),
     Script(
@@ -129,8 +129,8 @@ SCRIPTS = [
         ("--mb", "0.5"),
         (
             r"^0\.5 MB, [\d,]+ messages$",
-            r"^\| print, unstyled \(direct\) \| [\d.]+ \|$",
-            r"^unstyled printing: [\d.]+x less CPU than through rich$",
+            r"^\| print, unstyled \(direct\) \| [\d.,]+ \|$",
+            r"^unstyled printing: [\d.,]+x less CPU than through rich$",
         ),
     ),
     Script(
