@@ -385,6 +385,17 @@ class _Invocation:
                     f"{what} holds an output item of type {kind!r}, which this adapter does not "
                     "handle (it only offers function tools and client tool search)"
                 )
+        # Reasoning items the response ended on (cut at the output limit while reasoning)
+        # have no following item to be paired with: kept, they would go back to every later
+        # request of the model, which refuses a reasoning item "provided without its required
+        # following item". They produced nothing of the reply, so they are not kept with it.
+        trailing = 0
+        for item in reversed(output if isinstance(output, list) else []):
+            if item.get("type") != "reasoning":
+                break
+            trailing += 1
+        if trailing:
+            del self.reasoning[-trailing:]
         return searches, calls, continuation
 
     def _search_call(self, item: Mapping[str, Any], what: str) -> SearchCall:

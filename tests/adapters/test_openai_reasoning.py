@@ -209,3 +209,46 @@ async def test_reasoning_on_a_message_not_the_models_is_refused() -> None:
     history[0] = Message(history[0].role, history[0].parts, metadata)
     with pytest.raises(HistoryReplayError, match="only assistant messages carry reasoning"):
         await OpenAIResponsesModel(openai_client(server)).complete(request(*history))
+
+
+async def test_a_reasoning_item_the_reply_ended_on_is_not_kept() -> None:
+    # A reply cut at the output limit while reasoning after its text ends on a reasoning item
+    # that nothing follows. Kept, it went back to every later request of the model with no
+    # item to pair with: the API refuses it ("provided without its required following
+    # item"), so the conversation could not go on with that model. The reasoning that made
+    # the text still goes back with it.
+    server = openai_server(
+        response(
+            encrypted("rs_1"),
+            text("Partly", "msg_1", "commentary"),
+            encrypted("rs_2"),
+            status="incomplete",
+            incomplete="max_output_tokens",
+        ),
+        response(text("Bye.", "msg_2")),
+    )
+    model = OpenAIResponsesModel(openai_client(server))
+    asked = Message.user("Hi")
+    first = await model.complete(request(asked))
+    assert first.stop_reason == "max_tokens"
+    await model.complete(request(asked, stored(first.message), Message.user("Go on")))
+    assert shape(server.bodies[1]) == [
+        ("message", None),
+        ("reasoning", "rs_1"),
+        ("message", "msg_1"),
+        ("message", None),
+    ]
+
+
+async def test_a_reply_whose_only_reasoning_ends_it_keeps_none() -> None:
+    server = openai_server(
+        response(
+            text("Partly", "msg_1"),
+            encrypted("rs_1"),
+            status="incomplete",
+            incomplete="max_output_tokens",
+        ),
+    )
+    first = await OpenAIResponsesModel(openai_client(server)).complete(request())
+    assert REASONING_KEY not in first.message.metadata
+    assert REASONING_MODEL_KEY not in first.message.metadata
