@@ -8,7 +8,8 @@ message must start with a thinking block ..."), advising to send back thinking b
 are another model's, or do not exist) or to turn thinking off (the model's default). Whether a
 model thinks is known only once it refuses, since a model that does not takes the same
 request, so the refusal is said again, after the fact, in the transcript's terms: which
-message, which models, and what the user can do.
+message, which models, and what the user can do. The same model refuses a turn it made itself
+with its thinking off (turned on since): that is said too, since no other model can continue.
 """
 
 from __future__ import annotations
@@ -60,21 +61,28 @@ def thinking_refused(
     reasoned = message.metadata.get(reasoning_key) is not None
     if reasoned and made_by in (None, request.model):
         return None
+    loop = f"model {made_by!r}" if made_by is not None else "the model that made the calls"
+    remedy = (
+        f"Continue the tool loop with {loop}, and switch to {request.model!r} once it has answered"
+    )
     if reasoned:
         held = (
             f"holds the reasoning of model {made_by!r}, which cannot go to another model "
             "(a signature is bound to the model that wrote it), so it was sent without it"
         )
+    elif made_by == request.model:
+        # No other model to continue with: that model's thinking was off when it made the turn
+        # (turned on since, or the turn predates the adapter keeping thinking).
+        held = f"was made by model {made_by!r} itself, without thinking (it was off then)"
+        remedy = "Finish the tool loop with its thinking off, and turn it on once it has answered"
     elif made_by is not None:
         held = f"was made by model {made_by!r} without reasoning"
     else:
         held = "holds no reasoning"
-    loop = f"model {made_by!r}" if made_by is not None else "the model that made the calls"
     return HistoryReplayError(
         f"{provider}: {describe(index, message)} made the tool calls whose results the request "
         f"for model {request.model!r} carries, and {held}; model {request.model!r} thinks, and "
         "refuses a tool loop whose assistant turn does not begin with its own thinking (the "
-        f"provider answered: {THINKING_REQUIRED}...). Continue the tool loop with {loop}, and "
-        f"switch to {request.model!r} once it has answered{also}; or {REMEDY}",
+        f"provider answered: {THINKING_REQUIRED}...). {remedy}{also}; or {REMEDY}",
         status=failure.status,
     )

@@ -18,6 +18,7 @@ from agentgen.runtime.adapters import (
 from agentgen.runtime.adapters.anthropic_search import METADATA_KEY
 from agentgen.runtime.adapters.anthropic_thinking import THINKING_KEY, THINKING_MODEL_KEY
 from agentgen.runtime.messages import Message, ToolResultPart
+from agentgen.runtime.model_client import USAGE_METADATA_KEY
 from tests.adapters.fakes import (
     Server,
     anthropic_client,
@@ -231,3 +232,34 @@ async def test_thinking_on_a_message_not_the_models_is_refused() -> None:
     history[2] = Message(history[2].role, history[2].parts, metadata)
     with pytest.raises(HistoryReplayError, match="only assistant messages carry thinking"):
         await adapter(server).complete(request(*history, model=MODEL))
+
+
+async def test_a_tool_loop_the_same_model_made_without_thinking_is_named_as_such() -> None:
+    # The model that made the calls is the one asked now, its thinking then off (turned on
+    # since, or the turn made before thinking was kept). Before: the error told to continue
+    # the tool loop with that very model and switch to it once it had answered, which is what
+    # had just been refused.
+    server = anthropic_server(message(tool_use("c1", "records_search", {})))
+    asked, made, result = await tool_loop(server)
+    made = made.with_metadata(USAGE_METADATA_KEY, {"model": MODEL})
+    refusal = {"type": "error", "error": {"type": "invalid_request_error", "message": ""}}
+    refusal["error"]["message"] = THINKING_REQUIRED
+
+    def refuse(http_request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(400, json=refusal)
+
+    client = AsyncAnthropic(
+        api_key="sk-ant-test",
+        base_url="http://stub.local",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(refuse)),
+        max_retries=0,
+    )
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    with pytest.raises(HistoryReplayError) as caught:
+        await AnthropicMessagesModel(client, thinking=thinking).complete(
+            request(asked, made, result, model=MODEL)
+        )
+    text = str(caught.value)
+    assert "Continue the tool loop with model" not in text
+    assert f"was made by model {MODEL!r} itself, without thinking" in text
+    assert "Finish the tool loop with its thinking off" in text
