@@ -54,6 +54,7 @@ from agentgen.runtime.telemetry.exceptions import (
 
 __all__ = [
     "MAX_MODEL_TEXT_CHARS",
+    "WITHDRAWAL_FAILED",
     "ChatCall",
     "Confirmation",
     "Planning",
@@ -242,6 +243,9 @@ class _Operation:
 
 # --- runs ------------------------------------------------------------------------------------
 
+#: The ``error.type`` of a run whose cancelled caller could not cancel it (it goes on).
+WITHDRAWAL_FAILED = "withdrawal_failed"
+
 
 @dataclass(eq=False)
 class Run(_Operation):
@@ -257,6 +261,8 @@ class Run(_Operation):
     #: when not 0, so that an operator chasing agents that call each other through registries
     #: sees how deep each run of the chain is.
     call_depth: int = 0
+    #: Why its cancelled caller could not cancel the run (:meth:`not_withdrawn`), in words.
+    _not_withdrawn: str | None = field(default=None, init=False)
 
     def span_name(self) -> str:
         return f"invoke_agent {self.agent_id}"
@@ -303,8 +309,35 @@ class Run(_Operation):
             self.elapsed(),
         )
 
+    def not_withdrawn(self, exc: BaseException, what: str) -> None:
+        """Its caller was cancelled, but cancelling the run failed with ``exc`` (``what``:
+        its words as the engine's warning gives them, which hold a value only with
+        ``capture_payloads``), so the run goes on. The span still says ``cancelled`` (the
+        caller withdrew it), and ends in error (``error.type`` :data:`WITHDRAWAL_FAILED`,
+        ``exception`` event: ``exc``): a run that goes on, unseen and costing, must not read
+        as one cancelled, as an operation whose cleanup failed reports that failure."""
+        if not self.on:
+            return
+        self._not_withdrawn = what
+        if self.recording:
+            assert self.span is not None
+            capture = active().capture_payloads
+            self.span.add_event("exception", exception_event(exc, capture))
+            self.span.set_attribute(names.ERROR_TYPE, WITHDRAWAL_FAILED)
+            self.span.set_status(Status(StatusCode.ERROR, f"{WITHDRAWAL_FAILED} ({what})"))
+
     def closing(self, exc: BaseException | None) -> None:
-        if exc is not None and cancelled(exc):  # withdrawn by its caller: not a failure
+        if exc is not None and cancelled(exc) and self._not_withdrawn is not None:
+            # The engine warned, with what to do; this line must not read as a cancelled run.
+            RUN_LOG.info(
+                "run %s: agent %s: its caller was cancelled after %.3f s, but cancelling the "
+                "run failed (%s): it goes on",
+                self.run_id,
+                self.agent_id,
+                self.elapsed(),
+                self._not_withdrawn,
+            )
+        elif exc is not None and cancelled(exc):  # withdrawn by its caller: not a failure
             RUN_LOG.info(
                 "run %s: agent %s cancelled after %.3f s",
                 self.run_id,

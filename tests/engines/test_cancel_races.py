@@ -20,6 +20,8 @@ import uuid
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     CancelWorkflowInput,
@@ -35,6 +37,8 @@ from agentgen.runtime.engines.temporal import TemporalEngine
 from agentgen.runtime.engines.temporal import client as client_module
 from agentgen.runtime.messages import Message
 from agentgen.runtime.runs.requests import RunRequest
+from agentgen.runtime.telemetry import Telemetry
+from agentgen.runtime.testing import record_telemetry
 from tests.engines.conftest import FAST, Harness
 from tests.runtime.agents import ScriptedPlanner, answer, register
 
@@ -78,14 +82,16 @@ class _Holding(OutboundInterceptor):
             self.held.release.set()  # the start, overtaken, reaches the server now
 
 
-def _runtime(durable: Harness, held: _HeldStarts) -> tuple[Runtime, TemporalEngine]:
+def _runtime(
+    durable: Harness, held: _HeldStarts, telemetry: Telemetry | None = None
+) -> tuple[Runtime, TemporalEngine]:
     assert durable.env is not None
     config = durable.env.client.config()
     config["interceptors"] = [*config.get("interceptors", ()), held]
     engine = TemporalEngine(
         client=Client(**config), task_queue=f"test-{uuid.uuid4().hex}", settings=FAST
     )
-    rt = Runtime(engine=engine)
+    rt = Runtime(engine=engine, telemetry=telemetry or Telemetry())
     register(rt, ScriptedPlanner([answer("ran")]))
     return rt, engine
 
@@ -198,6 +204,7 @@ async def test_a_caller_cancelled_while_the_server_does_not_answer_its_start_is_
     as long as it did not. The caller now waits at most ``START_WAIT``; the run is still
     cancelled once its start is answered."""
     monkeypatch.setattr(client_module, "START_WAIT", 0.1)
+    record_telemetry().clear()
     held = _HeldStarts()
     rt, engine = _runtime(durable, held)
     request = RunRequest("test.agent", (Message.user("go"),), run_id=f"mute-{uuid.uuid4().hex}")
@@ -210,6 +217,9 @@ async def test_a_caller_cancelled_while_the_server_does_not_answer_its_start_is_
     with pytest.raises(asyncio.CancelledError):
         await calling
     assert not held.cancel_sent.is_set()  # not sent ahead of the start: it would find no run
+    # Whether the run will be cancelled is not known: its span says it was not (yet).
+    span = _run_span(request.run_id)
+    assert span.status.description == "withdrawal_failed (TimeoutError)"
     held.release.set()  # the server answers at last
     assert held.started is not None
     await held.started
@@ -351,3 +361,102 @@ async def test_a_failed_withdrawal_is_warned_without_the_error_s_words(
     assert durable.env is not None
     with contextlib.suppress(Exception):
         await durable.env.client.get_workflow_handle(run_id).terminate("test over")
+
+
+def _run_span(run_id: str) -> ReadableSpan:
+    (span,) = [
+        s
+        for s in record_telemetry().spans("agentgen")
+        if (s.attributes or {}).get("agentgen.run.id") == run_id
+    ]
+    return span
+
+
+@pytest.mark.parametrize("capture", [False, True])
+@pytest.mark.parametrize("caller", ["run", "start"])
+async def test_a_failed_withdrawal_shows_on_the_run_s_span(
+    durable: Harness, caller: str, capture: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The caller's run span said only ``cancelled`` when the request to cancel the run failed:
+    an operator reading traces could not tell a run that went on, unseen, from one that was
+    cancelled. The span keeps ``agentgen.outcome`` = ``cancelled`` (its caller withdrew) and
+    ends in error (``error.type`` ``withdrawal_failed``), with the withdrawal's error as its
+    ``exception`` event (its words only with ``capture_payloads``)."""
+    record_telemetry().clear()
+    words = f"RuntimeError: refused for {SECRET}" if capture else "RuntimeError"
+    held = _FailingCancels()
+    rt, engine = _runtime(durable, held, Telemetry(capture_payloads=capture))
+    run_id = f"unwithdrawn-{uuid.uuid4().hex}"
+    request = RunRequest("test.agent", (Message.user("go"),), run_id=run_id)
+    calls = {"run": lambda: rt.run(request), "start": lambda: engine.start(rt, request)}
+    held.release.clear()  # the start is answered once its caller was cancelled
+    calling = asyncio.ensure_future(calls[caller]())
+    await held.in_flight.wait()
+    with caplog.at_level(logging.INFO, logger="agentgen.run"):
+        calling.cancel()
+        held.release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await calling
+    assert held.cancel_sent.is_set()
+    # The run's last line says so too (the engine's warning says what to do).
+    assert "its caller was cancelled after" in caplog.text
+    assert f"but cancelling the run failed ({words}): it goes on" in caplog.text
+    assert f"run {run_id}: agent test.agent cancelled after" not in caplog.text
+    span = _run_span(run_id)
+    attributes = dict(span.attributes or {})
+    assert attributes["agentgen.outcome"] == "cancelled"
+    assert attributes["error.type"] == "withdrawal_failed"
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.status.description == f"withdrawal_failed ({words})"
+    (event,) = [e for e in span.events if e.name == "exception"]
+    assert dict(event.attributes or {})["exception.type"] == "RuntimeError"
+    assert (SECRET in str(dict(event.attributes or {}))) is capture
+    assert durable.env is not None
+    with contextlib.suppress(Exception):
+        await durable.env.client.get_workflow_handle(run_id).terminate("test over")
+
+
+async def test_a_withdrawal_the_server_does_not_answer_shows_on_the_run_s_span(
+    durable: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancellation the server did not answer within ``CANCEL_WAIT`` is a failed withdrawal
+    too, as far as the caller knows (``TimeoutError``)."""
+    monkeypatch.setattr(client_module, "CANCEL_WAIT", 0.1)
+    record_telemetry().clear()
+    held = _HeldCancels()
+    rt, engine = _runtime(durable, held)
+    run_id = f"unheard-{uuid.uuid4().hex}"
+    running = asyncio.create_task(rt.client("test.agent").run("go", run_id=run_id))
+    await held.in_flight.wait()
+    assert held.started is not None
+    await held.started
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    span = _run_span(run_id)
+    assert dict(span.attributes or {})["error.type"] == "withdrawal_failed"
+    assert span.status.description == "withdrawal_failed (TimeoutError)"
+    held.answer.set()  # the server answers at last
+    await asyncio.gather(*engine._withdrawing)
+    assert await _cancel_requested(durable, run_id)
+
+
+async def test_a_withdrawn_run_s_span_says_only_cancelled(durable: Harness) -> None:
+    """A cancellation that reached the server leaves the span's status unset, as before."""
+    record_telemetry().clear()
+    held = _HeldCancels()
+    held.answer.set()
+    rt, _ = _runtime(durable, held)
+    run_id = f"withdrawn-{uuid.uuid4().hex}"
+    running = asyncio.create_task(rt.client("test.agent").run("go", run_id=run_id))
+    await held.in_flight.wait()
+    assert held.started is not None
+    await held.started
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    span = _run_span(run_id)
+    assert dict(span.attributes or {})["agentgen.outcome"] == "cancelled"
+    assert "error.type" not in (span.attributes or {})
+    assert span.status.status_code == StatusCode.UNSET
+    assert await _cancel_requested(durable, run_id)

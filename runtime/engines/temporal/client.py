@@ -200,7 +200,7 @@ class TemporalEngine:
         self._quiet: Client | None = None
         self._connecting: asyncio.Lock | None = None
         #: Cancellations of runs whose caller was cancelled, until the server has them.
-        self._withdrawing: set[asyncio.Future[bool]] = set()
+        self._withdrawing: set[asyncio.Future[Exception | None]] = set()
         #: Start requests in flight, by run ID: a cancellation of the run waits for its start
         #: to be answered (sent first, it would find no run, and the run would start after it).
         self._starting: dict[str, _Start] = {}
@@ -259,11 +259,15 @@ class TemporalEngine:
                 # The caller gave up (cancelled, or a deadline around it): so does the run,
                 # as in memory, and its cancellation says what the run cost (run_usage), once
                 # the workflow recorded it. Waiting for a run started with start() detaches.
-                withdrawn = await self._withdraw(request.run_id, start)
+                failure = await self._withdraw(request.run_id, start)
+                if failure is not None:
+                    span.not_withdrawn(failure, _words(failure))
                 # When the cancellation did not reach the server, the run goes on: no usage
                 # comes, and waiting for it would only hold the caller's cancellation.
                 usage = (
-                    await _usage_once_ended(handle) if handle is not None and withdrawn else None
+                    await _usage_once_ended(handle)
+                    if handle is not None and failure is None
+                    else None
                 )
                 if usage is not None:
                     record_run_usage(cancelled, usage)
@@ -271,18 +275,19 @@ class TemporalEngine:
             span.finished(tool_calls=result.tool_calls, child_runs=len(result.child_runs))
         return result
 
-    async def _withdraw(self, run_id: str, start: _Start) -> bool:
+    async def _withdraw(self, run_id: str, start: _Start) -> Exception | None:
         """Cancel the run whose caller was cancelled, once its ``start`` was answered (the
         caller may have been cancelled while it was in flight). The request goes out even if
         the caller is cancelled again meanwhile; a run that already ended has nothing to
         cancel, and a start that failed (``run_id`` may then be another caller's run) leaves
-        nothing to cancel. False when the request failed (logged): the run goes on.
+        nothing to cancel. The error when the request failed (logged): the run goes on.
 
         The caller waits for the start at most :data:`START_WAIT`, as every other call about
         a starting run does, and for the answer to the cancellation at most
         :data:`CANCEL_WAIT`: a server that does not answer held a cancelled caller as long as
-        it did not. The cancellation then goes on without it (once the start is answered);
-        False (logged), since the caller cannot learn what the run cost."""
+        it did not. The cancellation then goes on without it (once the start is answered); a
+        ``TimeoutError`` (logged): the caller cannot learn whether the run goes on, nor what
+        it cost."""
         request = asyncio.ensure_future(self._cancel_quietly(run_id, start))
         self._withdrawing.add(request)
         request.add_done_callback(self._withdrawing.discard)
@@ -299,7 +304,10 @@ class TemporalEngine:
                 START_WAIT,
                 run_id,
             )
-            return False
+            return TimeoutError(
+                f"run {run_id!r}: the Temporal server did not answer its start request within "
+                f"{START_WAIT:g} s, so the run could not be cancelled with its caller"
+            )
         await asyncio.wait({request}, timeout=CANCEL_WAIT)
         if not request.done():
             _LOG.warning(
@@ -311,23 +319,27 @@ class TemporalEngine:
                 CANCEL_WAIT,
                 run_id,
             )
-            return False
+            return TimeoutError(
+                f"run {run_id!r}: the Temporal server did not answer the request to cancel the "
+                f"run within {CANCEL_WAIT:g} s"
+            )
         return request.result()
 
-    async def _cancel_quietly(self, run_id: str, start: _Start) -> bool:
+    async def _cancel_quietly(self, run_id: str, start: _Start) -> Exception | None:
+        """Cancel the run once ``start`` was answered; the error (logged) when that failed."""
         try:
             if await _failure_of(start) is not None:
-                return True  # not started: no run of this caller's to cancel
+                return None  # not started: no run of this caller's to cancel
             client = await self.client()
             await client.get_workflow_handle(run_id).cancel()
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 _warn_not_withdrawn(run_id, exc)
-                return False
+                return exc
         except Exception as exc:  # the caller's cancellation is what it raises, not this
             _warn_not_withdrawn(run_id, exc)
-            return False
-        return True
+            return exc
+        return None
 
     # ------------------------------------------------------------------ durable runs
 
@@ -341,7 +353,9 @@ class TemporalEngine:
         request = at_call_depth(replace(request, run_id=request.run_id or uuid.uuid4().hex))
         with (
             activated(host.telemetry),
-            Run(request.agent_id, request.run_id, engine="temporal", call_depth=request.call_depth),
+            Run(
+                request.agent_id, request.run_id, engine="temporal", call_depth=request.call_depth
+            ) as span,
         ):
             start = self._begin_start(host, request)
             try:
@@ -349,7 +363,9 @@ class TemporalEngine:
             except asyncio.CancelledError:
                 # The start request may have left: a run its caller gave up on while it was
                 # being started is cancelled once started, rather than left running unseen.
-                await self._withdraw(request.run_id, start)
+                failure = await self._withdraw(request.run_id, start)
+                if failure is not None:
+                    span.not_withdrawn(failure, _words(failure))
                 raise
         return handle.id
 
@@ -757,19 +773,24 @@ def _not_started(
     )
 
 
-def _warn_not_withdrawn(run_id: str, exc: Exception) -> None:
-    """The error's words (a server's or a client's message, which may quote values) only with
-    ``capture_payloads``, as every ``agentgen.*`` log record says a failure; a server's error
-    is named by its gRPC status either way (``RPCError (UNAVAILABLE)``), which holds none."""
+def _words(exc: Exception) -> str:
+    """A failure to cancel a run, as telemetry names it: the error's words (a server's or a
+    client's message, which may quote values) only with ``capture_payloads``, as every
+    ``agentgen.*`` span and log record says a failure; a server's error is named by its gRPC
+    status either way (``RPCError (UNAVAILABLE)``), which holds none."""
     capture = active().capture_payloads
     what = described(exc, capture)
     if not capture and isinstance(exc, RPCError):
         what = f"{what} ({exc.status.name})"
+    return what
+
+
+def _warn_not_withdrawn(run_id: str, exc: Exception) -> None:
     _LOG.warning(
         "run %r: its caller was cancelled, but cancelling the run on Temporal failed (%s); "
         "it goes on until it ends: cancel it with engine.cancel(%r)",
         run_id,
-        what,
+        _words(exc),
         run_id,
     )
 
