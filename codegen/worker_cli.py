@@ -89,11 +89,11 @@ def _given(ctx: click.Context, param: click.Parameter, value: str | None) -> str
 @click.option(
     "--heartbeat-interval",
     type=click.FloatRange(min=0, min_open=True, max=315_576_000_000),
-    default=1.0,
-    show_default=True,
-    help="Seconds between a running activity's heartbeats: a cancelled run's tools and "
-    "planning steps hear of it within about this long (each heartbeat is a request to the "
-    "server).",
+    default=None,
+    help="Seconds between a running activity's heartbeats (at most; a third of the run's "
+    "heartbeat_timeout when that is shorter): a cancelled run's tools and planning steps hear "
+    "of it within about this long, and each heartbeat is a request to the server. Default: a "
+    "third of the heartbeat timeout, at most 10 s.",
 )
 def worker(
     task_queue: str,
@@ -102,7 +102,7 @@ def worker(
     namespace: str | None,
     sticky_timeout: float,
     max_payload_bytes: int,
-    heartbeat_interval: float,
+    heartbeat_interval: float | None,
 ) -> None:
     """Run a Temporal worker for an application's durable runs.
 

@@ -92,6 +92,11 @@ SCRIPTS = [
         (r"^\| 10 \| [\d,]+ \| [\d.,]+ \| [\d,]+ \| [\d.,]+ \| [\d,]+ \|$",),
     ),
     Script(
+        "bench/heartbeats.py",
+        ("--runs", "1", "--seconds", "1", "--heartbeat-timeouts", "3", "--intervals", "default"),
+        (r"^\| default \| 3 \| [\d.]+ \| [\d.]+ \|$",),
+    ),
+    Script(
         "bench/registry.py",
         (
             *("--calls", "5", "--callers", "1", "--stores", "sqlite", "--toolsets", "1"),

@@ -14,6 +14,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from agentgen.runtime.engines.temporal import attempts
+from agentgen.runtime.engines.temporal.activities import heartbeat_every
 from agentgen.runtime.engines.temporal.attempts import Attempt
 from agentgen.runtime.model_client import Usage
 
@@ -79,3 +80,27 @@ def test_a_gap_before_a_usage_heartbeat_is_a_missed_heartbeat(clock: Clock) -> N
     attempt = _environment(sent).run(late_response)
     assert attempt.heartbeat_missed
     assert attempt.timed_out()
+
+
+@pytest.mark.parametrize(
+    ("timeout", "given", "every"),
+    [
+        (30.0, None, 10.0),  # the default heartbeat timeout: a third of it
+        (300.0, None, 10.0),  # at most 10 s: a cancelled run's tool goes on no longer
+        (6.0, None, 2.0),
+        (0.06, None, 0.05),  # at least 50 ms
+        (None, None, 10.0),  # no timeout (the workflow always sets one): as for 30 s
+        (30.0, 1.0, 1.0),  # the worker's interval, when given, is the most
+        (30.0, 60.0, 10.0),  # ... but never more than a third of the timeout
+        (300.0, 60.0, 60.0),
+    ],
+)
+def test_the_heartbeat_interval_is_derived_from_the_heartbeat_timeout(
+    timeout: float | None, given: float | None, every: float
+) -> None:
+    """Heartbeats went out every second whatever the heartbeat timeout: 60 requests a minute
+    for each running activity (``bench/heartbeats.py``), however long it ran. A worker given no
+    interval now heartbeats every third of the run's heartbeat timeout (a lost worker is still
+    noticed within it), at most every 10 s (how long a cancelled run's tool may go on)."""
+    duration = None if timeout is None else timedelta(seconds=timeout)
+    assert heartbeat_every(duration, given) == pytest.approx(every)

@@ -502,7 +502,8 @@ async def test_a_cancelled_caller_s_running_tool_is_cancelled_promptly(
     """A running tool hears of its run's cancellation in the answer to its next heartbeat. With
     the default heartbeat timeout (30 s), heartbeats went out every 10 s and the SDK held them
     back to one per 24 s: a search of 15 s finished (for nobody) before the cancellation reached
-    it. Heartbeats now go out every second (``build_worker``'s ``heartbeat_interval``)."""
+    it. Heartbeats now go out every third of the heartbeat timeout, at most every 10 s, and the
+    worker's throttle (1 s) sends each at once."""
     assert durable.settings.heartbeat_timeout == 30  # the default
     rt = durable.runtime()
     executor = _Ended(seconds=15)
@@ -528,6 +529,12 @@ async def test_the_heartbeat_interval_must_be_positive_seconds(durable: Harness)
             build_worker(durable.env.client, rt, "q", heartbeat_interval=wrong)
     worker = build_worker(durable.env.client, rt, "q", heartbeat_interval=0.5)
     assert worker.config()["max_heartbeat_throttle_interval"] == timedelta(seconds=0.5)
+    # Without an interval, or with a longer one, heartbeats are paced by the activities and
+    # sent at once: the SDK's throttle is 1 s.
+    for queue, given in (("q-none", {}), ("q-5", {"heartbeat_interval": 5.0})):
+        worker = build_worker(durable.env.client, rt, queue, **given)
+        assert worker.config()["max_heartbeat_throttle_interval"] == timedelta(seconds=1)
+        assert worker.config()["default_heartbeat_throttle_interval"] == timedelta(seconds=1)
 
 
 async def test_giving_up_on_the_result_of_a_started_run_leaves_it_running(

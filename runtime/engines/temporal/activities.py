@@ -55,24 +55,49 @@ from agentgen.runtime.runs.steps import Admission, Decision, Planned, PlanTask, 
 from agentgen.runtime.telemetry.config import activated
 from agentgen.runtime.telemetry.exceptions import explaining_cancellations
 
-__all__ = ["DEFAULT_HEARTBEAT_INTERVAL", "MAX_HEARTBEAT_INTERVAL", "RunActivities"]
+__all__ = [
+    "HEARTBEAT_THROTTLE",
+    "MAX_DERIVED_HEARTBEAT_INTERVAL",
+    "MAX_HEARTBEAT_INTERVAL",
+    "RunActivities",
+    "heartbeat_every",
+]
 
 T = TypeVar("T")
 
-#: Seconds between a running activity's heartbeats (and the longest the worker holds one back:
-#: ``build_worker`` sets the SDK's throttle to it). A cancellation reaches a running activity
-#: only in the server's answer to a heartbeat, so this bounds how long a tool of a cancelled run
-#: goes on; spaced by the heartbeat timeout (30 s, throttled to 24 s), it went on ~24 s.
-DEFAULT_HEARTBEAT_INTERVAL = 1.0
+#: The longest interval between a running activity's heartbeats that the worker derives from
+#: the run's ``heartbeat_timeout`` (a third of it) when it is given none. A cancellation
+#: reaches a running activity only in the server's answer to a heartbeat, so the interval is
+#: how long a tool of a cancelled run may go on; each heartbeat is a request to the server
+#: (on Temporal Cloud, an action): every second, a long tool sent 60 a minute
+#: (``bench/heartbeats.py``), 10 at once loaded the server with 10 requests a second.
+MAX_DERIVED_HEARTBEAT_INTERVAL = 10.0
+#: The longest the SDK holds a heartbeat back (``build_worker`` sets its throttle to it, or to
+#: a shorter interval given): no longer than any interval derived from a heartbeat timeout of
+#: 3 s or more, so each goes out at once (the SDK's own throttle, 80% of the heartbeat
+#: timeout, held them back to one per 24 s).
+HEARTBEAT_THROTTLE = 1.0
 #: The longest heartbeat interval (ten thousand years: ``agentgen worker``'s bound too).
 MAX_HEARTBEAT_INTERVAL = 315_576_000_000
+#: The heartbeat timeout of an activity Temporal gives none (the workflow always sets one).
+_UNSET_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
 
 
-async def _heartbeating(work: Awaitable[T], attempt: Attempt, every: float) -> T:
-    """Await ``work`` while heartbeating every ``every`` seconds, and a few times per heartbeat
-    timeout when that is shorter (a lost worker is noticed within it)."""
-    timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
-    interval = max(min(timeout.total_seconds() / 3, every), 0.05)
+def heartbeat_every(heartbeat_timeout: timedelta | None, interval: float | None) -> float:
+    """Seconds between a running activity's heartbeats: a third of its ``heartbeat_timeout``
+    (so that a lost worker is noticed within it, however late one heartbeat goes out), at
+    most ``interval`` when the worker was given one, else at most
+    :data:`MAX_DERIVED_HEARTBEAT_INTERVAL` (10 s: a cancelled run's tool goes on no longer);
+    at least 50 ms."""
+    third = (heartbeat_timeout or _UNSET_HEARTBEAT_TIMEOUT).total_seconds() / 3
+    bound = MAX_DERIVED_HEARTBEAT_INTERVAL if interval is None else interval
+    return max(min(third, bound), 0.05)
+
+
+async def _heartbeating(work: Awaitable[T], attempt: Attempt, every: float | None) -> T:
+    """Await ``work`` while heartbeating every so often (:func:`heartbeat_every`: ``every`` is
+    the worker's interval, if it was given one)."""
+    interval = heartbeat_every(activity.info().heartbeat_timeout, every)
 
     async def beat() -> None:
         while True:
@@ -91,14 +116,14 @@ async def _step(
     work: Callable[[], Awaitable[T]],
     limit: int,
     run: RunContext,
-    every: float,
+    every: float | None,
     attempt: Attempt | None = None,
 ) -> T:
     """Run a step under the host's telemetry (its spans hang under the SDK's ``RunActivity``
     span, which links them to the workflow); a retried attempt does not count again what the
     first one counted; a cancellation that is not its run's (a timeout) is reported as the
     failure it is. Its answer must fit in ``limit`` bytes. ``attempt`` sends its heartbeats,
-    ``every`` so many seconds (a metered one's failure carries its final account of the
+    every ``every`` seconds at most (a metered one's failure carries its final account of the
     usage)."""
     attempt = attempt or Attempt()
     try:
@@ -134,21 +159,24 @@ _WHAT = {ACTIVITY_NAMES[step]: what for step, what in ACTIVITY_WHAT.items()}
 
 class RunActivities:
     """The activities, bound to the worker's host. ``max_payload_bytes`` bounds what each
-    answers (the server's blob size limit); each heartbeats every ``heartbeat_interval``
-    seconds while it runs."""
+    answers (the server's blob size limit); each heartbeats while it runs, every third of its
+    heartbeat timeout, at most every ``heartbeat_interval`` seconds (when None, at most every
+    :data:`MAX_DERIVED_HEARTBEAT_INTERVAL`: :func:`heartbeat_every`)."""
 
     def __init__(
         self,
         host: RunHost,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
-        heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
+        heartbeat_interval: float | None = None,
     ) -> None:
         if max_payload_bytes < 1:
             raise ValueError("max_payload_bytes must be at least 1")
         number = isinstance(heartbeat_interval, int | float) and not isinstance(
             heartbeat_interval, bool
         )
-        if not (number and 0 < heartbeat_interval <= MAX_HEARTBEAT_INTERVAL):
+        if heartbeat_interval is not None and not (
+            number and 0 < heartbeat_interval <= MAX_HEARTBEAT_INTERVAL
+        ):
             # Above the bound, build_worker's throttle (a timedelta) overflowed with a bare
             # "OverflowError: Python int too large to convert to C int".
             raise ValueError(
@@ -158,7 +186,7 @@ class RunActivities:
             )
         self.host = host
         self.limit = max_payload_bytes
-        self.every = float(heartbeat_interval)
+        self.every = None if heartbeat_interval is None else float(heartbeat_interval)
 
     def all(self) -> list[Callable[..., Any]]:
         return [

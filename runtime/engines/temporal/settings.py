@@ -36,7 +36,9 @@ class TemporalSettings:
     #: Longest a bookkeeping step may take (preparing a call, a denial, an agent's answer).
     step_timeout: float = 60.0
     #: A worker that stops heartbeating for this long is taken for lost, and its activity
-    #: retried elsewhere (or, for a tool, answered with ``outcome_unknown``).
+    #: retried elsewhere (or, for a tool, answered with ``outcome_unknown``). Running
+    #: activities heartbeat every third of it, at most every 10 s (or the worker's
+    #: ``heartbeat_interval``): how soon a cancelled run's running tool hears of it.
     heartbeat_timeout: float = 30.0
     retry_initial_interval: float = 1.0
     retry_backoff: float = 2.0

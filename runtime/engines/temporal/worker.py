@@ -24,7 +24,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from agentgen.runtime.engines.temporal.activities import DEFAULT_HEARTBEAT_INTERVAL, RunActivities
+from agentgen.runtime.engines.temporal.activities import HEARTBEAT_THROTTLE, RunActivities
 from agentgen.runtime.engines.temporal.client import (
     DEFAULT_ADDRESS,
     TemporalEngine,
@@ -76,17 +76,20 @@ def build_worker(
     task_queue: str,
     *,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
-    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
+    heartbeat_interval: float | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for ``task_queue`` whose activities run against ``host`` (the application's
     sealed ``Runtime``); an activity's answer over ``max_payload_bytes`` (the server's blob
-    size limit) fails it for good. Running activities heartbeat every ``heartbeat_interval``
-    seconds, and the SDK sends each at once (its throttle, 80% of the heartbeat timeout by
-    default, is set to the interval): a cancelled run's activities hear of it within about
-    that. ``options`` go to ``temporalio.worker.Worker``."""
+    size limit) fails it for good. Running activities heartbeat every third of their run's
+    ``heartbeat_timeout``, at most every ``heartbeat_interval`` seconds (without one, at most
+    every 10 s: :func:`~.activities.heartbeat_every`), and the SDK sends each at once (its
+    throttle, 80% of the heartbeat timeout by default, is set to 1 s, or to a shorter interval
+    given): a cancelled run's activities hear of it within about that interval, and each
+    heartbeat is a request to the server. ``options`` go to ``temporalio.worker.Worker``."""
     activities = RunActivities(host, max_payload_bytes, heartbeat_interval).all()
-    throttle = timedelta(seconds=heartbeat_interval)
+    shortest = HEARTBEAT_THROTTLE if heartbeat_interval is None else heartbeat_interval
+    throttle = timedelta(seconds=min(shortest, HEARTBEAT_THROTTLE))
     options.setdefault("max_heartbeat_throttle_interval", throttle)
     options.setdefault("default_heartbeat_throttle_interval", throttle)
     seal: Callable[[], None] | None = getattr(host, "seal", None)
