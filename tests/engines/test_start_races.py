@@ -36,7 +36,13 @@ from agentgen.runtime.engines.temporal import client as client_module
 from agentgen.runtime.messages import Message
 from agentgen.runtime.runs.requests import RunRequest
 from tests.engines.conftest import Harness
-from tests.engines.test_cancel_races import OVERTAKE, _HeldStarts, _Holding, _runtime
+from tests.engines.test_cancel_races import (
+    OVERTAKE,
+    _cancel_requested,
+    _HeldStarts,
+    _Holding,
+    _runtime,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -225,3 +231,32 @@ async def test_the_wait_for_a_start_the_server_does_not_answer_is_bounded(
         await starting
         with contextlib.suppress(Exception):
             await durable.env.client.get_workflow_handle(run_id).terminate("test over")
+
+
+async def test_another_process_asking_about_a_run_still_starting_is_told_to_ask_again(
+    durable: Harness,
+) -> None:
+    """A documented limit: only the engine that starts a run knows its start is in flight.
+    Another process (another engine on the same server) asking meanwhile hears that the
+    server knows no such run, as for a mistyped ID; the error now says that a start still in
+    flight elsewhere reads the same, and to ask again once it returned (it did not: it said to
+    check the run ID). Once the start returned, the other process reaches the run."""
+    held = _HeldStarts()  # held until the test releases it
+    rt, engine = _runtime(durable, held)
+    assert durable.env is not None
+    other = TemporalEngine(client=durable.env.client, task_queue=engine.task_queue)
+    request = RunRequest("test.agent", (Message.user("go"),), run_id=f"elsewhere-{uuid.uuid4()}")
+    starting = asyncio.create_task(engine.start(rt, request))
+    await held.in_flight.wait()
+    hint = (
+        "a run whose start is still in flight in another process (its engine.start has not "
+        "returned) is not known to the server either: ask again once it returned"
+    )
+    for call in (lambda: other.result(rt, request.run_id), lambda: other.cancel(request.run_id)):
+        with pytest.raises(LookupError, match=f"^no run {request.run_id!r} on Temporal") as e:
+            await call()
+        assert hint in str(e.value)
+    held.release.set()
+    assert await starting == request.run_id
+    await other.cancel(request.run_id)  # the run exists now (no worker runs it)
+    assert await _cancel_requested(durable, request.run_id)

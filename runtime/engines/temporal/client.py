@@ -803,13 +803,18 @@ async def _require_namespace(client: Client) -> None:
 
 async def _unknown(exc: RPCError, run_id: str, client: Client) -> Exception:
     """A run ID the server does not know, named (the server says "workflow not found"), once
-    the namespace is known to exist."""
+    the namespace is known to exist. A start of that run in flight on this engine was waited
+    for (:meth:`TemporalEngine._start_answered`); one in flight in another process cannot be,
+    and reads the same (a bounded retry would slow every mistyped or expired ID down and still
+    not tell "not yet" from "never"): the error says so, and what to do."""
     if exc.status != RPCStatusCode.NOT_FOUND:
         return exc
     await _require_namespace(client)
     return LookupError(
         f"no run {run_id!r} on Temporal (namespace {client.namespace!r}): check the run ID "
-        "(the one engine.start returned) and that the engine uses the run's namespace"
+        "(the one engine.start returned) and that the engine uses the run's namespace; a run "
+        "whose start is still in flight in another process (its engine.start has not "
+        "returned) is not known to the server either: ask again once it returned"
     )
 
 
