@@ -26,6 +26,7 @@ from temporalio.client import (
     WorkflowHistoryEventAsyncIterator,
 )
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import WorkflowEnvironment
 
 from agentgen.runtime import (
     IncompleteAnswerError,
@@ -530,3 +531,45 @@ async def test_a_run_cancelled_before_the_release_that_records_its_usage_replays
     text = history.read_text()
     assert '"EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED"' in text
     await replay([text])
+
+
+class _LooksUp:
+    """Asks its model, then looks a record up; again each turn (until its model hangs)."""
+
+    async def plan_start(self, input: PlanInput) -> PlanResult:
+        return await self._turn(input)
+
+    async def plan_resume(self, input: PlanResumeInput) -> PlanResult:
+        return await self._turn(input)
+
+    async def _turn(self, input: PlanInput | PlanResumeInput) -> PlanResult:
+        await input.agent.model("parent").complete(ModelRequest("m", tuple(input.messages)))
+        turn = len(input.messages)
+        return PlanResult(calls(("records.lookup", {"id": str(turn)}), prefix=f"t{turn}_"))
+
+
+async def test_a_cancelled_run_that_continued_as_new_says_what_it_cost(
+    temporal: WorkflowEnvironment,
+) -> None:
+    """A cancelled run records its usage in the memo of its latest execution: one that
+    continued as new must be read there, not on the execution its start request created
+    (the start's handle follows the run; pinned to that first execution, it would read no
+    memo, and the caller of ``run`` would get no usage, as if the run had been terminated)."""
+    # Low enough to continue at least once before the model hangs (each continuation costs a
+    # second: Temporal starts at most one execution of a workflow ID per second).
+    harness = Harness("temporal", temporal, replace(FAST, continue_as_new_after_events=30))
+    rt = harness.runtime()
+    model = Scripted(PARENT, PARENT, PARENT, PARENT, HANG)
+    rt.register_model("parent", model)
+    register(rt, _LooksUp())  # type: ignore[arg-type]
+    run_id = f"continued-{uuid.uuid4().hex}"
+    async with harness.serving(rt):
+        running = asyncio.create_task(rt.client("test.agent").run("go", run_id=run_id))
+        await asyncio.wait_for(model.started.wait(), 60)
+        await harness.engine(rt).cancel(run_id)
+        with pytest.raises(RunCancelledError) as raised:
+            await asyncio.wait_for(running, 30)
+    history = await temporal.client.get_workflow_handle(run_id).fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    assert started.continued_execution_run_id  # the run went on in a new execution
+    assert run_usage(raised.value) == PARENT + PARENT + PARENT + PARENT + Usage.not_reported()
