@@ -503,10 +503,11 @@ async def test_a_cancelled_caller_s_running_tool_is_cancelled_promptly(
     the default heartbeat timeout (30 s), heartbeats went out every 10 s and the SDK held them
     back to one per 24 s: a search of 15 s finished (for nobody) before the cancellation reached
     it. Heartbeats now go out every third of the heartbeat timeout, at most every 10 s, and the
-    worker's throttle (1 s) sends each at once."""
+    worker's throttle (1 s) sends each at once. The search lasts 40 s, so the one heartbeat it
+    needs (~10 s in) reaches it with room to spare on a loaded machine."""
     assert durable.settings.heartbeat_timeout == 30  # the default
     rt = durable.runtime()
-    executor = _Ended(seconds=15)
+    executor = _Ended(seconds=40)
     _two_rounds(rt, executor)
     async with durable.serving(rt):
         running = asyncio.create_task(rt.client("test.agent").run("go"))
