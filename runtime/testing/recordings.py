@@ -307,12 +307,16 @@ class RecordedProvider:
         SDK cannot read) with an HTTP 400, which the adapter reports as the provider refusing
         the request. The adapter is wrapped so that such a failure says what the player found
         instead: the recording, not the provider, is at fault."""
-        from agentgen.runtime.adapters import AnthropicMessagesModel, OpenAIResponsesModel
-
+        # Each adapter is imported only when its provider is played: an OpenAI recording
+        # needs no Anthropic SDK (``make demo-registry`` installs only the openai extra).
         adapter: ModelClient
         if self.recording.provider.startswith("openai"):
+            from agentgen.runtime.adapters import OpenAIResponsesModel
+
             adapter = OpenAIResponsesModel(self.client(), **options)
         else:
+            from agentgen.runtime.adapters import AnthropicMessagesModel
+
             adapter = AnthropicMessagesModel(self.client(), **options)
         return _PlayedModel(adapter, self)
 
