@@ -24,14 +24,16 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(MAKE) --no-print-directory link-tree
 	touch $@
 
-# The quickstart runs the real OpenAI and Anthropic adapters (offline), so it needs their SDKs.
+# The quickstart runs the real OpenAI and Anthropic adapters (offline), so it needs their SDKs,
+# and prints the run's trace with rich (the trace extra).
 $(VENV)/.installed-demo: pyproject.toml $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[openai,anthropic]'
+	$(BIN)/python -m pip install --quiet -e '.[openai,anthropic,trace]'
 	touch $@
 
-# The distributed company example runs the registry service and the real OpenAI adapter.
+# The distributed company example runs the registry service and the real OpenAI adapter, and
+# prints each turn's trace with rich (the trace extra).
 $(VENV)/.installed-registry: pyproject.toml $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[openai,registry]'
+	$(BIN)/python -m pip install --quiet -e '.[openai,registry,trace]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
