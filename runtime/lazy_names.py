@@ -12,7 +12,23 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["lazy_names"]
+__all__ = ["EXTRAS", "lazy_names"]
+
+#: The optional packages agentgen's names import, by top-level module, and the extra of
+#: ``pyproject.toml`` that installs each: a name whose module cannot import one says which.
+EXTRAS: Mapping[str, str] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "boto3": "bedrock",
+    "botocore": "bedrock",
+    "temporalio": "temporal",
+    "fastapi": "registry",
+    "uvicorn": "registry",
+    "redis": "registry",
+    "mcp": "mcp",
+    "rich": "trace",
+    "tiktoken": "tokens",
+}
 
 
 def lazy_names(
@@ -35,7 +51,18 @@ def lazy_names(
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home), name)
+        try:  # the getattr too: a home that is a lazy package itself imports on it
+            value = getattr(importlib.import_module(home), name)
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").partition(".")[0]
+            extra = EXTRAS.get(missing)
+            if extra is None:
+                raise
+            raise ModuleNotFoundError(
+                f"{package}.{name} needs {missing}, which is not installed: "
+                f"pip install 'agentgen[{extra}]'",
+                name=exc.name,
+            ) from exc
         if namespace is not None:
             namespace[name] = value
         return value
