@@ -30,9 +30,7 @@ def test_a_name_whose_sdk_is_missing_names_the_extra(
         f"try:\n    from {package} import {name}\n"
         "except ModuleNotFoundError as exc:\n    print(exc.name)\n    print(exc)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     module, message = done.stdout.splitlines()
     # Still what `except ImportError as exc: exc.name` reads (botocore.exceptions for Bedrock).
     assert module.partition(".")[0] == missing
