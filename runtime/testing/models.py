@@ -10,6 +10,7 @@ tools really are found by search and permitted tools really are offered.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -224,9 +225,11 @@ class _SearchingModel:
         parts: list[Part] = [TextPart(turn.text)] if turn.text or not turn.calls else []
         for call in turn.calls:
             if call.tool_id not in offered:
+                close = difflib.get_close_matches(call.tool_id, sorted(offered), n=1)
+                guess = f"did you mean {close[0]!r}? Or is" if close else "is"
                 raise ScriptError(
                     f"{model}: turn {number} calls {call.tool_id!r}, which this request does "
-                    f"not offer (its tools: {', '.join(sorted(offered)) or 'none'}); is "
+                    f"not offer (its tools: {', '.join(sorted(offered)) or 'none'}); {guess} "
                     "it hidden by a run policy, or not used by the agent?"
                 )
             if call.tool_id not in visible:

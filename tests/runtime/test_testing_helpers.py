@@ -149,6 +149,14 @@ async def test_a_tool_the_request_does_not_offer_cannot_be_called() -> None:
         await clerk.new_client(rt).run("Delete.")
 
 
+async def test_a_mistyped_tool_in_a_script_is_named_with_the_tool_it_resembles() -> None:
+    # It asked only whether the tool was hidden by a run policy or not used by the agent.
+    model = ScriptedModel([Call("records.lookpu", {"id": "r1"})])
+    rt, _ = wire(model, clerk)
+    with pytest.raises(ScriptError, match="did you mean 'records.lookup'"):
+        await clerk.new_client(rt).run("Look up r1.")
+
+
 async def test_running_out_of_script_is_a_clear_failure() -> None:
     model = ScriptedModel([Call("records.lookup", {"id": "r1"})])
     rt, _ = wire(model, clerk)
