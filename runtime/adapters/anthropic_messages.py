@@ -48,6 +48,7 @@ from agentgen.runtime.adapters.anthropic_thinking import (
     THINKING_KEY,
     THINKING_KINDS,
     THINKING_MODEL_KEY,
+    refuse_forced_tool_use,
     stored_block,
 )
 from agentgen.runtime.adapters.anthropic_thinking import to_json as thinking_json
@@ -106,7 +107,9 @@ class AnthropicMessagesModel:
     an earlier search found has left the catalog. ``cache_tools`` places the prompt-cache
     marker on the tools. ``thinking`` is sent as the request's ``thinking`` configuration
     (``{"type": "adaptive"}``, ``{"type": "enabled", "budget_tokens": 2048}``...: which ones a
-    model takes is the API's to say); left out, the model's default applies. Thinking blocks
+    model takes is the API's to say); left out, the model's default applies. Extended thinking
+    with a tool choice that forces tool use is refused before sending
+    (:func:`.anthropic_thinking.refuse_forced_tool_use`). Thinking blocks
     of a reply, asked for or not, are kept and go back to the same model
     (:mod:`.anthropic_thinking`).
     """
@@ -234,6 +237,7 @@ class AnthropicMessagesModel:
         if system:
             body["system"] = "\n\n".join(system)
         if tools:
+            refuse_forced_tool_use(self._provider, request.model, self.thinking, selection.choice)
             body["tools"] = tools
             choice = selection.choice
             if choice.mode == "none":

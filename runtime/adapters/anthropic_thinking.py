@@ -35,13 +35,15 @@ from agentgen.runtime.adapters.anchors import Anchored, read_anchored
 from agentgen.runtime.adapters.errors import HistoryReplayError
 from agentgen.runtime.adapters.history import REMEDY, read_sealed, seal, verify
 from agentgen.runtime.messages import Message, Part
-from agentgen.runtime.model_client import ModelError
+from agentgen.runtime.model_client import ModelError, ToolChoice
 
 __all__ = [
+    "FORCED_TOOL_USE_REFUSED",
     "THINKING_KEY",
     "THINKING_KINDS",
     "THINKING_MODEL_KEY",
     "read_thinking",
+    "refuse_forced_tool_use",
     "stored_block",
     "to_json",
 ]
@@ -58,6 +60,38 @@ THINKING_KINDS: Mapping[str, frozenset[str]] = {
 }
 _VERSION = 1
 _KEYS = frozenset({"version", "blocks", "fingerprint"})
+
+
+#: The thinking types the API documents as refused with a tool choice that forces tool use
+#: (``any``, or a named tool): extended thinking ("Tool use with thinking only supports
+#: tool_choice auto or none"; the API answers 400 "Thinking may not be enabled when tool_choice
+#: forces tool use"). Adaptive thinking is left out: some models refuse it with a forced choice
+#: and some take it, and which do is not documented, so only the API's answer can say.
+FORCED_TOOL_USE_REFUSED = frozenset({"enabled"})
+
+
+def refuse_forced_tool_use(
+    provider: str, model: str, thinking: Mapping[str, Any] | None, choice: ToolChoice
+) -> None:
+    """Refuse, before sending, a request whose ``thinking`` configuration the API refuses with
+    its tool ``choice``: the answer would be a 400 every time, which no retry gets past, so a
+    permanent :class:`ModelError` saying what to change instead."""
+    if thinking is None or thinking.get("type") not in FORCED_TOOL_USE_REFUSED:
+        return
+    if choice.mode == "any":
+        forced = "tool choice 'any' (some tool must be called)"
+    elif choice.mode == "tool":
+        forced = f"tool choice forcing tool {choice.name!r}"
+    else:
+        return
+    raise ModelError(
+        f"{provider}: the request for model {model!r} has {forced} and the client's thinking "
+        f"{dict(thinking)!r} (AnthropicMessagesModel(thinking=...)), which the API refuses: "
+        "extended thinking goes only with tool choice 'auto' or 'none' (it answers 400 "
+        '"Thinking may not be enabled when tool_choice forces tool use"). Ask with tool choice '
+        "'auto' (the model may then answer without calling a tool), or send the requests that "
+        "force a tool through a client with thinking={'type': 'disabled'}"
+    )
 
 
 def _well_formed(block: Mapping[str, Any]) -> bool:

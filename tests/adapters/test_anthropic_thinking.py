@@ -18,7 +18,7 @@ from agentgen.runtime.adapters import (
 from agentgen.runtime.adapters.anthropic_search import METADATA_KEY
 from agentgen.runtime.adapters.anthropic_thinking import THINKING_KEY, THINKING_MODEL_KEY
 from agentgen.runtime.messages import Message, ToolResultPart
-from agentgen.runtime.model_client import USAGE_METADATA_KEY
+from agentgen.runtime.model_client import USAGE_METADATA_KEY, ToolChoice
 from tests.adapters.fakes import (
     Server,
     anthropic_client,
@@ -263,3 +263,66 @@ async def test_a_tool_loop_the_same_model_made_without_thinking_is_named_as_such
     assert "Continue the tool loop with model" not in text
     assert f"was made by model {MODEL!r} itself, without thinking" in text
     assert "Finish the tool loop with its thinking off" in text
+
+
+EXTENDED = {"type": "enabled", "budget_tokens": 1024}
+
+
+@pytest.mark.parametrize(
+    ("choice", "said"),
+    [
+        (ToolChoice("any"), "tool choice 'any'"),
+        (ToolChoice("tool", "records.search"), "tool choice forcing tool 'records.search'"),
+    ],
+)
+async def test_extended_thinking_with_a_forced_tool_choice_is_refused_before_sending(
+    choice: ToolChoice, said: str
+) -> None:
+    # The API refuses it (400 "Thinking may not be enabled when tool_choice forces tool use"):
+    # its extended thinking guide says only tool choice auto and none go with thinking. Before:
+    # the request was sent, and the 400 told to "fix what it names".
+    server = anthropic_server(message(claude_text("Hi.")))
+    with pytest.raises(ModelError) as caught:
+        await adapter(server, thinking=EXTENDED).complete(request(choice=choice, model=MODEL))
+    assert server.bodies == []
+    error = caught.value
+    assert not error.transient and error.status is None
+    text = str(error)
+    assert text.startswith(f"anthropic: the request for model {MODEL!r}")
+    assert said in text and "{'type': 'enabled', 'budget_tokens': 1024}" in text
+    assert "tool choice 'auto'" in text and "thinking={'type': 'disabled'}" in text
+
+
+async def test_bedrock_refuses_it_too() -> None:
+    server = anthropic_server()
+    with pytest.raises(ModelError, match=r"^anthropic on bedrock: .* tool choice 'any'"):
+        await adapter(server, bedrock=True, thinking=EXTENDED).complete(
+            request(choice=ToolChoice("any"), model=MODEL)
+        )
+    assert server.bodies == []
+
+
+@pytest.mark.parametrize(
+    "thinking",
+    [None, {"type": "adaptive"}, {"type": "disabled"}],
+    ids=["default", "adaptive", "off"],
+)
+async def test_a_forced_tool_choice_goes_with_thinking_the_api_does_not_say_it_refuses(
+    thinking: dict[str, Any] | None,
+) -> None:
+    # Adaptive thinking with a forced choice is refused by some models and taken by others;
+    # the model's default thinking is the model's. Only the API's 400 can say.
+    server = anthropic_server(message(tool_use("c1", "records_search", {})))
+    await adapter(server, thinking=thinking).complete(
+        request(choice=ToolChoice("any"), model=MODEL)
+    )
+    assert server.bodies[0]["tool_choice"] == {"type": "any"}
+
+
+@pytest.mark.parametrize("mode", ["auto", "none"])
+async def test_extended_thinking_goes_with_tool_choice_auto_and_none(mode: str) -> None:
+    server = anthropic_server(message(claude_text("Hi.")))
+    await adapter(server, thinking=EXTENDED).complete(
+        request(choice=ToolChoice(mode), model=MODEL)  # type: ignore[arg-type]
+    )
+    assert server.bodies[0]["thinking"] == EXTENDED
