@@ -25,6 +25,7 @@ from agentgen.runtime.model_client import (
 from agentgen.runtime.visible import quoted
 
 __all__ = [
+    "ANSWERED_BY_HEADER",
     "CUT_STOPS",
     "LATER_ATTEMPT",
     "REFUSED_STOPS",
@@ -262,17 +263,45 @@ def transient_failure(exc: BaseException) -> bool:
     return isinstance(exc, _installed(tuple(_CONNECTION_ERRORS.items())))
 
 
+#: The response header by which a stand-in for a provider (agentgen's recording player, a test
+#: server of the application's own) names itself in its answers. An SDK client reports any
+#: error answer as the provider's, so an answer carrying it is said to be the stand-in's: the
+#: stand-in, not a provider, refused the request. No provider sends it.
+ANSWERED_BY_HEADER = "agentgen-answered-by"
+
+#: How much of a stand-in's name a message quotes.
+_NAME_WIDTH = 120
+
+
+def _answered_by(exc: BaseException) -> str | None:
+    """The name an SDK's error answer carries under :data:`ANSWERED_BY_HEADER`, if any: the
+    headers of openai's and anthropic's ``response``, or of botocore's parsed one."""
+    response = getattr(exc, "response", None)
+    headers: Any = getattr(response, "headers", None)
+    if headers is None and isinstance(response, dict):
+        metadata = response.get("ResponseMetadata")
+        headers = metadata.get("HTTPHeaders") if isinstance(metadata, dict) else None
+    getter = getattr(headers, "get", None)
+    name = getter(ANSWERED_BY_HEADER) if callable(getter) else None
+    if not isinstance(name, str) or not name.strip():
+        return None
+    name = name.strip()
+    return name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
+
+
 def request_failure(provider: str, model: str, exc: BaseException) -> ModelError:
     """The :class:`ModelError` for an SDK's failure to get an answer to a request for ``model``,
     classified: an error answer keeps its HTTP status and is transient when its status (or
     Bedrock's error code) says a later attempt may pass; a request that got no answer is
     transient; anything else (the client could not even send it: a missing profile,
-    credentials or region) is a configuration mistake, permanent."""
+    credentials or region) is a configuration mistake, permanent. An answer a stand-in gave
+    (:data:`ANSWERED_BY_HEADER`) says so, rather than that the provider refused the request."""
     status, code = _answer(exc)
     detail = f"{type(exc).__name__}: {exc}"
     if status is not None or code is not None:
         transient = transient_failure(exc)
         answered = f" with HTTP {status}" if status is not None else ""
+        stand_in = _answered_by(exc)
         if transient:
             remedy = LATER_ATTEMPT
         elif _out_of_quota(exc):
@@ -280,8 +309,12 @@ def request_failure(provider: str, model: str, exc: BaseException) -> ModelError
                 "the account is out of quota, which no later attempt gets past: check its plan "
                 "and billing details with the provider"
             )
-        else:
+        elif stand_in is None:
             remedy = "the provider refused this request: fix what it names"
+        else:
+            remedy = "fix what it names"
+        if stand_in is not None:
+            remedy = f"answered by {stand_in}, not by a provider: {remedy}"
         return ModelError(
             f"{provider}: the request for model {model!r} failed{answered}: {detail}; {remedy}",
             status=status,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 
+from agentgen.runtime.adapters.errors import ANSWERED_BY_HEADER
 from agentgen.runtime.model_client import ModelClient, ModelError, ModelRequest, ModelResponse
 from agentgen.runtime.testing.summaries import Provider, summarize
 
@@ -36,6 +37,10 @@ __all__ = ["Exchange", "RecordedProvider", "Recording", "RecordingError"]
 BEDROCK_REGION = "us-east-1"
 #: Credentials recorded clients are built with: SDKs refuse to start without some.
 PLACEHOLDER_KEY = "recorded-exchange"
+
+#: The header marking every answer of a player as its own, which the adapters read (an adapter
+#: over :meth:`RecordedProvider.client` then says its refusal is the player's, not a provider's).
+ANSWERED = {ANSWERED_BY_HEADER: "agentgen's recording player"}
 
 Check = Callable[[int, "httpx2.Request"], list[str]]
 
@@ -208,7 +213,9 @@ class RecordedProvider:
             self.requests.append({"path": request.url.path, "method": request.method})
             self.problems.append(problem)
             return httpx2.Response(
-                400, json={"error": {"type": "invalid_request_error", "message": problem}}
+                400,
+                json={"error": {"type": "invalid_request_error", "message": problem}},
+                headers=ANSWERED,
             )
         self.requests.append(actual)
         problems = [f"request {number}: {p}" for p in (self.check or _none)(index, request)]
@@ -244,10 +251,12 @@ class RecordedProvider:
             self.problems.extend(problems)
             message = "; ".join(problems)
             return httpx2.Response(
-                400, json={"error": {"type": "invalid_request_error", "message": message}}
+                400,
+                json={"error": {"type": "invalid_request_error", "message": message}},
+                headers=ANSWERED,
             )
         self.served += 1
-        return httpx2.Response(200, json=dict(reply))
+        return httpx2.Response(200, json=dict(reply), headers=ANSWERED)
 
     def http_client(self) -> httpx2.AsyncClient:
         """An ``httpx2.AsyncClient`` whose requests this player answers; hand it to an SDK
@@ -304,9 +313,9 @@ class RecordedProvider:
         to the adapter (``tool_change_models=...`` for Anthropic, ``search_limit=...``).
 
         The player answers what the recording cannot (a request it does not match, a reply the
-        SDK cannot read) with an HTTP 400, which the adapter reports as the provider refusing
-        the request. The adapter is wrapped so that such a failure says what the player found
-        instead: the recording, not the provider, is at fault."""
+        SDK cannot read) with an HTTP 400, which the adapter reports as refused (by the player,
+        as its :data:`ANSWERED` header says). The adapter is wrapped so that such a failure
+        leads with what the player found: the recording, not the provider, is at fault."""
         # Each adapter is imported only when its provider is played: an OpenAI recording
         # needs no Anthropic SDK (``make demo-registry`` installs only the openai extra).
         adapter: ModelClient

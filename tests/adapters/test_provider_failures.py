@@ -24,6 +24,7 @@ from agentgen.runtime.adapters import (
     ModelError,
     OpenAIResponsesModel,
 )
+from agentgen.runtime.adapters.errors import ANSWERED_BY_HEADER
 from agentgen.runtime.engines.temporal.errors import retryable
 from tests.adapters.fakes import openai_client, openai_server, response
 from tests.adapters.tools import RECORDS, request
@@ -280,3 +281,42 @@ async def test_an_answer_the_sdk_cannot_read_is_not_called_an_error_answer() -> 
         str(caught.value)
     )
     assert caught.value.status is None and not retryable(caught.value)
+
+
+def answered_by(name: str | None, status: int, body: dict[str, Any]) -> Handler:
+    def handler(_: httpx2.Request) -> httpx2.Response:
+        headers = {ANSWERED_BY_HEADER: name} if name is not None else {}
+        return httpx2.Response(status, json=body, headers=headers)
+
+    return handler
+
+
+async def test_a_refusal_a_stand_in_answered_is_not_called_the_providers() -> None:
+    # agentgen's recording player (or any local stand-in) marks its answers: a 400 of its own
+    # said "the provider refused this request: fix what it names", though no provider was asked.
+    stand_in = "agentgen's recording player (recording.json)"
+    refused = claude_error("invalid_request_error")
+    with pytest.raises(ModelError) as caught:
+        await claude(answered_by(stand_in, 400, refused)).complete(
+            request(tools=(RECORDS,), model=CLAUDE)
+        )
+    text = str(caught.value)
+    assert "the provider refused" not in text
+    assert text.endswith(f"; answered by {stand_in}, not by a provider: fix what it names")
+    assert (caught.value.status, retryable(caught.value)) == (400, False)
+    with pytest.raises(ModelError) as caught:
+        await openai_answering(answered_by(stand_in, 503, {"error": {"message": "x"}})).complete(
+            request(tools=(RECORDS,))
+        )
+    assert f"; answered by {stand_in}, not by a provider: a later attempt may pass" in str(
+        caught.value
+    )
+    assert retryable(caught.value)
+
+
+async def test_a_providers_refusal_is_still_called_so() -> None:
+    refused = claude_error("invalid_request_error")
+    with pytest.raises(ModelError, match="; the provider refused this request: fix what it names$"):
+        await claude(answered_by(None, 400, refused)).complete(
+            request(tools=(RECORDS,), model=CLAUDE)
+        )

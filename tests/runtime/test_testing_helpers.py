@@ -403,9 +403,14 @@ async def test_a_request_that_does_not_match_names_the_file_what_differs_and_wha
         '"request"); otherwise the run changed by mistake.'
     ) in message
     assert message.count(str(path)) == 1
+    # Through client(), the adapter's own words: before, "the provider refused this request".
+    assert "the provider refused this request" not in message
     if through == "model":
         assert message.startswith("the openai recording cannot answer this request: request 1")
-        assert "the provider refused this request" not in message
+    else:
+        assert message.endswith(
+            "; answered by agentgen's recording player, not by a provider: fix what it names"
+        )
 
 
 async def test_a_request_past_the_recording_names_the_file_and_what_to_do() -> None:
