@@ -252,3 +252,32 @@ async def test_a_reply_whose_only_reasoning_ends_it_keeps_none() -> None:
     first = await OpenAIResponsesModel(openai_client(server)).complete(request())
     assert REASONING_KEY not in first.message.metadata
     assert REASONING_MODEL_KEY not in first.message.metadata
+
+
+async def test_consecutive_reasoning_items_go_back_as_received() -> None:
+    # A reply may hold reasoning items in a row before the item they lead to: the run belongs
+    # to the item after it (as OpenAI's Agents SDK reads it), and a client that merged such
+    # items into one had its next request refused for the reasoning item it lost. So they go
+    # back one by one, in order, each with its own ID and encrypted_content.
+    server = openai_server(
+        response(
+            encrypted("rs_1"),
+            encrypted("rs_2"),
+            function_call("c1", "records_search", '{"name":"Ada"}'),
+        ),
+        response(text("Ada is a customer.", "msg_2")),
+    )
+    model = OpenAIResponsesModel(openai_client(server))
+    asked = Message.user("Who is Ada?")
+    first = await model.complete(request(asked))
+    result = Message("tool", (ToolResultPart("c1", "records.search", '{"found":1}'),))
+    await model.complete(request(asked, stored(first.message), result))
+    assert shape(server.bodies[1]) == [
+        ("message", None),
+        ("reasoning", "rs_1"),
+        ("reasoning", "rs_2"),
+        ("function_call", "fc_c1"),
+        ("function_call_output", None),
+    ]
+    later = server.bodies[1]["input"]
+    assert later[1] == encrypted("rs_1") and later[2] == encrypted("rs_2")
