@@ -320,6 +320,15 @@ class RegistryOperations:
                 "validation_error", "a search needs a query of one character or more"
             )
         needle = _folded(query)
+        if not needle:
+            # Read without its invisible characters, the query is the empty text, which every
+            # toolset contains: it would name the whole catalog, where "" is refused.
+            raise RegistryError(
+                "validation_error",
+                "a search needs a query of one visible character or more: this one holds only "
+                "invisible characters (zero-width joiners, soft hyphens, direction marks, "
+                "variation selectors), which search ignores",
+            )
         return await self._names(tags, lambda toolset: _mentions(toolset, needle))
 
     async def _names(

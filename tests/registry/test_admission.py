@@ -274,6 +274,19 @@ async def test_search_reads_text_in_nfkc_as_tool_search_does(ops: RegistryOperat
     assert await ops.search_toolsets("ｄｏｃｓ") == ["docs"]  # names too
 
 
+@pytest.mark.parametrize("query", ["\u200c", "\u00ad\u200d", "\ufe0f\u2060"])
+async def test_a_search_of_invisible_characters_alone_is_refused_as_an_empty_one(
+    ops: RegistryOperations, query: str
+) -> None:
+    # Search reads text without invisible format characters (search version 4): a query of
+    # such characters alone was the empty text, which every toolset contains, so it named the
+    # whole catalog where the empty query is refused.
+    await ops.register(registration(echo_toolset("payments")))
+    await ops.register(registration(echo_toolset("people")))
+    error = await refused("validation_error", ops.search_toolsets(query))
+    assert "only invisible characters" in str(error)
+
+
 async def test_corrupt_persisted_entries_are_reported_by_key(
     ops: RegistryOperations, store: Store
 ) -> None:
