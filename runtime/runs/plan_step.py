@@ -102,7 +102,13 @@ async def _plan(
     registration = host.agent(task.run.agent_id)
     definition = registration.definition
     if task.start:
-        missing = missing_labels(definition.required_labels, task.run.labels)
+        # The compiled tools' own requirements too: a generated definition lists them all in
+        # required_labels, a hand-built one may not, and nothing checks them later.
+        required = (
+            *definition.required_labels,
+            *(label for spec in definition.specs for label in spec.required_labels),
+        )
+        missing = missing_labels(required, task.run.labels)
         if missing:
             raise MissingLabelsError(
                 f"agent {definition.id!r}: run is missing required labels: {', '.join(missing)}"

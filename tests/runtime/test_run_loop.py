@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -328,6 +329,27 @@ async def test_required_labels_are_checked_at_start_naming_every_missing_one() -
     outcome = await rt.client("test.agent").run(
         "go", labels={"tenant": "a", "region": "b", "user": "c"}
     )
+    assert outcome.final_text == "done"
+
+
+async def test_labels_a_compiled_tool_requires_are_checked_even_if_the_definition_omits_them() -> (
+    None
+):
+    """A hand-built definition (specs of a generated package, ``required_labels`` left out)
+    ran a compiled tool requiring ``tenant`` for a run without it: the start checked only the
+    definition's aggregate, and nothing checks a compiled tool's labels later."""
+    specs = tuple(
+        replace(spec, required_labels=("tenant",)) if spec.id == "records.search" else spec
+        for spec in records_definition().specs
+    )
+    rt = Runtime()
+    planner = ScriptedPlanner([calls(("records.search", {"query": "x"})), answer()])
+    executor = register(rt, planner, records_definition(specs=specs))
+    with pytest.raises(MissingLabelsError, match="missing required labels: tenant"):
+        await rt.client("test.agent").run("go")
+    assert planner.inputs == [] and executor.calls == []
+    outcome = await rt.client("test.agent").run("go", labels={"tenant": "acme"})
+    assert [name for name, _, _ in executor.calls] == ["search"]
     assert outcome.final_text == "done"
 
 
