@@ -625,8 +625,11 @@ def agent_result(accepted: AcceptedCall, child: ChildOutcome) -> ToolResultPart:
         return tool_error(
             call,
             "agent_failed",
-            f"agent {spec.agent_id} answered without a structured result (its final answer is "
-            f"not valid JSON); tool {spec.id} needs one matching its contract",
+            # Said as it is known: no final_value may come of a valid JSON answer too (a
+            # planner that left it out, or ModelPlanner reading ``null``, which is none).
+            f"agent {spec.agent_id} answered without a structured result (its planner gave no "
+            "final_value: its final answer held no JSON value, or null); tool "
+            f"{spec.id} needs one matching its contract",
         )
     try:
         # Exact: a planner's structured answer keeps non-integers as Decimal.

@@ -422,6 +422,37 @@ async def test_agent_tool_answering_in_chat_only_is_rejected() -> None:
     assert error["kind"] == "agent_failed" and "without a structured result" in error["message"]
 
 
+@pytest.mark.parametrize("text", ['{"answer": "42"}', "null"])
+async def test_an_agent_tool_without_a_final_value_is_not_said_to_answer_invalid_json(
+    text: str,
+) -> None:
+    """The parent's call read "its final answer is not valid JSON" whenever the child's
+    planner gave no ``final_value``, also for an answer that is valid JSON (a planner of the
+    application's own that left the value out, or ``ModelPlanner`` reading ``null``, which is
+    no value): the model was told something false about the child's answer."""
+
+    class JSONTextPlanner(ExpertPlanner):
+        async def plan_start(self, input: PlanInput) -> PlanResult:
+            return PlanResult(Message("assistant", (TextPart(text),)))
+
+    import importlib
+
+    sink = importlib.import_module("tests.runtime.sink_agents")
+    rt = Runtime()
+    rt.register_agent(sink.expert_definition(), planner=JSONTextPlanner(), executors={})
+    planner = ScriptedPlanner([calls(("ask_expert.ask", {"question": "life"})), answer("relayed")])
+    rt.register_agent(sink.triage_definition(), planner=planner, executors={})
+    outcome = await rt.client("helpdesk.triage").run("ask", labels={"tenant": "t"})
+    error = error_of(outcome.transcript[2].parts[0])
+    assert error["kind"] == "agent_failed"
+    assert "not valid JSON" not in error["message"], error
+    assert error["message"] == (
+        "agent helpdesk.expert answered without a structured result (its planner gave no "
+        "final_value: its final answer held no JSON value, or null); tool ask_expert.ask "
+        "needs one matching its contract"
+    )
+
+
 @pytest.mark.parametrize("as_model", [False, True])
 async def test_exact_numbers_of_a_structured_child_answer_stay_numbers(as_model: bool) -> None:
     # A planner's structured answer keeps non-integers exact (Decimal); the parent's result
