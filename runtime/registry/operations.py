@@ -131,8 +131,13 @@ def _channel(use_id: str) -> str:
     return f"result:{use_id}"
 
 
-def _op_key(key: str, operation_id: str) -> str:
-    lease = hashlib.sha256(key.encode()).hexdigest()[:32]
+def _op_key(name: str, key: str, operation_id: str) -> str:
+    """Where claim operation ``operation_id`` of lease ``key`` in toolset ``name`` keeps what it
+    claimed. The toolset is part of it: provider and operation IDs are the provider's to choose
+    (and a lease's are the same in every toolset it serves), so a provider of another toolset
+    naming the same ones would otherwise have been handed this operation's calls (payloads
+    included) as a replay, or closed it by giving it back."""
+    lease = hashlib.sha256(f"{catalog_key(name)}\x00{key}".encode()).hexdigest()[:32]
     return f"claimop:{lease}:{operation_id}"
 
 
@@ -549,7 +554,7 @@ class RegistryOperations:
         """Calls for this lease to run: up to ``max_calls``, waiting up to ``wait_ms`` for the
         first. Repeating a claim operation (same ``operation_id``) returns what it claimed."""
         lease = lease_key(provider_id, incarnation_id)
-        op_key = _op_key(lease, operation_id)
+        op_key = _op_key(name, lease, operation_id)
         entry_key = catalog_key(name)
         (previous, raw_entry), now = await self.store.snapshot([op_key, entry_key])
         if previous is not None:
@@ -716,7 +721,7 @@ class RegistryOperations:
         is closed first: a request of it still waiting takes no call (what it receives goes
         back in line), and a later claim under its ID only replays what it took."""
         lease = lease_key(provider_id, incarnation_id)
-        op_key = _op_key(lease, operation_id)
+        op_key = _op_key(name, lease, operation_id)
         attempt_key = _attempt_key(op_key)
         entry_key = catalog_key(name)
         (raw_entry,), now = await self.store.snapshot([entry_key])

@@ -330,7 +330,7 @@ async def test_a_retried_claim_supersedes_the_request_still_waiting(
     from agentgen.runtime.registry.operations import _attempt_key, _op_key
 
     token = (await ops.register(registration())).registration_token
-    attempt = _attempt_key(_op_key("p1\x00i1", "op-1"))
+    attempt = _attempt_key(_op_key("echo", "p1\x00i1", "op-1"))
 
     async def attempt_changed(than: str | None) -> str:
         for _ in range(500):
