@@ -22,10 +22,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from fastapi import Depends, FastAPI, Header, Request
+from fastapi import Depends, FastAPI, Header, Request, Security
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentgen.runtime.registry import api
@@ -293,7 +294,22 @@ def create_app(
     async def principal(request: Request) -> Principal:
         return table.authenticate(request.headers.get("authorization"))
 
-    Who = Depends(principal)
+    # The document says what the service requires: with tokens, every operation under /v1 a
+    # bearer token (a client generated from it sends one); an open registry, none.
+    bearer = HTTPBearer(
+        auto_error=False,
+        scheme_name="bearer",
+        description="a registry token (docs/registry.md, Tokens and roles); a missing, unknown "
+        "or revoked one is refused 401 unauthenticated, one outside its role 403 forbidden",
+    )
+
+    async def secured(
+        request: Request,
+        _token: HTTPAuthorizationCredentials | None = Security(bearer),  # noqa: B008
+    ) -> Principal:
+        return table.authenticate(request.headers.get("authorization"))
+
+    Who = Depends(principal if table.empty else secured)
 
     def wait(ms: int) -> int:
         return min(ms, settings.max_wait_ms)

@@ -378,3 +378,32 @@ async def test_a_password_in_the_registry_url_never_reaches_a_message(secured: R
     assert f"registry {host!r} at {secured.url}: " in str(errors[0])
     assert errors[1].code == "service_unavailable"
     assert f"registry '127.0.0.1:{port}' at http://127.0.0.1:{port}: " in str(errors[1])
+
+
+async def test_the_openapi_document_says_which_operations_need_a_token(
+    secured: Running, tmp_path: Path
+) -> None:
+    # The document said nothing of the token every /v1 operation requires: a client generated
+    # from it sent none, and met 401 on every call. It now declares the bearer scheme on
+    # exactly the operations that refuse a request without one.
+    async with httpx2.AsyncClient(base_url=secured.url, timeout=10) as http:
+        document = (await http.get("/openapi.json")).json()
+        assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+        for path, methods in document["paths"].items():
+            for method, operation in methods.items():
+                secured_by = operation.get("security")
+                answer = await http.request(
+                    method, path, content=b"{}", headers={"content-type": "application/json"}
+                )
+                if answer.status_code == 401:
+                    assert secured_by == [{"bearer": []}], (method, path)
+                else:
+                    assert secured_by is None, (method, path, answer.status_code)
+        assert document["paths"]["/v1/calls"]["post"]["security"] == [{"bearer": []}]
+        assert "security" not in document["paths"]["/health"]["get"]
+    # An open registry asks for no token, and its document says so.
+    async with running_registry(SQLiteStore(":memory:")) as running:
+        async with httpx2.AsyncClient(base_url=running.url) as http:
+            document = (await http.get("/openapi.json")).json()
+    assert "securitySchemes" not in document.get("components", {})
+    assert all("security" not in op for ops in document["paths"].values() for op in ops.values())
